@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI is every command of the service.
+type CLI struct {
+	Serve  ServeCmd  `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
+	Delete DeleteCmd `cmd:"" help:"Delete a session for good (works while the server runs)."`
+}
+
+// env is what every command runs with.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// exitCode carries kong's wish to exit (after --help) out of Parse.
+type exitCode int
+
+// run parses args and runs the command; main only calls this, so the whole
+// CLI runs inside a test.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("service"),
+		kong.Description("Local review service for the sessions of AI coding agents."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.UsageOnError(),
+	)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			code, ok := v.(exitCode)
+			if !ok {
+				panic(v)
+			}
+			if code != 0 {
+				err = fmt.Errorf("exit %d", code)
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return err
+	}
+	return kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr})
+}
+
+// serviceDir is ~/.service, where the store and the token live by default.
+func serviceDir() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home folder: %w", err)
+	}
+	return filepath.Join(home, ".service"), nil
+}
+
+// storePath returns the --db path, or ~/.service/store.db.
+func storePath(db string) (string, error) {
+	if db != "" {
+		return db, nil
+	}
+	dir, err := serviceDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "store.db"), nil
+}
+

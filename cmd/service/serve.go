@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/handlers"
+	"github.com/agentreview/service/store"
+)
+
+// ServeCmd is `service serve [--port N] [--db PATH]`.
+type ServeCmd struct {
+	Port int    `help:"Port on 127.0.0.1 (the PORT variable is used when this is absent)." env:"PORT" default:"1234"`
+	DB   string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+}
+
+// Run serves until the context ends (SIGINT or SIGTERM), then ends every
+// event stream and shuts down.
+func (c *ServeCmd) Run(e *env) error {
+	tokenFile, err := tokenPath()
+	if err != nil {
+		return err
+	}
+	token, err := loadOrCreateToken(tokenFile)
+	if err != nil {
+		return err
+	}
+	dbPath, err := storePath(c.DB)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)))
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	hub := handlers.NewHub(st, log, handlers.PollInterval)
+	srv := handlers.NewServer(handlers.Routes(handlers.Deps{
+		Store: st, Hub: hub, Log: log,
+		Auth: handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
+	}), log)
+	srv.RegisterOnShutdown(hub.Close)
+
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(e.stdout, "service listening on %s\n", base)
+	fmt.Fprintf(e.stdout, "  review app:  %s/\n", base)
+	fmt.Fprintf(e.stdout, "  ingest:      %s/api/ingest\n", base)
+	fmt.Fprintf(e.stdout, "  token file:  %s\n", tokenFile)
+	fmt.Fprintf(e.stdout, "  store:       %s\n", dbPath)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-e.ctx.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "service stopped")
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// homeTilde shows a path under the home folder with ~, as users write it.
+func homeTilde(path string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || !strings.HasPrefix(path, home+string(os.PathSeparator)) {
+		return path
+	}
+	return "~" + path[len(home):]
+}

@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/agentreview/service/store"
+)
+
+// MaxBody is the most bytes an ingest body may have, before and after gzip.
+const MaxBody = 8 << 20
+
+// Applier is the store method ingest needs.
+type Applier interface {
+	Apply(ctx context.Context, b *store.Batch) (store.ApplyResult, error)
+}
+
+// ingest is POST /api/ingest: the one write route. The token is checked
+// before the body is read; the body is read within MaxBody, parsed and
+// checked in full, then applied in one transaction.
+func ingest(st Applier, hub *Hub, auth Auth, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !auth.allows(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="service"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "missing or invalid bearer token (see " + auth.TokenFile + ")"})
+			return
+		}
+		body, err := readBody(r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		batch, err := store.ParseBatch(body)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := st.Apply(r.Context(), batch)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if res.Changed {
+			hub.Poke()
+		}
+		status := http.StatusOK
+		if res.Created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, res)
+	})
+}
+
+// Auth holds the ingest token and where it is kept, for the 401 message.
+type Auth struct {
+	Token     string
+	TokenFile string // shown to the user, with the home folder as ~
+}
+
+// allows compares the bearer token in constant time.
+func (a Auth) allows(r *http.Request) bool {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || a.Token == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(cred)), []byte(a.Token)) == 1
+}
+
+var errTooLarge = errors.New("too large")
+
+// cappedReader fails with errTooLarge once more than n bytes are read, so a
+// body is never buffered past the limit.
+type cappedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.n < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > c.n+1 {
+		p = p[:c.n+1]
+	}
+	n, err := c.r.Read(p)
+	c.n -= int64(n)
+	if c.n < 0 {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
+// readBody checks the content type and encoding and reads the body, gzip
+// or plain, within MaxBody before and after decompression.
+func readBody(r *http.Request) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("content-type must be application/json, got %q", ct)}
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "gzip" {
+		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported content-encoding %q; use gzip or none", enc)}
+	}
+	tooLarge := &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody)}
+	if r.ContentLength > MaxBody {
+		return nil, tooLarge
+	}
+	raw := &cappedReader{r: r.Body, n: MaxBody}
+	var src io.Reader = raw
+	if enc == "gzip" {
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			if errors.Is(err, errTooLarge) {
+				return nil, tooLarge
+			}
+			return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+		}
+		defer zr.Close()
+		src = &cappedReader{r: zr, n: MaxBody}
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(src); err != nil {
+		switch {
+		case errors.Is(err, errTooLarge) && raw.n < 0:
+			return nil, tooLarge
+		case errors.Is(err, errTooLarge):
+			return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", MaxBody)}
+		case enc == "gzip":
+			// Corrupt or truncated data; a client that hung up mid-body
+			// never reads this answer anyway.
+			return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+		}
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+

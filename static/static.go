@@ -1,0 +1,9 @@
+// Package static holds the review app's embedded CSS and scripts.
+package static
+
+import "embed"
+
+// FS is served under /static/.
+//
+//go:embed *.css
+var FS embed.FS

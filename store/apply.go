@@ -1,0 +1,312 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// ApplyResult tells what one batch did. The counts are for the batch, not
+// session totals.
+type ApplyResult struct {
+	SessionID string `json:"session_id"`
+	Created   bool   `json:"created"`
+	Steps     int    `json:"steps"`
+	Turns     int    `json:"turns"`
+	Segments  int    `json:"segments"`
+	Actors    int    `json:"actors"`
+	// Changed is false when the batch matched what was stored and nothing
+	// was written: no new change stamp, no change event.
+	Changed bool `json:"-"`
+}
+
+// Apply writes a batch that passed ParseBatch in one transaction, all or
+// nothing. It returns a *DeletedError for a deleted session, a
+// *ReferenceError when a record points at nothing, and a *ConflictError
+// when a step seq is held by another step.
+func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
+	res := ApplyResult{
+		SessionID: b.Session.ID,
+		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
+	}
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if deleted, err := isDeleted(conn, b.Session.ID); err != nil || deleted {
+			if deleted {
+				return &DeletedError{SessionID: b.Session.ID}
+			}
+			return err
+		}
+		pk, err := sessionPK(conn, b.Session.ID)
+		if err != nil {
+			return err
+		}
+		if ps, err := checkReferences(conn, pk, b); err != nil || len(ps) > 0 {
+			if err == nil {
+				err = &ReferenceError{Problems: ps}
+			}
+			return err
+		}
+		if err := checkSeqs(conn, pk, b.Steps); err != nil {
+			return err
+		}
+		res.Created = pk == 0
+		changed, err := s.applyRecords(conn, &pk, b)
+		res.Changed = changed
+		return err
+	})
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", err)
+	}
+	return res, nil
+}
+
+func isDeleted(conn *sqlite.Conn, id string) (bool, error) {
+	found := false
+	err := sqlitex.Execute(conn, `SELECT 1 FROM tombstones WHERE id = ?`, &sqlitex.ExecOptions{
+		Args:       []any{id},
+		ResultFunc: func(*sqlite.Stmt) error { found = true; return nil },
+	})
+	return found, err
+}
+
+// sessionPK returns the row key of a stored session, or 0.
+func sessionPK(conn *sqlite.Conn, id string) (int64, error) {
+	var pk int64
+	err := sqlitex.Execute(conn, `SELECT pk FROM sessions WHERE id = ?`, &sqlitex.ExecOptions{
+		Args:       []any{id},
+		ResultFunc: func(st *sqlite.Stmt) error { pk = st.ColumnInt64(0); return nil },
+	})
+	return pk, err
+}
+
+// applyRecords upserts the session and its records, stamping the session
+// only if some row actually changed.
+func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bool, err error) {
+	stamp, err := nextStamp(conn)
+	if err != nil {
+		return false, err
+	}
+	if *pk == 0 {
+		if *pk, err = s.insertSession(conn, &b.Session, stamp); err != nil {
+			return false, err
+		}
+		changed = true
+	} else if changed, err = updateSession(conn, *pk, &b.Session); err != nil {
+		return false, err
+	}
+	for i := range b.Segments {
+		c, err := upsertSegment(conn, *pk, &b.Segments[i])
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
+	for i := range b.Actors {
+		c, err := upsertActor(conn, *pk, &b.Actors[i])
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
+	for i := range b.Turns {
+		c, err := upsertTurn(conn, *pk, &b.Turns[i])
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
+	for i := range b.Steps {
+		c, err := upsertStep(conn, *pk, &b.Steps[i])
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
+	if changed {
+		err = sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
+	}
+	return changed, err
+}
+
+func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) (int64, error) {
+	source := h.Source
+	if source == "" {
+		source = "push:" + h.Agent.Kind
+	}
+	started, _ := ParseTimestamp(h.StartedAt)
+	metrics, err := jsonOrNull(h.Metrics)
+	if err != nil {
+		return 0, err
+	}
+	err = sqlitex.Execute(conn, `INSERT INTO sessions (id, agent_kind, agent_version, agent_format_version,
+		workspace_root, workspace_repo, started_at, started_ns, ended_at, source, metrics, owner_id, captured_on, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{
+		h.ID, h.Agent.Kind, h.Agent.Version, nullable(h.Agent.FormatVersion),
+		h.Workspace.Root, nullable(h.Workspace.Repo), h.StartedAt, started.UnixNano(), nullable(h.EndedAt),
+		source, metrics, OwnerLocal, s.capturedOn, stamp,
+	}})
+	return conn.LastInsertRowID(), err
+}
+
+// updateSession writes the header of a stored session: kind, version,
+// workspace root and start on every push; the optional fields only when the
+// batch has them, so a steps-only push never resets cost or reopens a session.
+func updateSession(conn *sqlite.Conn, pk int64, h *SessionHeader) (bool, error) {
+	started, _ := ParseTimestamp(h.StartedAt)
+	metrics, err := jsonOrNull(h.Metrics)
+	if err != nil {
+		return false, err
+	}
+	err = sqlitex.Execute(conn, `UPDATE sessions SET
+		  agent_kind = :kind, agent_version = :version, workspace_root = :root,
+		  started_at = :started, started_ns = :started_ns,
+		  agent_format_version = coalesce(:format, agent_format_version),
+		  workspace_repo = coalesce(:repo, workspace_repo),
+		  ended_at = coalesce(:ended, ended_at),
+		  source = coalesce(:source, source),
+		  metrics = coalesce(:metrics, metrics)
+		WHERE pk = :pk AND NOT (
+		  agent_kind IS :kind AND agent_version IS :version AND workspace_root IS :root
+		  AND started_at IS :started
+		  AND agent_format_version IS coalesce(:format, agent_format_version)
+		  AND workspace_repo IS coalesce(:repo, workspace_repo)
+		  AND ended_at IS coalesce(:ended, ended_at)
+		  AND source IS coalesce(:source, source)
+		  AND metrics IS coalesce(:metrics, metrics))`,
+		&sqlitex.ExecOptions{Named: map[string]any{
+			":pk": pk, ":kind": h.Agent.Kind, ":version": h.Agent.Version, ":root": h.Workspace.Root,
+			":started": h.StartedAt, ":started_ns": started.UnixNano(),
+			":format": nullable(h.Agent.FormatVersion), ":repo": nullable(h.Workspace.Repo),
+			":ended": nullable(h.EndedAt), ":source": nullable(h.Source), ":metrics": metrics,
+		}})
+	return conn.Changes() > 0, err
+}
+
+func upsertSegment(conn *sqlite.Conn, pk int64, g *Segment) (bool, error) {
+	files, err := json.Marshal(g.SourceFiles)
+	if err != nil {
+		return false, err
+	}
+	err = sqlitex.Execute(conn, `INSERT INTO segments (session_pk, idx, start_reason, started_at, ended_at, source_files)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_pk, idx) DO UPDATE SET
+		  start_reason = excluded.start_reason, started_at = excluded.started_at,
+		  ended_at = excluded.ended_at, source_files = excluded.source_files
+		WHERE (start_reason, started_at, ended_at, source_files)
+		  IS NOT (excluded.start_reason, excluded.started_at, excluded.ended_at, excluded.source_files)`,
+		&sqlitex.ExecOptions{Args: []any{pk, g.Index, g.StartReason, g.StartedAt, nullable(g.EndedAt), string(files)}})
+	return conn.Changes() > 0, err
+}
+
+func upsertActor(conn *sqlite.Conn, pk int64, a *Actor) (bool, error) {
+	err := sqlitex.Execute(conn, `INSERT INTO actors (session_pk, id, parent_id, type, label) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_pk, id) DO UPDATE SET
+		  parent_id = excluded.parent_id, type = excluded.type, label = excluded.label
+		WHERE (parent_id, type, label) IS NOT (excluded.parent_id, excluded.type, excluded.label)`,
+		&sqlitex.ExecOptions{Args: []any{pk, a.ID, nullable(a.ParentID), a.Type, nullable(a.Label)}})
+	return conn.Changes() > 0, err
+}
+
+func upsertTurn(conn *sqlite.Conn, pk int64, t *Turn) (bool, error) {
+	err := sqlitex.Execute(conn, `INSERT INTO turns (session_pk, id, segment_index, actor_id, idx, prompt_id, mode, started_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_pk, id) DO UPDATE SET
+		  segment_index = excluded.segment_index, actor_id = excluded.actor_id, idx = excluded.idx,
+		  prompt_id = excluded.prompt_id, mode = excluded.mode, started_at = excluded.started_at
+		WHERE (segment_index, actor_id, idx, prompt_id, mode, started_at)
+		  IS NOT (excluded.segment_index, excluded.actor_id, excluded.idx, excluded.prompt_id, excluded.mode, excluded.started_at)`,
+		&sqlitex.ExecOptions{Args: []any{pk, t.ID, t.SegmentIndex, t.ActorID, t.Index, nullable(t.PromptID), nullable(t.Mode), t.StartedAt}})
+	return conn.Changes() > 0, err
+}
+
+const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
+	  decision, outcome, content_status, role, flag_count, error, channels, flags, payload,
+	  stdout, stderr, text, old_string, new_string)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (session_pk, id) DO UPDATE SET
+	  seq = excluded.seq, segment_index = excluded.segment_index, turn_id = excluded.turn_id,
+	  actor_id = excluded.actor_id, at = excluded.at, type = excluded.type, decision = excluded.decision,
+	  outcome = excluded.outcome, content_status = excluded.content_status, role = excluded.role,
+	  flag_count = excluded.flag_count, error = excluded.error, channels = excluded.channels,
+	  flags = excluded.flags, payload = excluded.payload, stdout = excluded.stdout, stderr = excluded.stderr,
+	  text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string
+	WHERE (seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status, role,
+	       error, channels, flags, payload, stdout, stderr, text, old_string, new_string)
+	  IS NOT (excluded.seq, excluded.segment_index, excluded.turn_id, excluded.actor_id, excluded.at,
+	       excluded.type, excluded.decision, excluded.outcome, excluded.content_status, excluded.role,
+	       excluded.error, excluded.channels, excluded.flags, excluded.payload, excluded.stdout,
+	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
+
+// stepRow is a step split into its columns: the large text fields and the
+// message role leave the payload JSON for columns of their own.
+type stepRow struct {
+	errorJSON, channels, flags, payload []byte
+	role                                any
+	bodies                              [5]any // stdout, stderr, text, old_string, new_string
+}
+
+func splitStep(st *Step) (stepRow, error) {
+	var r stepRow
+	var err error
+	p := st.Payload
+	r.role = nullable(p.Role)
+	r.bodies = [5]any{textOrNull(p.Stdout), textOrNull(p.Stderr), textOrNull(p.Text), textOrNull(p.OldString), textOrNull(p.NewString)}
+	p.Role, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString = "", nil, nil, nil, nil, nil
+	if r.payload, err = json.Marshal(p); err != nil {
+		return r, err
+	}
+	if st.Error != nil {
+		if r.errorJSON, err = json.Marshal(st.Error); err != nil {
+			return r, err
+		}
+	}
+	if r.channels, err = json.Marshal(st.Channels); err != nil {
+		return r, err
+	}
+	r.flags, err = json.Marshal(st.Flags)
+	return r, err
+}
+
+func upsertStep(conn *sqlite.Conn, pk int64, st *Step) (bool, error) {
+	r, err := splitStep(st)
+	if err != nil {
+		return false, err
+	}
+	var errorJSON any
+	if r.errorJSON != nil {
+		errorJSON = string(r.errorJSON)
+	}
+	err = sqlitex.Execute(conn, upsertStepSQL, &sqlitex.ExecOptions{Args: []any{
+		pk, st.ID, st.Seq, st.SegmentIndex, st.TurnID, st.ActorID, st.At, st.Type,
+		st.Decision, st.Outcome, st.ContentStatus, r.role, len(st.Flags), errorJSON,
+		string(r.channels), string(r.flags), string(r.payload),
+		r.bodies[0], r.bodies[1], r.bodies[2], r.bodies[3], r.bodies[4],
+	}})
+	return conn.Changes() > 0, err
+}
+
+// nullable stores an empty optional string as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func textOrNull(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func jsonOrNull(v *Metrics) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the store, by kind; handlers map each kind to its status.
+var (
+	// ErrNotFound means no stored session has the id.
+	ErrNotFound = errors.New("not found")
+	// ErrNotJSON means a batch body is not one valid JSON value.
+	ErrNotJSON = errors.New("body is not valid JSON")
+	// ErrNotObject means a batch body is valid JSON but not an object.
+	ErrNotObject = errors.New("body must be a JSON object")
+)
+
+// Problem is one thing wrong with a batch, at a dotted path with [i]
+// indices into the request body, e.g. steps[3].payload.exit_code.
+type Problem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// InvalidError reports every envelope and schema problem of a batch.
+// Problems holds at most MaxProblems; Omitted counts the rest.
+type InvalidError struct {
+	Problems []Problem
+	Omitted  int
+}
+
+func newInvalidError(ps []Problem) *InvalidError {
+	if len(ps) <= MaxProblems {
+		return &InvalidError{Problems: ps}
+	}
+	return &InvalidError{Problems: ps[:MaxProblems], Omitted: len(ps) - MaxProblems}
+}
+
+func (e *InvalidError) Error() string { return "invalid batch" }
+
+// ReferenceError reports records that point at nothing in the batch or the
+// store, records of another session, and ids repeated within a batch.
+type ReferenceError struct {
+	Problems []Problem
+}
+
+func (e *ReferenceError) Error() string { return "batch references unknown or mismatched records" }
+
+// ConflictError reports a step seq already held by another step.
+type ConflictError struct {
+	Problem Problem
+}
+
+func (e *ConflictError) Error() string { return "step seq already taken in this session" }
+
+// DeletedError reports a push to a session that was deleted.
+type DeletedError struct {
+	SessionID string
+}
+
+func (e *DeletedError) Error() string {
+	return fmt.Sprintf("session %s was deleted; it is not recorded again", e.SessionID)
+}
+
+// TooManyError reports a batch with more than MaxItems records of one kind.
+type TooManyError struct {
+	Kind  string // segments, actors, turns or steps
+	Count int
+}
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("too many %s in one batch: %d > %d; split it into several pushes", e.Kind, e.Count, MaxItems)
+}

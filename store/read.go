@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// Session is a stored session header with what the service keeps beside it.
+type Session struct {
+	ID         string    `json:"id"`
+	Agent      Agent     `json:"agent"`
+	Workspace  Workspace `json:"workspace"`
+	StartedAt  string    `json:"started_at"`
+	EndedAt    string    `json:"ended_at,omitempty"`
+	Source     string    `json:"source"`
+	Metrics    *Metrics  `json:"metrics,omitempty"` // nil: not recorded
+	OwnerID    string    `json:"owner_id"`
+	CapturedOn string    `json:"captured_on"`
+	Verdict    *Verdict  `json:"verdict,omitempty"`
+	UpdatedAt  string    `json:"updated_at"` // the change stamp
+}
+
+// Verdict is a reviewer's judgement of a session. A push never changes it.
+type Verdict struct {
+	State    string `json:"state"` // reviewed, approved, needs_attention, or any string
+	Note     string `json:"note,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"`
+}
+
+// Summary is what the store computes about a session when it is read.
+type Summary struct {
+	Title         string         `json:"title"` // first line of the first user prompt
+	Steps         int            `json:"steps"`
+	StepsByType   map[string]int `json:"steps_by_type"`
+	Failed        int            `json:"failed"`
+	ReferenceOnly int            `json:"reference_only"`
+	Flags         int            `json:"flags"`
+	Turns         int            `json:"turns"`
+	Segments      int            `json:"segments"`
+}
+
+// SessionOverview is a session with its summary: one row of the list.
+type SessionOverview struct {
+	Session
+	Summary Summary `json:"summary"`
+}
+
+// SessionList is the list route's result, newest session first.
+type SessionList struct {
+	Sessions []SessionOverview `json:"sessions"`
+	Agents   []AgentCount      `json:"agents"` // every agent kind in the store, for filtering
+	Total    Total             `json:"total"`  // over the listed sessions
+}
+
+// AgentCount is how many sessions an agent kind has.
+type AgentCount struct {
+	Kind     string `json:"kind"`
+	Sessions int    `json:"sessions"`
+}
+
+// Total sums the listed sessions. Cost adds the reported costs; sessions
+// without metrics are counted apart, never guessed.
+type Total struct {
+	Sessions        int     `json:"sessions"`
+	CostUSD         float64 `json:"cost_usd"`
+	CostNotRecorded int     `json:"cost_not_recorded"`
+}
+
+// SessionDetail is a whole session: header, summary, records and report.
+type SessionDetail struct {
+	SessionOverview
+	Segments []Segment `json:"segments"`
+	Actors   []Actor   `json:"actors"`
+	Turns    []Turn    `json:"turns"`
+	Steps    []Step    `json:"steps"`
+	Report   Report    `json:"report"`
+}
+
+const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_format_version,
+	s.workspace_root, s.workspace_repo, s.started_at, s.ended_at, s.source, s.metrics,
+	s.owner_id, s.captured_on, s.verdict_state, s.verdict_note, s.verdict_reviewer, s.updated_at,
+	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
+	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
+	(SELECT substr(p.text, 1, 1000) FROM steps p
+	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1)`
+
+func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
+	o := SessionOverview{
+		Session: Session{
+			ID:         st.ColumnText(1),
+			Agent:      Agent{Kind: st.ColumnText(2), Version: st.ColumnText(3), FormatVersion: st.ColumnText(4)},
+			Workspace:  Workspace{Root: st.ColumnText(5), Repo: st.ColumnText(6)},
+			StartedAt:  st.ColumnText(7),
+			EndedAt:    st.ColumnText(8),
+			Source:     st.ColumnText(9),
+			OwnerID:    st.ColumnText(11),
+			CapturedOn: st.ColumnText(12),
+			UpdatedAt:  FormatStamp(st.ColumnInt64(16)),
+		},
+		Summary: Summary{
+			Turns:       st.ColumnInt(17),
+			Segments:    st.ColumnInt(18),
+			Title:       firstLine(st.ColumnText(19)),
+			StepsByType: map[string]int{},
+		},
+	}
+	for _, t := range StepTypes {
+		o.Summary.StepsByType[t] = 0
+	}
+	if !st.ColumnIsNull(10) {
+		o.Metrics = &Metrics{}
+		if err := json.Unmarshal([]byte(st.ColumnText(10)), o.Metrics); err != nil {
+			return 0, o, fmt.Errorf("session %s metrics: %w", o.ID, err)
+		}
+	}
+	if state := st.ColumnText(13); state != "" {
+		o.Verdict = &Verdict{State: state, Note: st.ColumnText(14), Reviewer: st.ColumnText(15)}
+	}
+	return st.ColumnInt64(0), o, nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+// countSteps adds step counts to the summaries, for the sessions matched by
+// where (a condition on steps s, with args).
+func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64]*Summary) error {
+	return sqlitex.Execute(conn, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
+		  count(*), sum(flag_count)
+		FROM steps s WHERE `+where+` GROUP BY 1, 2, 3, 4`, &sqlitex.ExecOptions{
+		Args: args,
+		ResultFunc: func(st *sqlite.Stmt) error {
+			sum := summaries[st.ColumnInt64(0)]
+			if sum == nil {
+				return nil
+			}
+			n := st.ColumnInt(4)
+			sum.Steps += n
+			sum.StepsByType[st.ColumnText(1)] += n
+			if st.ColumnBool(2) {
+				sum.Failed += n
+			}
+			if st.ColumnBool(3) {
+				sum.ReferenceOnly += n
+			}
+			sum.Flags += st.ColumnInt(5)
+			return nil
+		},
+	})
+}
+
+// List returns the stored sessions newest first, only those of agent kind
+// agent when it is not empty.
+func (s *Store) List(ctx context.Context, agent string) (SessionList, error) {
+	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}}
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		var pks []int64
+		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
+			WHERE :agent = '' OR s.agent_kind = :agent ORDER BY s.started_ns DESC, s.id`, &sqlitex.ExecOptions{
+			Named: map[string]any{":agent": agent},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				pk, o, err := scanSession(st)
+				pks = append(pks, pk)
+				l.Sessions = append(l.Sessions, o)
+				return err
+			},
+		})
+		if err != nil {
+			return err
+		}
+		byPK := make(map[int64]*Summary, len(pks))
+		for i, pk := range pks {
+			byPK[pk] = &l.Sessions[i].Summary
+		}
+		where, args := "1", []any(nil)
+		if agent != "" {
+			where, args = "session_pk IN (SELECT pk FROM sessions WHERE agent_kind = ?)", []any{agent}
+		}
+		if err := countSteps(conn, where, args, byPK); err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `SELECT agent_kind, count(*) FROM sessions GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error {
+				l.Agents = append(l.Agents, AgentCount{Kind: st.ColumnText(0), Sessions: st.ColumnInt(1)})
+				return nil
+			},
+		})
+	})
+	if err != nil {
+		return SessionList{}, fmt.Errorf("store: list sessions: %w", err)
+	}
+	for _, o := range l.Sessions {
+		l.Total.Sessions++
+		if o.Metrics == nil {
+			l.Total.CostNotRecorded++
+		} else {
+			l.Total.CostUSD += o.Metrics.CostUSD
+		}
+	}
+	return l, nil
+}
+
+// Detail returns a whole session, or ErrNotFound (also for a deleted one).
+func (s *Store) Detail(ctx context.Context, id string) (SessionDetail, error) {
+	var d SessionDetail
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		var pk int64
+		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = ?`, &sqlitex.ExecOptions{
+			Args: []any{id},
+			ResultFunc: func(st *sqlite.Stmt) (err error) {
+				pk, d.SessionOverview, err = scanSession(st)
+				return err
+			},
+		})
+		if err != nil {
+			return err
+		}
+		if pk == 0 {
+			return ErrNotFound
+		}
+		if err := countSteps(conn, "session_pk = ?", []any{pk}, map[int64]*Summary{pk: &d.Summary}); err != nil {
+			return err
+		}
+		if d.Segments, err = readSegments(conn, pk); err != nil {
+			return err
+		}
+		if d.Actors, err = readActors(conn, pk); err != nil {
+			return err
+		}
+		if d.Steps, err = readSteps(conn, pk, id); err != nil {
+			return err
+		}
+		d.Turns, err = readTurns(conn, pk, id, d.Steps)
+		return err
+	})
+	if err != nil {
+		return SessionDetail{}, fmt.Errorf("store: read session %s: %w", id, err)
+	}
+	d.Report = BuildReport(d.Steps)
+	return d, nil
+}
+
+func readSegments(conn *sqlite.Conn, pk int64) ([]Segment, error) {
+	out := []Segment{}
+	err := sqlitex.Execute(conn, `SELECT idx, start_reason, started_at, ended_at, source_files
+		FROM segments WHERE session_pk = ? ORDER BY idx`, &sqlitex.ExecOptions{
+		Args: []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			g := Segment{Index: st.ColumnInt64(0), StartReason: st.ColumnText(1), StartedAt: st.ColumnText(2), EndedAt: st.ColumnText(3)}
+			out = append(out, g)
+			return json.Unmarshal([]byte(st.ColumnText(4)), &out[len(out)-1].SourceFiles)
+		},
+	})
+	return out, err
+}
+
+func readActors(conn *sqlite.Conn, pk int64) ([]Actor, error) {
+	out := []Actor{}
+	err := sqlitex.Execute(conn, `SELECT id, parent_id, type, label FROM actors
+		WHERE session_pk = ? ORDER BY parent_id IS NOT NULL, id`, &sqlitex.ExecOptions{
+		Args: []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			out = append(out, Actor{ID: st.ColumnText(0), ParentID: st.ColumnText(1), Type: st.ColumnText(2), Label: st.ColumnText(3)})
+			return nil
+		},
+	})
+	return out, err
+}
+
+// readTurns reads the turns in order, with step_ids rebuilt from the steps
+// (already in seq order).
+func readTurns(conn *sqlite.Conn, pk int64, sid string, steps []Step) ([]Turn, error) {
+	out := []Turn{}
+	byID := map[string]int{}
+	err := sqlitex.Execute(conn, `SELECT id, segment_index, actor_id, idx, prompt_id, mode, started_at
+		FROM turns WHERE session_pk = ? ORDER BY idx, started_at, id`, &sqlitex.ExecOptions{
+		Args: []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			byID[st.ColumnText(0)] = len(out)
+			out = append(out, Turn{
+				ID: st.ColumnText(0), SessionID: sid, SegmentIndex: st.ColumnInt64(1), ActorID: st.ColumnText(2),
+				Index: st.ColumnInt64(3), PromptID: st.ColumnText(4), Mode: st.ColumnText(5), StartedAt: st.ColumnText(6),
+				StepIDs: []string{},
+			})
+			return nil
+		},
+	})
+	for _, s := range steps {
+		if i, ok := byID[s.TurnID]; ok {
+			out[i].StepIDs = append(out[i].StepIDs, s.ID)
+		}
+	}
+	return out, err
+}
+
+const stepColumns = `id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome,
+	content_status, role, error, channels, flags, payload, stdout, stderr, text, old_string, new_string`
+
+func readSteps(conn *sqlite.Conn, pk int64, sid string) ([]Step, error) {
+	out := []Step{}
+	err := sqlitex.Execute(conn, `SELECT `+stepColumns+` FROM steps WHERE session_pk = ? ORDER BY seq`, &sqlitex.ExecOptions{
+		Args: []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			s, err := scanStep(st, sid)
+			out = append(out, s)
+			return err
+		},
+	})
+	return out, err
+}
+
+func scanStep(st *sqlite.Stmt, sid string) (Step, error) {
+	s := Step{
+		ID: st.ColumnText(0), SessionID: sid, Seq: st.ColumnInt64(1), SegmentIndex: st.ColumnInt64(2),
+		TurnID: st.ColumnText(3), ActorID: st.ColumnText(4), At: st.ColumnText(5), Type: st.ColumnText(6),
+		Decision: st.ColumnText(7), Outcome: st.ColumnText(8), ContentStatus: st.ColumnText(9),
+	}
+	if !st.ColumnIsNull(11) {
+		s.Error = &StepError{}
+		if err := json.Unmarshal([]byte(st.ColumnText(11)), s.Error); err != nil {
+			return s, fmt.Errorf("step %s error: %w", s.ID, err)
+		}
+	}
+	for col, dst := range map[int]any{12: &s.Channels, 13: &s.Flags, 14: &s.Payload} {
+		if err := json.Unmarshal([]byte(st.ColumnText(col)), dst); err != nil {
+			return s, fmt.Errorf("step %s column %d: %w", s.ID, col, err)
+		}
+	}
+	s.Payload.Role = st.ColumnText(10)
+	for i, dst := range []**string{&s.Payload.Stdout, &s.Payload.Stderr, &s.Payload.Text, &s.Payload.OldString, &s.Payload.NewString} {
+		if !st.ColumnIsNull(15 + i) {
+			v := st.ColumnText(15 + i)
+			*dst = &v
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitemigration"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// appID marks the file as this service's store (PRAGMA application_id).
+const appID = 0x5e55104e
+
+// busyLimit bounds how long a store call waits for a lock or a connection
+// when the caller's context has no deadline of its own.
+const busyLimit = 15 * time.Second
+
+// OwnerLocal is the owner of every session for now.
+const OwnerLocal = "local"
+
+// Store is the SQLite file shared by the server, imports, capture and the
+// terminal delete. It is safe for concurrent use, and several processes may
+// open the same file at once.
+type Store struct {
+	pool       *sqlitemigration.Pool
+	path       string
+	capturedOn string
+}
+
+// Open opens (creating if needed) the store at path. A new file and its
+// folder are made readable by the owner only.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	f.Close()
+	schema, err := loadSchema()
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	s := &Store{path: path, capturedOn: host}
+	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
+		Flags:       sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
+		PoolSize:    8,
+		PrepareConn: prepareConn,
+	})
+	// Wait for the migrations so a broken file fails at open, not later.
+	if err := s.conn(ctx, func(*sqlite.Conn) error { return nil }); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func loadSchema() (sqlitemigration.Schema, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return sqlitemigration.Schema{}, err
+	}
+	slices.Sort(names) // numbered: 001_..., 002_...
+	schema := sqlitemigration.Schema{AppID: appID}
+	for _, name := range names {
+		b, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return schema, err
+		}
+		schema.Migrations = append(schema.Migrations, string(b))
+	}
+	return schema, nil
+}
+
+// prepareConn sets what every connection needs. synchronous=NORMAL is
+// durable against a crash of any process in WAL mode; only a power loss
+// can lose the last commits.
+func prepareConn(conn *sqlite.Conn) error {
+	for _, pragma := range []string{"foreign_keys = ON", "secure_delete = ON", "synchronous = NORMAL"} {
+		if err := sqlitex.ExecuteTransient(conn, "PRAGMA "+pragma, nil); err != nil {
+			return fmt.Errorf("PRAGMA %s: %w", pragma, err)
+		}
+	}
+	return nil
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes every connection.
+func (s *Store) Close() error { return s.pool.Close() }
+
+// conn runs fn with a connection, bounding every wait by busyLimit unless
+// ctx already has a deadline.
+func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, busyLimit)
+		defer cancel()
+	}
+	conn, err := s.pool.Take(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.pool.Put(conn)
+	return fn(conn)
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails.
+func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	return s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+		end, err := sqlitex.ImmediateTransaction(conn)
+		if err != nil {
+			return err
+		}
+		defer end(&err)
+		return fn(conn)
+	})
+}
+
+// read runs fn in one read transaction, so it sees one snapshot.
+func (s *Store) read(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	return s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+		end := sqlitex.Transaction(conn)
+		defer end(&err)
+		return fn(conn)
+	})
+}
+
+// latestStamp returns the newest change stamp in the store (0 when empty).
+func latestStamp(conn *sqlite.Conn) (int64, error) {
+	var last int64
+	err := sqlitex.Execute(conn, `SELECT max(
+		  coalesce((SELECT max(updated_at) FROM sessions), 0),
+		  coalesce((SELECT max(deleted_at) FROM tombstones), 0))`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { last = st.ColumnInt64(0); return nil }})
+	return last, err
+}
+
+// nextStamp returns a change stamp later than every stamp in the store.
+// Called inside a write transaction, it orders stamps as commits are
+// ordered, across processes.
+func nextStamp(conn *sqlite.Conn) (int64, error) {
+	last, err := latestStamp(conn)
+	return max(time.Now().UnixMicro(), last+1), err
+}
+
+// FormatStamp renders a change stamp as an RFC 3339 timestamp.
+func FormatStamp(stamp int64) string {
+	return time.UnixMicro(stamp).UTC().Format(time.RFC3339Nano)
+}
