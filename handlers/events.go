@@ -38,7 +38,8 @@ type ChangeSource interface {
 type Hub struct {
 	src      ChangeSource
 	log      *slog.Logger
-	interval time.Duration
+	interval time.Duration // between checks while streams are open
+	ping     time.Duration // between heartbeat comments
 	poke     chan struct{}
 	done     chan struct{}
 	closing  sync.Once
@@ -61,10 +62,11 @@ var ErrTooManyStreams = errors.New("too many live connections")
 // errHubClosed is returned by Subscribe after Close.
 var errHubClosed = errors.New("server is shutting down")
 
-// NewHub returns a hub over src polling every interval.
-func NewHub(src ChangeSource, log *slog.Logger, interval time.Duration) *Hub {
+// NewHub returns a hub over src that checks every PollInterval while
+// streams are open.
+func NewHub(src ChangeSource, log *slog.Logger) *Hub {
 	return &Hub{
-		src: src, log: log, interval: interval,
+		src: src, log: log, interval: PollInterval, ping: PingInterval,
 		poke:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		streams: map[*stream]struct{}{},
@@ -214,7 +216,7 @@ func events(hub *Hub, log *slog.Logger) http.Handler {
 		if !send(fmt.Sprintf("retry: %d\n\nevent: ready\ndata: {}\n\n", RetryMillis)) {
 			return
 		}
-		ping := time.NewTicker(PingInterval)
+		ping := time.NewTicker(hub.ping)
 		defer ping.Stop()
 		for {
 			select {

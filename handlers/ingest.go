@@ -143,4 +143,3 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-

@@ -109,4 +109,3 @@ func render(w http.ResponseWriter, r *http.Request, log *slog.Logger, status int
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
-

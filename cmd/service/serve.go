@@ -48,7 +48,7 @@ func (c *ServeCmd) Run(e *env) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	hub := handlers.NewHub(st, log, handlers.PollInterval)
+	hub := handlers.NewHub(st, log)
 	srv := handlers.NewServer(handlers.Routes(handlers.Deps{
 		Store: st, Hub: hub, Log: log,
 		Auth: handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},

@@ -1,0 +1,68 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestDeleteSession(t *testing.T) {
+	cases := []struct {
+		name    string
+		headers map[string]string
+		status  int
+	}{
+		{"terminal client, no browser headers", nil, http.StatusOK},
+		{"same origin", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:1234"}, http.StatusOK},
+		{"typed in the address bar", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusOK},
+		{"cross site", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"same site, other origin", map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"other origin, old browser", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestService(t)
+			s.mustPush(newBatch("s1"), http.StatusCreated)
+			s.mustPush(newBatch("keep"), http.StatusCreated)
+			before := s.snapshot()
+			req := httptest.NewRequest(http.MethodDelete, "/api/sessions/s1", nil)
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			rec := s.do(req)
+			if rec.Code != c.status {
+				t.Fatalf("DELETE = %d %s; want %d", rec.Code, rec.Body, c.status)
+			}
+			if c.status == http.StatusForbidden {
+				if s.snapshot() != before {
+					t.Error("a refused delete changed the store")
+				}
+				return
+			}
+			if rec := s.get("/api/sessions/s1"); rec.Code != http.StatusNotFound {
+				t.Errorf("GET after delete = %d; want 404", rec.Code)
+			}
+			if rec := s.get("/api/sessions/keep"); rec.Code != http.StatusOK {
+				t.Errorf("GET of another session after delete = %d; want 200", rec.Code)
+			}
+			if rec := s.push(mustJSON(t, newBatch("s1"))); rec.Code != http.StatusGone {
+				t.Errorf("push after delete = %d; want 410", rec.Code)
+			}
+			if rec := s.do(httptest.NewRequest(http.MethodDelete, "/api/sessions/s1", nil)); rec.Code != http.StatusNotFound {
+				t.Errorf("second DELETE = %d; want 404", rec.Code)
+			}
+		})
+	}
+}
+
+func TestDeleteUnknownIs404(t *testing.T) {
+	s := newTestService(t)
+	before := s.snapshot()
+	rec := s.do(httptest.NewRequest(http.MethodDelete, "/api/sessions/nope", nil))
+	if rec.Code != http.StatusNotFound || decodeError(t, rec).Error != "not found" {
+		t.Errorf("DELETE unknown = %d %s; want 404 not found", rec.Code, rec.Body)
+	}
+	if s.snapshot() != before {
+		t.Error("deleting an unknown id changed the store")
+	}
+}

@@ -1,0 +1,66 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+func mustDocument(t *testing.T, s *testService, path string) *goquery.Document {
+	t.Helper()
+	rec := s.get(path)
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("GET %s = %d %q; want 200 HTML", path, rec.Code, rec.Header().Get("Content-Type"))
+	}
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestListPage(t *testing.T) {
+	s := newTestService(t)
+	if doc := mustDocument(t, s, "/"); doc.Find(`[data-testid="empty"]`).Length() != 1 {
+		t.Error("an empty store shows no empty-state message")
+	}
+	a := newBatch("alpha-session")
+	a["steps"].(arr)[0].(obj)["payload"].(obj)["text"] = "<script>alert(1)</script> first line\nsecond line"
+	b := newBatch("beta-session")
+	b["session"].(obj)["agent"].(obj)["kind"] = "cline"
+	delete(b["session"].(obj), "metrics")
+	s.mustPush(a, http.StatusCreated)
+	s.mustPush(b, http.StatusCreated)
+
+	doc := mustDocument(t, s, "/")
+	rows := doc.Find(`[data-testid="session-row"]`)
+	if rows.Length() != 2 {
+		t.Fatalf("list page shows %d rows; want 2", rows.Length())
+	}
+	if doc.Find("script").Length() != 0 {
+		t.Error("a prompt's <script> became an element")
+	}
+	title := rows.FilterFunction(func(_ int, r *goquery.Selection) bool {
+		return strings.Contains(r.Find(`[data-testid="agent-badge"]`).Text(), "testagent")
+	}).Find(`[data-testid="title"]`).Text()
+	if strings.TrimSpace(title) != "<script>alert(1)</script> first line" {
+		t.Errorf("title = %q; want the first line of the prompt, as text", title)
+	}
+	costs := doc.Find(`[data-testid="cost"]`).Map(func(_ int, c *goquery.Selection) string { return c.Text() })
+	if !strings.Contains(strings.Join(costs, "|"), "not recorded") || !strings.Contains(strings.Join(costs, "|"), "$0.50") {
+		t.Errorf("costs = %v; want $0.50 and not recorded", costs)
+	}
+	if total := doc.Find(`[data-testid="total"]`).Text(); !strings.Contains(total, "2 sessions") {
+		t.Errorf("total = %q; want 2 sessions", total)
+	}
+
+	doc = mustDocument(t, s, "/?agent=cline")
+	if n := doc.Find(`[data-testid="session-row"]`).Length(); n != 1 {
+		t.Errorf("/?agent=cline shows %d rows; want 1", n)
+	}
+	if active := doc.Find(".chip.active").Text(); !strings.Contains(active, "cline") {
+		t.Errorf("active chip = %q; want cline", active)
+	}
+}
