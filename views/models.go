@@ -44,3 +44,105 @@ type TypeCount struct {
 	Type  string
 	Count int
 }
+
+// SessionView is one whole session as a reviewer reads it: the summary,
+// the report and the timeline. The session page and the export share it.
+type SessionView struct {
+	ID           string
+	Title        string
+	AgentKind    string
+	AgentVersion string
+	Cost         string // "not recorded" when the session has no metrics
+	APIRequests  string
+	TokensIn     string
+	TokensOut    string
+	Steps        int
+	TurnCount    int
+	Failed       int
+	RefOnly      int
+	Flags        int
+	Workspace    string
+	Repo         string
+	Started      string
+	Ended        string // "open" while the session has no end
+	Segments     int
+	Owner        string
+	CapturedOn   string
+	Files        []FileRow
+	Commands     []CommandRow
+	Turns        []TurnView
+}
+
+// FileRow is one file the session touched.
+type FileRow struct {
+	Path                          string
+	Created, Edited, Read, Failed int
+}
+
+// CommandRow is one distinct command the session ran.
+type CommandRow struct {
+	Command   string
+	Runs      int
+	Failed    int
+	ExitCodes string // "0, 1"
+	NotInline bool
+}
+
+// TurnView is the steps that followed one prompt.
+type TurnView struct {
+	ID     string
+	Number int64
+	Prompt string
+	Mode   string
+	Actor  string
+	Steps  []StepView
+}
+
+// StepView is one step: its line in the timeline and its details.
+type StepView struct {
+	Seq         int64
+	Type        string
+	Summary     string
+	Status      string // ok, failed: <error type>, reference-only
+	StatusClass string // ok, failed, ref
+	At          string
+	Decision    string
+	Error       string
+	Flags       []FlagView
+	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
+	Blocks      []Block    // long text: stdout, stderr, message text, raw input
+	Diff        []DiffLine // edits only
+}
+
+// FlagView is a flag on a step.
+type FlagView struct {
+	Kind, Severity, Reason string
+}
+
+// Field is a short labelled value of a step.
+type Field struct {
+	Label, Value string
+}
+
+// Block is a long labelled text of a step, shown preformatted.
+type Block struct {
+	Label, Text string
+}
+
+// DiffLine is one line of an edit's diff. Kind is add, del, ctx or hunk.
+type DiffLine struct {
+	Kind, Text string
+}
+
+// ExportPage is the redacted report downloaded as one HTML file.
+type ExportPage struct {
+	Session   SessionView
+	Generated string
+	Manifest  []ManifestRow // what redaction masked: counts per rule, never values
+}
+
+// ManifestRow counts the distinct secrets one redaction rule masked.
+type ManifestRow struct {
+	Rule  string
+	Count int
+}

@@ -78,4 +78,3 @@ func storePath(db string) (string, error) {
 	}
 	return filepath.Join(dir, "store.db"), nil
 }
-

@@ -93,8 +93,8 @@ func TestServeDefaultsTokenAndShutdown(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]os.FileMode{
-		filepath.Join(home, ".service"):             0o700,
-		tokenFile:                                   0o600,
+		filepath.Join(home, ".service"): 0o700,
+		tokenFile:                       0o600,
 		filepath.Join(home, ".service", "store.db"): 0o600,
 	} {
 		st, err := os.Stat(path)
