@@ -21,9 +21,25 @@ bench:
     go test -run '^$' -bench . -benchmem -count 6 ./store/ ./handlers/ | tee bench.txt
     go run golang.org/x/perf/cmd/benchstat@latest bench.txt
 
-# Fuzz each target for a while (CI runs them briefly).
-fuzz seconds="60":
-    go test -run '^$' -fuzz FuzzParseBatch -fuzztime {{seconds}}s ./store/
+# Run the UI development server on :3000 (UI_PORT) against the core at
+# SERVICE_CORE_URL; view edits are regenerated and the server restarted.
+dev:
+    go tool templ generate --watch --cmd="go run ./cmd/service dev"
+
+# Fuzz one target for a while (CI runs each briefly), e.g. `just fuzz FuzzParseBatch ./store/`.
+fuzz target package seconds="60":
+    go test -run '^$' -fuzz '^{{target}}$' -fuzztime {{seconds}}s {{package}}
+
+# Refresh the vendored htmx files (versions in static/vendor/README.md).
+vendor:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    cd "$tmp" && npm pack htmx.org@2.0.11 htmx-ext-sse@2.2.4 >/dev/null
+    for f in *.tgz; do mkdir "${f%.tgz}" && tar xzf "$f" -C "${f%.tgz}"; done
+    cp htmx.org-2.0.11/package/dist/htmx.min.js {{justfile_directory()}}/static/vendor/htmx-2.0.11.min.js
+    cp htmx-ext-sse-2.2.4/package/sse.js {{justfile_directory()}}/static/vendor/htmx-ext-sse-2.2.4.js
+    cp htmx-ext-sse-2.2.4/package/LICENSE {{justfile_directory()}}/static/vendor/LICENSE-htmx-ext-sse
 
 # What CI runs, locally.
 ci:

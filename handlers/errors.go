@@ -47,7 +47,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.As(err, &invalid):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: invalid.Error(), Details: invalid.Problems, Omitted: invalid.Omitted})
 	case errors.As(err, &reference):
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: reference.Error(), Details: reference.Problems})
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: reference.Error(), Details: reference.Problems, Omitted: reference.Omitted})
 	case errors.As(err, &conflict):
 		writeJSON(w, http.StatusConflict, errorBody{Error: conflict.Error(), Details: []store.Problem{conflict.Problem}})
 	case errors.As(err, &deleted):

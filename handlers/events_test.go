@@ -132,7 +132,7 @@ func TestEventsReadyThenChangeAfterPush(t *testing.T) {
 	if len(got) != 1 || got[0].SessionID != "s1" {
 		t.Fatalf("changes after a push = %+v; want one for s1", got)
 	}
-	d, _ := s.store.Detail(context.Background(), "s1")
+	d, _ := s.store.Detail(context.Background(), "s1", store.DetailQuery{})
 	if got[0].UpdatedAt != d.UpdatedAt {
 		t.Errorf("change updated_at = %s; want the session's %s", got[0].UpdatedAt, d.UpdatedAt)
 	}

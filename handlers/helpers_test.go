@@ -97,7 +97,7 @@ func (s *testService) snapshot() string {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%s\n", mustJSON(s.t, l))
 	for _, o := range l.Sessions {
-		d, err := s.store.Detail(ctx, o.ID)
+		d, err := s.store.Detail(ctx, o.ID, store.DetailQuery{})
 		if err != nil {
 			s.t.Fatalf("Detail(%s) = %v", o.ID, err)
 		}

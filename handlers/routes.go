@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,6 +28,12 @@ type Deps struct {
 	Hub   *Hub
 	Auth  Auth
 	Log   *slog.Logger
+	// Demo serves a read-only store: ingest and delete are refused and the
+	// app shows no delete button.
+	Demo bool
+	// Core, when set, makes this the UI development server: pages are
+	// rendered from the core's JSON routes and /api is proxied there.
+	Core *url.URL
 }
 
 // Routes returns the service's handler: every URL it serves is here.
@@ -55,23 +62,59 @@ func Routes(d Deps) http.Handler {
 		writeError(w, req, d.Log, fmt.Errorf("panic: %v", v))
 	}
 
-	// JSON API
-	r.Handler(http.MethodPost, "/api/ingest", ingest(d.Store, d.Hub, d.Auth, d.Log))
-	r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
-	r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
-	r.Handler(http.MethodDelete, "/api/sessions/:id", deleteSession(d.Store, d.Hub, d.Log))
+	write := func(h http.Handler) http.Handler { return h }
+	if d.Demo {
+		write = readOnly
+	}
+	var pages PageSource = storeSource{d.Store}
+	if d.Core != nil {
+		// UI development server: the core answers every /api route.
+		pages = CoreClient{Base: d.Core, HTTP: &http.Client{Timeout: 30 * time.Second}}
+		proxy := coreProxy(d.Core)
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+			r.Handler(m, "/api/*path", proxy)
+		}
+	} else {
+		// JSON API
+		r.Handler(http.MethodPost, "/api/ingest", write(ingest(d.Store, d.Hub, d.Auth, d.Log)))
+		r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
+		r.Handler(http.MethodDelete, "/api/sessions/:id", write(deleteSession(d.Store, d.Hub, d.Log)))
+		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, d.Log))
 
-	// Live stream
-	r.Handler(http.MethodGet, "/api/events", events(d.Hub, d.Log))
-	r.Handler(http.MethodHead, "/api/events", events(d.Hub, d.Log))
+		// Live stream
+		r.Handler(http.MethodGet, "/api/events", events(d.Hub, d.Log))
+		r.Handler(http.MethodHead, "/api/events", events(d.Hub, d.Log))
+	}
 
-	// Pages
-	r.Handler(http.MethodGet, "/", listPage(d.Store, d.Log))
+	// Pages and the fragments they refetch
+	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Log, false))
+	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Log, true))
+	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Log))
+	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))
 
 	// Static files
 	r.Handler(http.MethodGet, "/static/*filepath", http.StripPrefix("/static", http.FileServerFS(static.FS)))
 
-	return secure(loopbackOnly(r))
+	return secure(loopbackOnly(headAsGet(r)))
+}
+
+// headAsGet answers HEAD like GET on routes without a HEAD route of their
+// own; the server sends no body for HEAD.
+func headAsGet(r *httprouter.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodHead {
+			if h, _, _ := r.Lookup(http.MethodHead, req.URL.Path); h == nil {
+				req = req.Clone(req.Context())
+				req.Method = http.MethodGet
+			}
+		}
+		r.ServeHTTP(w, req)
+	})
 }
 
 // NewServer returns an HTTP server for h with the timeouts that keep slow
@@ -87,4 +130,11 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// readOnly refuses a write route, for the demo.
+func readOnly(http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusForbidden, errorBody{Error: "the demo is read-only"})
+	})
 }

@@ -2,6 +2,9 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strconv"
 	"log/slog"
 	"net/http"
 
@@ -13,7 +16,7 @@ import (
 // Reader is the store's read side.
 type Reader interface {
 	List(ctx context.Context, agent string) (store.SessionList, error)
-	Detail(ctx context.Context, id string) (store.SessionDetail, error)
+	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 }
 
 // listSessions is GET /api/sessions[?agent=<kind>].
@@ -28,14 +31,54 @@ func listSessions(st Reader, log *slog.Logger) http.Handler {
 	})
 }
 
-// sessionDetail is GET /api/sessions/:id.
+// sessionDetail is GET /api/sessions/:id: the whole session, or the part
+// that the query parameters of DetailQuery ask for (turns, before, since,
+// seq, head), which is how the review app reads it.
 func sessionDetail(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := st.Detail(r.Context(), httprouter.ParamsFromContext(r.Context()).ByName("id"))
+		q, err := parseDetailQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		d, err := st.Detail(r.Context(), httprouter.ParamsFromContext(r.Context()).ByName("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, d)
 	})
+}
+
+// parseDetailQuery reads a DetailQuery from query parameters; since is an
+// updated_at timestamp as the API returns it.
+func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
+	var q store.DetailQuery
+	bad := func(name string) error {
+		return &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q is not valid", name, v.Get(name))}
+	}
+	for name, dst := range map[string]*int{"turns": &q.Turns, "before": &q.Before, "head": &q.Head} {
+		if s := v.Get(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return q, bad(name)
+			}
+			*dst = n
+		}
+	}
+	if s := v.Get("since"); s != "" {
+		t, ok := store.ParseTimestamp(s)
+		if !ok {
+			return q, bad("since")
+		}
+		q.Since = t.UnixMicro()
+	}
+	if s := v.Get("seq"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return q, bad("seq")
+		}
+		q.Seq = &n
+	}
+	return q, nil
 }

@@ -5,5 +5,5 @@ import "embed"
 
 // FS is served under /static/.
 //
-//go:embed *.css
+//go:embed *.css *.js vendor
 var FS embed.FS

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -45,7 +47,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 		}
 		if ps, err := checkReferences(conn, pk, b); err != nil || len(ps) > 0 {
 			if err == nil {
-				err = &ReferenceError{Problems: ps}
+				err = newReferenceError(ps)
 			}
 			return err
 		}
@@ -112,14 +114,14 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		changed = changed || c
 	}
 	for i := range b.Turns {
-		c, err := upsertTurn(conn, *pk, &b.Turns[i])
+		c, err := upsertTurn(conn, *pk, &b.Turns[i], stamp)
 		if err != nil {
 			return false, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Steps {
-		c, err := upsertStep(conn, *pk, &b.Steps[i])
+		c, err := upsertStep(conn, *pk, &b.Steps[i], stamp)
 		if err != nil {
 			return false, err
 		}
@@ -145,7 +147,7 @@ func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) 
 		workspace_root, workspace_repo, started_at, started_ns, ended_at, source, metrics, owner_id, captured_on, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{
 		h.ID, h.Agent.Kind, h.Agent.Version, nullable(h.Agent.FormatVersion),
-		h.Workspace.Root, nullable(h.Workspace.Repo), h.StartedAt, started.UnixNano(), nullable(h.EndedAt),
+		h.Workspace.Root, nullable(h.Workspace.Repo), h.StartedAt, startedNS(started), nullable(h.EndedAt),
 		source, metrics, OwnerLocal, s.capturedOn, stamp,
 	}})
 	return conn.LastInsertRowID(), err
@@ -178,7 +180,7 @@ func updateSession(conn *sqlite.Conn, pk int64, h *SessionHeader) (bool, error) 
 		  AND metrics IS coalesce(:metrics, metrics))`,
 		&sqlitex.ExecOptions{Named: map[string]any{
 			":pk": pk, ":kind": h.Agent.Kind, ":version": h.Agent.Version, ":root": h.Workspace.Root,
-			":started": h.StartedAt, ":started_ns": started.UnixNano(),
+			":started": h.StartedAt, ":started_ns": startedNS(started),
 			":format": nullable(h.Agent.FormatVersion), ":repo": nullable(h.Workspace.Repo),
 			":ended": nullable(h.EndedAt), ":source": nullable(h.Source), ":metrics": metrics,
 		}})
@@ -210,28 +212,29 @@ func upsertActor(conn *sqlite.Conn, pk int64, a *Actor) (bool, error) {
 	return conn.Changes() > 0, err
 }
 
-func upsertTurn(conn *sqlite.Conn, pk int64, t *Turn) (bool, error) {
-	err := sqlitex.Execute(conn, `INSERT INTO turns (session_pk, id, segment_index, actor_id, idx, prompt_id, mode, started_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+func upsertTurn(conn *sqlite.Conn, pk int64, t *Turn, stamp int64) (bool, error) {
+	err := sqlitex.Execute(conn, `INSERT INTO turns (session_pk, id, segment_index, actor_id, idx, prompt_id, mode, started_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_pk, id) DO UPDATE SET
 		  segment_index = excluded.segment_index, actor_id = excluded.actor_id, idx = excluded.idx,
-		  prompt_id = excluded.prompt_id, mode = excluded.mode, started_at = excluded.started_at
+		  prompt_id = excluded.prompt_id, mode = excluded.mode, started_at = excluded.started_at,
+		  updated_at = excluded.updated_at
 		WHERE (segment_index, actor_id, idx, prompt_id, mode, started_at)
 		  IS NOT (excluded.segment_index, excluded.actor_id, excluded.idx, excluded.prompt_id, excluded.mode, excluded.started_at)`,
-		&sqlitex.ExecOptions{Args: []any{pk, t.ID, t.SegmentIndex, t.ActorID, t.Index, nullable(t.PromptID), nullable(t.Mode), t.StartedAt}})
+		&sqlitex.ExecOptions{Args: []any{pk, t.ID, t.SegmentIndex, t.ActorID, t.Index, nullable(t.PromptID), nullable(t.Mode), t.StartedAt, stamp}})
 	return conn.Changes() > 0, err
 }
 
 const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
-	  decision, outcome, content_status, role, flag_count, error, channels, flags, payload,
+	  decision, outcome, content_status, role, flag_count, error, channels, flags, updated_at, payload,
 	  stdout, stderr, text, old_string, new_string)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (session_pk, id) DO UPDATE SET
 	  seq = excluded.seq, segment_index = excluded.segment_index, turn_id = excluded.turn_id,
 	  actor_id = excluded.actor_id, at = excluded.at, type = excluded.type, decision = excluded.decision,
 	  outcome = excluded.outcome, content_status = excluded.content_status, role = excluded.role,
 	  flag_count = excluded.flag_count, error = excluded.error, channels = excluded.channels,
-	  flags = excluded.flags, payload = excluded.payload, stdout = excluded.stdout, stderr = excluded.stderr,
+	  flags = excluded.flags, updated_at = excluded.updated_at, payload = excluded.payload, stdout = excluded.stdout, stderr = excluded.stderr,
 	  text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string
 	WHERE (seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status, role,
 	       error, channels, flags, payload, stdout, stderr, text, old_string, new_string)
@@ -270,7 +273,7 @@ func splitStep(st *Step) (stepRow, error) {
 	return r, err
 }
 
-func upsertStep(conn *sqlite.Conn, pk int64, st *Step) (bool, error) {
+func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error) {
 	r, err := splitStep(st)
 	if err != nil {
 		return false, err
@@ -282,10 +285,23 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step) (bool, error) {
 	err = sqlitex.Execute(conn, upsertStepSQL, &sqlitex.ExecOptions{Args: []any{
 		pk, st.ID, st.Seq, st.SegmentIndex, st.TurnID, st.ActorID, st.At, st.Type,
 		st.Decision, st.Outcome, st.ContentStatus, r.role, len(st.Flags), errorJSON,
-		string(r.channels), string(r.flags), string(r.payload),
+		string(r.channels), string(r.flags), stamp, string(r.payload),
 		r.bodies[0], r.bodies[1], r.bodies[2], r.bodies[3], r.bodies[4],
 	}})
 	return conn.Changes() > 0, err
+}
+
+// startedNS is a start time in unix nanoseconds, the list's sort key.
+// Times outside what int64 nanoseconds hold (before 1678, after 2262), such
+// as a zero time, are clamped so they still sort before or after the rest.
+func startedNS(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // nullable stores an empty optional string as NULL.

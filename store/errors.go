@@ -30,10 +30,21 @@ type InvalidError struct {
 }
 
 func newInvalidError(ps []Problem) *InvalidError {
+	listed, omitted := capProblems(ps)
+	return &InvalidError{Problems: listed, Omitted: omitted}
+}
+
+func newReferenceError(ps []Problem) *ReferenceError {
+	listed, omitted := capProblems(ps)
+	return &ReferenceError{Problems: listed, Omitted: omitted}
+}
+
+// capProblems keeps the first MaxProblems and counts the rest.
+func capProblems(ps []Problem) ([]Problem, int) {
 	if len(ps) <= MaxProblems {
-		return &InvalidError{Problems: ps}
+		return ps, 0
 	}
-	return &InvalidError{Problems: ps[:MaxProblems], Omitted: len(ps) - MaxProblems}
+	return ps[:MaxProblems], len(ps) - MaxProblems
 }
 
 func (e *InvalidError) Error() string { return "invalid batch" }
@@ -42,6 +53,7 @@ func (e *InvalidError) Error() string { return "invalid batch" }
 // store, records of another session, and ids repeated within a batch.
 type ReferenceError struct {
 	Problems []Problem
+	Omitted  int
 }
 
 func (e *ReferenceError) Error() string { return "batch references unknown or mismatched records" }

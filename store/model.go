@@ -133,6 +133,9 @@ type Step struct {
 	Channels      []string   `json:"channels"`
 	Flags         []Flag     `json:"flags"`
 	Payload       Payload    `json:"payload"`
+	// Cut is set on reads that cut text fields (DetailQuery.Head): the
+	// whole length in characters of each field that was cut. Never pushed.
+	Cut map[string]int `json:"cut,omitempty"`
 }
 
 // StepError is the reason the agent reported for a failure.

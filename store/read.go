@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -79,6 +80,8 @@ type SessionDetail struct {
 	Turns    []Turn    `json:"turns"`
 	Steps    []Step    `json:"steps"`
 	Report   Report    `json:"report"`
+	// Window is set when the read was narrowed to some turns.
+	Window *TurnWindow `json:"window,omitempty"`
 }
 
 const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_format_version,
@@ -210,8 +213,33 @@ func (s *Store) List(ctx context.Context, agent string) (SessionList, error) {
 	return l, nil
 }
 
-// Detail returns a whole session, or ErrNotFound (also for a deleted one).
-func (s *Store) Detail(ctx context.Context, id string) (SessionDetail, error) {
+// DetailQuery narrows a session read for the review app. The zero value
+// reads the whole session.
+type DetailQuery struct {
+	// Turns keeps only the last Turns turns before turn position Before
+	// (0: up to the end), with their steps. 0 keeps every turn.
+	Turns  int
+	Before int
+	// Since keeps only the turns changed after this change stamp, or whose
+	// steps changed after it.
+	Since int64
+	// Seq keeps only the step with this seq.
+	Seq *int64
+	// Head cuts each text field of the steps to its first Head characters,
+	// recording the whole length in Step.Cut.
+	Head int
+}
+
+// TurnWindow tells which turns a narrowed read returned: positions
+// [First, First+len(Turns)) in turn order.
+type TurnWindow struct {
+	First int `json:"first"`
+	Total int `json:"total"`
+}
+
+// Detail returns a session, whole or narrowed by q, or ErrNotFound (also
+// for a deleted one). The summary and report always cover the whole session.
+func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDetail, error) {
 	var d SessionDetail
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
 		var pk int64
@@ -237,16 +265,18 @@ func (s *Store) Detail(ctx context.Context, id string) (SessionDetail, error) {
 		if d.Actors, err = readActors(conn, pk); err != nil {
 			return err
 		}
-		if d.Steps, err = readSteps(conn, pk, id); err != nil {
+		if d.Report, err = readReport(conn, pk); err != nil {
 			return err
 		}
-		d.Turns, err = readTurns(conn, pk, id, d.Steps)
+		if d.Turns, d.Window, err = readTurns(conn, pk, id, q); err != nil {
+			return err
+		}
+		d.Steps, err = readSteps(conn, pk, id, q, d.Turns)
 		return err
 	})
 	if err != nil {
 		return SessionDetail{}, fmt.Errorf("store: read session %s: %w", id, err)
 	}
-	d.Report = BuildReport(d.Steps)
 	return d, nil
 }
 
@@ -277,17 +307,27 @@ func readActors(conn *sqlite.Conn, pk int64) ([]Actor, error) {
 	return out, err
 }
 
-// readTurns reads the turns in order, with step_ids rebuilt from the steps
-// (already in seq order).
-func readTurns(conn *sqlite.Conn, pk int64, sid string, steps []Step) ([]Turn, error) {
-	out := []Turn{}
-	byID := map[string]int{}
+// readTurns reads the turns q asks for, in order. step_ids are filled by
+// readSteps.
+func readTurns(conn *sqlite.Conn, pk int64, sid string, q DetailQuery) ([]Turn, *TurnWindow, error) {
+	all := []Turn{}
+	var changed map[string]bool
+	if q.Since > 0 {
+		changed = map[string]bool{}
+		err := sqlitex.Execute(conn, `SELECT id FROM turns WHERE session_pk = :pk AND updated_at > :since
+			UNION SELECT turn_id FROM steps WHERE session_pk = :pk AND updated_at > :since`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":pk": pk, ":since": q.Since},
+			ResultFunc: func(st *sqlite.Stmt) error { changed[st.ColumnText(0)] = true; return nil },
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
 	err := sqlitex.Execute(conn, `SELECT id, segment_index, actor_id, idx, prompt_id, mode, started_at
 		FROM turns WHERE session_pk = ? ORDER BY idx, started_at, id`, &sqlitex.ExecOptions{
 		Args: []any{pk},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			byID[st.ColumnText(0)] = len(out)
-			out = append(out, Turn{
+			all = append(all, Turn{
 				ID: st.ColumnText(0), SessionID: sid, SegmentIndex: st.ColumnInt64(1), ActorID: st.ColumnText(2),
 				Index: st.ColumnInt64(3), PromptID: st.ColumnText(4), Mode: st.ColumnText(5), StartedAt: st.ColumnText(6),
 				StepIDs: []string{},
@@ -295,29 +335,86 @@ func readTurns(conn *sqlite.Conn, pk int64, sid string, steps []Step) ([]Turn, e
 			return nil
 		},
 	})
-	for _, s := range steps {
-		if i, ok := byID[s.TurnID]; ok {
-			out[i].StepIDs = append(out[i].StepIDs, s.ID)
+	if err != nil || (q.Turns == 0 && q.Since == 0 && q.Seq == nil) {
+		return all, nil, err
+	}
+	end := len(all)
+	if q.Before > 0 && q.Before < end {
+		end = q.Before
+	}
+	first := 0
+	if q.Turns > 0 {
+		first = max(0, end-q.Turns)
+	}
+	var out []Turn
+	for _, t := range all[first:end] {
+		if changed == nil || changed[t.ID] {
+			out = append(out, t)
 		}
 	}
-	return out, err
+	if out == nil {
+		out = []Turn{}
+	}
+	return out, &TurnWindow{First: first, Total: len(all)}, nil
 }
 
-const stepColumns = `id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome,
-	content_status, role, error, channels, flags, payload, stdout, stderr, text, old_string, new_string`
-
-func readSteps(conn *sqlite.Conn, pk int64, sid string) ([]Step, error) {
+// readSteps reads the steps of the given turns (all of them for a whole
+// read) in seq order, and fills the turns' step_ids.
+func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []Turn) ([]Step, error) {
+	byTurn := make(map[string]*Turn, len(turns))
+	for i := range turns {
+		byTurn[turns[i].ID] = &turns[i]
+	}
+	whole := q.Turns == 0 && q.Since == 0 && q.Seq == nil
+	var seq any
+	if q.Seq != nil {
+		seq = *q.Seq
+	}
+	named := map[string]any{":pk": pk, ":seq": seq}
+	where := "session_pk = :pk AND (:seq IS NULL OR seq = :seq)"
+	if !whole && q.Seq == nil {
+		ids := make([]string, len(turns))
+		for i, t := range turns {
+			ids[i] = t.ID
+		}
+		b, _ := json.Marshal(ids)
+		named[":turns"] = string(b)
+		where += " AND turn_id IN (SELECT value FROM json_each(:turns))"
+	}
+	if q.Head > 0 {
+		named[":head"] = q.Head
+	}
+	cut := func(col string) string {
+		if q.Head <= 0 {
+			return col + ", NULL"
+		}
+		return fmt.Sprintf("substr(%[1]s, 1, :head), length(%[1]s)", col)
+	}
 	out := []Step{}
-	err := sqlitex.Execute(conn, `SELECT `+stepColumns+` FROM steps WHERE session_pk = ? ORDER BY seq`, &sqlitex.ExecOptions{
-		Args: []any{pk},
+	err := sqlitex.Execute(conn, `SELECT id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome,
+		  content_status, role, error, channels, flags, payload, `+
+		cut("stdout")+", "+cut("stderr")+", "+cut("text")+", "+cut("old_string")+", "+cut("new_string")+`
+		FROM steps WHERE `+where+` ORDER BY seq`, &sqlitex.ExecOptions{
+		Named: named,
 		ResultFunc: func(st *sqlite.Stmt) error {
+			t := byTurn[st.ColumnText(3)]
 			s, err := scanStep(st, sid)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				t.StepIDs = append(t.StepIDs, s.ID)
+			}
 			out = append(out, s)
-			return err
+			return nil
 		},
 	})
 	return out, err
 }
+
+// bodyFields are the payload fields kept in columns of their own, in
+// column order.
+var bodyFields = [5]string{"stdout", "stderr", "text", "old_string", "new_string"}
 
 func scanStep(st *sqlite.Stmt, sid string) (Step, error) {
 	s := Step{
@@ -338,9 +435,17 @@ func scanStep(st *sqlite.Stmt, sid string) (Step, error) {
 	}
 	s.Payload.Role = st.ColumnText(10)
 	for i, dst := range []**string{&s.Payload.Stdout, &s.Payload.Stderr, &s.Payload.Text, &s.Payload.OldString, &s.Payload.NewString} {
-		if !st.ColumnIsNull(15 + i) {
-			v := st.ColumnText(15 + i)
-			*dst = &v
+		col := 15 + 2*i // the value, then its whole length when cut
+		if st.ColumnIsNull(col) {
+			continue
+		}
+		v := st.ColumnText(col)
+		*dst = &v
+		if n := st.ColumnInt(col + 1); n > utf8.RuneCountInString(v) {
+			if s.Cut == nil {
+				s.Cut = map[string]int{}
+			}
+			s.Cut[bodyFields[i]] = n
 		}
 	}
 	return s, nil

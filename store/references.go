@@ -120,9 +120,6 @@ func checkReferences(conn *sqlite.Conn, pk int64, b *Batch) (ps []Problem, err e
 			add(at("actor_id"), "no actor %s in this session", st.ActorID)
 		}
 	}
-	if len(ps) > MaxProblems {
-		ps = ps[:MaxProblems]
-	}
 	return ps, r.err
 }
 

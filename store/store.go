@@ -54,13 +54,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	host, _ := os.Hostname()
 	s := &Store{path: path, capturedOn: host}
+	// The pool retries a file it cannot open until the wait below gives up;
+	// the first failure ends the wait, so Open reports its cause at once.
+	wait, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
 		Flags:       sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
 		PoolSize:    8,
 		PrepareConn: prepareConn,
+		OnError:     func(err error) { fail(err) },
 	})
 	// Wait for the migrations so a broken file fails at open, not later.
-	if err := s.conn(ctx, func(*sqlite.Conn) error { return nil }); err != nil {
+	if err := s.conn(wait, func(*sqlite.Conn) error { return nil }); err != nil {
+		if cause := context.Cause(wait); cause != nil {
+			err = cause
+		}
 		s.pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

@@ -4,12 +4,13 @@ package views
 
 // ListPage is the session list at /.
 type ListPage struct {
-	Agent  string // the agent kind filtered on, or ""
-	Chips  []AgentChip
-	Rows   []SessionRow
-	Total  int
-	Cost   string // combined reported cost of the listed sessions
-	Stream string // the live stream URL the page listens to
+	Agent   string // the agent kind filtered on, or ""
+	Chips   []AgentChip
+	Rows    []SessionRow
+	Total   int
+	Cost    string // combined reported cost of the listed sessions
+	RowsURL string // the rows fragment, refetched on changes
+	Demo    bool
 }
 
 // AgentChip filters the list by one agent kind.
@@ -91,6 +92,7 @@ type CommandRow struct {
 // TurnView is the steps that followed one prompt.
 type TurnView struct {
 	ID     string
+	DOMID  string // turn-<hex of ID>: safe in an id attribute
 	Number int64
 	Prompt string
 	Mode   string
@@ -112,6 +114,10 @@ type StepView struct {
 	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
 	Blocks      []Block    // long text: stdout, stderr, message text, raw input
 	Diff        []DiffLine // edits only
+	Partial     bool       // only the first bytes of its texts are here; opening loads the rest
+	Open        bool
+	BodyURL     string // the step's details, up to the review app's cut
+	AllURL      string // the step's details, whole
 }
 
 // FlagView is a flag on a step.
@@ -124,9 +130,11 @@ type Field struct {
 	Label, Value string
 }
 
-// Block is a long labelled text of a step, shown preformatted.
+// Block is a long labelled text of a step, shown preformatted. Cut counts
+// the characters left out of Text.
 type Block struct {
 	Label, Text string
+	Cut         int
 }
 
 // DiffLine is one line of an edit's diff. Kind is add, del, ctx or hunk.
@@ -145,4 +153,29 @@ type ExportPage struct {
 type ManifestRow struct {
 	Rule  string
 	Count int
+}
+
+// SessionPage is the session view at /session?id=.
+type SessionPage struct {
+	Session    SessionView
+	Stamp      string // the session's updated_at this page shows
+	UpdatesURL string // the changed turns since Stamp
+	Earlier    int    // turns older than the first one shown
+	EarlierURL string // the 50 turns before the first one shown
+	ExportURL  string // the redacted download
+	PanelURL   string // the list of values the export masks
+	DeleteURL  string // empty in the demo: no delete button
+	Demo       bool
+}
+
+// ExportPanel lists every value the export masks, before the download.
+type ExportPanel struct {
+	ExportURL string
+	Findings  []PanelFinding
+}
+
+// PanelFinding is one distinct value the export masks.
+type PanelFinding struct {
+	Rule, Confidence, Preview, Placeholder string
+	Where                                  []string
 }

@@ -22,8 +22,7 @@ type ServeCmd struct {
 	DB   string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
 
-// Run serves until the context ends (SIGINT or SIGTERM), then ends every
-// event stream and shuts down.
+// Run serves until the context ends (SIGINT or SIGTERM).
 func (c *ServeCmd) Run(e *env) error {
 	tokenFile, err := tokenPath()
 	if err != nil {
@@ -42,26 +41,33 @@ func (c *ServeCmd) Run(e *env) error {
 		return err
 	}
 	defer st.Close()
+	return listenAndServe(e, c.Port, func(base string, log *slog.Logger) handlers.Deps {
+		fmt.Fprintf(e.stdout, "service listening on %s\n", base)
+		fmt.Fprintf(e.stdout, "  review app:  %s/\n", base)
+		fmt.Fprintf(e.stdout, "  ingest:      %s/api/ingest\n", base)
+		fmt.Fprintf(e.stdout, "  token file:  %s\n", tokenFile)
+		fmt.Fprintf(e.stdout, "  store:       %s\n", dbPath)
+		return handlers.Deps{
+			Store: st, Hub: handlers.NewHub(st, log), Log: log,
+			Auth: handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
+		}
+	})
+}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)))
+// listenAndServe binds 127.0.0.1:port, builds the routes from what deps
+// returns (given the base URL), and serves until the context ends; then it
+// ends every event stream and shuts down.
+func listenAndServe(e *env, port int, deps func(base string, log *slog.Logger) handlers.Deps) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	hub := handlers.NewHub(st, log)
-	srv := handlers.NewServer(handlers.Routes(handlers.Deps{
-		Store: st, Hub: hub, Log: log,
-		Auth: handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
-	}), log)
-	srv.RegisterOnShutdown(hub.Close)
-
-	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(e.stdout, "service listening on %s\n", base)
-	fmt.Fprintf(e.stdout, "  review app:  %s/\n", base)
-	fmt.Fprintf(e.stdout, "  ingest:      %s/api/ingest\n", base)
-	fmt.Fprintf(e.stdout, "  token file:  %s\n", tokenFile)
-	fmt.Fprintf(e.stdout, "  store:       %s\n", dbPath)
-
+	d := deps("http://"+ln.Addr().String(), log)
+	srv := handlers.NewServer(handlers.Routes(d), log)
+	if d.Hub != nil {
+		srv.RegisterOnShutdown(d.Hub.Close)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

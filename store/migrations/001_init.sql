@@ -53,6 +53,7 @@ CREATE TABLE turns (
   prompt_id     TEXT,
   mode          TEXT,
   started_at    TEXT NOT NULL,
+  updated_at    INTEGER NOT NULL, -- change stamp of the last write that changed it
   PRIMARY KEY (session_pk, id)
 ) WITHOUT ROWID;
 
@@ -77,6 +78,7 @@ CREATE TABLE steps (
   error          TEXT,             -- JSON
   channels       TEXT NOT NULL,    -- JSON array
   flags          TEXT NOT NULL,    -- JSON array
+  updated_at     INTEGER NOT NULL, -- change stamp of the last write that changed it
   payload        TEXT NOT NULL,    -- JSON, without the columns below
   stdout         TEXT,
   stderr         TEXT,
@@ -88,6 +90,8 @@ CREATE TABLE steps (
 );
 CREATE INDEX steps_counts ON steps (session_pk, type, outcome, content_status, flag_count);
 CREATE INDEX steps_prompts ON steps (session_pk, seq) WHERE type = 'message' AND role = 'user';
+CREATE INDEX steps_by_turn ON steps (session_pk, turn_id, seq);
+CREATE INDEX steps_by_change ON steps (session_pk, updated_at);
 
 -- Deleted sessions: only the id is remembered, so it is never recorded again.
 -- deleted_at shares the clock of sessions.updated_at.

@@ -1,0 +1,357 @@
+// Command load drives a running service over loopback and prints what it
+// measured: ingest rate, push latency with 32 streams open, push-to-change
+// latency, and list and session latency on a store of many sessions. Every
+// phase is bounded in count and time, and the command ends by itself.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI holds the load command's options.
+type CLI struct {
+	URL       string        `help:"Base URL of the running service (loopback only)." default:"http://127.0.0.1:1234"`
+	TokenFile string        `help:"Ingest token file (default: SERVICE_INGEST_TOKEN_FILE or ~/.service/ingest-token)." placeholder:"PATH"`
+	Batches   int           `help:"5000-step gzip batches to push in the ingest phase." default:"10"`
+	Pushes    int           `help:"100-step pushes while 32 streams are open." default:"300"`
+	Sessions  int           `help:"Sessions the store should hold for the read phase (small ones are pushed until it does)." default:"10000"`
+	Reads     int           `help:"Requests per read route in the read phase." default:"30"`
+	Timeout   time.Duration `help:"Upper bound for each phase." default:"3m"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var cli CLI
+	kong.Parse(&cli, kong.Name("load"), kong.Description("Measure a running service over loopback."))
+	if err := run(ctx, cli, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+type loader struct {
+	base   *url.URL
+	token  string
+	client *http.Client
+	run    string // a prefix that keeps this run's session ids apart
+}
+
+func run(ctx context.Context, cli CLI, out io.Writer) error {
+	base, err := url.Parse(cli.URL)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(base.Hostname()); base.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%s is not a loopback address: load is only sent to this machine", cli.URL)
+	}
+	token, err := readToken(cli.TokenFile)
+	if err != nil {
+		return err
+	}
+	l := &loader{base: base, token: token, run: fmt.Sprintf("load-%d", time.Now().UnixNano()),
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+
+	phase := func(name string, f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(ctx, cli.Timeout)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	fmt.Fprintf(out, "load against %s\n\n", cli.URL)
+	if err := phase("ingest", func(ctx context.Context) error { return l.ingestRate(ctx, out, cli.Batches) }); err != nil {
+		return err
+	}
+	if err := phase("pushes with streams", func(ctx context.Context) error { return l.pushesWithStreams(ctx, out, cli.Pushes) }); err != nil {
+		return err
+	}
+	return phase("reads", func(ctx context.Context) error { return l.reads(ctx, out, cli.Sessions, cli.Reads) })
+}
+
+func readToken(path string) (string, error) {
+	if path == "" {
+		path = os.Getenv("SERVICE_INGEST_TOKEN_FILE")
+	}
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(home, ".service", "ingest-token")
+	}
+	b, err := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), err
+}
+
+// batch returns a gzip batch for session sid with steps seq from..from+n-1
+// (the header, segment, actor and one turn per 50 steps come along).
+func batch(sid string, from, n int) []byte {
+	ts := "2026-11-20T09:00:00Z"
+	var steps, turns []any
+	for i := from; i < from+n; i++ {
+		turn := fmt.Sprintf("t%d", i/50)
+		if i == from || i%50 == 0 {
+			turns = append(turns, map[string]any{"id": turn, "session_id": sid, "segment_index": 0, "actor_id": "root",
+				"index": i/50 + 1, "started_at": ts, "step_ids": []any{}})
+		}
+		st := map[string]any{"id": fmt.Sprintf("s%d", i), "session_id": sid, "segment_index": 0, "turn_id": turn,
+			"actor_id": "root", "seq": i, "at": ts, "decision": "accepted", "outcome": "ok",
+			"content_status": "inline", "channels": []any{"hook"}, "flags": []any{}}
+		switch i % 4 {
+		case 0:
+			st["type"], st["decision"] = "message", "n/a"
+			st["payload"] = map[string]any{"role": "assistant", "text": strings.Repeat("The tests pass now. ", 10)}
+		case 1:
+			st["type"] = "command"
+			st["payload"] = map[string]any{"command": "go test ./...", "exit_code": 0, "cwd": "/w",
+				"stdout": strings.Repeat("ok  \texample.com/pkg\t0.012s\n", 20)}
+		case 2:
+			st["type"] = "edit"
+			st["payload"] = map[string]any{"path": "/w/main.go", "old_string": "return a", "new_string": "return a + b", "is_full_write": false}
+		default:
+			st["type"] = "read"
+			st["payload"] = map[string]any{"path": "/w/main.go", "range": []any{1, 80}}
+		}
+		steps = append(steps, st)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"schema_version": "1.2",
+		"session": map[string]any{"id": sid, "agent": map[string]any{"kind": "load", "version": "1"},
+			"workspace": map[string]any{"root": "/w"}, "started_at": ts},
+		"segments": []any{map[string]any{"index": 0, "start_reason": "start", "started_at": ts, "source_files": []any{}}},
+		"actors":   []any{map[string]any{"id": "root", "type": "root"}},
+		"turns":    turns, "steps": steps,
+	})
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func (l *loader) push(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base.JoinPath("/api/ingest").String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+l.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	res, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusCreated {
+		return fmt.Errorf("push: %s: %s", res.Status, msg)
+	}
+	return nil
+}
+
+func (l *loader) ingestRate(ctx context.Context, out io.Writer, batches int) error {
+	bodies := make([][]byte, batches)
+	for i := range bodies {
+		bodies[i] = batch(fmt.Sprintf("%s-ingest-%d", l.run, i), 0, 5000)
+	}
+	start := time.Now()
+	for _, b := range bodies {
+		if err := l.push(ctx, b); err != nil {
+			return err
+		}
+	}
+	d := time.Since(start)
+	fmt.Fprintf(out, "ingest: %d batches of 5000 steps (gzip) in %v: %.0f steps/s\n", batches, d.Round(time.Millisecond), float64(batches*5000)/d.Seconds())
+	return nil
+}
+
+// stream opens /api/events and sends each change's session id, with the
+// time it arrived, on changes.
+func (l *loader) stream(ctx context.Context, query string, changes chan<- arrival) (ready <-chan struct{}, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base.JoinPath("/api/events").String()+query, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		return nil, fmt.Errorf("stream: %s", res.Status)
+	}
+	readyCh := make(chan struct{})
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		once := sync.Once{}
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "event: ready" {
+				once.Do(func() { close(readyCh) })
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && changes != nil && data != "{}" {
+				var c struct {
+					SessionID string `json:"session_id"`
+				}
+				if json.Unmarshal([]byte(data), &c) == nil {
+					select {
+					case changes <- arrival{c.SessionID, time.Now()}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return readyCh, nil
+}
+
+type arrival struct {
+	session string
+	at      time.Time
+}
+
+func (l *loader) pushesWithStreams(ctx context.Context, out io.Writer, pushes int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sid := l.run + "-live"
+	if err := l.push(ctx, batch(sid, 0, 100)); err != nil {
+		return err
+	}
+	changes := make(chan arrival, 64)
+	var readies []<-chan struct{}
+	for i := range 32 { // 31 idle streams and the one that measures
+		var ch chan<- arrival
+		query := ""
+		if i == 0 {
+			ch, query = changes, "?session="+url.QueryEscape(sid)
+		}
+		ready, err := l.stream(ctx, query, ch)
+		if err != nil {
+			return fmt.Errorf("stream %d: %w", i+1, err)
+		}
+		readies = append(readies, ready)
+	}
+	for _, r := range readies {
+		select {
+		case <-r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var pushLat, changeLat []time.Duration
+	for i := 1; i <= pushes; i++ {
+		body := batch(sid, i*100, 100)
+		start := time.Now()
+		if err := l.push(ctx, body); err != nil {
+			return err
+		}
+		pushLat = append(pushLat, time.Since(start))
+		for waiting := true; waiting; {
+			select {
+			case a := <-changes:
+				if a.session == sid {
+					changeLat = append(changeLat, a.at.Sub(start))
+					waiting = false
+				}
+			case <-time.After(5 * time.Second):
+				return errors.New("no change event within 5s of a push")
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	fmt.Fprintf(out, "100-step push with 32 streams open: %s\n", percentiles(pushLat))
+	fmt.Fprintf(out, "push to change event:               %s\n", percentiles(changeLat))
+	return nil
+}
+
+func (l *loader) reads(ctx context.Context, out io.Writer, sessions, reads int) error {
+	var list struct {
+		Total struct {
+			Sessions int `json:"sessions"`
+		} `json:"total"`
+	}
+	if err := l.getJSON(ctx, "/api/sessions", &list); err != nil {
+		return err
+	}
+	seeded := 0
+	for n := list.Total.Sessions; n < sessions; n++ {
+		if err := l.push(ctx, batch(fmt.Sprintf("%s-read-%d", l.run, n), 0, 10)); err != nil {
+			return err
+		}
+		seeded++
+	}
+	big := l.run + "-ingest-0" // 5000 steps, from the ingest phase
+	routes := []struct{ name, path string }{
+		{"GET /api/sessions", "/api/sessions"},
+		{"GET / (list page)", "/"},
+		{"GET /api/sessions/<5000 steps>", "/api/sessions/" + url.PathEscape(big)},
+		{"GET /session?id=<5000 steps> (page)", "/session?id=" + url.QueryEscape(big)},
+	}
+	fmt.Fprintf(out, "reads on a store of %d sessions (%d pushed for this phase):\n", max(sessions, list.Total.Sessions), seeded)
+	for _, r := range routes {
+		var lat []time.Duration
+		for range reads {
+			start := time.Now()
+			if err := l.getJSON(ctx, r.path, nil); err != nil {
+				return err
+			}
+			lat = append(lat, time.Since(start))
+		}
+		fmt.Fprintf(out, "  %-38s %s\n", r.name, percentiles(lat))
+	}
+	return nil
+}
+
+func (l *loader) getJSON(ctx context.Context, path string, v any) error {
+	u, _ := url.Parse(l.base.String() + path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	res, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, res.Status)
+	}
+	if v == nil {
+		_, err = io.Copy(io.Discard, res.Body)
+		return err
+	}
+	return json.NewDecoder(res.Body).Decode(v)
+}
+
+func percentiles(d []time.Duration) string {
+	if len(d) == 0 {
+		return "no samples"
+	}
+	slices.Sort(d)
+	at := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+	return fmt.Sprintf("p50 %v  p99 %v  max %v  (n=%d)", at(.50).Round(10*time.Microsecond), at(.99).Round(10*time.Microsecond), d[len(d)-1].Round(10*time.Microsecond), len(d))
+}

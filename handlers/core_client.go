@@ -1,0 +1,85 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+
+	"github.com/agentreview/service/store"
+)
+
+// CoreClient reads what the pages show from a core server's JSON routes:
+// the UI development server (`service dev`) renders the same views from it.
+type CoreClient struct {
+	Base *url.URL
+	HTTP *http.Client
+}
+
+func (c CoreClient) get(ctx context.Context, path string, query url.Values, v any) error {
+	u := c.Base.JoinPath(path)
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	res, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("core %s: %w", c.Base, err)
+	}
+	defer res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusNotFound:
+		return store.ErrNotFound
+	case res.StatusCode != http.StatusOK:
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return fmt.Errorf("core GET %s: %s: %s", u.Path, res.Status, body)
+	}
+	return json.NewDecoder(res.Body).Decode(v)
+}
+
+// List is GET /api/sessions.
+func (c CoreClient) List(ctx context.Context, agent string) (store.SessionList, error) {
+	var l store.SessionList
+	q := url.Values{}
+	if agent != "" {
+		q.Set("agent", agent)
+	}
+	return l, c.get(ctx, "/api/sessions", q, &l)
+}
+
+// Detail is GET /api/sessions/<id> with the query's parameters.
+func (c CoreClient) Detail(ctx context.Context, id string, dq store.DetailQuery) (store.SessionDetail, error) {
+	var d store.SessionDetail
+	q := url.Values{}
+	for name, n := range map[string]int{"turns": dq.Turns, "before": dq.Before, "head": dq.Head} {
+		if n > 0 {
+			q.Set(name, strconv.Itoa(n))
+		}
+	}
+	if dq.Since > 0 {
+		q.Set("since", store.FormatStamp(dq.Since))
+	}
+	if dq.Seq != nil {
+		q.Set("seq", strconv.FormatInt(*dq.Seq, 10))
+	}
+	return d, c.get(ctx, "/api/sessions/"+url.PathEscape(id), q, &d)
+}
+
+// Review is GET /api/sessions/<id>/export/review.
+func (c CoreClient) Review(ctx context.Context, id string) (Review, error) {
+	var rv Review
+	return rv, c.get(ctx, "/api/sessions/"+url.PathEscape(id)+"/export/review", nil, &rv)
+}
+
+// coreProxy forwards /api to the core, streams included.
+func coreProxy(core *url.URL) http.Handler {
+	return &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(core) },
+		FlushInterval: -1, // event streams flush at once
+	}
+}

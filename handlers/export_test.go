@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/redact"
+	"github.com/agentreview/service/store"
+)
+
+// Fake secrets, assembled at run time so no scanner mistakes this file
+// for a leak.
+var (
+	fakeAWS    = "AKIA" + "QWERTYUIOPASDFGH"
+	fakeGitHub = "gh" + "p_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+	fakeDBPass = "s3cr3t-" + "Passw0rd-9xQ"
+)
+
+// secretBatch puts a secret into every kind of field the export shows.
+func secretBatch(sid string) obj {
+	b := newBatch(sid)
+	steps := b["steps"].(arr)
+	steps[0].(obj)["payload"].(obj)["text"] = "deploy with key " + fakeAWS + " please"
+	cmd := steps[1].(obj)
+	cmd["payload"].(obj)["command"] = "curl -H 'Authorization: token " + fakeGitHub + "' https://api.github.com"
+	cmd["payload"].(obj)["stdout"] = "AWS_ACCESS_KEY_ID=" + fakeAWS + "\n"
+	cmd["payload"].(obj)["stderr"] = "connecting to postgres://app:" + fakeDBPass + "@db.internal:5432/app"
+	cmd["payload"].(obj)["cwd"] = "/home/alice/src/app"
+	cmd["flags"] = arr{obj{"kind": "secret_in_output", "severity": "danger", "reason": "printed " + fakeGitHub}}
+	edit := steps[2].(obj)
+	edit["payload"].(obj)["old_string"] = "token = \"" + fakeGitHub + "\""
+	edit["payload"].(obj)["new_string"] = "token = os.Getenv(\"GITHUB_TOKEN\")"
+	edit["payload"].(obj)["structured_patch"] = arr{obj{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+		"lines": arr{"-token = \"" + fakeGitHub + "\"", "+token = os.Getenv(\"GITHUB_TOKEN\")"}}}
+	edit["error"] = obj{"type": "tool_error", "message": "could not write " + fakeAWS}
+	steps[4].(obj)["payload"].(obj)["raw"] = obj{"url": "https://x.example/?key=" + fakeAWS, "headers": obj{"Authorization": "token " + fakeGitHub}}
+	return b
+}
+
+func TestExportMasksEverySecret(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(secretBatch("s1"), http.StatusCreated)
+
+	rec := s.get("/api/sessions/s1/export")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export = %d %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("content-type = %q", ct)
+	}
+	if cd := rec.Header().Get("Content-Disposition"); cd != `attachment; filename="session-s1.html"` {
+		t.Errorf("content-disposition = %q", cd)
+	}
+	page := rec.Body.String()
+	for _, secret := range []string{fakeAWS, fakeGitHub, fakeDBPass, "/home/alice"} {
+		if strings.Contains(page, secret) {
+			t.Errorf("the export still holds %q", secret)
+		}
+	}
+	for _, banned := range []string{"<script", "src=\"http", "href=\"http", "<link"} {
+		if strings.Contains(page, banned) {
+			t.Errorf("the export is not self-contained: it has %q", banned)
+		}
+	}
+
+	rec = s.get("/api/sessions/s1/export/review")
+	var rv Review
+	if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("review = %d %v", rec.Code, err)
+	}
+	seen := map[string]int{}
+	for _, f := range rv.Findings {
+		seen[f.Placeholder]++
+		if f.Preview == "" || strings.Contains(f.Preview, fakeAWS) || strings.Contains(f.Preview, fakeGitHub) {
+			t.Errorf("finding %+v: preview must keep only the ends", f)
+		}
+		if !strings.Contains(page, f.Placeholder) {
+			t.Errorf("review lists %s, but the download does not use it", f.Placeholder)
+		}
+		if len(f.Where) == 0 {
+			t.Errorf("finding %+v has no place", f)
+		}
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Errorf("placeholder %s listed %d times; want once per distinct secret", p, n)
+		}
+	}
+	for _, rule := range []string{"aws-access-key", "github-token"} {
+		if rv.Counts[rule] != 1 {
+			t.Errorf("counts[%s] = %d; want 1 distinct value", rule, rv.Counts[rule])
+		}
+	}
+}
+
+func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(secretBatch("s1"), http.StatusCreated)
+	d, err := s.store.Detail(t.Context(), "s1", store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked, m := redactSession(d)
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if _, err := renderExport(req, masked, m, time.Now()); err != nil {
+		t.Fatalf("renderExport(masked) = %v; want it to pass", err)
+	}
+	// A field the masking step did not see.
+	masked.Workspace.Repo = "github.com/acme/app?token=" + fakeGitHub
+	if _, err := renderExport(req, masked, m, time.Now()); err == nil || !strings.Contains(err.Error(), "github") {
+		t.Errorf("renderExport(with an unmasked field) = %v; want it refused naming the rule", err)
+	}
+	if rule, ok := redact.FirstDefinite(fakeGitHub); !ok {
+		t.Fatalf("the fake token must be a definite match for this test to mean anything (rule %q)", rule)
+	}
+}
+
+func TestExportUnknownSessionIs404(t *testing.T) {
+	s := newTestService(t)
+	for _, path := range []string{"/api/sessions/nope/export", "/api/sessions/nope/export/review"} {
+		if rec := s.get(path); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s = %d; want 404", path, rec.Code)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"time"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// listPage is GET /: the session list of the review app. GET /rows is the
+// region a live update redraws.
+func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agent := r.URL.Query().Get("agent")
+		l, err := src.List(r.Context(), agent)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		p := listPageModel(l, agent, time.Now())
+		p.Demo = demo
+		if rowsOnly {
+			render(w, r, log, http.StatusOK, views.SessionRows(p))
+			return
+		}
+		render(w, r, log, http.StatusOK, views.SessionList(p))
+	})
+}
+
+func listPageModel(l store.SessionList, agent string, now time.Time) views.ListPage {
+	p := views.ListPage{Agent: agent, Total: l.Total.Sessions, Cost: totalCost(l.Total), RowsURL: "/rows"}
+	if agent != "" {
+		p.RowsURL += "?agent=" + url.QueryEscape(agent)
+	}
+	for _, a := range l.Agents {
+		p.Chips = append(p.Chips, views.AgentChip{
+			Label: a.Kind, Href: "/?agent=" + url.QueryEscape(a.Kind), Count: a.Sessions, Active: a.Kind == agent,
+		})
+	}
+	for _, s := range l.Sessions {
+		p.Rows = append(p.Rows, sessionRow(s, now))
+	}
+	return p
+}
+
+func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
+	r := views.SessionRow{
+		ID: s.ID, ShortID: shortID(s.ID), Href: "/session?id=" + url.QueryEscape(s.ID),
+		AgentKind: s.Agent.Kind, AgentVersion: s.Agent.Version, Title: s.Summary.Title,
+		Workspace: path.Base(s.Workspace.Root), StartedISO: s.StartedAt,
+		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
+		Cost: cost(s.Metrics),
+	}
+	if t, ok := store.ParseTimestamp(s.StartedAt); ok {
+		r.StartedDate = t.Format("2006-01-02 15:04")
+		r.StartedAgo = ago(now.Sub(t))
+	}
+	for _, typ := range store.StepTypes {
+		if n := s.Summary.StepsByType[typ]; n > 0 {
+			r.Counts = append(r.Counts, views.TypeCount{Type: typ, Count: n})
+		}
+	}
+	return r
+}
+

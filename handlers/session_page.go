@@ -1,0 +1,243 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// Limits of the review app (spec section 8).
+const (
+	recentTurns  = 30      // turns shown at first
+	earlierTurns = 50      // turns added by the earlier-turns control
+	headChars    = 2048    // of each text, in the first delivery
+	shownChars   = 100_000 // of each text, once a step is opened
+)
+
+// PageSource is what the review app's pages read: the store in the
+// server, the core's JSON routes in `service dev`.
+type PageSource interface {
+	List(ctx context.Context, agent string) (store.SessionList, error)
+	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
+	Review(ctx context.Context, id string) (Review, error)
+}
+
+// storeSource serves the pages from the store itself.
+type storeSource struct{ Reader }
+
+func (s storeSource) Review(ctx context.Context, id string) (Review, error) {
+	d, err := s.Detail(ctx, id, store.DetailQuery{})
+	if err != nil {
+		return Review{}, err
+	}
+	_, m := redactSession(d)
+	return reviewOf(d.ID, m), nil
+}
+
+// pageURLs are the review app's routes for one session.
+type pageURLs struct{ id string }
+
+func (u pageURLs) with(path string, kv ...string) string {
+	v := url.Values{"id": {u.id}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return path + "?" + v.Encode()
+}
+
+func (u pageURLs) step(seq int64, all bool) string {
+	if all {
+		return u.with("/session/step", "seq", strconv.FormatInt(seq, 10), "all", "1")
+	}
+	return u.with("/session/step", "seq", strconv.FormatInt(seq, 10))
+}
+
+// linkSteps adds the review app's step routes to a session view, and marks
+// the steps whose texts were cut.
+func linkSteps(v *views.SessionView, d store.SessionDetail, partial bool, open map[int64]bool) {
+	u := pageURLs{d.ID}
+	cut := map[int64]map[string]int{}
+	for _, s := range d.Steps {
+		if len(s.Cut) > 0 {
+			cut[s.Seq] = s.Cut
+		}
+	}
+	for i := range v.Turns {
+		for j := range v.Turns[i].Steps {
+			linkStep(&v.Turns[i].Steps[j], u, cut, partial, open)
+		}
+	}
+}
+
+func linkStep(s *views.StepView, u pageURLs, cut map[int64]map[string]int, partial bool, open map[int64]bool) {
+	s.BodyURL, s.AllURL = u.step(s.Seq, false), u.step(s.Seq, true)
+	s.Open = open[s.Seq]
+	for k := range s.Blocks {
+		b := &s.Blocks[k]
+		if n, ok := cut[s.Seq][blockField[b.Label]]; ok {
+			b.Cut = n - utf8.RuneCountInString(b.Text)
+			s.Partial = s.Partial || partial
+		}
+	}
+}
+
+// blockField maps a step block's label to the payload field it shows.
+var blockField = map[string]string{"stdout": "stdout", "stderr": "stderr", "Text": "text"}
+
+// sessionPage is GET /session?id=: the session view. turns=all shows every
+// turn, for links to a step.
+func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("id")
+		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
+		if r.URL.Query().Get("turns") == "all" {
+			q.Turns = 0
+		}
+		d, err := src.Detail(r.Context(), id, q)
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
+		u := pageURLs{d.ID}
+		p := views.SessionPage{
+			Session: sessionView(d), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
+			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
+			Demo: demo,
+		}
+		if !demo {
+			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
+		}
+		if d.Window != nil && d.Window.First > 0 {
+			p.Earlier = d.Window.First
+			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
+		}
+		linkSteps(&p.Session, d, true, nil)
+		render(w, r, log, http.StatusOK, views.Session(p))
+	})
+}
+
+// earlierTurnsFragment is GET /session/turns?id=&before=: the 50 turns
+// before turn position before.
+func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before, err := strconv.Atoi(r.URL.Query().Get("before"))
+		if err != nil || before <= 0 {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a turn position above 0"})
+			return
+		}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: earlierTurns, Before: before, Head: headChars})
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		v := sessionView(d)
+		linkSteps(&v, d, true, nil)
+		earlier, next := 0, ""
+		if d.Window != nil && d.Window.First > 0 {
+			earlier = d.Window.First
+			next = pageURLs{d.ID}.with("/session/turns", "before", strconv.Itoa(earlier))
+		}
+		render(w, r, log, http.StatusOK, views.TurnsBefore(v.Turns, earlier, next))
+	})
+}
+
+// updatesFragment is GET /session/updates?id=&since=&open=: the summary,
+// report and every turn changed since the page's stamp, with the steps the
+// reader has open rendered open. The new stamp is in X-Session-Stamp.
+func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		since, ok := store.ParseTimestamp(r.URL.Query().Get("since"))
+		if !ok {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "since must be the page's updated_at stamp"})
+			return
+		}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Since: since.UnixMicro(), Head: headChars})
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		open := map[int64]bool{}
+		for _, s := range strings.Split(r.URL.Query().Get("open"), ",") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				open[n] = true
+			}
+		}
+		v := sessionView(d)
+		linkSteps(&v, d, true, open)
+		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns))
+	})
+}
+
+// stepFragment is GET /session/step?id=&seq=[&all=1]: a step's details,
+// its texts cut at 100,000 characters unless all is set.
+func stepFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seq, err := strconv.ParseInt(r.URL.Query().Get("seq"), 10, 64)
+		if err != nil {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "seq must be a step's seq"})
+			return
+		}
+		q := store.DetailQuery{Seq: &seq, Head: shownChars}
+		if r.URL.Query().Get("all") != "" {
+			q.Head = 0
+		}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if len(d.Steps) == 0 {
+			writeError(w, r, log, store.ErrNotFound)
+			return
+		}
+		s := stepView(d.Steps[0])
+		cut := map[int64]map[string]int{seq: d.Steps[0].Cut}
+		linkStep(&s, pageURLs{d.ID}, cut, false, nil)
+		render(w, r, log, http.StatusOK, views.StepDetail(s))
+	})
+}
+
+// exportPanelFragment is GET /session/export-panel?id=: every value the
+// export masks, from the same review as the JSON route, then the download.
+func exportPanelFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("id")
+		rv, err := src.Review(r.Context(), id)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		p := views.ExportPanel{ExportURL: "/api/sessions/" + url.PathEscape(id) + "/export"}
+		for _, f := range rv.Findings {
+			pf := views.PanelFinding{Rule: f.Rule, Confidence: f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder}
+			for _, w := range f.Where {
+				place := w.Field
+				if w.Seq != nil {
+					place = "step " + strconv.FormatInt(*w.Seq, 10) + " " + w.Field
+				}
+				pf.Where = append(pf.Where, place)
+			}
+			p.Findings = append(p.Findings, pf)
+		}
+		render(w, r, log, http.StatusOK, views.ExportPanelList(p))
+	})
+}
+
+// writePageError answers a page request: a missing session is a page that
+// says so, with 404.
+func writePageError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		render(w, r, log, http.StatusNotFound, views.Missing("This session is not in the service: it was deleted, or never recorded."))
+		return
+	}
+	writeError(w, r, log, err)
+}

@@ -1,0 +1,162 @@
+// The review app's behaviour that htmx does not cover: the live pill, live
+// refreshes at most once every two seconds, step bodies loaded on opening,
+// expand/collapse, #step-<seq> links, and the delete and export dialogs.
+(function () {
+  'use strict';
+
+  const refreshGap = 2000; // a live refresh at most once every two seconds
+  const offlineAfter = 3000; // reconnecting this long means the server is offline
+
+  // Live pill: connecting, live, server offline. The page keeps its content
+  // while offline and catches up on the next `ready`.
+  let offlineTimer = null;
+  function setPill(state) {
+    const pill = document.getElementById('live-pill');
+    if (!pill) return;
+    pill.textContent = state;
+    pill.className = 'pill ' + state.replace(' ', '-');
+  }
+  document.addEventListener('htmx:sseOpen', function () {
+    clearTimeout(offlineTimer);
+    offlineTimer = null;
+    setPill('live');
+  });
+  document.addEventListener('htmx:sseError', function () {
+    const pill = document.getElementById('live-pill');
+    if (pill && pill.textContent === 'live') setPill('connecting');
+    if (!offlineTimer) offlineTimer = setTimeout(function () { setPill('server offline'); }, offlineAfter);
+  });
+
+  // throttled runs fn at most once every refreshGap, and always once more
+  // after the last call, so no change is missed.
+  function throttled(fn) {
+    let last = 0;
+    let timer = null;
+    return function () {
+      if (timer) return;
+      const wait = Math.max(0, last + refreshGap - Date.now());
+      timer = setTimeout(async function () {
+        timer = null;
+        last = Date.now();
+        try { await fn(); } catch (e) { console.warn('refresh failed', e); }
+      }, wait);
+    };
+  }
+
+  const refresh = throttled(function () {
+    if (document.getElementById('session')) return refreshSession();
+    if (document.getElementById('rows')) return refreshRows();
+  });
+  document.addEventListener('sse:change', refresh);
+  document.addEventListener('sse:ready', refresh);
+
+  async function refreshRows() {
+    const rows = document.getElementById('rows');
+    const res = await fetch(rows.dataset.refreshUrl, { headers: { 'HX-Request': 'true' } });
+    if (res.ok) rows.innerHTML = await res.text();
+  }
+
+  function openSeqs() {
+    return Array.from(document.querySelectorAll('details.step[open]'), function (d) { return d.dataset.seq; });
+  }
+
+  async function refreshSession() {
+    const session = document.getElementById('session');
+    if (session.dataset.gone) return;
+    const url = new URL(session.dataset.updatesUrl, location.href);
+    url.searchParams.set('since', session.dataset.stamp);
+    url.searchParams.set('open', openSeqs().join(','));
+    const res = await fetch(url, { headers: { 'HX-Request': 'true' } });
+    if (res.status === 404) return showGone();
+    if (!res.ok) return;
+    const stamp = res.headers.get('X-Session-Stamp');
+    const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
+    doc.querySelectorAll('template[data-region]').forEach(function (t) {
+      const old = document.getElementById(t.dataset.region);
+      if (old) old.replaceWith(document.importNode(t.content, true));
+    });
+    const turns = document.getElementById('turns');
+    const shown = turns.querySelectorAll('section.turn');
+    doc.querySelectorAll('template[data-turn]').forEach(function (t) {
+      const fresh = document.importNode(t.content, true).firstElementChild;
+      const old = document.getElementById(t.dataset.turn);
+      if (old) {
+        old.replaceWith(fresh);
+      } else if (shown.length === 0 || Number(fresh.dataset.number) >= Number(shown[0].dataset.number)) {
+        turns.appendChild(fresh);
+      } else {
+        return; // an older turn than those shown
+      }
+      htmx.process(fresh);
+    });
+    if (stamp) session.dataset.stamp = stamp;
+  }
+
+  function showGone() {
+    const session = document.getElementById('session');
+    session.dataset.gone = 'true';
+    document.getElementById('gone').hidden = false;
+    session.querySelectorAll('.actions button').forEach(function (b) { b.disabled = true; });
+  }
+
+  // Opening a step loads the rest of its output; not while expanding all.
+  let expanding = false;
+  document.addEventListener('toggle', function (e) {
+    const d = e.target;
+    if (!(d instanceof HTMLDetailsElement) || !d.classList.contains('step')) return;
+    if (d.open && !expanding && d.hasAttribute('data-partial')) loadBody(d);
+  }, true);
+
+  function loadBody(d) {
+    d.removeAttribute('data-partial');
+    htmx.ajax('GET', d.dataset.bodyUrl, { target: '#step-body-' + d.dataset.seq, swap: 'innerHTML' });
+  }
+
+  function setAll(open) {
+    expanding = true;
+    document.querySelectorAll('details.step').forEach(function (d) { d.open = open; });
+    setTimeout(function () { expanding = false; }); // toggle events fire after this task
+  }
+
+  // #step-<seq> opens that step and scrolls to it, showing every turn if
+  // the step is not among those shown.
+  function openHash() {
+    const m = /^#step-(\d+)$/.exec(location.hash);
+    if (!m || !document.getElementById('session')) return;
+    const d = document.getElementById('step-' + m[1]);
+    if (!d) {
+      const all = new URL(location.href);
+      if (all.searchParams.get('turns') !== 'all') {
+        all.searchParams.set('turns', 'all');
+        location.replace(all);
+      }
+      return;
+    }
+    d.open = true;
+    d.scrollIntoView({ block: 'start' });
+    d.querySelector('summary').focus({ preventScroll: true });
+  }
+  window.addEventListener('hashchange', openHash);
+
+  document.addEventListener('click', function (e) {
+    const t = e.target.closest('button');
+    if (!t) return;
+    if (t.id === 'expand-all') setAll(true);
+    if (t.id === 'collapse-all') setAll(false);
+    if (t.id === 'export-button') document.getElementById('export-dialog').showModal();
+    if (t.id === 'delete-button') document.getElementById('delete-dialog').showModal();
+  });
+
+  document.addEventListener('close', async function (e) {
+    const dialog = e.target;
+    if (dialog.id !== 'delete-dialog' || dialog.returnValue !== 'delete') return;
+    const res = await fetch(dialog.dataset.deleteUrl, { method: 'DELETE' });
+    if (res.ok || res.status === 404) {
+      location.href = '/';
+    } else {
+      alert('The session could not be deleted: ' + res.status);
+    }
+  }, true);
+
+  document.addEventListener('DOMContentLoaded', openHash);
+})();

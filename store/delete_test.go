@@ -1,0 +1,213 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+func TestDelete(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("a"))
+	b := newBatch("b")
+	set(b, "session.agent.kind", "otheragent")
+	mustApply(t, s, b)
+	keep := mustDetail(t, s, "b")
+	stamp := mustLatest(t, s)
+
+	mustDelete(t, s, "a")
+
+	if _, err := s.Detail(context.Background(), "a", store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Detail(a) after Delete = %v; want ErrNotFound", err)
+	}
+	if got := mustDetail(t, s, "b"); !reflect.DeepEqual(got, keep) {
+		t.Errorf("Detail(b) after Delete(a) =\n%+v\nwant\n%+v", got, keep)
+	}
+	l := mustList(t, s, "")
+	if got := listIDs(l); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Errorf("List() after Delete(a) = %v; want [b]", got)
+	}
+	if want := []store.AgentCount{{Kind: "otheragent", Sessions: 1}}; !reflect.DeepEqual(l.Agents, want) {
+		t.Errorf("List().Agents after Delete(a) = %+v; want %+v", l.Agents, want)
+	}
+	if l := mustList(t, s, "testagent"); len(l.Sessions) != 0 {
+		t.Errorf("List(testagent) after Delete(a) = %v; want none", listIDs(l))
+	}
+
+	// Every row of a is gone; only its id stays, in the tombstone.
+	dump := dumpTables(t, s.Path())
+	if strings.Contains(dump, `"a-`) || strings.Contains(dump, "ws-a") {
+		t.Errorf("tables after Delete(a) still hold records of a:\n%s", dump)
+	}
+	if !strings.Contains(dump, "table tombstones (1 rows)\n\"a\"|") {
+		t.Errorf("tables after Delete(a) have no tombstone for a:\n%s", dump)
+	}
+
+	cs, latest := mustChanges(t, s, stamp)
+	if len(cs) != 1 || cs[0].SessionID != "a" || cs[0].Stamp <= stamp || latest != cs[0].Stamp {
+		t.Errorf("ChangesSince(%d) after Delete(a) = %+v, %d; want one change of a, later", stamp, cs, latest)
+	}
+
+	t.Run("tombstone refuses a push", func(t *testing.T) {
+		before := snapshot(t, s)
+		var de *store.DeletedError
+		if err := applyErr(t, s, newBatch("a")); !errors.As(err, &de) {
+			t.Errorf("Apply(a) after Delete = %v; want *DeletedError", err)
+		}
+		assertUnchanged(t, s, before)
+	})
+	for _, id := range []string{"a", "never-stored"} {
+		t.Run("delete again "+id, func(t *testing.T) {
+			before := snapshot(t, s)
+			if err := s.Delete(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Delete(%s) = %v; want ErrNotFound", id, err)
+			}
+			assertUnchanged(t, s, before)
+		})
+	}
+}
+
+// TestDeleteOverwrites checks the secure-delete promise: after Delete
+// returns, no byte of the session's content is left in the database file
+// or its write-ahead log.
+func TestDeleteOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			s.Close()
+		}
+	})
+
+	marker := func(place string) string {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		return place + "-" + hex.EncodeToString(b[:])
+	}
+	m := map[string]string{}
+	for _, place := range []string{"stdout", "stdout-rewritten", "stderr", "text", "new-string", "raw", "patch", "root", "label", "source-file", "error", "reason"} {
+		m[place] = marker(place)
+	}
+	b := newBatch("gone")
+	// A long output spills into overflow pages; the marker sits in the middle.
+	big := strings.Repeat("output line of a long build\n", 4000)
+	set(b, "steps[1].payload.stdout", big+m["stdout-rewritten"]+big)
+	set(b, "steps[1].payload.stderr", m["stderr"])
+	set(b, "steps[0].payload.text", "Please "+m["text"])
+	set(b, "steps[2].payload.new_string", m["new-string"])
+	set(b, "steps[2].payload.structured_patch", arr{m["patch"]})
+	set(b, "steps[2].error.message", m["error"])
+	set(b, "steps[4].payload.raw", obj{"secret": m["raw"]})
+	set(b, "steps[1].flags[0].reason", m["reason"])
+	set(b, "session.workspace.root", "/home/"+m["root"])
+	set(b, "actors[0].label", m["label"])
+	set(b, "segments[0].source_files", arr{"/log/" + m["source-file"]})
+	mustApply(t, s, b)
+	keepMarker := marker("keep")
+	k := newBatch("keep")
+	set(k, "steps[1].payload.stdout", keepMarker)
+	mustApply(t, s, k)
+
+	// Deleting another session checkpoints the log, so the first version of
+	// the steps sits in the database file and the rewrite below in the log.
+	mustApply(t, s, newBatch("other"))
+	mustDelete(t, s, "other")
+	set(b, "steps[1].payload.stdout", big+m["stdout"]+big)
+	mustApply(t, s, b)
+
+	files := func() []byte {
+		var all []byte
+		for _, name := range []string{"s.db", "s.db-wal", "s.db-shm", "s.db-journal"} {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("read %s: %v", name, err)
+			}
+			all = append(all, data...)
+		}
+		return all
+	}
+	// The search must be able to find what it looks for.
+	before := files()
+	for place, mk := range m {
+		if !bytes.Contains(before, []byte(mk)) {
+			t.Fatalf("marker %s not found in the store files before Delete; the check below would prove nothing", place)
+		}
+	}
+
+	mustDelete(t, s, "gone")
+
+	// Read while the store is still open, as a running server leaves it:
+	// Delete itself must have overwritten the rows and truncated the log.
+	check := func(when string) {
+		t.Helper()
+		after := files()
+		for place, mk := range m {
+			if bytes.Contains(after, []byte(mk)) {
+				t.Errorf("%s: the %s marker of the deleted session is still in the store files", when, place)
+			}
+		}
+		if !bytes.Contains(after, []byte(keepMarker)) {
+			t.Errorf("%s: the marker of the kept session is missing from the store files", when)
+		}
+	}
+	check("after Delete, store open")
+	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() != 0 {
+		t.Errorf("write-ahead log after Delete is %d bytes; want it truncated", wal.Size())
+	}
+
+	// Closing checkpoints and removes the log; nothing may come back.
+	closed = true
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	check("after Close")
+}
+
+// A reader that holds an old snapshot keeps the log from being truncated.
+// Delete must then say so, not report success with the content still in
+// the log.
+func TestDeleteWhileReading(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := mustOpenPath(t, path)
+	mustApply(t, s, newBatch("a"))
+	reader, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	end := sqlitex.Transaction(reader)
+	if err := sqlitex.Execute(reader, `SELECT count(*) FROM steps`, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = s.Delete(ctx, "a")
+	if err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+		t.Errorf("Delete(a) while a snapshot is held = %v; want an error about the write-ahead log", err)
+	}
+	var endErr error
+	end(&endErr)
+	// The rows are gone all the same: the delete itself committed.
+	if _, err := s.Detail(context.Background(), "a", store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Detail(a) = %v; want ErrNotFound", err)
+	}
+}

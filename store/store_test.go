@@ -1,0 +1,114 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+func TestOpenCreatesPrivateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "dir", "s.db")
+	s := mustOpenPath(t, path)
+	if s.Path() != path {
+		t.Errorf("Path() = %q; want %q", s.Path(), path)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700 | os.ModeDir} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("Stat(%s) = %v", p, err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("mode of %s = %v; want %v", p, fi.Mode(), want)
+		}
+	}
+}
+
+func TestOpenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	mustApply(t, s, newBatch("a"))
+	mustApply(t, s, newBatch("b"))
+	mustDelete(t, s, "b")
+	before := snapshot(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	s = mustOpenPath(t, path)
+	assertUnchanged(t, s, before)
+}
+
+// Open refuses a file that is not this service's store, at once and
+// naming the cause, and leaves the file's content alone.
+func TestOpenRefusesOtherFiles(t *testing.T) {
+	tests := []struct {
+		name    string
+		write   func(t *testing.T, path string)
+		wantErr string
+		check   func(t *testing.T, path string)
+	}{
+		{"not a database", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("not an SQLite file\n", 20)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "file is not a database", func(t *testing.T, path string) {
+			if b, _ := os.ReadFile(path); string(b) != strings.Repeat("not an SQLite file\n", 20) {
+				t.Errorf("file after Open = %q; want it untouched", b)
+			}
+		}},
+		{"database of another application", func(t *testing.T, path string) {
+			conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := sqlitex.ExecuteScript(conn, `PRAGMA application_id = 42; CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');`, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "application_id", func(t *testing.T, path string) {
+			// Opening in WAL mode switches the file's journal mode before the
+			// application id is read; the content must stay as it was.
+			conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var got []string
+			err = sqlitex.Execute(conn, `SELECT name FROM sqlite_schema UNION ALL SELECT body FROM notes`, &sqlitex.ExecOptions{
+				ResultFunc: func(st *sqlite.Stmt) error { got = append(got, st.ColumnText(0)); return nil },
+			})
+			if want := []string{"notes", "keep me"}; err != nil || !slices.Equal(got, want) {
+				t.Errorf("other application's database after Open = %v, %v; want %v", got, err, want)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.db")
+			tc.write(t, path)
+			start := time.Now()
+			s, err := store.Open(context.Background(), path)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%s) = nil error; want the file refused", tc.name)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Open(%s) = %v; want an error naming %q", tc.name, err, tc.wantErr)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Open(%s) took %v to fail; want it at once", tc.name, d)
+			}
+			tc.check(t, path)
+		})
+	}
+}
