@@ -202,6 +202,7 @@ func (m *Masker) shortenHome(s string) (string, bool) {
 // given home itself, or a parent such as /home/ followed by a user name.
 func (m *Masker) homePath(s string, from, i int) homeSpan {
 	prefix := m.homes[i]
+	first := from // a drive letter before a match must not reach back past this
 	for {
 		j := strings.Index(s[from:], prefix)
 		if j < 0 {
@@ -217,7 +218,7 @@ func (m *Masker) homePath(s string, from, i int) homeSpan {
 			if name == "" || name == "Shared" || name == "linuxbrew" {
 				continue
 			}
-			if strings.Contains(prefix, "Users") && start >= 2 && s[start-1] == ':' && isLetter(s[start-2]) &&
+			if strings.Contains(prefix, "Users") && start-2 >= first && s[start-1] == ':' && isLetter(s[start-2]) &&
 				homeMayFollow(s, start-2) {
 				start -= 2 // a Windows drive, C:\Users\name or C:/Users/name
 			} else if !homeMayFollow(s, start) {

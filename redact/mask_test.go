@@ -145,6 +145,8 @@ func TestMaskHome(t *testing.T) {
 		{"windows", "", `C:\Users\erin\repo and "C:\\Users\\erin\\repo"`, `~\repo and "~\\repo"`},
 		{"not a home", "", "/mnt/home/bob /var/home/x /Users/Shared/x /home/", "/mnt/home/bob /var/home/x /Users/Shared/x /home/"},
 		{"prefix of another user", "/home/al", "/home/alice/x", "~/x"},
+		// Found by FuzzMask: the A: before the second path is inside the first.
+		{"drive letter inside the previous path", "", `\Users\A:\\Users\\0`, "~:~"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
