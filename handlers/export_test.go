@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -125,5 +126,45 @@ func TestExportUnknownSessionIs404(t *testing.T) {
 		if rec := s.get(path); rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s = %d; want 404", path, rec.Code)
 		}
+	}
+}
+
+// BenchmarkExport5000 measures the whole export of a 5,000-step session:
+// read, mask every field, render, scan the final bytes.
+func BenchmarkExport5000(b *testing.B) {
+	s := newTestService(b)
+	batch := newBatch("big")
+	steps := arr{}
+	template := newBatch("big")["steps"].(arr)
+	for i := range 5000 {
+		st := map[string]any{}
+		for k, v := range template[i%5].(obj) {
+			st[k] = v
+		}
+		st["id"], st["seq"] = fmt.Sprintf("big-%d", i), i
+		if i%5 == 1 {
+			p := map[string]any{}
+			for k, v := range st["payload"].(obj) {
+				p[k] = v
+			}
+			p["stdout"] = strings.Repeat("ok  \texample.com/pkg/sub\t0.012s\n", 40)
+			if i%500 == 1 {
+				p["stdout"] = p["stdout"].(string) + "AWS_ACCESS_KEY_ID=" + fakeAWS + "\n"
+			}
+			st["payload"] = p
+		}
+		steps = append(steps, st)
+	}
+	batch["steps"] = steps
+	if rec := s.push(mustJSON(b, batch)); rec.Code != http.StatusCreated {
+		b.Fatalf("push = %d %s", rec.Code, rec.Body)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rec := s.get("/api/sessions/big/export")
+		if rec.Code != http.StatusOK {
+			b.Fatalf("export = %d", rec.Code)
+		}
+		b.SetBytes(int64(rec.Body.Len()))
 	}
 }

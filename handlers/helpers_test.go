@@ -20,13 +20,13 @@ const testToken = "test-token-0123456789abcdefghijklmnopqrstu"
 
 // testService is the real router over a real temp-file store.
 type testService struct {
-	t       *testing.T
+	t       testing.TB
 	store   *store.Store
 	hub     *Hub
 	handler http.Handler
 }
 
-func newTestService(t *testing.T) *testService {
+func newTestService(t testing.TB) *testService {
 	t.Helper()
 	st := mustOpenStore(t, filepath.Join(t.TempDir(), "store.db"))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -36,7 +36,7 @@ func newTestService(t *testing.T) *testService {
 	return &testService{t: t, store: st, hub: hub, handler: h}
 }
 
-func mustOpenStore(t *testing.T, path string) *store.Store {
+func mustOpenStore(t testing.TB, path string) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), path)
 	if err != nil {
@@ -111,7 +111,7 @@ func (s *testService) snapshot() string {
 	return buf.String()
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
