@@ -1,0 +1,184 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+)
+
+// hostileServer serves the router with the production server settings on
+// a real port; slow-client timeouts are shortened so the test is quick.
+func hostileServer(t *testing.T, s *testService) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(s.handler)
+	cfg := NewServer(s.handler, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg.ReadHeaderTimeout, cfg.ReadTimeout = 300*time.Millisecond, time.Second
+	srv.Config = cfg
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHostileBodies(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("base"), http.StatusCreated)
+	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
+	huge := strings.Repeat("A", 6<<20)
+	for _, c := range []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"deeply nested JSON", `{"schema_version":"1.2","session":` + deep + `}`, http.StatusBadRequest},
+		{"deeply nested arrays", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), http.StatusBadRequest},
+		{"huge unknown key", `{"` + huge + `":1}`, http.StatusBadRequest},
+		{"huge number", `{"schema_version":"1.2","session":{"id":"x","agent":{"kind":"k","version":"1"},"workspace":{"root":"/"},"started_at":"2026-01-02T10:00:00Z","metrics":{"cost_usd":1e999999,"api_requests":1,"tokens":{"input":1,"output":1,"cache_read":1,"cache_creation":1}}}}`, http.StatusBadRequest},
+		{"NUL bytes outside strings", "{\x00}", http.StatusBadRequest},
+		{"empty body", "", http.StatusBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := s.snapshot()
+			rec := s.push([]byte(c.body))
+			if rec.Code != c.status {
+				t.Fatalf("push = %d %.200s; want %d", rec.Code, rec.Body, c.status)
+			}
+			if s.snapshot() != before {
+				t.Error("a refused push changed the store")
+			}
+		})
+	}
+}
+
+// TestHostileStringsRoundTrip stores strings with NUL bytes, invalid
+// UTF-8 and megabytes of text in every kind of field, and reads them back.
+func TestHostileStringsRoundTrip(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("odd")
+	nul := "before\x00after"
+	big := strings.Repeat("line of output\n", 200000) // 3 MB
+	steps := b["steps"].(arr)
+	steps[0].(obj)["payload"].(obj)["text"] = nul
+	steps[1].(obj)["payload"].(obj)["stdout"] = big
+	steps[1].(obj)["payload"].(obj)["command"] = "echo \xff\xfe"
+	steps[4].(obj)["payload"].(obj)["raw"] = obj{"k": nul}
+	body := bytes.ReplaceAll(mustJSON(t, b), []byte(`\ufffd`), []byte("\xff")) // raw invalid UTF-8 on the wire
+	if rec := s.push(body); rec.Code != http.StatusCreated {
+		t.Fatalf("push = %d %.300s", rec.Code, rec.Body)
+	}
+	d, err := s.store.Detail(context.Background(), "odd", store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *d.Steps[0].Payload.Text; got != nul {
+		t.Errorf("text with NUL read back as %q", got)
+	}
+	if got := *d.Steps[1].Payload.Stdout; got != big {
+		t.Errorf("3 MB stdout read back with %d bytes", len(got))
+	}
+	if got := *d.Steps[1].Payload.Command; !strings.HasPrefix(got, "echo ") {
+		t.Errorf("command with invalid UTF-8 read back as %q", got)
+	}
+	if rec := s.get("/session?id=odd"); rec.Code != http.StatusOK {
+		t.Errorf("session page = %d", rec.Code)
+	}
+}
+
+// TestSlowClientsAreCut sends headers, then a body, slower than the server
+// allows: the server closes both connections.
+func TestSlowClientsAreCut(t *testing.T) {
+	s := newTestService(t)
+	srv := hostileServer(t, s)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, c := range []struct{ name, start string }{
+		{"slow headers", "POST /api/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\n"},
+		{"slow body", "POST /api/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + testToken +
+			"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprint(conn, c.start)
+			closed := make(chan struct{})
+			go func() {
+				io.Copy(io.Discard, conn) // returns when the server closes
+				close(closed)
+			}()
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			deadline := time.After(5 * time.Second)
+			for {
+				select {
+				case <-closed:
+					return
+				case <-tick.C:
+					conn.Write([]byte("X")) // a byte at a time, never finishing
+				case <-deadline:
+					t.Fatal("the server kept a slow client's connection open for 5 s")
+				}
+			}
+		})
+	}
+}
+
+// TestManyConnectionsAtOnce opens 1,000 connections and keeps them open
+// while a normal client pushes and reads.
+func TestManyConnectionsAtOnce(t *testing.T) {
+	s := newTestService(t)
+	srv := hostileServer(t, s)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, c)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/ingest", bytes.NewReader(mustJSON(t, newBatch(fmt.Sprintf("c%d", i)))))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated {
+				errs <- fmt.Errorf("push %d = %d", i, res.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if l, err := s.store.List(context.Background(), ""); err != nil || l.Total.Sessions != 20 {
+		t.Errorf("after 20 pushes beside 1,000 idle connections: %d sessions, %v", l.Total.Sessions, err)
+	}
+}
