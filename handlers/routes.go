@@ -59,6 +59,9 @@ func Routes(d Deps) http.Handler {
 		writeText(w, http.StatusNotFound, "not found")
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			panic(v) // a proxied stream whose client left: net/http ends it quietly
+		}
 		writeError(w, req, d.Log, fmt.Errorf("panic: %v", v))
 	}
 

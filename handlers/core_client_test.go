@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDevServerRendersFromCore runs a core and a UI development server
+// (Deps.Core) against it: the pages show the core's sessions, fragments
+// work, and /api, the event stream included, is proxied to the core.
+func TestDevServerRendersFromCore(t *testing.T) {
+	core := newTestService(t)
+	coreSrv := loopbackServer(t, core)
+	b := newBatch("s1")
+	b["steps"].(arr)[1].(obj)["payload"].(obj)["stdout"] = strings.Repeat("x", 5000)
+	core.mustPush(b, http.StatusCreated)
+
+	coreURL, _ := url.Parse(coreSrv.URL)
+	dev := httptest.NewServer(Routes(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Core: coreURL}))
+	t.Cleanup(dev.Close)
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := http.Get(dev.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/", "Fix the failing test"},
+		{"/session?id=s1", `data-testid="timeline"`},
+		{"/session/step?id=s1&seq=2&all=1", strings.Repeat("x", 5000)},
+		{"/session/export-panel?id=s1", `data-testid="export-findings"`},
+		{"/api/sessions/s1", `"id":"s1"`},
+	} {
+		if code, body := get(c.path); code != http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("dev GET %s = %d; want 200 containing %q", c.path, code, c.want)
+		}
+	}
+	if code, _ := get("/session?id=nope"); code != http.StatusNotFound {
+		t.Errorf("dev GET /session?id=nope = %d; want 404", code)
+	}
+	if code, body := get("/session?id=s1"); code == http.StatusOK && strings.Contains(body, strings.Repeat("x", 2049)) {
+		t.Error("the dev page delivered more than the first 2 KB of an output")
+	}
+
+	// The stream goes through the proxy and reports a push to the core.
+	res, err := http.Get(dev.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	got := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := res.Body.Read(buf)
+			if n > 0 {
+				got <- string(buf[:n])
+			}
+			if err != nil {
+				close(got)
+				return
+			}
+		}
+	}()
+	var seen strings.Builder
+	deadline := time.After(3 * time.Second)
+	pushed := false
+	for !strings.Contains(seen.String(), `"session_id":"s2"`) {
+		select {
+		case s, ok := <-got:
+			if !ok {
+				t.Fatalf("proxied stream ended: %q", seen.String())
+			}
+			seen.WriteString(s)
+			if !pushed && strings.Contains(seen.String(), "event: ready") {
+				core.mustPush(newBatch("s2"), http.StatusCreated)
+				pushed = true
+			}
+		case <-deadline:
+			t.Fatalf("no change through the dev server's proxy within 3 s: %q", seen.String())
+		}
+	}
+}
