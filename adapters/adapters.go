@@ -1,0 +1,98 @@
+// Package adapters turns coding agents' own files into v1.2 batches and
+// writes them through the store's apply path. Each agent has a folder of
+// its own (claudecode, cline, codex) with a pure parser over the agent's
+// files; this package holds what they share and the import runner.
+package adapters
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentreview/service/store"
+)
+
+// File is one of an agent's files: where it was read from and its bytes.
+type File struct {
+	Path string
+	Body io.Reader
+}
+
+// Unit is one agent session as found on disk: the files it is made of.
+// ModTime is the newest modification time of those files; a parser uses it
+// only when the files themselves carry no time at all.
+type Unit struct {
+	ID      string
+	Paths   []string
+	ModTime time.Time
+}
+
+// Problem is a line or file that could not be read. It is skipped and the
+// rest of the session is still imported. Line is 0 for a whole file.
+type Problem struct {
+	Path    string
+	Line    int
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Message)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, p.Message)
+}
+
+// Usage is the token usage an agent reported, counted once per model
+// response. Parsers fill it even when it cannot become session metrics
+// (metrics need a reported cost too), so tests and later work can use it.
+type Usage struct {
+	APIRequests   int64
+	Input         int64
+	Output        int64
+	CacheRead     int64
+	CacheCreation int64
+}
+
+// Session is one parsed agent session, ready to write.
+type Session struct {
+	ID string
+	// Batches hold the whole session, parents first, each within the
+	// store's per-batch limit; every one carries the same header.
+	Batches []*store.Batch
+	// Steps is the number of steps over all batches.
+	Steps int
+	// Problems are the lines and files that were skipped.
+	Problems []Problem
+	// Incomplete names files whose last line was still being written; they
+	// are read again next time even if nothing else changed.
+	Incomplete []string
+	// Skipped counts the records that were read but make no step, by kind.
+	Skipped map[string]int
+	// Usage is the reported token usage, nil when none was reported.
+	Usage *Usage
+}
+
+// Agent is what the import runner needs from one agent's adapter.
+type Agent struct {
+	// Kind is the agent.kind of its sessions, e.g. claude-code.
+	Kind string
+	// Discover finds the sessions under the given files and folders.
+	// Folders that do not exist are reported as problems.
+	Discover func(roots []string) ([]Unit, []Problem)
+	// Parse reads one unit's files (in the order of Unit.Paths). It returns
+	// nil when the files hold no session.
+	Parse func(u Unit, files []File) *Session
+}
+
+// Decision and outcome values the adapters write.
+const (
+	DecisionAccepted = "accepted"
+	DecisionRejected = "rejected"
+	DecisionAuto     = "auto"
+	DecisionNone     = "n/a"
+	DecisionUnknown  = "unknown"
+
+	OutcomeOK      = "ok"
+	OutcomeFailed  = "failed"
+	OutcomeUnknown = "unknown"
+)

@@ -1,0 +1,214 @@
+package adapters
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/redact"
+	"github.com/agentreview/service/store"
+)
+
+// Records are a whole parsed session before it is cut into batches.
+// Steps are in session order: Split numbers them 1, 2, 3, ...
+type Records struct {
+	Header   store.SessionHeader
+	Segments []store.Segment
+	Actors   []store.Actor
+	Turns    []store.Turn
+	Steps    []store.Step
+}
+
+// Split numbers the steps, fills the fields every record of the session
+// shares, and cuts the records into batches of at most store.MaxItems of
+// each kind. Parents go first: every segment, then every actor (in the
+// order given, so list a parent actor before its children), then every
+// turn, then the steps, so each batch only points at records in itself or
+// in an earlier batch. A repeated id keeps its first record; a repeated
+// step id gets a suffix so no step is lost.
+func Split(r Records) []*store.Batch {
+	sid := r.Header.ID
+	var out []*store.Batch
+	cur := newBatch(r.Header)
+	flush := func() {
+		out = append(out, cur)
+		cur = newBatch(r.Header)
+	}
+	full := func(n int) bool { return n >= store.MaxItems }
+
+	seenSeg := map[int64]bool{}
+	for _, g := range r.Segments {
+		if seenSeg[g.Index] {
+			continue
+		}
+		seenSeg[g.Index] = true
+		if g.SourceFiles == nil {
+			g.SourceFiles = []string{}
+		}
+		if full(len(cur.Segments)) {
+			flush()
+		}
+		cur.Segments = append(cur.Segments, g)
+	}
+	seenActor := map[string]bool{}
+	for _, a := range r.Actors {
+		if seenActor[a.ID] {
+			continue
+		}
+		seenActor[a.ID] = true
+		if full(len(cur.Actors)) {
+			flush()
+		}
+		cur.Actors = append(cur.Actors, a)
+	}
+	seenTurn := map[string]bool{}
+	for _, t := range r.Turns {
+		if seenTurn[t.ID] {
+			continue
+		}
+		seenTurn[t.ID] = true
+		t.SessionID = sid
+		if t.StepIDs == nil {
+			t.StepIDs = []string{}
+		}
+		if full(len(cur.Turns)) {
+			flush()
+		}
+		cur.Turns = append(cur.Turns, t)
+	}
+	seenStep := map[string]bool{}
+	for i, st := range r.Steps {
+		base := st.ID
+		for n := 2; seenStep[st.ID]; n++ {
+			st.ID = fmt.Sprintf("%s#%d", base, n)
+		}
+		seenStep[st.ID] = true
+		st.SessionID = sid
+		st.Seq = int64(i + 1)
+		if st.Channels == nil {
+			st.Channels = []string{}
+		}
+		if st.Flags == nil {
+			st.Flags = []store.Flag{}
+		}
+		flagSecrets(&st)
+		if full(len(cur.Steps)) {
+			flush()
+		}
+		cur.Steps = append(cur.Steps, st)
+	}
+	out = append(out, cur)
+	return out
+}
+
+func newBatch(h store.SessionHeader) *store.Batch {
+	return &store.Batch{SchemaVersion: store.SchemaVersion, Session: h}
+}
+
+// flagSecrets marks a step whose output holds a definite secret with the
+// flag secret_in_output, naming the rule; the export masks the value.
+func flagSecrets(st *store.Step) {
+	var out []string
+	for _, s := range []*string{st.Payload.Stdout, st.Payload.Stderr} {
+		if s != nil {
+			out = append(out, *s)
+		}
+	}
+	if st.Type == store.TypeOther && len(st.Payload.Raw) > 0 {
+		out = append(out, string(st.Payload.Raw))
+	}
+	if reason, ok := redact.SecretFlagReason(strings.Join(out, "\n")); ok {
+		st.Flags = append(st.Flags, store.Flag{Kind: "secret_in_output", Severity: "danger", Reason: reason})
+	}
+}
+
+// Text returns a pointer to s, for the optional text fields of a payload.
+func Text(s string) *string { return &s }
+
+// Int returns a pointer to i.
+func Int(i int64) *int64 { return &i }
+
+// Bool returns a pointer to b.
+func Bool(b bool) *bool { return &b }
+
+// Raw encodes v as the JSON object of an other step's raw field; v must
+// encode to an object.
+func Raw(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// Present reports whether a decoded raw JSON value is there and not null,
+// so it may be written to a field that must be omitted rather than null.
+func Present(v json.RawMessage) bool {
+	return len(v) > 0 && string(v) != "null"
+}
+
+// Time is an agent's timestamp: the text to write and its instant.
+type Time struct {
+	Text string
+	At   time.Time
+}
+
+// IsZero reports whether no time is known.
+func (t Time) IsZero() bool { return t.Text == "" }
+
+// ParseTime reads an RFC 3339 timestamp. A value the store accepts is kept
+// as written, so a re-import writes the same text; any other RFC 3339 form
+// is rewritten in UTC. A value without a zone is not a time (ok false).
+func ParseTime(s string) (Time, bool) {
+	if at, ok := store.ParseTimestamp(s); ok {
+		return Time{Text: s, At: at}, true
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return Time{}, false
+	}
+	return TimeOf(at), true
+}
+
+// TimeOf writes an instant as an RFC 3339 timestamp in UTC. Years the
+// format cannot hold are clamped.
+func TimeOf(at time.Time) Time {
+	at = at.UTC()
+	if at.Year() < 1 {
+		at = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	} else if at.Year() > 9999 {
+		at = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	}
+	return Time{Text: at.Format(time.RFC3339Nano), At: at}
+}
+
+// UnixMilli is a timestamp given in milliseconds since 1970, as Cline and
+// several others write them.
+func UnixMilli(ms int64) Time { return TimeOf(time.UnixMilli(ms)) }
+
+// MergeByTime interleaves lists that are each in reading order into one,
+// by time, keeping every list's own order (a list's times need not be
+// sorted); a tie goes to the earlier list. Appending to any list leaves the
+// merged order of earlier items as it was, unless the new items are older
+// than items of other lists.
+func MergeByTime[T any](lists [][]T, at func(T) time.Time) []T {
+	var out []T
+	heads := make([]int, len(lists))
+	for {
+		best := -1
+		for i, l := range lists {
+			if heads[i] >= len(l) {
+				continue
+			}
+			if best < 0 || at(l[heads[i]]).Before(at(lists[best][heads[best]])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, lists[best][heads[best]])
+		heads[best]++
+	}
+}

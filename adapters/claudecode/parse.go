@@ -1,0 +1,989 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+const rootActor = "root"
+
+// channel names where the steps' evidence came from.
+var transcript = []string{"transcript"}
+
+// Parse reads one session's transcript files into batches. Files named
+// agent-*.jsonl are subagent transcripts; the others are the session's own
+// (normally one; excerpts of one session may come as several, read in the
+// order of their first timestamp).
+//
+// The session is mapped as follows. A human prompt starts a turn (a slash
+// command or a `!` shell command typed by the user too); prompts and
+// replies are message steps, thinking is role thinking, the compaction
+// summary is role summary, and text the CLI injects (interruptions, task
+// notifications, reminders) is role system. Each tool_use is one step,
+// completed by its tool_result. Segments start at the first record
+// ("start", or "clear" when the file opens with /clear), at each
+// compact_boundary ("compaction"), and where the CLI was started again on
+// the same file ("resume": a SessionStart:resume hook record or a new CLI
+// version mid-file). Subagents, inline sidechains or their own files, are
+// actors under the actor whose Task call spawned them, and their steps join
+// that call's turn. Steps are numbered in reading order, each file in its
+// own order and the files interleaved by time, so a re-read of grown files
+// keeps every earlier number. Claude Code writes no cost, so the session
+// has no metrics (the app shows "not recorded"); token usage is still
+// counted once per model response into Session.Usage.
+func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
+	p := &parser{
+		u:       u,
+		sess:    &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
+		seen:    map[string]bool{},
+		tools:   map[string]*step{},
+		agents:  map[string]*agent{},
+		owner:   map[string]*agent{},
+		links:   map[string]string{},
+		usage:   map[string]usage{},
+		claimed: map[*step]bool{},
+	}
+	var mains, subs []*fileLines
+	for i, f := range files {
+		fl := p.read(i, f)
+		p.paths = append(p.paths, f.Path)
+		if strings.HasPrefix(filepath.Base(f.Path), "agent-") {
+			subs = append(subs, fl)
+		} else {
+			mains = append(mains, fl)
+		}
+	}
+	p.fileSteps = make([][]*step, len(files))
+	byFirstTime := func(a, b *fileLines) int { return a.first.At.Compare(b.first.At) }
+	slices.SortStableFunc(mains, byFirstTime)
+	slices.SortStableFunc(subs, byFirstTime)
+	for _, fl := range mains {
+		for i := range fl.lines {
+			p.rootLine(fl, &fl.lines[i])
+		}
+	}
+	for _, fl := range subs {
+		p.subagentFile(fl)
+	}
+	return p.finish()
+}
+
+type parser struct {
+	u     adapters.Unit
+	sess  *adapters.Session
+	paths []string
+
+	seen  map[string]bool  // record uuids read, to skip replays
+	tools map[string]*step // tool_use id -> its step
+
+	segments []*segment
+	turns    []*turn
+	turn     *turn  // the current root turn
+	mode     string // the last permission mode a prompt carried
+	version  string
+	cwd      string
+	sid      string // first sessionId seen, when the unit has no id
+	rootLast adapters.Time
+	minTime  adapters.Time
+
+	agents     map[string]*agent // by key
+	agentOrder []*agent
+	owner      map[string]*agent // inline sidechain record uuid -> its agent
+	links      map[string]string // Claude agentId -> Task tool_use id
+	claimed    map[*step]bool    // Task steps already matched to an agent
+	usage      map[string]usage  // per model response
+	fileSteps  [][]*step         // steps in reading order, per file
+	local      map[*agent]*step  // last slash or ! command, for its output
+	rootLocal  *step
+}
+
+type fileLines struct {
+	idx   int
+	path  string
+	first adapters.Time
+	lines []line
+}
+
+type line struct {
+	n   int
+	rec *record
+	at  adapters.Time // zero when the record has no valid timestamp
+}
+
+type segment struct {
+	store.Segment
+	at    adapters.Time
+	steps int
+	files map[string]bool
+}
+
+type turn struct {
+	store.Turn
+	at adapters.Time
+}
+
+type step struct {
+	st    store.Step
+	at    adapters.Time
+	file  int
+	agent *agent // nil for the root actor
+	call  *toolCall
+	turn  *turn
+	seg   int64
+}
+
+// agent is a subagent: an inline sidechain or a subagent file.
+type agent struct {
+	actor    string // actor id
+	agentID  string // Claude's agentId, when known
+	label    string
+	first    adapters.Time
+	last     adapters.Time
+	prompt   string // its first prompt, to find the Task call that sent it
+	prompted bool
+	steps    []*step
+	resolved bool
+	parent   string
+	turn     *turn
+	seg      int64
+}
+
+// ctx is where a record's steps go: the root actor or a subagent.
+type ctx struct {
+	agent *agent
+	file  int
+	path  string
+}
+
+func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+
+func (p *parser) problem(path string, n int, msg string) {
+	p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: path, Line: n, Message: msg})
+}
+
+// read decodes every line of a file. Broken lines are reported and left
+// out; a broken last line without its newline is a line still being
+// written, so the file is marked incomplete instead.
+func (p *parser) read(idx int, f adapters.File) *fileLines {
+	fl := &fileLines{idx: idx, path: f.Path}
+	err := adapters.ReadLines(f.Body, func(n int, b []byte, terminated bool) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return
+		}
+		r, err := decodeRecord(b)
+		if err != nil {
+			if !terminated {
+				p.sess.Incomplete = append(p.sess.Incomplete, f.Path)
+				return
+			}
+			p.problem(f.Path, n, err.Error())
+			return
+		}
+		ln := line{n: n, rec: r}
+		if t, ok := adapters.ParseTime(r.Timestamp); ok {
+			ln.at = t
+			if fl.first.IsZero() {
+				fl.first = t
+			}
+			if p.minTime.IsZero() || t.At.Before(p.minTime.At) {
+				p.minTime = t
+			}
+		}
+		if p.sid == "" && r.SessionID != "" {
+			p.sid = r.SessionID
+		}
+		fl.lines = append(fl.lines, ln)
+	})
+	if err != nil {
+		p.problem(f.Path, 0, "read: "+err.Error())
+	}
+	return fl
+}
+
+// lineID names a record that has no uuid by its file and line.
+func (p *parser) lineID(c ctx, n int) string {
+	return fmt.Sprintf("%s:%d", filepath.Base(c.path), n)
+}
+
+// recordID is the stable id of a record's step: its uuid, else its line.
+func (p *parser) recordID(c ctx, ln *line) string {
+	if ln.rec.UUID != "" {
+		return ln.rec.UUID
+	}
+	return p.lineID(c, ln.n)
+}
+
+// timeOf is a record's time, or the last time seen before it in the same
+// stream when it has none.
+func timeOf(ln *line, last *adapters.Time) adapters.Time {
+	if !ln.at.IsZero() {
+		*last = ln.at
+		return ln.at
+	}
+	return *last
+}
+
+// firstSeen marks a record's uuid as read; false means it was read before
+// (a resumed session replays earlier records).
+func (p *parser) firstSeen(r *record) bool {
+	if r.UUID == "" {
+		return true
+	}
+	if p.seen[r.UUID] {
+		p.skip("replayed record")
+		return false
+	}
+	p.seen[r.UUID] = true
+	return true
+}
+
+func (p *parser) rootLine(fl *fileLines, ln *line) {
+	r := ln.rec
+	if !p.firstSeen(r) {
+		return
+	}
+	c := ctx{file: fl.idx, path: fl.path}
+	if r.IsSidechain {
+		p.sidechainLine(c, ln)
+		return
+	}
+	at := timeOf(ln, &p.rootLast)
+	if p.cwd == "" && r.Cwd != "" {
+		p.cwd = r.Cwd
+	}
+	switch r.Type {
+	case "user", "assistant", "system", "progress":
+		p.ensureSegment(at, fl.path)
+		if r.Version != "" {
+			if p.version != "" && r.Version != p.version && p.currentSegment().steps > 0 {
+				p.newSegment("resume", at, fl.path)
+			}
+			p.version = r.Version
+		}
+	}
+	p.record(c, ln, at)
+}
+
+// sidechainLine routes an inline sidechain record (Claude Code before 2.1)
+// to its subagent: by agentId, else by the chain its parentUuid belongs to.
+func (p *parser) sidechainLine(c ctx, ln *line) {
+	r := ln.rec
+	var a *agent
+	switch {
+	case r.AgentID != "":
+		a = p.agentFor("id:"+r.AgentID, r.AgentID, "")
+	case p.owner[r.ParentUUID] != nil:
+		a = p.owner[r.ParentUUID]
+	default:
+		a = p.agentFor("chain:"+p.recordID(c, ln), "", "sidechain-"+p.recordID(c, ln))
+	}
+	if r.UUID != "" {
+		p.owner[r.UUID] = a
+	}
+	c.agent = a
+	at := timeOf(ln, &a.last)
+	if a.first.IsZero() {
+		a.first = at
+	}
+	p.record(c, ln, at)
+}
+
+// subagentFile reads a subagent's own file (Claude Code 2.0.x siblings and
+// 2.1 <session>/subagents/): every line is that subagent's.
+func (p *parser) subagentFile(fl *fileLines) {
+	id := strings.TrimPrefix(strings.TrimSuffix(filepath.Base(fl.path), ".jsonl"), "agent-")
+	for _, ln := range fl.lines {
+		if ln.rec.AgentID != "" {
+			id = ln.rec.AgentID
+			break
+		}
+	}
+	a := p.agentFor("id:"+id, id, "")
+	c := ctx{agent: a, file: fl.idx, path: fl.path}
+	for i := range fl.lines {
+		ln := &fl.lines[i]
+		if !p.firstSeen(ln.rec) {
+			continue
+		}
+		at := timeOf(ln, &a.last)
+		if a.first.IsZero() {
+			a.first = at
+		}
+		if p.cwd == "" && ln.rec.Cwd != "" {
+			p.cwd = ln.rec.Cwd
+		}
+		if p.version == "" && ln.rec.Version != "" {
+			p.version = ln.rec.Version // only when the session's own file is missing
+		}
+		p.record(c, ln, at)
+	}
+}
+
+func (p *parser) agentFor(key, agentID, actor string) *agent {
+	if a := p.agents[key]; a != nil {
+		return a
+	}
+	if actor == "" {
+		actor = "agent-" + agentID
+	}
+	a := &agent{actor: actor, agentID: agentID}
+	if strings.HasPrefix(agentID, "acompact") {
+		a.label = "compact"
+	}
+	p.agents[key] = a
+	p.agentOrder = append(p.agentOrder, a)
+	return a
+}
+
+// record maps one record of the root or a subagent.
+func (p *parser) record(c ctx, ln *line, at adapters.Time) {
+	r := ln.rec
+	switch r.Type {
+	case "user":
+		p.user(c, ln, at)
+	case "assistant":
+		p.assistant(c, ln, at)
+	case "system":
+		p.system(c, ln, at)
+	case "progress":
+		p.progress(c, r)
+	case "":
+		p.skip("untyped record")
+	default:
+		// summary, file-history-snapshot, queue-operation, custom-title,
+		// and record types newer than this adapter.
+		p.skip(r.Type)
+	}
+}
+
+func (p *parser) user(c ctx, ln *line, at adapters.Time) {
+	r := ln.rec
+	if r.IsMeta {
+		p.skip("meta")
+		return
+	}
+	if c.agent == nil && r.PermissionMode != "" {
+		p.mode = r.PermissionMode // the mode the CLI is in from here on
+	}
+	m := decodeMessage(r.Message)
+	blocks, _ := contentBlocks(m.Content)
+	if len(blocks) == 0 {
+		p.skip("empty user record")
+		return
+	}
+	id := p.recordID(c, ln)
+	var texts []string
+	results, images := 0, 0
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			results++
+		}
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_result":
+			p.toolResult(c, r, b, results == 1)
+		case "text":
+			texts = append(texts, b.Text)
+		case "image", "document":
+			images++
+		}
+	}
+	text := strings.Join(texts, "\n")
+	switch {
+	case r.IsCompactSummary:
+		p.message(c, id, "summary", text, at)
+	case len(texts) > 0 || (images > 0 && results == 0):
+		p.userText(c, r, id, text, at)
+	}
+}
+
+var injectedPrefixes = []string{
+	"[Request interrupted", "<task-notification>", "<system-reminder>", "<bash-notification>",
+	"<local-command-caveat>", "<user-prompt-submit-hook>", "Caveat: The messages below were generated",
+}
+
+// userText maps the text of a user record: a prompt, a slash or shell
+// command typed by the user, or text the CLI injected.
+func (p *parser) userText(c ctx, r *record, id, text string, at adapters.Time) {
+	t := strings.TrimSpace(text)
+	switch {
+	case strings.HasPrefix(t, "<command-name>") || strings.HasPrefix(t, "<command-message>"):
+		p.slashCommand(c, r, id, t, at)
+		return
+	case strings.HasPrefix(t, "<local-command-stdout>") || strings.HasPrefix(t, "<local-command-stderr>") ||
+		strings.HasPrefix(t, "<bash-stdout>") || strings.HasPrefix(t, "<bash-stderr>"):
+		p.localOutput(c, t)
+		return
+	case strings.HasPrefix(t, "<bash-input>"):
+		p.shellCommand(c, r, id, tag(t, "bash-input"), at)
+		return
+	}
+	for _, prefix := range injectedPrefixes {
+		if strings.HasPrefix(t, prefix) {
+			p.message(c, id, "system", text, at)
+			return
+		}
+	}
+	if c.agent != nil {
+		role := "system"
+		if !c.agent.prompted {
+			role, c.agent.prompted, c.agent.prompt = "task", true, t
+		}
+		p.message(c, id, role, text, at)
+		return
+	}
+	p.newTurn(id, r.PermissionMode, at)
+	p.message(c, id, "user", text, at)
+}
+
+// tagREs find the text inside the CLI's pseudo-XML tags.
+var tagREs = func() map[string]*regexp.Regexp {
+	m := map[string]*regexp.Regexp{}
+	for _, name := range []string{"command-name", "command-message", "command-args", "local-command-stdout",
+		"local-command-stderr", "bash-input", "bash-stdout", "bash-stderr"} {
+		m[name] = regexp.MustCompile(`(?s)<` + name + `>(.*?)</` + name + `>`)
+	}
+	return m
+}()
+
+// tag returns the text inside <name>...</name>, trimmed; name must be one
+// of tagREs.
+func tag(s, name string) string {
+	if m := tagREs[name].FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// slashCommand maps a slash command the user typed (/clear, /compact,
+// /model, ...): it starts a turn and is an other step named for it.
+func (p *parser) slashCommand(c ctx, r *record, id, t string, at adapters.Time) {
+	name := tag(t, "command-name")
+	if name == "" {
+		if msg := tag(t, "command-message"); msg != "" {
+			name = "/" + msg
+		} else {
+			name = "slash_command"
+		}
+	}
+	if c.agent == nil {
+		if name == "/clear" {
+			if p.stepsSoFar() == 0 {
+				p.segments[0].StartReason = "clear"
+			} else {
+				p.newSegment("clear", at, c.path)
+			}
+		}
+		p.newTurn(id, r.PermissionMode, at)
+	}
+	raw := map[string]any{"command": name}
+	if args := tag(t, "command-args"); args != "" {
+		raw["args"] = args
+	}
+	st := store.Step{
+		ID: id, Type: store.TypeOther, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{ToolName: name, Raw: adapters.Raw(raw)},
+	}
+	s := p.addStep(c, st, at)
+	p.setLocal(c, s)
+}
+
+// shellCommand maps a command the user ran with `!` in the prompt.
+func (p *parser) shellCommand(c ctx, r *record, id, command string, at adapters.Time) {
+	if c.agent == nil {
+		p.newTurn(id, r.PermissionMode, at)
+	}
+	st := store.Step{
+		ID: id, Type: store.TypeCommand, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeUnknown,
+		Payload: store.Payload{Command: adapters.Text(command)},
+	}
+	if cwd := r.Cwd; cwd != "" {
+		st.Payload.Cwd = adapters.Text(cwd)
+	}
+	s := p.addStep(c, st, at)
+	p.setLocal(c, s)
+}
+
+func (p *parser) setLocal(c ctx, s *step) {
+	if c.agent == nil {
+		p.rootLocal = s
+		return
+	}
+	if p.local == nil {
+		p.local = map[*agent]*step{}
+	}
+	p.local[c.agent] = s
+}
+
+// localOutput attaches the output of a slash or shell command to it, when
+// it is the last step of its actor.
+func (p *parser) localOutput(c ctx, t string) {
+	s := p.rootLocal
+	if c.agent != nil {
+		s = p.local[c.agent]
+	}
+	steps := p.fileSteps[c.file]
+	if s == nil || len(steps) == 0 || steps[len(steps)-1] != s {
+		p.skip("command output")
+		return
+	}
+	switch s.st.Type {
+	case store.TypeCommand:
+		if strings.Contains(t, "<bash-stdout>") {
+			s.st.Payload.Stdout = adapters.Text(tag(t, "bash-stdout"))
+		}
+		if strings.Contains(t, "<bash-stderr>") {
+			s.st.Payload.Stderr = adapters.Text(tag(t, "bash-stderr"))
+		}
+		s.st.Outcome = adapters.OutcomeOK
+	case store.TypeOther:
+		var raw map[string]any
+		json.Unmarshal(s.st.Payload.Raw, &raw)
+		if raw == nil {
+			raw = map[string]any{}
+		}
+		if out := tag(t, "local-command-stdout"); out != "" || strings.Contains(t, "<local-command-stdout>") {
+			raw["stdout"] = out
+		}
+		if errText := tag(t, "local-command-stderr"); errText != "" {
+			raw["stderr"] = errText
+		}
+		s.st.Payload.Raw = adapters.Raw(raw)
+	}
+}
+
+func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
+	r := ln.rec
+	m := decodeMessage(r.Message)
+	if m.Usage != nil && m.Model != "<synthetic>" {
+		key := m.ID
+		if key == "" {
+			key = r.RequestID
+		}
+		if key == "" {
+			key = p.recordID(c, ln)
+		}
+		// One response is written as one line per content block, each
+		// repeating the usage; early lines carry a partial output count.
+		if prev, ok := p.usage[key]; !ok || m.Usage.OutputTokens >= prev.OutputTokens {
+			p.usage[key] = *m.Usage
+		}
+	}
+	blocks, _ := contentBlocks(m.Content)
+	if len(blocks) == 0 {
+		p.skip("empty assistant record")
+		return
+	}
+	base := p.recordID(c, ln)
+	for i, b := range blocks {
+		id := base
+		if i > 0 {
+			id = fmt.Sprintf("%s#%d", base, i)
+		}
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) == "" {
+				p.skip("empty text")
+				continue
+			}
+			s := p.message(c, id, "assistant", b.Text, at)
+			if r.IsAPIError {
+				s.st.Outcome = adapters.OutcomeFailed
+				s.st.Error = &store.StepError{Type: "api_error", Message: b.Text}
+			}
+		case "thinking":
+			if b.Thinking == "" {
+				p.skip("empty thinking")
+				continue
+			}
+			p.message(c, id, "thinking", b.Thinking, at)
+		case "redacted_thinking":
+			p.skip("redacted_thinking")
+		case "tool_use":
+			p.toolUse(c, r, b, id, at)
+		default:
+			st := store.Step{
+				ID: id, Type: store.TypeOther, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+				Payload: store.Payload{ToolName: nonEmpty(b.Type, "unknown"), Raw: adapters.Raw(map[string]any{"block": rawJSON(b.raw)})},
+			}
+			p.addStep(c, st, at)
+		}
+	}
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func (p *parser) toolUse(c ctx, r *record, b block, fallbackID string, at adapters.Time) {
+	id := nonEmpty(b.ID, fallbackID)
+	if p.tools[id] != nil {
+		p.skip("replayed tool_use")
+		return
+	}
+	call := &toolCall{name: nonEmpty(b.Name, "unknown"), input: b.Input, args: object(b.Input)}
+	if c.agent == nil {
+		call.mode = p.mode
+	}
+	st := store.Step{ID: id}
+	startTool(&st, call, nonEmpty(r.Cwd, p.cwd))
+	s := p.addStep(c, st, at)
+	s.call = call
+	p.tools[id] = s
+}
+
+func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
+	s := p.tools[b.ToolUseID]
+	if s == nil {
+		p.skip("tool_result without its tool_use")
+		return
+	}
+	if s.call.done {
+		p.skip("replayed tool_result")
+		return
+	}
+	res := &toolResult{text: resultText(b.Content), isError: b.IsError}
+	if single && adapters.Present(r.ToolUseResult) {
+		res.tur = r.ToolUseResult
+		res.turObj = object(r.ToolUseResult)
+		json.Unmarshal(r.ToolUseResult, &res.turStr)
+	}
+	finishTool(&s.st, s.call, res)
+	if aid := str(res.turObj, "agentId"); aid != "" {
+		p.links[aid] = s.st.ID
+	}
+}
+
+func (p *parser) system(c ctx, ln *line, at adapters.Time) {
+	r := ln.rec
+	switch r.Subtype {
+	case "compact_boundary":
+		if c.agent == nil {
+			p.newSegment("compaction", at, c.path)
+			return
+		}
+	case "local_command":
+		var text string
+		json.Unmarshal(r.Content, &text)
+		if strings.TrimSpace(text) != "" {
+			p.userText(c, r, p.recordID(c, ln), text, at)
+			return
+		}
+	}
+	p.skip("system:" + nonEmpty(r.Subtype, "?"))
+}
+
+func (p *parser) progress(c ctx, r *record) {
+	var d struct {
+		Type      string `json:"type"`
+		HookEvent string `json:"hookEvent"`
+		HookName  string `json:"hookName"`
+		AgentID   string `json:"agentId"`
+	}
+	json.Unmarshal(r.Data, &d)
+	switch {
+	case d.Type == "agent_progress" && d.AgentID != "" && r.ParentToolUseID != "":
+		p.links[d.AgentID] = r.ParentToolUseID
+	case d.Type == "hook_progress" && d.HookEvent == "SessionStart" && c.agent == nil:
+		_, source, _ := strings.Cut(d.HookName, ":")
+		at := p.rootLast
+		switch {
+		case source == "resume" && p.currentSegment().steps > 0:
+			p.newSegment("resume", at, c.path)
+		case source == "clear" && p.stepsSoFar() == 0:
+			p.segments[0].StartReason = "clear"
+		}
+	}
+	p.skip("progress")
+}
+
+// message adds a message step.
+func (p *parser) message(c ctx, id, role, text string, at adapters.Time) *step {
+	st := store.Step{
+		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
+	}
+	return p.addStep(c, st, at)
+}
+
+// addStep adds a step of the root (to the current turn and segment) or of
+// a subagent (placed later, under the call that spawned it).
+func (p *parser) addStep(c ctx, st store.Step, at adapters.Time) *step {
+	st.ContentStatus = store.ContentInline
+	st.Channels = transcript
+	s := &step{st: st, at: at, file: c.file, agent: c.agent}
+	if c.agent == nil {
+		if p.turn == nil {
+			p.newTurn(st.ID, "", at)
+		}
+		seg := p.currentSegment()
+		s.turn, s.seg = p.turn, seg.Index
+		seg.steps++
+		seg.files[c.path] = true
+	} else {
+		c.agent.steps = append(c.agent.steps, s)
+	}
+	p.fileSteps[c.file] = append(p.fileSteps[c.file], s)
+	return s
+}
+
+func (p *parser) stepsSoFar() int {
+	n := 0
+	for _, g := range p.segments {
+		n += g.steps
+	}
+	return n
+}
+
+func (p *parser) newTurn(id, mode string, at adapters.Time) {
+	if mode != "" {
+		p.mode = mode
+	}
+	p.ensureSegment(at, "")
+	t := &turn{Turn: store.Turn{
+		ID: "turn-" + id, SegmentIndex: p.currentSegment().Index, ActorID: rootActor,
+		Index: int64(len(p.turns) + 1), Mode: p.mode,
+	}, at: at}
+	p.turns = append(p.turns, t)
+	p.turn = t
+}
+
+func (p *parser) ensureSegment(at adapters.Time, path string) {
+	if len(p.segments) == 0 {
+		p.newSegment("start", at, path)
+	}
+}
+
+func (p *parser) newSegment(reason string, at adapters.Time, path string) {
+	g := &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at, files: map[string]bool{}}
+	if path != "" {
+		g.files[path] = true
+	}
+	p.segments = append(p.segments, g)
+}
+
+func (p *parser) currentSegment() *segment { return p.segments[len(p.segments)-1] }
+
+// finish places the subagents, numbers the steps and cuts the batches.
+func (p *parser) finish() *adapters.Session {
+	start := p.minTime
+	if start.IsZero() {
+		start = adapters.TimeOf(p.u.ModTime)
+		if p.u.ModTime.IsZero() {
+			start = adapters.TimeOf(time.Unix(0, 0))
+		}
+	}
+	if p.sess.ID == "" {
+		p.sess.ID = p.sid
+	}
+	if p.sess.ID == "" && len(p.paths) > 0 {
+		p.sess.ID = strings.TrimSuffix(filepath.Base(p.paths[0]), ".jsonl")
+	}
+	p.sess.Usage = p.totalUsage()
+	total := 0
+	for _, steps := range p.fileSteps {
+		total += len(steps)
+	}
+	if total == 0 || p.sess.ID == "" {
+		return p.sess
+	}
+	p.ensureSegment(start, "")
+	for _, g := range p.segments {
+		if g.at.IsZero() {
+			g.at = start
+		}
+	}
+	for _, a := range p.agentOrder {
+		p.resolve(a, 0)
+	}
+	for _, t := range p.turns {
+		if t.at.IsZero() {
+			t.at = start
+		}
+		t.StartedAt = t.at.Text
+	}
+	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
+	for _, a := range p.agentOrder {
+		if len(a.steps) > 0 {
+			actors = append(actors, store.Actor{ID: a.actor, ParentID: a.parent, Type: "subagent", Label: a.label})
+		}
+	}
+	ordered := mergeByTime(p.fileSteps, start)
+	steps := make([]store.Step, len(ordered))
+	for i, s := range ordered {
+		s.st.At = s.at.Text
+		s.st.TurnID = s.turn.ID
+		s.st.SegmentIndex = s.seg
+		s.st.ActorID = rootActor
+		if s.agent != nil {
+			s.st.ActorID = s.agent.actor
+		}
+		p.segments[s.seg].files[p.paths[s.file]] = true
+		steps[i] = s.st
+	}
+	var segments []store.Segment
+	for i, g := range p.segments {
+		g.StartedAt = g.at.Text
+		if i+1 < len(p.segments) {
+			next := p.segments[i+1].at
+			if next.IsZero() {
+				next = start
+			}
+			g.EndedAt = next.Text
+		}
+		g.SourceFiles = []string{}
+		for f := range g.files {
+			if f != "" {
+				g.SourceFiles = append(g.SourceFiles, f)
+			}
+		}
+		slices.Sort(g.SourceFiles)
+		segments = append(segments, g.Segment)
+	}
+	var turns []store.Turn
+	for _, t := range p.turns {
+		turns = append(turns, t.Turn)
+	}
+	version := nonEmpty(p.version, "unknown")
+	h := store.SessionHeader{
+		ID:        p.sess.ID,
+		Agent:     store.Agent{Kind: Kind, Version: version},
+		Workspace: store.Workspace{Root: nonEmpty(p.cwd, "unknown")},
+		StartedAt: start.Text,
+		Source:    "import:" + Kind,
+	}
+	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
+	p.sess.Steps = len(steps)
+	return p.sess
+}
+
+// resolve places a subagent under the call that spawned it: the Task call
+// whose result named its agentId (or whose progress did), else the Task
+// call whose prompt is the subagent's first prompt. Its steps join that
+// call's turn and segment; without a known call, the turn and segment that
+// were current when it started.
+func (p *parser) resolve(a *agent, depth int) {
+	if a.resolved {
+		return
+	}
+	a.resolved = true
+	a.parent = rootActor
+	var spawn *step
+	if id := p.links[a.agentID]; a.agentID != "" && id != "" {
+		spawn = p.tools[id]
+	}
+	if spawn == nil && a.prompt != "" {
+		for _, f := range p.fileSteps {
+			for _, s := range f {
+				if s.call != nil && !p.claimed[s] && isSpawn(s.call.name) && strings.TrimSpace(str(s.call.args, "prompt")) == a.prompt {
+					spawn = s
+					break
+				}
+			}
+			if spawn != nil {
+				break
+			}
+		}
+	}
+	if spawn != nil && spawn.agent == a {
+		spawn = nil
+	}
+	if spawn != nil {
+		p.claimed[spawn] = true
+		if spawn.agent != nil && depth < 20 {
+			p.resolve(spawn.agent, depth+1)
+			a.parent = spawn.agent.actor
+		}
+		if a.label == "" {
+			a.label = str(spawn.call.args, "subagent_type")
+		}
+	}
+	switch {
+	case spawn != nil && spawn.agent == nil:
+		a.turn, a.seg = spawn.turn, spawn.seg
+	case spawn != nil:
+		a.turn, a.seg = spawn.agent.turn, spawn.agent.seg
+	default:
+		a.turn, a.seg = p.turnAt(a.first), p.segmentAt(a.first)
+	}
+	if a.turn == nil {
+		a.turn = p.turnAt(a.first)
+	}
+	for _, s := range a.steps {
+		s.turn, s.seg = a.turn, a.seg
+		if s.call != nil && s.st.Decision == adapters.DecisionAccepted {
+			s.call.mode = a.turn.Mode
+			s.st.Decision = decisionFor(s.call)
+		}
+	}
+}
+
+func isSpawn(tool string) bool { return tool == "Task" || tool == "Agent" }
+
+// turnAt is the last root turn started at or before t; the first turn if
+// none was; a new turn when the session has none.
+func (p *parser) turnAt(t adapters.Time) *turn {
+	if len(p.turns) == 0 {
+		p.newTurn("start", "", t)
+	}
+	found := p.turns[0]
+	for _, tr := range p.turns {
+		if !tr.at.IsZero() && !t.IsZero() && tr.at.At.After(t.At) {
+			break
+		}
+		found = tr
+	}
+	return found
+}
+
+func (p *parser) segmentAt(t adapters.Time) int64 {
+	var found int64
+	for _, g := range p.segments {
+		if !g.at.IsZero() && !t.IsZero() && g.at.At.After(t.At) {
+			break
+		}
+		found = g.Index
+	}
+	return found
+}
+
+// mergeByTime orders the steps of all files (see adapters.MergeByTime);
+// steps with no time get the session start.
+func mergeByTime(files [][]*step, start adapters.Time) []*step {
+	for _, f := range files {
+		for _, s := range f {
+			if s.at.IsZero() {
+				s.at = start
+			}
+		}
+	}
+	return adapters.MergeByTime(files, func(s *step) time.Time { return s.at.At })
+}
+
+func (p *parser) totalUsage() *adapters.Usage {
+	if len(p.usage) == 0 {
+		return nil
+	}
+	u := &adapters.Usage{}
+	for _, m := range p.usage {
+		u.APIRequests++
+		u.Input += m.InputTokens
+		u.Output += m.OutputTokens
+		u.CacheRead += m.CacheReadInputTokens
+		u.CacheCreation += m.CacheCreationInputTokens
+	}
+	return u
+}

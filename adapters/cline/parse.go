@@ -1,0 +1,898 @@
+package cline
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+const rootActor = "root"
+
+// Task is the files of one task folder. APIHistory or UIMessages must be
+// set; the others may be nil.
+type Task struct {
+	ID         string
+	ModTime    time.Time
+	APIHistory *adapters.File
+	UIMessages *adapters.File
+	Metadata   *adapters.File
+}
+
+// SDKSession is the files of one SDK session folder.
+type SDKSession struct {
+	ID        string
+	ModTime   time.Time
+	Manifest  *adapters.File
+	Messages  *adapters.File
+	Subagents []adapters.File
+}
+
+// Parse reads one unit found by Discover: a task folder or an SDK session.
+func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
+	task := Task{ID: u.ID, ModTime: u.ModTime}
+	sdk := SDKSession{ID: u.ID, ModTime: u.ModTime}
+	for i := range files {
+		f := &files[i]
+		switch base := filepath.Base(f.Path); {
+		case base == apiHistoryFile:
+			task.APIHistory = f
+		case base == uiMessagesFile:
+			task.UIMessages = f
+		case base == metadataFile:
+			task.Metadata = f
+		case strings.HasSuffix(base, messagesSuffix):
+			if sdk.Messages == nil && (base == u.ID+messagesSuffix || u.ID == "") {
+				sdk.Messages = f
+			} else {
+				sdk.Subagents = append(sdk.Subagents, *f)
+			}
+		case strings.HasSuffix(base, ".json"):
+			sdk.Manifest = f
+		}
+	}
+	if task.APIHistory != nil || task.UIMessages != nil {
+		return ParseTask(task)
+	}
+	if sdk.Messages == nil && len(sdk.Subagents) > 0 {
+		sdk.Messages, sdk.Subagents = &sdk.Subagents[0], sdk.Subagents[1:]
+	}
+	return ParseSDKSession(sdk)
+}
+
+// ParseTask reads a task folder: the model-facing history
+// (api_conversation_history.json) gives the steps; ui_messages.json gives
+// the times of the requests and the reported cost and tokens;
+// task_metadata.json the Cline version and the modes used.
+//
+// Mapping: the <task> of the first message and each piece of user feedback
+// after attempt_completion or plan_mode_respond start a turn, whose mode
+// (plan or act) is the "Current Mode" Cline wrote in the environment
+// details, else the mode on the first reply (modelInfo.mode), else the
+// mode task_metadata.json recorded for that time. Tool calls (native
+// tool_use blocks, or the XML tags older Cline wrote in the reply text) are
+// matched with the "[tool for '...'] Result:" text that follows in the next
+// user message. attempt_completion, plan_mode_respond and
+// ask_followup_question are how Cline talks to the user, so they are
+// message steps; execute_command is a command, read_file a read,
+// write_to_file and replace_in_file edits, every other tool an other step.
+// "[TASK RESUMPTION]" starts a resume segment, a condense or summarize_task
+// call a compaction segment. Messages carry no time in these files: a reply
+// gets the time of the API request that produced it (say api_req_started,
+// in order), the user message before it the same time, and without
+// ui_messages.json every step gets the task's start (the task id is its
+// start in milliseconds). Step ids are the tool_use ids, else the message's
+// position in the history ("m3", "m3#1" for its second block).
+//
+// Metrics are the sums of what Cline reported per API request: cost,
+// tokensIn, tokensOut, cacheReads and cacheWrites of each api_req_started
+// (Cline reports each request's own cost, so the sum is the task's cost as
+// reported, not a calculation). Without ui_messages.json, the per-reply
+// metrics in the history are summed instead, and only when some reply
+// reports a cost; the history does not report cache writes, so they are 0.
+// With no reported cost the session has no metrics.
+func ParseTask(t Task) *adapters.Session {
+	p := newParser(t.ID)
+	p.channel = []string{"task_files"}
+	var msgs []apiMessage
+	var paths []string
+	if f := t.APIHistory; f != nil {
+		paths = append(paths, f.Path)
+		var raws []json.RawMessage
+		if prob := decodeFile(*f, &raws); prob != nil {
+			p.problems(*prob)
+		}
+		msgs = decodeMessages(raws)
+	}
+	var ui []uiMessage
+	if f := t.UIMessages; f != nil {
+		paths = append(paths, f.Path)
+		var raws []json.RawMessage
+		if prob := decodeFile(*f, &raws); prob != nil {
+			p.problems(*prob)
+		}
+		for _, r := range raws {
+			var m uiMessage
+			if decodeItem(r, &m) {
+				ui = append(ui, m)
+			}
+		}
+	}
+	var meta taskMetadata
+	if f := t.Metadata; f != nil {
+		paths = append(paths, f.Path)
+		if prob := decodeFile(*f, &meta); prob != nil {
+			p.problems(*prob)
+		}
+	}
+	p.paths = paths
+
+	// The task's start: its id when that is a time in milliseconds, else
+	// the first time any file records.
+	var times []adapters.Time
+	if ms, ok := idMillis(t.ID); ok {
+		p.start = adapters.UnixMilli(ms)
+	}
+	for _, e := range meta.EnvironmentHistory {
+		times = append(times, millis(e.TS))
+		if e.ClineVersion != "" {
+			p.version = e.ClineVersion
+		}
+	}
+	for _, m := range meta.ModelUsage {
+		if at := millis(m.TS); !at.IsZero() && m.Mode != "" {
+			p.modes = append(p.modes, modeAt{at: at, mode: m.Mode})
+		}
+		times = append(times, millis(m.TS))
+	}
+	var requests []adapters.Time
+	for _, m := range ui {
+		at := millis(m.TS)
+		times = append(times, at)
+		if m.Say == "api_req_started" {
+			requests = append(requests, at)
+			var req apiRequest
+			if json.Unmarshal([]byte(m.Text), &req) == nil {
+				p.reported.request(req)
+			}
+		}
+	}
+	for _, m := range msgs {
+		times = append(times, millis(m.TS))
+	}
+	if p.start.IsZero() {
+		for _, at := range times {
+			if !at.IsZero() && (p.start.IsZero() || at.At.Before(p.start.At)) {
+				p.start = at
+			}
+		}
+	}
+	if p.start.IsZero() {
+		p.start = fallbackStart(t.ModTime)
+	}
+	if !p.reported.any {
+		for _, m := range msgs {
+			p.reported.message(m)
+		}
+	}
+	if len(msgs) == 0 {
+		return p.finish(nil)
+	}
+	ats := messageTimes(msgs, requests)
+	for _, m := range ui {
+		if m.Say == "task" && !millis(m.TS).IsZero() && millis(msgs[0].TS).IsZero() {
+			ats[0] = millis(m.TS) // the task was typed before its first request
+			break
+		}
+	}
+	c := &conv{actor: rootActor, path: paths[0], prefix: "m"}
+	p.conversation(c, msgs, ats)
+	return p.finish(nil)
+}
+
+// ParseSDKSession reads an SDK session: the manifest gives the working
+// folder and the start and end; the lead's messages file the steps (with
+// their own ids and times); each subagent's messages file the steps of a
+// subagent actor, placed in the turn that was current when it ran. The
+// mapping of messages is that of ParseTask, except that every user message
+// that is not tool results is a prompt, and tool results are tool_result
+// blocks. Metrics are the sums of each reply's reported metrics, when some
+// reply reports a cost.
+func ParseSDKSession(s SDKSession) *adapters.Session {
+	p := newParser(s.ID)
+	p.channel = []string{"session_files"}
+	p.sdk = true
+	var man manifest
+	if f := s.Manifest; f != nil {
+		p.paths = append(p.paths, f.Path)
+		if prob := decodeFile(*f, &man); prob != nil {
+			p.problems(*prob)
+		}
+	}
+	if p.sess.ID == "" {
+		p.sess.ID = man.SessionID
+	}
+	p.cwd = firstNonEmpty(man.Cwd, man.WorkspaceRoot)
+	if at, ok := adapters.ParseTime(man.StartedAt); ok {
+		p.start = at
+	}
+	if at, ok := adapters.ParseTime(man.EndedAt); ok {
+		p.ended = at
+	}
+	type loaded struct {
+		c    *conv
+		msgs []apiMessage
+	}
+	var convs []loaded
+	read := func(f adapters.File, c *conv) {
+		p.paths = append(p.paths, f.Path)
+		var mf messagesFile
+		if prob := decodeFile(f, &mf); prob != nil {
+			p.problems(*prob)
+			return
+		}
+		if p.sess.ID == "" {
+			p.sess.ID = mf.SessionID
+		}
+		msgs := decodeMessages(mf.Messages)
+		for _, m := range msgs {
+			p.reported.message(m)
+		}
+		convs = append(convs, loaded{c, msgs})
+	}
+	if s.Messages != nil {
+		read(*s.Messages, &conv{actor: rootActor, path: s.Messages.Path, prefix: "m"})
+	}
+	for _, f := range s.Subagents {
+		stem := strings.TrimSuffix(filepath.Base(f.Path), messagesSuffix)
+		read(f, &conv{actor: "agent-" + stem, path: f.Path, prefix: stem + ":m", child: true})
+	}
+	if p.start.IsZero() {
+		for _, l := range convs {
+			for _, m := range l.msgs {
+				if at := millis(m.TS); !at.IsZero() && (p.start.IsZero() || at.At.Before(p.start.At)) {
+					p.start = at
+				}
+			}
+		}
+	}
+	if p.start.IsZero() {
+		p.start = fallbackStart(s.ModTime)
+	}
+	var children []*conv
+	for _, l := range convs {
+		p.conversation(l.c, l.msgs, messageTimes(l.msgs, nil))
+		if l.c.child {
+			children = append(children, l.c)
+		}
+	}
+	return p.finish(children)
+}
+
+func decodeMessages(raws []json.RawMessage) []apiMessage {
+	var out []apiMessage
+	for _, r := range raws {
+		var m apiMessage
+		if decodeItem(r, &m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// messageTimes gives each message a time: its own ts; else, for a reply,
+// the time of the next API request; a user message the time of the reply
+// that follows it (the request went out right after it), else of the
+// message before.
+func messageTimes(msgs []apiMessage, requests []adapters.Time) []adapters.Time {
+	ats := make([]adapters.Time, len(msgs))
+	k := 0
+	for i, m := range msgs {
+		if at := millis(m.TS); !at.IsZero() {
+			ats[i] = at
+			if m.Role == "assistant" {
+				k++
+			}
+			continue
+		}
+		if m.Role == "assistant" && k < len(requests) {
+			ats[i] = requests[k]
+			k++
+		}
+	}
+	for i := len(ats) - 2; i >= 0; i-- {
+		if ats[i].IsZero() {
+			ats[i] = ats[i+1]
+		}
+	}
+	for i := 1; i < len(ats); i++ {
+		if ats[i].IsZero() {
+			ats[i] = ats[i-1]
+		}
+	}
+	return ats
+}
+
+func millis(ts *float64) adapters.Time {
+	if ts == nil || *ts <= 0 || *ts > 253402300799000 {
+		return adapters.Time{}
+	}
+	return adapters.UnixMilli(int64(*ts))
+}
+
+var idMillisRE = regexp.MustCompile(`^(\d{13})(?:_|$)`)
+
+// idMillis reads a task id that is its start in milliseconds (1769053680585,
+// or 1769053680585_ab12c for SDK sessions).
+func idMillis(id string) (int64, bool) {
+	m := idMillisRE.FindStringSubmatch(id)
+	if m == nil {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(m[1], 10, 64)
+	return ms, err == nil
+}
+
+func fallbackStart(mod time.Time) adapters.Time {
+	if mod.IsZero() {
+		return adapters.TimeOf(time.Unix(0, 0))
+	}
+	return adapters.TimeOf(mod)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+type parser struct {
+	sess     *adapters.Session
+	channel  []string
+	sdk      bool
+	paths    []string
+	cwd      string
+	version  string
+	start    adapters.Time
+	ended    adapters.Time
+	modes    []modeAt
+	reported reported
+
+	segments []*segment
+	turns    []*turn
+	turn     *turn
+	lists    [][]*step // main conversation first, then each subagent
+	tools    map[string]*step
+	pending  []*step // calls of the last reply still waiting for a result
+}
+
+type modeAt struct {
+	at   adapters.Time
+	mode string
+}
+
+type segment struct {
+	store.Segment
+	at adapters.Time
+}
+
+type turn struct {
+	store.Turn
+	at adapters.Time
+}
+
+type step struct {
+	st    store.Step
+	at    adapters.Time
+	conv  *conv
+	call  *call
+	turn  *turn
+	seg   int64
+	child bool
+}
+
+// conv is one conversation: the lead's, or a subagent's.
+type conv struct {
+	actor    string
+	path     string
+	prefix   string // of positional step ids
+	child    bool
+	prompted bool
+	steps    []*step
+}
+
+func newParser(id string) *parser {
+	return &parser{sess: &adapters.Session{ID: id, Skipped: map[string]int{}}, tools: map[string]*step{}}
+}
+
+func (p *parser) problems(ps ...adapters.Problem) {
+	p.sess.Problems = append(p.sess.Problems, ps...)
+}
+
+func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+
+func (p *parser) conversation(c *conv, msgs []apiMessage, ats []adapters.Time) {
+	for i, m := range msgs {
+		at := ats[i]
+		if at.IsZero() {
+			at = p.start
+		}
+		base := m.ID
+		if base == "" {
+			base = fmt.Sprintf("%s%d", c.prefix, i)
+		}
+		switch m.Role {
+		case "user":
+			p.userMessage(c, base, m, at)
+		case "assistant":
+			p.assistantMessage(c, base, m, at)
+		default:
+			p.skip("message role " + m.Role)
+		}
+	}
+	p.lists = append(p.lists, c.steps)
+}
+
+func blockID(base string, j int) string {
+	if j == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s#%d", base, j)
+}
+
+var (
+	cwdRE  = regexp.MustCompile(`# Current Working Directory \((.+?)\) Files`)
+	modeRE = regexp.MustCompile(`# Current Mode\s*\n\s*(ACT|PLAN) MODE`)
+	// resultRE is the first line of a tool result Cline writes as text:
+	// "[read_file for 'README.md'] Result:".
+	resultRE = regexp.MustCompile(`(?s)^\[([A-Za-z_]+)(?: for '.*?')?\] Result:[ \t]*\n?`)
+)
+
+func (p *parser) userMessage(c *conv, base string, m apiMessage, at adapters.Time) {
+	blocks := contentBlocks(m.Content)
+	if len(blocks) == 0 {
+		p.skip("empty user message")
+		return
+	}
+	mode := ""
+	results := false
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			results = true
+		}
+		if b.Type != "text" {
+			continue
+		}
+		if mm := cwdRE.FindStringSubmatch(b.Text); mm != nil && p.cwd == "" {
+			p.cwd = mm[1]
+		}
+		if mm := modeRE.FindStringSubmatch(b.Text); mm != nil {
+			mode = strings.ToLower(mm[1])
+		}
+	}
+	prompted := false
+	for j, b := range blocks {
+		id := blockID(base, j)
+		switch b.Type {
+		case "tool_result":
+			if s := p.tools[b.ToolUseID]; s != nil {
+				p.complete(s, resultText(b.Content), b.IsError)
+			} else {
+				p.skip("tool_result without its call")
+			}
+		case "text":
+			if p.userText(c, id, b.Text, mode, at, results || prompted) {
+				prompted = true
+			}
+		default:
+			p.skip(b.Type)
+		}
+	}
+	p.pending = nil
+}
+
+// userText maps one text block of a user message; it reports whether the
+// block was a prompt.
+func (p *parser) userText(c *conv, id, text, mode string, at adapters.Time, notPrompt bool) bool {
+	t := strings.TrimSpace(text)
+	switch {
+	case t == "":
+		return false
+	case resultRE.MatchString(t):
+		loc := resultRE.FindStringSubmatchIndex(t)
+		p.toolResultText(c, id, t[loc[2]:loc[3]], t[loc[1]:], mode, at)
+	case strings.HasPrefix(t, "[TASK RESUMPTION]"):
+		p.newSegment("resume", at)
+		if um := tag(t, "user_message"); um != "" {
+			p.prompt(c, id, um, mode, at)
+			return true
+		}
+		p.skip("task resumption")
+	case strings.HasPrefix(t, "<environment_details>"):
+		p.skip("environment_details")
+	case strings.Contains(t, "<task>"):
+		p.prompt(c, id, tag(t, "task"), mode, at)
+		return true
+	case strings.HasPrefix(t, "<feedback>") || strings.HasPrefix(t, "<user_message>") || strings.HasPrefix(t, "<answer>"):
+		p.prompt(c, id, firstNonEmpty(tag(t, "feedback"), tag(t, "user_message"), tag(t, "answer")), mode, at)
+		return true
+	case p.sdk && !notPrompt:
+		p.prompt(c, id, unwrap(t, "user_input"), mode, at)
+		return true
+	default:
+		p.message(c, id, "system", text, at)
+	}
+	return false
+}
+
+func unwrap(t, name string) string {
+	if inner := tag(t, name); inner != "" {
+		return inner
+	}
+	return t
+}
+
+// prompt adds what the user typed: in the lead conversation it starts a
+// turn; a subagent's first prompt is the task its parent gave it.
+func (p *parser) prompt(c *conv, id, text, mode string, at adapters.Time) {
+	if c.child {
+		role := "system"
+		if !c.prompted {
+			role, c.prompted = "task", true
+		}
+		p.message(c, id, role, text, at)
+		return
+	}
+	p.newTurn(id, mode, at)
+	p.message(c, id, "user", text, at)
+}
+
+// toolResultText matches a "[tool] Result:" text with the call it answers
+// (the first waiting call of that tool, else the first waiting call) and
+// adds what the user said in it: feedback after attempt_completion or a
+// reply to plan_mode_respond starts a turn; an answer to a question, or
+// feedback on a denied or approved call, is a user message in this turn.
+func (p *parser) toolResultText(c *conv, id, tool, body string, mode string, at adapters.Time) {
+	s := p.popPending(tool)
+	if s != nil {
+		p.complete(s, body, false)
+	} else {
+		p.skip("tool result without its call")
+	}
+	said := firstNonEmpty(tag(body, "feedback"), tag(body, "user_message"), tag(body, "answer"))
+	if said == "" {
+		return
+	}
+	switch tool {
+	case "attempt_completion", "plan_mode_respond":
+		p.prompt(c, id, said, mode, at)
+	default:
+		if c.child {
+			p.message(c, id, "system", said, at)
+		} else {
+			p.message(c, id, "user", said, at)
+		}
+	}
+}
+
+func (p *parser) popPending(tool string) *step {
+	idx := -1
+	for i, s := range p.pending {
+		if s.call.name == tool {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 && len(p.pending) > 0 {
+		idx = 0
+	}
+	if idx < 0 {
+		return nil
+	}
+	s := p.pending[idx]
+	p.pending = slices.Delete(p.pending, idx, idx+1)
+	return s
+}
+
+func (p *parser) assistantMessage(c *conv, base string, m apiMessage, at adapters.Time) {
+	p.pending = nil
+	if mode := m.ModelInfo.Mode; mode != "" && !c.child && p.turn != nil && p.turn.Mode == "" {
+		p.turn.Mode = mode
+	}
+	blocks := contentBlocks(m.Content)
+	if len(blocks) == 0 {
+		p.skip("empty reply")
+		return
+	}
+	for j, b := range blocks {
+		id := blockID(base, j)
+		switch b.Type {
+		case "text":
+			calls, rest := xmlCalls(b.Text)
+			if think := tag(rest, "thinking"); think != "" {
+				// Older models wrote their reasoning in <thinking> tags.
+				p.message(c, id+".thinking", "thinking", think, at)
+				rest = thinkingRE.ReplaceAllString(rest, "")
+			}
+			if strings.TrimSpace(rest) != "" {
+				p.message(c, id, "assistant", strings.TrimSpace(rest), at)
+			}
+			for k, call := range calls {
+				p.toolCall(c, fmt.Sprintf("%s.t%d", id, k), call.name, call.args, nil, at)
+			}
+		case "thinking", "reasoning":
+			if text := firstNonEmpty(b.Thinking, b.Text); text != "" {
+				p.message(c, id, "thinking", text, at)
+			}
+		case "tool_use":
+			p.toolCall(c, firstNonEmpty(b.ID, id), firstNonEmpty(b.Name, "unknown"), stringArgs(b.Input), b.Input, at)
+		default:
+			p.skip(b.Type)
+		}
+	}
+}
+
+func (p *parser) toolCall(c *conv, id, name string, args map[string]string, input json.RawMessage, at adapters.Time) {
+	if p.tools[id] != nil {
+		p.skip("repeated tool call")
+		return
+	}
+	cl := &call{name: name, args: args, input: input}
+	st := store.Step{ID: id}
+	startTool(&st, cl, p.cwd)
+	s := p.addStep(c, st, at)
+	s.call = cl
+	p.tools[id] = s
+	p.pending = append(p.pending, s)
+	if name == "condense" || name == "summarize_task" {
+		p.newSegment("compaction", at)
+	}
+}
+
+func (p *parser) complete(s *step, body string, isError bool) {
+	if s.call.done {
+		return
+	}
+	finishTool(&s.st, s.call, body, isError)
+}
+
+func (p *parser) message(c *conv, id, role, text string, at adapters.Time) *step {
+	st := store.Step{
+		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
+	}
+	return p.addStep(c, st, at)
+}
+
+func (p *parser) addStep(c *conv, st store.Step, at adapters.Time) *step {
+	st.ContentStatus = store.ContentInline
+	st.Channels = p.channel
+	s := &step{st: st, at: at, conv: c, child: c.child}
+	if !c.child {
+		if p.turn == nil {
+			p.newTurn(st.ID, "", at)
+		}
+		s.turn, s.seg = p.turn, p.currentSegment().Index
+	}
+	c.steps = append(c.steps, s)
+	return s
+}
+
+func (p *parser) newTurn(id, mode string, at adapters.Time) {
+	p.ensureSegment(at)
+	t := &turn{Turn: store.Turn{
+		ID: "turn-" + id, SegmentIndex: p.currentSegment().Index, ActorID: rootActor,
+		Index: int64(len(p.turns) + 1), Mode: mode,
+	}, at: at}
+	p.turns = append(p.turns, t)
+	p.turn = t
+}
+
+func (p *parser) ensureSegment(at adapters.Time) {
+	if len(p.segments) == 0 {
+		p.segments = append(p.segments, &segment{Segment: store.Segment{Index: 0, StartReason: "start"}, at: p.start})
+	}
+}
+
+func (p *parser) newSegment(reason string, at adapters.Time) {
+	p.ensureSegment(at)
+	p.segments = append(p.segments, &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at})
+}
+
+func (p *parser) currentSegment() *segment {
+	p.ensureSegment(p.start)
+	return p.segments[len(p.segments)-1]
+}
+
+// finish places the subagents' steps, numbers the steps and cuts batches.
+func (p *parser) finish(children []*conv) *adapters.Session {
+	total := 0
+	for _, l := range p.lists {
+		total += len(l)
+	}
+	p.sess.Usage = p.reported.usage()
+	if total == 0 || p.sess.ID == "" {
+		return p.sess
+	}
+	p.ensureSegment(p.start)
+	if len(p.turns) == 0 {
+		p.newTurn("start", "", p.start)
+	}
+	for _, t := range p.turns {
+		if t.Mode == "" {
+			t.Mode = p.modeAt(t.at)
+		}
+		t.StartedAt = t.at.Text
+	}
+	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
+	for _, c := range children {
+		if len(c.steps) > 0 {
+			actors = append(actors, store.Actor{ID: c.actor, ParentID: rootActor, Type: "subagent", Label: "subagent"})
+		}
+	}
+	ordered := adapters.MergeByTime(p.lists, func(s *step) time.Time { return s.at.At })
+	steps := make([]store.Step, len(ordered))
+	for i, s := range ordered {
+		if s.child {
+			s.turn, s.seg = p.turnAt(s.at), p.segmentAt(s.at)
+		}
+		s.st.At = s.at.Text
+		s.st.TurnID = s.turn.ID
+		s.st.SegmentIndex = s.seg
+		s.st.ActorID = s.conv.actor
+		steps[i] = s.st
+	}
+	files := []string{}
+	for _, f := range p.paths {
+		if f != "" && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	var segments []store.Segment
+	for i, g := range p.segments {
+		g.StartedAt = g.at.Text
+		if i+1 < len(p.segments) {
+			g.EndedAt = p.segments[i+1].at.Text
+		}
+		g.SourceFiles = files
+		segments = append(segments, g.Segment)
+	}
+	var turns []store.Turn
+	for _, t := range p.turns {
+		turns = append(turns, t.Turn)
+	}
+	h := store.SessionHeader{
+		ID:        p.sess.ID,
+		Agent:     store.Agent{Kind: Kind, Version: firstNonEmpty(p.version, "unknown")},
+		Workspace: store.Workspace{Root: firstNonEmpty(p.cwd, "unknown")},
+		StartedAt: p.start.Text,
+		EndedAt:   p.ended.Text,
+		Source:    "import:" + Kind,
+		Metrics:   p.reported.metrics(),
+	}
+	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
+	p.sess.Steps = len(steps)
+	return p.sess
+}
+
+// modeAt is the mode task_metadata.json recorded last before t (its first
+// one when none was before).
+func (p *parser) modeAt(t adapters.Time) string {
+	mode := ""
+	for i, m := range p.modes {
+		if i == 0 || !m.at.At.After(t.At) {
+			mode = m.mode
+		}
+	}
+	return mode
+}
+
+func (p *parser) turnAt(t adapters.Time) *turn {
+	found := p.turns[0]
+	for _, tr := range p.turns {
+		if tr.at.At.After(t.At) {
+			break
+		}
+		found = tr
+	}
+	return found
+}
+
+func (p *parser) segmentAt(t adapters.Time) int64 {
+	var found int64
+	for _, g := range p.segments {
+		if g.at.At.After(t.At) {
+			break
+		}
+		found = g.Index
+	}
+	return found
+}
+
+// reported sums the usage Cline reported, per API request or per reply.
+type reported struct {
+	any      bool // some request or reply reported usage
+	costSeen bool
+	cost     float64
+	requests int64
+	tokens   store.Tokens
+}
+
+func (r *reported) request(q apiRequest) {
+	r.any = true
+	r.requests++
+	in := q.TokensIn
+	if q.APIProtocol == "openai" {
+		in -= q.CacheReads // OpenAI-style input includes the cached tokens
+	}
+	r.tokens.Input += in
+	r.tokens.Output += q.TokensOut
+	r.tokens.CacheRead += q.CacheReads
+	r.tokens.CacheCreation += q.CacheWrites
+	if q.Cost != nil {
+		r.costSeen = true
+		r.cost += *q.Cost
+	}
+}
+
+func (r *reported) message(m apiMessage) {
+	if m.Role != "assistant" {
+		return
+	}
+	mt := m.Metrics
+	val := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	switch {
+	case mt.Tokens != nil:
+		r.tokens.Input += mt.Tokens.Prompt
+		r.tokens.Output += mt.Tokens.Completion
+		r.tokens.CacheRead += mt.Tokens.Cached
+	case mt.InputTokens != nil || mt.OutputTokens != nil || mt.CacheReadTokens != nil || mt.CacheWriteTokens != nil:
+		r.tokens.Input += val(mt.InputTokens)
+		r.tokens.Output += val(mt.OutputTokens)
+		r.tokens.CacheRead += val(mt.CacheReadTokens)
+		r.tokens.CacheCreation += val(mt.CacheWriteTokens)
+	case mt.Cost == nil:
+		return
+	}
+	r.any = true
+	r.requests++
+	if mt.Cost != nil {
+		r.costSeen = true
+		r.cost += *mt.Cost
+	}
+}
+
+func (r *reported) usage() *adapters.Usage {
+	if !r.any {
+		return nil
+	}
+	return &adapters.Usage{
+		APIRequests: r.requests, Input: r.tokens.Input, Output: r.tokens.Output,
+		CacheRead: r.tokens.CacheRead, CacheCreation: r.tokens.CacheCreation,
+	}
+}
+
+// metrics are the session metrics, only when a cost was reported (the
+// store needs every metrics field) and every value is one the store takes.
+func (r *reported) metrics() *store.Metrics {
+	t := r.tokens
+	if !r.costSeen || r.cost < 0 || t.Input < 0 || t.Output < 0 || t.CacheRead < 0 || t.CacheCreation < 0 {
+		return nil
+	}
+	return &store.Metrics{CostUSD: r.cost, APIRequests: r.requests, Tokens: t}
+}

@@ -1,0 +1,109 @@
+// Package codex reads OpenAI Codex CLI rollout files
+// (~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl) into v1.2
+// batches.
+package codex
+
+import (
+	"bufio"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/agentreview/service/adapters"
+)
+
+// Kind is the agent.kind of Codex sessions.
+const Kind = "codex"
+
+// Agent is the Codex adapter for the import runner.
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+
+var fileIDRE = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
+
+// Discover finds rollout files under roots and groups them by session id
+// (the session_meta on their first line; a resumed session may have
+// several files).
+func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
+	var problems []adapters.Problem
+	groups := map[string][]string{}
+	seen := map[string]bool{}
+	add := func(path string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		id, meta := sessionID(path)
+		if !meta && !strings.HasPrefix(filepath.Base(path), "rollout-") {
+			return // not a rollout (history.jsonl, say)
+		}
+		groups[id] = append(groups[id], path)
+	}
+	for _, root := range roots {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
+			continue
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
+			continue
+		}
+		if !fi.IsDir() {
+			add(abs)
+			continue
+		}
+		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				problems = append(problems, adapters.Problem{Path: p, Message: err.Error()})
+				return nil
+			}
+			if !d.IsDir() && d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl") {
+				add(p)
+			}
+			return nil
+		})
+		if err != nil {
+			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
+		}
+	}
+	var units []adapters.Unit
+	for id, paths := range groups {
+		slices.Sort(paths) // rollout names start with their time
+		units = append(units, adapters.Unit{ID: id, Paths: paths})
+	}
+	slices.SortFunc(units, func(a, b adapters.Unit) int { return strings.Compare(a.ID, b.ID) })
+	return units, problems
+}
+
+// sessionID is the id in a rollout's session_meta (meta true), else the
+// uuid at the end of its name, else its name.
+func sessionID(path string) (id string, meta bool) {
+	if f, err := os.Open(path); err == nil {
+		defer f.Close()
+		br := bufio.NewReader(f)
+		for range 20 {
+			line, err := br.ReadBytes('\n')
+			var r struct {
+				Type    string `json:"type"`
+				Payload struct {
+					ID string `json:"id"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal(line, &r) == nil && r.Type == "session_meta" && r.Payload.ID != "" {
+				return r.Payload.ID, true
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if m := fileIDRE.FindStringSubmatch(filepath.Base(path)); m != nil {
+		return m[1], false
+	}
+	return strings.TrimSuffix(filepath.Base(path), ".jsonl"), false
+}

@@ -1,0 +1,719 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+const rootActor = "root"
+
+var channels = []string{"rollout"}
+
+// record is one line of a rollout: {timestamp, type, payload}.
+type record struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// payload holds the fields of every payload kind the adapter reads.
+type payload struct {
+	Type string `json:"type"`
+	// session_meta
+	ID         string `json:"id"`
+	Timestamp  string `json:"timestamp"`
+	Cwd        string `json:"cwd"`
+	CLIVersion string `json:"cli_version"`
+	Git        struct {
+		RepositoryURL string `json:"repository_url"`
+	} `json:"git"`
+	// turn_context
+	ApprovalPolicy    string `json:"approval_policy"`
+	CollaborationMode struct {
+		Mode string `json:"mode"`
+	} `json:"collaboration_mode"`
+	// response_item
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Summary   json.RawMessage `json:"summary"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	CallID    string          `json:"call_id"`
+	Output    json.RawMessage `json:"output"`
+	Action    struct {
+		Command          []string `json:"command"`
+		WorkingDirectory string   `json:"working_directory"`
+	} `json:"action"`
+	// event_msg
+	Message string          `json:"message"`
+	Text    string          `json:"text"`
+	Reason  string          `json:"reason"`
+	Info    json.RawMessage `json:"info"`
+}
+
+type line struct {
+	n    int
+	path string
+	rec  record
+	p    payload
+	at   adapters.Time
+}
+
+// Parse reads one session's rollout files, in order.
+//
+// Mapping: each user_message event starts a turn (its mode is the
+// collaboration mode of the turn_context that follows, when Codex writes
+// one); the reply is the assistant response_item message, thinking the
+// reasoning summary (encrypted reasoning has no text and is skipped).
+// exec_command, shell, shell_command and local_shell_call are commands:
+// Codex merges stdout and stderr, so the output is stdout, and the exit code
+// comes from "Process exited with code N" or the output's metadata. An
+// apply_patch call is one edit step per file of the patch (an added file is
+// a full write), with that file's part of the patch as its structured
+// patch; Codex writes no old and new strings. view_image is a read; every
+// other tool an other step. Codex does not persist approvals: with
+// approval_policy "never" a call is auto, otherwise accepted, and a command
+// whose output says it was rejected by the user is rejected. Segments start
+// at the first line, at each compaction, and at a later session_meta (a
+// resumed session). Step ids are the call_id of tool calls and the file and
+// line of everything else (rollouts only grow, so lines keep their numbers).
+//
+// Codex reports tokens (token_count events, repeated after each request, so
+// the last total counts each response once) but no cost, and metrics need a
+// cost: the session has no metrics and the tokens go to Session.Usage.
+func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
+	p := &parser{
+		sess:  &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
+		tools: map[string][]*step{},
+	}
+	var lines []*line
+	for _, f := range files {
+		p.paths = append(p.paths, f.Path)
+		lines = append(lines, p.read(f)...)
+	}
+	for _, ln := range lines {
+		switch {
+		case ln.rec.Type == "event_msg" && ln.p.Type == "user_message":
+			p.hasUserEvents = true
+		case ln.rec.Type == "response_item" && ln.p.Type == "message" && ln.p.Role == "assistant":
+			p.hasReplies = true
+		case ln.rec.Type == "response_item" && ln.p.Type == "reasoning":
+			p.hasReasoning = true
+		}
+		if p.start.IsZero() && !ln.at.IsZero() {
+			p.start = ln.at
+		}
+	}
+	if p.start.IsZero() {
+		p.start = adapters.TimeOf(u.ModTime)
+		if u.ModTime.IsZero() {
+			p.start = adapters.TimeOf(time.Unix(0, 0))
+		}
+	}
+	last := p.start
+	for _, ln := range lines {
+		if ln.at.IsZero() {
+			ln.at = last
+		}
+		last = ln.at
+		p.line(ln)
+	}
+	return p.finish()
+}
+
+type parser struct {
+	sess  *adapters.Session
+	paths []string
+
+	id, root, cwd, version, repo string
+	start                        adapters.Time
+	metaSeen                     bool
+	policy                       string
+	hasUserEvents                bool
+	hasReplies                   bool
+	hasReasoning                 bool
+
+	segments []*segment
+	turns    []*turn
+	turn     *turn
+	steps    []*step
+	tools    map[string][]*step // call_id -> its steps
+
+	usage    *adapters.Usage
+	lastInfo string
+}
+
+type segment struct {
+	store.Segment
+	at    adapters.Time
+	steps int
+}
+
+type turn struct {
+	store.Turn
+	at adapters.Time
+}
+
+type step struct {
+	st   store.Step
+	at   adapters.Time
+	turn *turn
+	seg  int64
+	done bool
+}
+
+func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+
+// read decodes a rollout's lines; broken lines are reported, a broken last
+// line without its newline marks the file as still being written.
+func (p *parser) read(f adapters.File) []*line {
+	var out []*line
+	err := adapters.ReadLines(f.Body, func(n int, b []byte, terminated bool) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return
+		}
+		ln := &line{n: n, path: f.Path}
+		err := json.Unmarshal(b, &ln.rec)
+		if err == nil && adapters.Present(ln.rec.Payload) {
+			err = json.Unmarshal(ln.rec.Payload, &ln.p)
+		}
+		var typ *json.UnmarshalTypeError
+		if err != nil && !(errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))) {
+			if !terminated {
+				p.sess.Incomplete = append(p.sess.Incomplete, f.Path)
+				return
+			}
+			msg := "invalid JSON"
+			if json.Valid(b) {
+				msg = "not a JSON object"
+			}
+			p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: f.Path, Line: n, Message: msg})
+			return
+		}
+		if t, ok := adapters.ParseTime(ln.rec.Timestamp); ok {
+			ln.at = t
+		}
+		out = append(out, ln)
+	})
+	if err != nil {
+		p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+	}
+	return out
+}
+
+func (p *parser) lineID(ln *line) string {
+	return fmt.Sprintf("%s:%d", filepath.Base(ln.path), ln.n)
+}
+
+func (p *parser) line(ln *line) {
+	pl := &ln.p
+	switch ln.rec.Type {
+	case "session_meta":
+		if p.metaSeen {
+			if p.current().steps > 0 {
+				p.newSegment("resume", ln.at)
+			}
+			if pl.CLIVersion != "" {
+				p.version = pl.CLIVersion // the CLI that wrote the latest lines
+			}
+			return
+		}
+		p.metaSeen = true
+		p.id, p.root, p.cwd, p.version, p.repo = pl.ID, pl.Cwd, pl.Cwd, pl.CLIVersion, pl.Git.RepositoryURL
+		if t, ok := adapters.ParseTime(pl.Timestamp); ok && t.At.Before(p.start.At) {
+			p.start = t
+		}
+	case "turn_context":
+		if pl.Cwd != "" {
+			p.cwd = pl.Cwd
+		}
+		if pl.ApprovalPolicy != "" {
+			p.policy = pl.ApprovalPolicy
+		}
+		if mode := pl.CollaborationMode.Mode; mode != "" && p.turn != nil && p.turn.Mode == "" {
+			p.turn.Mode = mode
+		}
+	case "response_item":
+		p.responseItem(ln)
+	case "event_msg":
+		p.event(ln)
+	case "compacted":
+		if p.current().steps > 0 {
+			p.newSegment("compaction", ln.at)
+		}
+	default:
+		p.skip(nonEmpty(ln.rec.Type, "untyped line"))
+	}
+}
+
+func (p *parser) responseItem(ln *line) {
+	pl := &ln.p
+	id := p.lineID(ln)
+	switch pl.Type {
+	case "message":
+		text := contentText(pl.Content)
+		switch {
+		case pl.Role == "assistant":
+			if strings.TrimSpace(text) != "" {
+				p.message(id, "assistant", text, ln.at)
+			}
+		case pl.Role == "user" && !p.hasUserEvents && !injected(text):
+			p.prompt(id, text, ln.at)
+		default:
+			p.skip("message:" + pl.Role)
+		}
+	case "reasoning":
+		if text := contentText(pl.Summary); text != "" {
+			p.message(id, "thinking", text, ln.at)
+		} else {
+			p.skip("encrypted reasoning")
+		}
+	case "function_call":
+		var args string
+		if json.Unmarshal(pl.Arguments, &args) != nil {
+			args = string(pl.Arguments)
+		}
+		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), args, false, ln.at)
+	case "custom_tool_call":
+		var input string
+		if json.Unmarshal(pl.Input, &input) != nil {
+			input = string(pl.Input)
+		}
+		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), input, true, ln.at)
+	case "local_shell_call":
+		callID := nonEmpty(pl.CallID, id)
+		p.command(callID, shellCommand(pl.Action.Command), nonEmpty(pl.Action.WorkingDirectory, p.cwd), ln.at)
+	case "function_call_output", "custom_tool_call_output":
+		p.result(pl.CallID, pl.Output)
+	case "web_search_call":
+		st := store.Step{ID: nonEmpty(pl.CallID, id), Type: store.TypeOther, Decision: p.decision(), Outcome: adapters.OutcomeOK,
+			Payload: store.Payload{ToolName: "web_search", Raw: adapters.Raw(map[string]any{"item": json.RawMessage(ln.rec.Payload)})}}
+		p.addStep(st, ln.at)
+	default:
+		p.skip("response_item:" + nonEmpty(pl.Type, "?"))
+	}
+}
+
+func (p *parser) event(ln *line) {
+	pl := &ln.p
+	id := p.lineID(ln)
+	switch pl.Type {
+	case "user_message":
+		p.prompt(id, pl.Message, ln.at)
+	case "agent_message":
+		if !p.hasReplies && strings.TrimSpace(pl.Message) != "" {
+			p.message(id, "assistant", pl.Message, ln.at)
+		} else {
+			p.skip("agent_message")
+		}
+	case "agent_reasoning":
+		if !p.hasReasoning && pl.Text != "" {
+			p.message(id, "thinking", pl.Text, ln.at)
+		} else {
+			p.skip("agent_reasoning")
+		}
+	case "token_count":
+		p.tokens(pl.Info)
+	case "context_compacted":
+		if p.current().steps > 0 {
+			p.newSegment("compaction", ln.at)
+		}
+	case "turn_aborted":
+		p.message(id, "system", "turn aborted: "+nonEmpty(pl.Reason, "unknown reason"), ln.at)
+	default:
+		p.skip("event_msg:" + nonEmpty(pl.Type, "?"))
+	}
+}
+
+// injectedPrefixes start the user messages Codex writes itself (context,
+// instructions) rather than what the user typed.
+var injectedPrefixes = []string{"<environment_context>", "# AGENTS.md", "<permissions", "<user_instructions>", "<INSTRUCTIONS>"}
+
+func injected(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, prefix := range injectedPrefixes {
+		if strings.HasPrefix(t, prefix) {
+			return true
+		}
+	}
+	return t == ""
+}
+
+func contentText(raw json.RawMessage) string {
+	var items []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		var s string
+		json.Unmarshal(raw, &s)
+		return s
+	}
+	var parts []string
+	for _, it := range items {
+		if it.Text != "" {
+			parts = append(parts, it.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (p *parser) prompt(id, text string, at adapters.Time) {
+	p.ensureSegment()
+	t := &turn{Turn: store.Turn{ID: "turn-" + id, SegmentIndex: p.current().Index, ActorID: rootActor, Index: int64(len(p.turns) + 1)}, at: at}
+	p.turns = append(p.turns, t)
+	p.turn = t
+	p.message(id, "user", text, at)
+}
+
+func (p *parser) message(id, role, text string, at adapters.Time) {
+	p.addStep(store.Step{
+		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
+	}, at)
+}
+
+func (p *parser) addStep(st store.Step, at adapters.Time) *step {
+	p.ensureSegment()
+	if p.turn == nil {
+		p.prompt0(st.ID, at)
+	}
+	st.ContentStatus = store.ContentInline
+	st.Channels = channels
+	s := &step{st: st, at: at, turn: p.turn, seg: p.current().Index}
+	p.current().steps++
+	p.steps = append(p.steps, s)
+	return s
+}
+
+// prompt0 opens a turn for steps that come before any prompt.
+func (p *parser) prompt0(id string, at adapters.Time) {
+	t := &turn{Turn: store.Turn{ID: "turn-" + id, SegmentIndex: p.current().Index, ActorID: rootActor, Index: int64(len(p.turns) + 1)}, at: at}
+	p.turns = append(p.turns, t)
+	p.turn = t
+}
+
+func (p *parser) ensureSegment() {
+	if len(p.segments) == 0 {
+		p.segments = append(p.segments, &segment{Segment: store.Segment{Index: 0, StartReason: "start"}, at: p.start})
+	}
+}
+
+func (p *parser) newSegment(reason string, at adapters.Time) {
+	p.ensureSegment()
+	p.segments = append(p.segments, &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at})
+}
+
+func (p *parser) current() *segment {
+	p.ensureSegment()
+	return p.segments[len(p.segments)-1]
+}
+
+// decision is how a call Codex ran was allowed: by nobody when the policy
+// never asks, else it was allowed and the rollout does not say by whom.
+func (p *parser) decision() string {
+	if p.policy == "never" {
+		return adapters.DecisionAuto
+	}
+	return adapters.DecisionAccepted
+}
+
+// toolCall maps a function_call or custom_tool_call by tool name.
+func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Time) {
+	if p.tools[callID] != nil {
+		p.skip("repeated call")
+		return
+	}
+	var obj map[string]json.RawMessage
+	if !custom {
+		json.Unmarshal([]byte(args), &obj)
+	}
+	switch name {
+	case "exec_command", "shell", "shell_command", "container.exec":
+		cmd := argString(obj, "cmd")
+		if cmd == "" {
+			cmd = argString(obj, "command")
+		}
+		if argv := argStrings(obj, "command"); len(argv) > 0 {
+			if argv[0] == "apply_patch" && len(argv) > 1 {
+				p.patch(callID, argv[1], at)
+				return
+			}
+			cmd = shellCommand(argv)
+		}
+		if cmd != "" || obj != nil {
+			p.command(callID, cmd, nonEmpty(argString(obj, "workdir"), p.cwd), at)
+			return
+		}
+	case "apply_patch":
+		patch := args
+		if !custom {
+			patch = argString(obj, "input")
+		}
+		if len(adapters.PatchFiles(patch)) > 0 {
+			p.patch(callID, patch, at)
+			return
+		}
+	case "view_image":
+		if path := argString(obj, "path"); path != "" {
+			s := p.addStep(store.Step{ID: callID, Type: store.TypeRead, Decision: adapters.DecisionUnknown,
+				Outcome: adapters.OutcomeUnknown, Payload: store.Payload{Path: path}}, at)
+			p.tools[callID] = []*step{s}
+			return
+		}
+	}
+	var input any = args
+	if obj != nil {
+		input = json.RawMessage(args)
+	}
+	s := p.addStep(store.Step{ID: callID, Type: store.TypeOther, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+		Payload: store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"input": input})}}, at)
+	p.tools[callID] = []*step{s}
+}
+
+func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
+	st := store.Step{ID: callID, Type: store.TypeCommand, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+		Payload: store.Payload{Command: adapters.Text(cmd)}}
+	if cwd != "" {
+		st.Payload.Cwd = adapters.Text(cwd)
+	}
+	p.tools[callID] = []*step{p.addStep(st, at)}
+}
+
+// patch adds one edit step per file of an apply_patch patch.
+func (p *parser) patch(callID, patch string, at adapters.Time) {
+	var steps []*step
+	for i, f := range adapters.PatchFiles(patch) {
+		id := callID
+		if i > 0 {
+			id = fmt.Sprintf("%s#%d", callID, i)
+		}
+		sp, _ := json.Marshal(f.Text)
+		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+			Payload: store.Payload{Path: f.Path, IsFullWrite: adapters.Bool(f.Op == "add"), StructuredPatch: sp}}
+		steps = append(steps, p.addStep(st, at))
+	}
+	p.tools[callID] = steps
+}
+
+// shellCommand joins an argv, unwrapping `bash -lc "..."`.
+func shellCommand(argv []string) string {
+	if len(argv) == 3 && (argv[0] == "bash" || argv[0] == "sh" || argv[0] == "zsh" || strings.HasSuffix(argv[0], "/bash")) &&
+		(argv[1] == "-lc" || argv[1] == "-c") {
+		return argv[2]
+	}
+	return strings.Join(argv, " ")
+}
+
+func argString(obj map[string]json.RawMessage, key string) string {
+	var s string
+	if v, ok := obj[key]; ok {
+		json.Unmarshal(v, &s)
+	}
+	return s
+}
+
+func argStrings(obj map[string]json.RawMessage, key string) []string {
+	var a []string
+	if v, ok := obj[key]; ok {
+		json.Unmarshal(v, &a)
+	}
+	return a
+}
+
+var (
+	exitedRE   = regexp.MustCompile(`Process exited with code (-?\d{1,9})`)
+	exitCodeRE = regexp.MustCompile(`(?i)^exit code:?\s*(-?\d{1,9})`)
+)
+
+// output is a call's output: plain text, or the JSON {output, metadata}
+// that shell and apply_patch write, or an object {content, success}.
+type output struct {
+	text     string
+	exitCode *int64
+	success  *bool
+	raw      json.RawMessage
+}
+
+func readOutput(raw json.RawMessage) output {
+	var o output
+	o.raw = raw
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		o.text = s
+		var inner struct {
+			Output   *string `json:"output"`
+			Metadata struct {
+				ExitCode *int64 `json:"exit_code"`
+			} `json:"metadata"`
+		}
+		if strings.HasPrefix(strings.TrimSpace(s), "{") && json.Unmarshal([]byte(s), &inner) == nil && inner.Output != nil {
+			o.text, o.exitCode = *inner.Output, inner.Metadata.ExitCode
+		}
+	} else {
+		var obj struct {
+			Content string `json:"content"`
+			Success *bool  `json:"success"`
+		}
+		json.Unmarshal(raw, &obj)
+		o.text, o.success = obj.Content, obj.Success
+	}
+	if o.exitCode == nil {
+		if m := exitedRE.FindStringSubmatch(o.text); m != nil {
+			if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+				o.exitCode = &code
+			}
+		} else if m := exitCodeRE.FindStringSubmatch(o.text); m != nil {
+			if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+				o.exitCode = &code
+			}
+		}
+	}
+	return o
+}
+
+// result completes the steps of a call with its output.
+func (p *parser) result(callID string, raw json.RawMessage) {
+	steps := p.tools[callID]
+	if len(steps) == 0 {
+		p.skip("output without its call")
+		return
+	}
+	o := readOutput(raw)
+	for _, s := range steps {
+		if s.done {
+			continue
+		}
+		s.done = true
+		st := &s.st
+		st.Decision, st.Outcome = p.decision(), adapters.OutcomeOK
+		rejected := strings.Contains(o.text, "rejected by user")
+		switch {
+		case rejected:
+			st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeFailed
+			st.Error = &store.StepError{Type: "rejected", Message: strings.TrimSpace(o.text)}
+		case o.exitCode != nil && *o.exitCode != 0:
+			st.Outcome = adapters.OutcomeFailed
+			st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *o.exitCode)}
+		case o.success != nil && !*o.success:
+			st.Outcome = adapters.OutcomeFailed
+			st.Error = &store.StepError{Type: "tool_error", Message: o.text}
+		case st.Type == store.TypeEdit && o.exitCode == nil && !strings.HasPrefix(o.text, "Success"):
+			st.Outcome = adapters.OutcomeFailed
+			st.Error = &store.StepError{Type: "patch_error", Message: strings.TrimSpace(o.text)}
+		}
+		switch st.Type {
+		case store.TypeCommand:
+			if rejected {
+				continue // it never ran
+			}
+			out := o.text
+			if _, after, ok := strings.Cut(out, "\nOutput:\n"); ok {
+				out = after
+			}
+			st.Payload.Stdout = adapters.Text(out)
+			st.Payload.ExitCode = o.exitCode
+		case store.TypeOther:
+			var rawMap map[string]any
+			json.Unmarshal(st.Payload.Raw, &rawMap)
+			if rawMap == nil {
+				rawMap = map[string]any{}
+			}
+			rawMap["output"] = o.raw
+			st.Payload.Raw = adapters.Raw(rawMap)
+		}
+	}
+}
+
+// tokens keeps the latest reported total. Codex repeats the same
+// token_count after each turn_context, so a request is counted only when
+// its usage differs from the previous event's.
+func (p *parser) tokens(raw json.RawMessage) {
+	if !adapters.Present(raw) {
+		return
+	}
+	var info struct {
+		Total *struct {
+			Input  int64 `json:"input_tokens"`
+			Cached int64 `json:"cached_input_tokens"`
+			Output int64 `json:"output_tokens"`
+		} `json:"total_token_usage"`
+	}
+	if json.Unmarshal(raw, &info) != nil || info.Total == nil {
+		return
+	}
+	key := fmt.Sprint(*info.Total)
+	if key == p.lastInfo {
+		return
+	}
+	p.lastInfo = key
+	if p.usage == nil {
+		p.usage = &adapters.Usage{}
+	}
+	p.usage.APIRequests++
+	t := info.Total
+	p.usage.Input, p.usage.Output, p.usage.CacheRead = t.Input-t.Cached, t.Output, t.Cached
+}
+
+func (p *parser) finish() *adapters.Session {
+	if p.sess.ID == "" {
+		p.sess.ID = p.id
+	}
+	p.sess.Usage = p.usage
+	if len(p.steps) == 0 || p.sess.ID == "" {
+		return p.sess
+	}
+	files := slices.Clone(p.paths)
+	var segments []store.Segment
+	for i, g := range p.segments {
+		g.StartedAt = g.at.Text
+		if i+1 < len(p.segments) {
+			g.EndedAt = p.segments[i+1].at.Text
+		}
+		g.SourceFiles = files
+		segments = append(segments, g.Segment)
+	}
+	var turns []store.Turn
+	for _, t := range p.turns {
+		t.StartedAt = t.at.Text
+		turns = append(turns, t.Turn)
+	}
+	steps := make([]store.Step, len(p.steps))
+	for i, s := range p.steps {
+		s.st.At = s.at.Text
+		s.st.TurnID = s.turn.ID
+		s.st.SegmentIndex = s.seg
+		s.st.ActorID = rootActor
+		steps[i] = s.st
+	}
+	h := store.SessionHeader{
+		ID:        p.sess.ID,
+		Agent:     store.Agent{Kind: Kind, Version: nonEmpty(p.version, "unknown")},
+		Workspace: store.Workspace{Root: nonEmpty(p.root, nonEmpty(p.cwd, "unknown")), Repo: p.repo},
+		StartedAt: p.start.Text,
+		Source:    "import:" + Kind,
+	}
+	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
+	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
+	p.sess.Steps = len(steps)
+	return p.sess
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}

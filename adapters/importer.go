@@ -1,0 +1,304 @@
+package adapters
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentreview/service/store"
+)
+
+// Importer writes the sessions found in an agent's files to the store,
+// through the same Apply as HTTP ingest.
+//
+// Import is incremental: after a session is written, the size and
+// modification time of each of its files are recorded in the store
+// (store.RecordImportedFiles). A later run skips a session whose files all
+// still have the recorded size and time, without opening them. When any
+// file of a session changed, or a new one appeared (a subagent, say), the
+// whole session is read again and applied; Apply writes only the records
+// that differ, so unchanged steps cost nothing and send no change event.
+// Files with a problem, or whose last line was still being written, are not
+// recorded, so they are read (and reported) again on the next run.
+type Importer struct {
+	Store *store.Store
+	// Rescan reads every file, even those unchanged since the last run.
+	Rescan bool
+	// Progress, when set, is called after each session.
+	Progress func(Progress)
+}
+
+// Progress is how far an import run is.
+type Progress struct {
+	Files, FilesTotal int
+	Sessions          int
+	Steps             int
+}
+
+// Summary is what an import run did.
+type Summary struct {
+	Files          int // files found
+	FilesUnchanged int // files skipped because they had not changed
+	Sessions       int // sessions found: new, updated and unchanged
+	New            int
+	Updated        int
+	Unchanged      int
+	Deleted        int // sessions deleted in the service, so not written (nor counted above)
+	Steps          int // steps read this run
+	Problems       []Problem
+	Failed         []error // sessions the store refused; the run's error names them
+}
+
+// Run imports every session of one agent found under roots.
+func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, error) {
+	var sum Summary
+	units, problems := a.Discover(roots)
+	sum.Problems = append(sum.Problems, problems...)
+	known, err := im.Store.ImportedFiles(ctx, a.Kind)
+	if err != nil {
+		return sum, err
+	}
+	for _, u := range units {
+		sum.Files += len(u.Paths)
+	}
+	done := 0
+	for _, u := range units {
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		im.importUnit(ctx, a, u, known, &sum)
+		done += len(u.Paths)
+		if im.Progress != nil {
+			im.Progress(Progress{Files: done, FilesTotal: sum.Files, Sessions: sum.Sessions, Steps: sum.Steps})
+		}
+	}
+	if len(sum.Failed) > 0 {
+		return sum, fmt.Errorf("%d sessions not imported: %w", len(sum.Failed), errors.Join(sum.Failed...))
+	}
+	return sum, nil
+}
+
+func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[string]store.ImportedFile, sum *Summary) {
+	var states []store.ImportedFile
+	var paths []string
+	unchanged := !im.Rescan
+	for _, p := range u.Paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			sum.Problems = append(sum.Problems, Problem{Path: p, Message: err.Error()})
+			continue
+		}
+		st := store.ImportedFile{Path: p, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+		if fi.ModTime().After(u.ModTime) {
+			u.ModTime = fi.ModTime()
+		}
+		if known[p] != st {
+			unchanged = false
+		}
+		states = append(states, st)
+		paths = append(paths, p)
+	}
+	if len(paths) == 0 {
+		return
+	}
+	if unchanged {
+		sum.Sessions++
+		sum.Unchanged++
+		sum.FilesUnchanged += len(paths)
+		return
+	}
+	u.Paths = paths
+	sess, bad := parseUnit(a, u)
+	if sess != nil {
+		bad = append(bad, sess.Problems...)
+	}
+	sum.Problems = append(sum.Problems, bad...)
+	if sess == nil || len(sess.Batches) == 0 {
+		// No session in these files (yet): not recorded, so they are not
+		// counted as an unchanged session next time.
+		return
+	}
+	skip := map[string]bool{}
+	for _, p := range bad {
+		skip[p.Path] = true
+	}
+	for _, p := range sess.Incomplete {
+		skip[p] = true
+	}
+	deleted, err := im.apply(ctx, sess, sum)
+	if err != nil {
+		sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", sess.ID, err))
+		return // not recorded: tried again next run
+	}
+	if deleted {
+		// Not recorded either, so every run says it was skipped.
+		sum.Deleted++
+		return
+	}
+	sum.Sessions++
+	sum.Steps += sess.Steps
+	var record []store.ImportedFile
+	for _, st := range states {
+		if !skip[st.Path] {
+			record = append(record, st)
+		}
+	}
+	if err := im.Store.RecordImportedFiles(ctx, a.Kind, record); err != nil {
+		sum.Failed = append(sum.Failed, err)
+	}
+}
+
+// parseUnit opens a unit's files and parses them. Files that cannot be
+// opened are reported and left out.
+func parseUnit(a Agent, u Unit) (*Session, []Problem) {
+	var files []File
+	var problems []Problem
+	var paths []string
+	for _, p := range u.Paths {
+		f, err := os.Open(p)
+		if err != nil {
+			problems = append(problems, Problem{Path: p, Message: err.Error()})
+			continue
+		}
+		defer f.Close()
+		files = append(files, File{Path: p, Body: f})
+		paths = append(paths, p)
+	}
+	if len(files) == 0 {
+		return nil, problems
+	}
+	u.Paths = paths
+	return a.Parse(u, files), problems
+}
+
+// apply writes a session's batches. A session deleted in the service is
+// reported (deleted true), not an error.
+func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (deleted bool, err error) {
+	stored, err := im.Store.StepSeqs(ctx, sess.ID)
+	if err != nil {
+		return false, err
+	}
+	KeepStoredSeqs(sess.Batches, stored)
+	created, changed := false, false
+	for i, b := range sess.Batches {
+		res, err := im.Store.Apply(ctx, b)
+		var del *store.DeletedError
+		if errors.As(err, &del) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		created = created || (i == 0 && res.Created)
+		changed = changed || res.Changed
+	}
+	switch {
+	case created:
+		sum.New++
+	case changed:
+		sum.Updated++
+	default:
+		sum.Unchanged++
+	}
+	return false, nil
+}
+
+// KeepStoredSeqs makes a re-read session agree with the seqs already
+// stored for it. A parser numbers steps in the order it reads them, which
+// stays the same when files only grow; if it changed anyway (two files of
+// a live session growing at once), writing the new numbers would collide
+// with stored steps. Then every stored step keeps its seq and new steps
+// are numbered after the last stored one, in reading order.
+func KeepStoredSeqs(batches []*store.Batch, stored map[string]int64) {
+	if len(stored) == 0 {
+		return
+	}
+	taken := map[int64]bool{}
+	var last int64
+	for _, seq := range stored {
+		taken[seq] = true
+		last = max(last, seq)
+	}
+	agree := true
+	for _, b := range batches {
+		for _, st := range b.Steps {
+			seq, ok := stored[st.ID]
+			if (ok && seq != st.Seq) || (!ok && taken[st.Seq]) {
+				agree = false
+			}
+		}
+	}
+	if agree {
+		return
+	}
+	for _, b := range batches {
+		for i := range b.Steps {
+			st := &b.Steps[i]
+			if seq, ok := stored[st.ID]; ok {
+				st.Seq = seq
+				continue
+			}
+			last++
+			st.Seq = last
+		}
+	}
+}
+
+// String is the one-line summary the import command prints.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "imported %d %s: %d %s (%d new, %d updated, %d unchanged), %d %s",
+		s.Files, plural(s.Files, "file", "files"), s.Sessions, plural(s.Sessions, "session", "sessions"),
+		s.New, s.Updated, s.Unchanged, s.Steps, plural(s.Steps, "step", "steps"))
+	if s.Deleted > 0 {
+		fmt.Fprintf(&b, "; %d deleted %s skipped", s.Deleted, plural(s.Deleted, "session", "sessions"))
+	}
+	if n := len(s.Problems); n > 0 {
+		fmt.Fprintf(&b, "; %d %s skipped: ", n, plural(n, "problem", "problems"))
+		const shown = 5
+		for i, p := range s.Problems {
+			if i == shown {
+				fmt.Fprintf(&b, "; and %d more", n-shown)
+				break
+			}
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(p.String())
+		}
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// ReadLines calls fn with each line of r (without its line ending), its
+// number from 1, and whether it ended with a newline. Only the last line
+// can lack one, and then the file may still be being written.
+func ReadLines(r io.Reader, fn func(n int, line []byte, terminated bool)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			term := line[len(line)-1] == '\n'
+			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			fn(n, line, term)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/store"
+)
+
+// ImportCmd is `service import <agent> [PATH...] [--db PATH] [--rescan]`.
+type ImportCmd struct {
+	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
+	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the VS Code extension's task folders)."`
+	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
+}
+
+// importFlags are what every import takes.
+type importFlags struct {
+	Paths  []string `arg:"" optional:"" name:"path" type:"path" help:"Files or folders to read instead of the agent's own folders."`
+	DB     string   `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	Rescan bool     `help:"Read every file again, even those unchanged since the last import."`
+}
+
+// ImportClaudeCodeCmd is `service import claude-code`.
+type ImportClaudeCodeCmd struct {
+	Flags importFlags `embed:""`
+}
+
+// ImportClineCmd is `service import cline`.
+type ImportClineCmd struct {
+	Flags importFlags `embed:""`
+}
+
+// ImportCodexCmd is `service import codex`.
+type ImportCodexCmd struct {
+	Flags importFlags `embed:""`
+}
+
+// Run imports Claude Code transcripts.
+func (c *ImportClaudeCodeCmd) Run(e *env) error {
+	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
+}
+
+// Run imports Cline tasks.
+func (c *ImportClineCmd) Run(e *env) error {
+	return runImport(e, cline.Agent, c.Flags, clineFolders)
+}
+
+// Run imports Codex rollouts.
+func (c *ImportCodexCmd) Run(e *env) error {
+	return runImport(e, codex.Agent, c.Flags, codexFolders)
+}
+
+// runImport reads the given paths (or the agent's own folders that exist)
+// and writes every session through the store's Apply. On a terminal it
+// redraws one progress line; the summary line is always printed last.
+func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]string, error)) error {
+	roots := f.Paths
+	if len(roots) == 0 {
+		defaults, err := folders()
+		if err != nil {
+			return err
+		}
+		for _, d := range defaults {
+			if _, err := os.Stat(d); err == nil {
+				roots = append(roots, d)
+			}
+		}
+		if len(roots) == 0 {
+			fmt.Fprintf(e.stdout, "no %s files: none of %s exists\n", agent.Kind, strings.Join(defaults, ", "))
+			return nil
+		}
+	}
+	path, err := storePath(f.DB)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	im := &adapters.Importer{Store: st, Rescan: f.Rescan}
+	tty := isTerminal(e.stdout)
+	if tty {
+		var last time.Time
+		im.Progress = func(p adapters.Progress) {
+			if time.Since(last) < 100*time.Millisecond && p.Files < p.FilesTotal {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(e.stdout, "\rimporting %s: files %d/%d, %d sessions, %d steps\x1b[K", agent.Kind, p.Files, p.FilesTotal, p.Sessions, p.Steps)
+		}
+	}
+	sum, err := im.Run(e.ctx, agent, roots)
+	if tty {
+		fmt.Fprint(e.stdout, "\r\x1b[K")
+	}
+	fmt.Fprintln(e.stdout, sum.String())
+	return err
+}
+
+// isTerminal reports whether w is a terminal, where a progress line that
+// redraws itself helps rather than litters.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// claudeCodeFolders is where Claude Code keeps transcripts:
+// $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
+func claudeCodeFolders() ([]string, error) {
+	if dir := os.Getenv("CLAUDE_CONFIG_DIR"); dir != "" {
+		return []string{filepath.Join(dir, "projects")}, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("find the home folder: %w", err)
+	}
+	return []string{filepath.Join(home, ".claude", "projects")}, nil
+}
+
+// clineFolders is where Cline keeps tasks: its data folder ($CLINE_DATA_DIR,
+// else $CLINE_DIR/data, else ~/.cline/data) with the SDK sessions and the
+// task folders, and the VS Code extension's task folders on Linux and macOS.
+func clineFolders() ([]string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("find the home folder: %w", err)
+	}
+	data := filepath.Join(home, ".cline", "data")
+	if dir := os.Getenv("CLINE_DATA_DIR"); dir != "" {
+		data = dir
+	} else if dir := os.Getenv("CLINE_DIR"); dir != "" {
+		data = filepath.Join(dir, "data")
+	}
+	tasks := filepath.Join("globalStorage", "saoudrizwan.claude-dev", "tasks")
+	return []string{
+		filepath.Join(data, "sessions"),
+		filepath.Join(data, "tasks"),
+		filepath.Join(home, ".config", "Code", "User", tasks),
+		filepath.Join(home, "Library", "Application Support", "Code", "User", tasks),
+	}, nil
+}
+
+// codexFolders is where Codex keeps rollouts: $CODEX_HOME/sessions, else
+// ~/.codex/sessions.
+func codexFolders() ([]string, error) {
+	if dir := os.Getenv("CODEX_HOME"); dir != "" {
+		return []string{filepath.Join(dir, "sessions")}, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("find the home folder: %w", err)
+	}
+	return []string{filepath.Join(home, ".codex", "sessions")}, nil
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+)
+
+// copyTree copies the files under src whose names end with one of exts.
+func copyTree(t *testing.T, src, dst string, exts ...string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		keep := false
+		for _, e := range exts {
+			keep = keep || strings.HasSuffix(p, e)
+		}
+		if !keep || strings.Contains(p, string(filepath.Separator)+"fuzz"+string(filepath.Separator)) {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700)
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runImport runs the import command and returns its output.
+func runImportCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), append([]string{"import"}, args...), &out, &errOut); err != nil {
+		t.Fatalf("run(import %v) = %v; stderr %s", args, err, errOut.String())
+	}
+	return out.String()
+}
+
+func latestStamp(t *testing.T, db string) int64 {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stamp, err := st.LatestStamp(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stamp
+}
+
+func stepSeqs(t *testing.T, db, sid string) map[string]int64 {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seqs, err := st.StepSeqs(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func TestImportClaudeCode(t *testing.T) {
+	withHome(t)
+	dir := t.TempDir()
+	copyTree(t, "../../adapters/claudecode/testdata", dir, ".jsonl")
+	db := filepath.Join(t.TempDir(), "s.db")
+
+	out := runImportCmd(t, "claude-code", dir, "--db", db)
+	if want := "imported 10 files: 7 sessions (7 new, 0 updated, 0 unchanged), 102 steps\n"; out != want {
+		t.Fatalf("first import printed %q; want %q", out, want)
+	}
+	stamp := latestStamp(t, db)
+
+	// A second run reads nothing and writes nothing: no new change stamp,
+	// so no change event.
+	out = runImportCmd(t, "claude-code", dir, "--db", db)
+	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 0 steps\n"; out != want {
+		t.Errorf("second import printed %q; want %q", out, want)
+	}
+	if got := latestStamp(t, db); got != stamp {
+		t.Errorf("second import moved the change stamp %d -> %d", stamp, got)
+	}
+	// Reading every file again still writes nothing: Apply skips what is
+	// unchanged.
+	out = runImportCmd(t, "claude-code", dir, "--db", db, "--rescan")
+	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 102 steps\n"; out != want {
+		t.Errorf("rescan printed %q; want %q", out, want)
+	}
+	if got := latestStamp(t, db); got != stamp {
+		t.Errorf("rescan moved the change stamp %d -> %d", stamp, got)
+	}
+
+	// The session grows by a line and a line breaks: the break is reported
+	// with its place, the rest is imported.
+	path := filepath.Join(dir, "agentlogs_crud.jsonl")
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines[4] = "{broken"
+	lines = append(lines, `{"type":"assistant","uuid":"new-reply","timestamp":"2025-10-12T21:36:45.000Z","message":{"id":"msg_new","content":[{"type":"text","text":"One more thing."}]}}`)
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	out = runImportCmd(t, "claude-code", dir, "--db", db)
+	if !strings.Contains(out, "(0 new, 1 updated, 6 unchanged), 17 steps") || !strings.Contains(out, path+":5: invalid JSON") {
+		t.Errorf("import after the change printed %q; want 1 updated and %s:5 reported", out, path)
+	}
+	if strings.Contains(out, "\r") || strings.Count(out, "\n") != 1 {
+		t.Errorf("not on a terminal, import printed %q; want the summary line only", out)
+	}
+	if got := latestStamp(t, db); got <= stamp {
+		t.Errorf("the change stamp did not move after the session grew")
+	}
+	if seqs := stepSeqs(t, db, "8122657c-fe54-4dc9-89a3-20049e8a84f7"); seqs["new-reply"] != 17 || len(seqs) != 17 {
+		t.Errorf("after growing, the session has seqs %v; want the new reply at 17", seqs["new-reply"])
+	}
+	// The file with a broken line was not recorded, so it is read and
+	// reported again; nothing is written.
+	stamp = latestStamp(t, db)
+	out = runImportCmd(t, "claude-code", dir, "--db", db)
+	if !strings.Contains(out, "(0 new, 0 updated, 7 unchanged), 17 steps") || !strings.Contains(out, path+":5: invalid JSON") {
+		t.Errorf("the next import printed %q; want the problem again and nothing written", out)
+	}
+	if got := latestStamp(t, db); got != stamp {
+		t.Errorf("re-reading the file with a problem moved the change stamp")
+	}
+}
+
+func TestImportDeletedSession(t *testing.T) {
+	withHome(t)
+	dir := t.TempDir()
+	copyTree(t, "../../adapters/claudecode/testdata", dir, "agentlogs_todos.jsonl")
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "claude-code", dir, "--db", db)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"delete", "0db46778-18a1-4d84-853f-d4dc72a07a1b", "--db", db}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(filepath.Join(dir, "agentlogs_todos.jsonl"), later, later)
+	got := runImportCmd(t, "claude-code", dir, "--db", db)
+	if want := "imported 1 file: 0 sessions (0 new, 0 updated, 0 unchanged), 0 steps; 1 deleted session skipped\n"; got != want {
+		t.Errorf("import of a deleted session printed %q; want %q", got, want)
+	}
+}
+
+// TestImportDefaultFolders runs each import without paths: it reads the
+// agent's own folders under HOME (or the folder its variable names).
+func TestImportDefaultFolders(t *testing.T) {
+	for _, v := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLINE_DATA_DIR", "CLINE_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	home := withHome(t)
+	copyTree(t, "../../adapters/claudecode/testdata", filepath.Join(home, ".claude", "projects", "-w"), "agentlogs_crud.jsonl")
+	copyTree(t, "../../adapters/codex/testdata/handmade", filepath.Join(home, ".codex", "sessions"), ".jsonl")
+	copyTree(t, "../../adapters/cline/testdata/handmade/tasks", filepath.Join(home, ".config", "Code", "User", "globalStorage", "saoudrizwan.claude-dev", "tasks"), ".json")
+	copyTree(t, "../../adapters/cline/testdata/handmade/sessions", filepath.Join(home, ".cline", "data", "sessions"), ".json")
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, c := range []struct{ agent, want string }{
+		{"claude-code", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 16 steps\n"},
+		{"codex", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 11 steps\n"},
+		{"cline", "imported 6 files: 2 sessions (2 new, 0 updated, 0 unchanged), 21 steps\n"},
+	} {
+		if got := runImportCmd(t, c.agent, "--db", db); got != c.want {
+			t.Errorf("import %s printed %q; want %q", c.agent, got, c.want)
+		}
+	}
+
+	config := t.TempDir()
+	t.Setenv("CLAUDE_CONFIG_DIR", config)
+	if got := runImportCmd(t, "claude-code", "--db", db); !strings.HasPrefix(got, "no claude-code files: none of "+filepath.Join(config, "projects")) {
+		t.Errorf("with CLAUDE_CONFIG_DIR set to an empty folder, import printed %q", got)
+	}
+	copyTree(t, "../../adapters/claudecode/testdata", filepath.Join(config, "projects", "-w"), "agentlogs_todos.jsonl")
+	if got := runImportCmd(t, "claude-code", "--db", db); got != "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps\n" {
+		t.Errorf("import from CLAUDE_CONFIG_DIR printed %q", got)
+	}
+}
+
+func TestImportMissingPath(t *testing.T) {
+	withHome(t)
+	missing := filepath.Join(t.TempDir(), "nope")
+	got := runImportCmd(t, "codex", missing, "--db", filepath.Join(t.TempDir(), "s.db"))
+	if !strings.Contains(got, "imported 0 files") || !strings.Contains(got, missing) {
+		t.Errorf("import of a missing folder printed %q; want it named", got)
+	}
+}
+
+func TestImportHelp(t *testing.T) {
+	var out bytes.Buffer
+	run(context.Background(), []string{"import", "--help"}, &out, &out)
+	for _, want := range []string{"claude-code", "cline", "codex"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("import --help does not list %s:\n%s", want, out.String())
+		}
+	}
+}
