@@ -66,4 +66,3 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 	}
 	return r
 }
-

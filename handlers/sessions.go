@@ -3,10 +3,10 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strconv"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 

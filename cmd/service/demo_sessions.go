@@ -106,7 +106,9 @@ func failed(typ, msg string) func(*store.Step) {
 }
 
 func flagged(kind, severity, reason string) func(*store.Step) {
-	return func(s *store.Step) { s.Flags = append(s.Flags, store.Flag{Kind: kind, Severity: severity, Reason: reason}) }
+	return func(s *store.Step) {
+		s.Flags = append(s.Flags, store.Flag{Kind: kind, Severity: severity, Reason: reason})
+	}
 }
 
 func rejected(s *store.Step) {
