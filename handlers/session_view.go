@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -53,7 +54,7 @@ func turnViews(d store.SessionDetail) []views.TurnView {
 	out := make([]views.TurnView, len(d.Turns))
 	for i, t := range d.Turns {
 		byID[t.ID] = i
-		out[i] = views.TurnView{ID: t.ID, Number: t.Index, Mode: t.Mode, Actor: t.ActorID}
+		out[i] = views.TurnView{ID: t.ID, DOMID: "turn-" + hex.EncodeToString([]byte(t.ID)), Number: t.Index, Mode: t.Mode, Actor: t.ActorID}
 	}
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]

@@ -158,5 +158,7 @@
     }
   }, true);
 
-  document.addEventListener('DOMContentLoaded', openHash);
+  // On load, not DOMContentLoaded: the browser's own scroll to the fragment
+  // comes after DOMContentLoaded and moves the focus off the step's summary.
+  window.addEventListener('load', openHash);
 })();

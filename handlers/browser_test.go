@@ -1,0 +1,980 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentreview/service/store"
+)
+
+// TestBrowser drives the review app in headless Chromium against a real
+// server, one subtest per feature of the app (spec section 1). The subtests
+// share one browser, each in a tab of its own.
+func TestBrowser(t *testing.T) {
+	b := startBrowser(t)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *browser)
+	}{
+		{"List", browserList},
+		{"ListLive", browserListLive},
+		{"SessionView", browserSessionView},
+		{"OpenStep", browserOpenStep},
+		{"StepLink", browserStepLink},
+		{"ExpandCollapse", browserExpandCollapse},
+		{"OpenStepSurvivesUpdate", browserOpenStepSurvivesUpdate},
+		{"LongOutput", browserLongOutput},
+		{"FirstDeliveryHead", browserFirstDeliveryHead},
+		{"EarlierTurns", browserEarlierTurns},
+		{"SessionLive", browserSessionLive},
+		{"LivePill", browserLivePill},
+		{"Delete", browserDelete},
+		{"Export", browserExport},
+		{"Demo", browserDemo},
+		{"ScriptIsText", browserScriptIsText},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
+	}
+}
+
+// listRow is what a row of the session list shows.
+type listRow struct {
+	ID         string `json:"id"`
+	Badge      string `json:"badge"`
+	Version    string `json:"version"`
+	Title      string `json:"title"`
+	ShortID    string `json:"shortID"`
+	Workspace  string `json:"workspace"`
+	Started    string `json:"started"`
+	StartedISO string `json:"startedISO"`
+	Ago        string `json:"ago"`
+	Counts     string `json:"counts"`
+	Cost       string `json:"cost"`
+	Flags      string `json:"flags"`
+	Href       string `json:"href"`
+}
+
+func (p *tab) listRows() []listRow {
+	p.t.Helper()
+	return evalJS[[]listRow](p, `Array.from(document.querySelectorAll('[data-testid="session-row"]'), r => {
+		const q = id => { const e = r.querySelector('[data-testid="' + id + '"]'); return e ? e.textContent.replace(/\s+/g, ' ').trim() : '' };
+		return { id: r.dataset.sessionId, badge: q('agent-badge'), version: q('agent-version'), title: q('title'),
+			shortID: q('short-id'), workspace: q('workspace'), started: q('started'),
+			startedISO: r.querySelector('[data-testid="started"]').getAttribute('datetime'), ago: q('started-ago'),
+			counts: q('counts'), cost: q('cost'), flags: q('flags'),
+			href: r.querySelector('[data-testid="title"]').getAttribute('href') };
+	})`)
+}
+
+// listFixture is three sessions of two agents: the newest has no cost
+// recorded, a failed and a reference-only command and a flag.
+func listFixture(now time.Time) (older, middle, newer obj) {
+	older = sessionBatch("aaaa1111-older", "testagent", "1.0.0", now.Add(-50*time.Hour), "/home/dev/alpha-repo", metricsOf(0.5, 2, 10, 5))
+	at := now.Add(-50 * time.Hour)
+	older["turns"] = arr{turnRec("aaaa1111-older", 1, at, "")}
+	older["steps"] = arr{
+		stepRec("aaaa1111-older", 1, 1, at, "message", userPrompt("Fix the failing test\nin the parser")),
+		stepRec("aaaa1111-older", 2, 1, at, "command", obj{"command": "go test ./...", "stdout": "ok", "exit_code": 0}),
+		stepRec("aaaa1111-older", 3, 1, at, "edit", obj{"path": "/home/dev/alpha-repo/main.go", "old_string": "a", "new_string": "b", "is_full_write": false}),
+	}
+
+	middle = sessionBatch("cccc3333-middle", "testagent", "1.1.0", now.Add(-20*time.Hour), "/home/dev/gamma", metricsOf(1.25, 4, 20, 8))
+	at = now.Add(-20 * time.Hour)
+	middle["turns"] = arr{turnRec("cccc3333-middle", 1, at, "")}
+	middle["steps"] = arr{stepRec("cccc3333-middle", 1, 1, at, "message", userPrompt("Rename the package"))}
+
+	newer = sessionBatch("bbbb2222-newer", "cline", "3.1.0", now.Add(-3*time.Hour), "/srv/beta", nil)
+	at = now.Add(-3 * time.Hour)
+	newer["turns"] = arr{turnRec("bbbb2222-newer", 1, at, "act")}
+	newer["steps"] = arr{
+		stepRec("bbbb2222-newer", 1, 1, at, "message", userPrompt("Add a README")),
+		withFields(stepRec("bbbb2222-newer", 2, 1, at, "command", obj{"command": "make docs", "stderr": "no rule", "exit_code": 2}),
+			"outcome", "failed", "error", obj{"type": "exit_status", "message": "exit status 2"},
+			"flags", arr{obj{"kind": "failed", "severity": "warn", "reason": "make failed"}}),
+		withFields(stepRec("bbbb2222-newer", 3, 1, at, "command", obj{"output_ref": "/tmp/capture/3.txt"}),
+			"content_status", "reference_only"),
+	}
+	return older, middle, newer
+}
+
+// browserList: rows newest first with everything a row shows, the agent
+// chips and the total.
+func browserList(t *testing.T, b *browser) {
+	s := newTestService(t)
+	now := time.Now().UTC()
+	older, middle, newer := listFixture(now)
+	for _, x := range []obj{older, middle, newer} {
+		s.mustPush(x, http.StatusCreated)
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/")
+
+	rows := p.listRows()
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.ID)
+	}
+	if want := "bbbb2222-newer cccc3333-middle aaaa1111-older"; strings.Join(ids, " ") != want {
+		t.Fatalf("rows = %v; want newest first: %s", ids, want)
+	}
+	startedNewer, startedOlder := now.Add(-3*time.Hour), now.Add(-50*time.Hour)
+	want := []listRow{{
+		ID: "bbbb2222-newer", Badge: "cline", Version: "3.1.0", Title: "Add a README", ShortID: "bbbb2222",
+		Workspace: "beta", Started: startedNewer.Format("2006-01-02 15:04"), StartedISO: isoUTC(startedNewer), Ago: "3 h ago",
+		Cost: "not recorded", Href: "/session?id=bbbb2222-newer",
+	}, {
+		ID: "aaaa1111-older", Badge: "testagent", Version: "1.0.0", Title: "Fix the failing test", ShortID: "aaaa1111",
+		Workspace: "alpha-repo", Started: startedOlder.Format("2006-01-02 15:04"), StartedISO: isoUTC(startedOlder), Ago: "2 days ago",
+		Cost: "$0.50", Href: "/session?id=aaaa1111-older",
+	}}
+	byID := map[string]listRow{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	for _, w := range want {
+		got := byID[w.ID]
+		w.Counts, w.Flags = got.Counts, got.Flags // checked below
+		if got != w {
+			t.Errorf("row %s =\n%+v; want\n%+v", w.ID, got, w)
+		}
+	}
+	for _, c := range []struct {
+		row  listRow
+		want []string
+	}{
+		{rows[0], []string{"2 command", "1 message", "1 failed", "1 reference-only"}},
+		{rows[2], []string{"1 command", "1 edit", "1 message"}},
+	} {
+		for _, w := range c.want {
+			if !strings.Contains(c.row.Counts, w) {
+				t.Errorf("row %s counts = %q; want %q in it", c.row.ID, c.row.Counts, w)
+			}
+		}
+	}
+	if strings.Contains(rows[2].Counts, "failed") || strings.Contains(rows[2].Counts, "reference-only") {
+		t.Errorf("row %s counts = %q; want no failed or reference-only count", rows[2].ID, rows[2].Counts)
+	}
+	if !strings.HasPrefix(rows[0].Flags, "1 ") || rows[2].Flags != "" {
+		t.Errorf("flag counts = %q and %q; want 1 and none", rows[0].Flags, rows[2].Flags)
+	}
+	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "3 sessions") || !strings.Contains(total, "$1.75") {
+		t.Errorf("total = %q; want 3 sessions and the combined cost $1.75", total)
+	}
+
+	chips := p.texts(`[data-testid="agent-chip"]`)
+	if len(chips) != 2 || chips[0] != "cline 1" || chips[1] != "testagent 2" {
+		t.Errorf("agent chips = %q; want cline 1 and testagent 2", chips)
+	}
+	p.click(`[data-testid="agent-chip"][href="/?agent=testagent"]`)
+	p.waitFor("the chip filters the list", `location.search === '?agent=testagent' && document.querySelectorAll('[data-testid="session-row"]').length === 2`)
+	if active := p.text(`[data-testid="agent-chips"] .chip.active`); active != "testagent 2" {
+		t.Errorf("active chip = %q; want testagent 2", active)
+	}
+	for _, r := range p.listRows() {
+		if r.Badge != "testagent" {
+			t.Errorf("/?agent=testagent shows a %s row", r.Badge)
+		}
+	}
+	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") || !strings.Contains(total, "$1.75") {
+		t.Errorf("filtered total = %q; want 2 sessions, $1.75", total)
+	}
+}
+
+// browserListLive: a new session and a change to a listed one appear
+// without a reload.
+func browserListLive(t *testing.T, b *browser) {
+	s := newTestService(t)
+	now := time.Now().UTC()
+	older, _, _ := listFixture(now)
+	s.mustPush(older, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/")
+	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	evalJS[bool](p, `window.sameDocument = true`)
+
+	fresh := sessionBatch("dddd4444-fresh", "cline", "3.2.0", now.Add(-time.Minute), "/srv/delta", nil)
+	s.mustPush(fresh, http.StatusCreated)
+	at := now.Add(-49 * time.Hour)
+	s.mustPush(laterPush(older, nil, arr{stepRec("aaaa1111-older", 4, 1, at, "read", obj{"path": "/home/dev/alpha-repo/x.go"})}), http.StatusOK)
+
+	p.waitFor("the new session and the changed one show", `document.querySelectorAll('[data-testid="session-row"]').length === 2
+		&& document.querySelector('[data-testid="session-row"]').dataset.sessionId === 'dddd4444-fresh'
+		&& document.querySelector('[data-session-id="aaaa1111-older"] [data-testid="counts"]').textContent.includes('1 read')`)
+	if !evalJS[bool](p, `window.sameDocument === true`) {
+		t.Error("the list reloaded; want it updated in place")
+	}
+	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") {
+		t.Errorf("total after the push = %q; want 2 sessions", total)
+	}
+}
+
+// richSession has every kind of step in two turns and two segments.
+func richSession() obj {
+	sid := "rich-session-0001"
+	started := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	b := sessionBatch(sid, "claude-code", "2.0.1", started, "/home/dev/project-x", metricsOf(1.5, 7, 1200, 340))
+	b["session"].(obj)["workspace"].(obj)["repo"] = "github.com/dev/project-x"
+	b["segments"] = append(b["segments"].(arr), obj{"index": 1, "start_reason": "resume", "started_at": isoUTC(started.Add(time.Hour)), "source_files": arr{}})
+	t1, t2 := started.Add(time.Second), started.Add(2*time.Minute)
+	b["turns"] = arr{turnRec(sid, 1, t1, "plan"), turnRec(sid, 2, t2, "act")}
+	b["steps"] = arr{
+		stepRec(sid, 1, 1, t1, "message", userPrompt("Fix the failing test\nin the parser package")),
+		withFields(stepRec(sid, 2, 1, t1.Add(time.Second), "command", obj{
+			"command": "go test ./...", "cwd": "/home/dev/project-x", "exit_code": 1, "stdout": "FAIL parser", "stderr": "panic: boom",
+		}), "outcome", "failed", "error", obj{"type": "exit_status", "message": "exit status 1"},
+			"flags", arr{obj{"kind": "failed", "severity": "warn", "reason": "the tests failed"}}),
+		stepRec(sid, 3, 1, t1.Add(2*time.Second), "edit", obj{
+			"path": "/home/dev/project-x/parser.go", "old_string": "x := 1\nreturn nil\n", "new_string": "x := 1\nreturn err\n", "is_full_write": false,
+		}),
+		withFields(stepRec(sid, 4, 1, t1.Add(3*time.Second), "read", obj{"path": "/home/dev/project-x/parser.go", "range": arr{10, 42}}), "decision", "auto"),
+		stepRec(sid, 5, 2, t2, "message", userPrompt("Now run it again")),
+		stepRec(sid, 6, 2, t2.Add(time.Second), "command", obj{"command": "go test ./...", "exit_code": 0, "stdout": "ok parser"}),
+		withFields(stepRec(sid, 7, 2, t2.Add(2*time.Second), "command", obj{"output_ref": "/tmp/capture/out-7.txt"}), "content_status", "reference_only"),
+		stepRec(sid, 8, 2, t2.Add(3*time.Second), "message", obj{"role": "assistant", "text": "All tests pass now.\nThe parser returns its error."}),
+		stepRec(sid, 9, 2, t2.Add(4*time.Second), "other", obj{"tool_name": "WebFetch", "raw": obj{"url": "https://example.com", "prompt": "summarise"}}),
+	}
+	return b
+}
+
+// browserSessionView: the summary, files touched, commands run and the
+// timeline with each step's line.
+func browserSessionView(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=rich-session-0001")
+
+	if title := p.text(`[data-testid="session-title"]`); title != "Fix the failing test" {
+		t.Errorf("title = %q; want the first line of the first prompt", title)
+	}
+	host, _ := os.Hostname()
+	summary := p.fields(`[data-testid="summary"]`)
+	for label, want := range map[string]string{
+		"Cost": "$1.50", "API requests": "7", "Tokens in / out": "1200 / 340", "Steps": "9", "Turns": "2",
+		"Failed": "1", "Reference-only": "1", "Workspace": "/home/dev/project-x (github.com/dev/project-x)",
+		"Time": "2026-01-02T10:00:00Z – open · 2 segments", "Owner": "local on " + host,
+	} {
+		if summary[label] != want {
+			t.Errorf("summary %s = %q; want %q", label, summary[label], want)
+		}
+	}
+	if got := p.text(`[data-testid="summary-cost"]`); got != "$1.50" {
+		t.Errorf("summary-cost = %q; want $1.50", got)
+	}
+
+	files := p.rows(`[data-testid="files"] tr`)
+	if want := []string{"File | Created | Edited | Read | Failed", "/home/dev/project-x/parser.go | 0 | 1 | 1 | 0"}; strings.Join(files, "\n") != strings.Join(want, "\n") {
+		t.Errorf("files touched = %q; want %q", files, want)
+	}
+	cmds := p.rows(`[data-testid="commands"] tr`)
+	if want := []string{"Command | Runs | Failed | Exit codes", "go test ./... | 2 | 1 | 0, 1", "(command not recorded) output not inline | 1 | 0 | "}; strings.Join(cmds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("commands run = %q; want %q", cmds, want)
+	}
+	if n := p.count(`[data-testid="commands"] [data-testid="not-inline"]`); n != 1 {
+		t.Errorf("%d output not inline tags; want 1 (the reference-only command)", n)
+	}
+
+	type turnInfo struct {
+		Number string   `json:"number"`
+		Head   string   `json:"head"`
+		Prompt string   `json:"prompt"`
+		Mode   string   `json:"mode"`
+		Steps  []string `json:"steps"`
+	}
+	turns := evalJS[[]turnInfo](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => {
+		const q = s => { const e = t.querySelector(s); return e ? e.textContent.replace(/\s+/g, ' ').trim() : '' };
+		return { number: t.dataset.number, head: q('h3'), prompt: q('[data-testid="turn-prompt"]'), mode: q('[data-testid="turn-mode"]'),
+			steps: Array.from(t.querySelectorAll('[data-testid="step"] > summary'), s =>
+				[s.querySelector('.seq'), s.querySelector('.type'), s.querySelector('.line'), s.querySelector('.status')]
+					.map(e => e.textContent.trim()).join(' | ')) };
+	})`)
+	want := []turnInfo{{
+		Number: "1", Head: "Turn 1 plan", Prompt: "Fix the failing test in the parser package", Mode: "plan",
+		Steps: []string{
+			"#1 | message | user: Fix the failing test … | ok",
+			"#2 | command | go test ./... | failed: exit_status",
+			"#3 | edit | edit /home/dev/project-x/parser.go | ok",
+			"#4 | read | read /home/dev/project-x/parser.go:10-42 | ok",
+		},
+	}, {
+		Number: "2", Head: "Turn 2 act", Prompt: "Now run it again", Mode: "act",
+		Steps: []string{
+			"#5 | message | user: Now run it again | ok",
+			"#6 | command | go test ./... | ok",
+			"#7 | command | command not recorded | reference-only",
+			"#8 | message | assistant: All tests pass now. … | ok",
+			`#9 | other | WebFetch {"prompt":"summarise","url":"https://example.com"} | ok`,
+		},
+	}}
+	gotJSON, _ := json.MarshalIndent(turns, "", "  ")
+	wantJSON, _ := json.MarshalIndent(want, "", "  ")
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("timeline =\n%s\nwant\n%s", gotJSON, wantJSON)
+	}
+}
+
+// browserOpenStep: opening a step by click and by keyboard shows what was
+// recorded for each step type.
+func browserOpenStep(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=rich-session-0001")
+
+	if n := p.count(`details.step[open]`); n != 0 {
+		t.Fatalf("%d steps open on arrival; want none", n)
+	}
+	for _, c := range []struct {
+		seq      int
+		keyboard bool
+		fields   map[string]string
+		blocks   map[string]string
+	}{
+		{2, false, map[string]string{
+			"Time": "2026-01-02T10:00:02Z", "Permission": "accepted", "Command": "go test ./...", "Working directory": "/home/dev/project-x",
+			"Exit code": "1", "Error": "exit_status: exit status 1", "Flag": "failed (warn): the tests failed",
+		}, map[string]string{"stdout": "FAIL parser", "stderr": "panic: boom"}},
+		{3, true, map[string]string{"Time": "2026-01-02T10:00:03Z", "Permission": "accepted", "File": "/home/dev/project-x/parser.go"}, nil},
+		{4, false, map[string]string{"Time": "2026-01-02T10:00:04Z", "Permission": "auto", "File": "/home/dev/project-x/parser.go", "Range": "lines 10–42"}, nil},
+		{8, true, map[string]string{"Time": "2026-01-02T10:02:03Z", "Role": "assistant"}, map[string]string{"Text": "All tests pass now.\nThe parser returns its error."}},
+		{9, false, map[string]string{"Time": "2026-01-02T10:02:04Z", "Permission": "accepted", "Tool": "WebFetch"},
+			map[string]string{"Recorded": "{\n  \"prompt\": \"summarise\",\n  \"url\": \"https://example.com\"\n}"}},
+		{7, true, map[string]string{"Time": "2026-01-02T10:02:02Z", "Permission": "accepted", "Output kept at": "/tmp/capture/out-7.txt"}, nil},
+	} {
+		step := fmt.Sprintf("#step-%d", c.seq)
+		how := "click"
+		if c.keyboard {
+			how = "Enter"
+			p.pressEnter(step + " > summary")
+		} else {
+			p.click(step + " > summary")
+		}
+		p.waitFor(fmt.Sprintf("step %d opens by %s", c.seq, how), `document.querySelector('`+step+`').open
+			&& document.querySelector('`+step+` [data-testid="step-detail"]').checkVisibility()`)
+		got := p.fields(step + ` [data-testid="step-detail"]`)
+		if fmt.Sprint(got) != fmt.Sprint(c.fields) {
+			t.Errorf("step %d (opened by %s) shows %v; want %v", c.seq, how, got, c.fields)
+		}
+		for label, want := range c.blocks {
+			got := evalJS[string](p, `document.querySelector('`+step+` [data-testid="block-`+label+`"] pre').textContent`)
+			if got != want {
+				t.Errorf("step %d %s = %q; want %q", c.seq, label, got, want)
+			}
+		}
+	}
+
+	// The edit's diff: removed lines red, added lines green.
+	type line struct {
+		Kind, Text, Color string
+	}
+	lines := evalJS[[]line](p, `Array.from(document.querySelectorAll('#step-3 pre.diff .dl'), l => ({
+		Kind: l.classList.contains('del') ? 'del' : l.classList.contains('add') ? 'add' : 'ctx',
+		Text: l.textContent, Color: getComputedStyle(l).backgroundColor }))`)
+	var del, add []line
+	for _, l := range lines {
+		switch l.Kind {
+		case "del":
+			del = append(del, l)
+		case "add":
+			add = append(add, l)
+		}
+	}
+	if len(del) != 1 || !strings.Contains(del[0].Text, "return nil") || len(add) != 1 || !strings.Contains(add[0].Text, "return err") {
+		t.Fatalf("diff lines = %+v; want return nil removed and return err added", lines)
+	}
+	if !reddish(del[0].Color) || !greenish(add[0].Color) {
+		t.Errorf("removed line background %s, added %s; want red and green", del[0].Color, add[0].Color)
+	}
+	for _, l := range lines {
+		if l.Kind == "ctx" && strings.Contains(l.Text, "return") {
+			t.Errorf("diff line %q is context; want it removed or added", l.Text)
+		}
+	}
+
+	// Enter closes a step again, as a click does.
+	p.pressEnter("#step-8 > summary")
+	p.waitFor("Enter closes step 8", `!document.querySelector('#step-8').open`)
+}
+
+// reddish and greenish read a computed rgb() color.
+func reddish(c string) bool {
+	var r, g, b int
+	fmt.Sscanf(c, "rgb(%d, %d, %d)", &r, &g, &b)
+	return r > g && r > b
+}
+
+func greenish(c string) bool {
+	var r, g, b int
+	fmt.Sscanf(c, "rgb(%d, %d, %d)", &r, &g, &b)
+	return g > r && g > b
+}
+
+// inView is true when the element's top is inside the viewport (give or
+// take the pixel that fractional layout may leave).
+func inView(sel string) string {
+	return `(function(){ const r = document.querySelector('` + sel + `').getBoundingClientRect();
+		return r.top > -2 && r.top < window.innerHeight })()`
+}
+
+// browserStepLink: #step-<seq> opens that step and scrolls to it, also for
+// a step of a turn older than those shown.
+func browserStepLink(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+
+	p.open("/session?id=long-session#step-75")
+	p.waitFor("step 75 is open and scrolled to", `document.querySelector('#step-75').open && window.scrollY > 0 && `+inView("#step-75"))
+	if n := p.count(`[data-testid="turn"]`); n != 30 {
+		t.Errorf("%d turns shown for a link to a shown step; want 30", n)
+	}
+	if n := p.count(`details.step[open]`); n != 1 {
+		t.Errorf("%d steps open; want only the linked one", n)
+	}
+	p.waitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
+
+	// Step 5 is in turn 5, older than the 30 shown: the page reloads with
+	// every turn. The hash changes after the evaluation returns, as the
+	// reload it starts would lose the evaluation's answer.
+	evalJS[bool](p, `setTimeout(() => { location.hash = '#step-5' }), true`)
+	p.waitFor("the page reloads with every turn and opens step 5", `new URLSearchParams(location.search).get('turns') === 'all'
+		&& location.hash === '#step-5' && document.querySelector('#step-5') !== null && document.querySelector('#step-5').open`)
+	p.waitFor("step 5 is scrolled to", inView("#step-5"))
+	p.waitFor("step 5 has the focus", `document.activeElement === document.querySelector('#step-5 > summary')`)
+	if n := p.count(`[data-testid="turn"]`); n != 90 {
+		t.Errorf("%d turns shown after a link to an older step; want all 90", n)
+	}
+	if n := p.count(`[data-testid="earlier-turns"]`); n != 0 {
+		t.Errorf("the earlier-turns control shows with every turn shown")
+	}
+}
+
+// browserExpandCollapse: Expand all opens every step, Collapse all closes
+// them.
+func browserExpandCollapse(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=rich-session-0001")
+
+	p.click(`[data-testid="expand-all"]`)
+	p.waitFor("Expand all opens the 9 steps", `document.querySelectorAll('details.step[open]').length === 9`)
+	p.click(`[data-testid="collapse-all"]`)
+	p.waitFor("Collapse all closes every step", `document.querySelectorAll('details.step[open]').length === 0`)
+	p.click("#step-6 > summary")
+	p.click(`[data-testid="expand-all"]`)
+	p.waitFor("Expand all opens the rest", `document.querySelectorAll('details.step[open]').length === 9`)
+}
+
+// browserOpenStepSurvivesUpdate: a change to another step of the same turn
+// redraws the turn, and the step the reader opened stays open, with all of
+// its output.
+func browserOpenStepSurvivesUpdate(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "open-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	long := countable(5000)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "message", userPrompt("Build it")),
+		stepRec(sid, 2, 1, at, "command", obj{"command": "make", "stdout": long}),
+		stepRec(sid, 3, 1, at, "command", obj{"command": "make test", "stdout": "running"}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+
+	p.click("#step-2 > summary")
+	p.waitFor("step 2 shows its whole output", `document.querySelector('#step-2').open
+		&& document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000`)
+
+	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 3, 1, at, "command", obj{"command": "make test", "stdout": "all passed"})}), http.StatusOK)
+	p.waitFor("the change to step 3 shows", `document.querySelector('#step-3 [data-testid="block-stdout"] pre').textContent === 'all passed'`)
+	if !evalJS[bool](p, `document.querySelector('#step-2').open`) {
+		t.Fatal("step 2 closed when its turn was redrawn; want it to stay open")
+	}
+	if n := p.count(`[data-testid="turn"]`); n != 1 {
+		t.Errorf("%d turns after the update; want 1", n)
+	}
+	p.waitFor("step 2 still shows its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000`)
+}
+
+// browserLongOutput: output over 100,000 characters is cut at 100,000 with a
+// control that shows all of it.
+func browserLongOutput(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "long-output"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{stepRec(sid, 1, 1, at, "command", obj{"command": "cat big.log", "stdout": countable(150_000)})}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+
+	const pre = `document.querySelector('#step-1 [data-testid="block-stdout"] pre').textContent`
+	p.click("#step-1 > summary")
+	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
+		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
+	if got := p.text(`#step-1 [data-testid="cut"]`); !strings.Contains(got, "50000 more characters") {
+		t.Errorf("cut note = %q; want 50000 more characters", got)
+	}
+	if got := evalJS[string](p, pre); got != countable(100_000) {
+		t.Errorf("the first 100,000 characters shown are not the output's start")
+	}
+	p.click(`#step-1 [data-testid="show-all"]`)
+	p.waitFor("Show all shows every character", pre+`.length === 150000 && document.querySelector('#step-1 [data-testid="show-all"]') === null`)
+	if got := evalJS[string](p, pre); got != countable(150_000) {
+		t.Errorf("the whole output shown differs from the recorded one")
+	}
+	if !evalJS[bool](p, `document.querySelector('#step-1').open`) {
+		t.Error("step 1 closed after Show all")
+	}
+}
+
+// browserFirstDeliveryHead: the page carries the first 2,048 characters of
+// each output; opening the step loads the rest.
+func browserFirstDeliveryHead(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "head-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	out, errOut, text := countable(5000), "E"+countable(2999), "T"+countable(3999)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "message", obj{"role": "assistant", "text": text}),
+		stepRec(sid, 2, 1, at, "command", obj{"command": "make", "stdout": out, "stderr": errOut}),
+		stepRec(sid, 3, 1, at, "command", obj{"command": "true", "stdout": "short"}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	base := serveBrowser(t, s)
+
+	res, err := http.Get(base + "/session?id=" + sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sel, whole string }{
+		{`#step-1 [data-testid="block-Text"] pre`, text},
+		{`#step-2 [data-testid="block-stdout"] pre`, out},
+		{`#step-2 [data-testid="block-stderr"] pre`, errOut},
+		{`#step-3 [data-testid="block-stdout"] pre`, "short"},
+	} {
+		want := c.whole[:min(2048, len(c.whole))]
+		if got := doc.Find(c.sel).Text(); got != want {
+			t.Errorf("first delivery of %s has %d characters; want the first %d", c.sel, len(got), len(want))
+		}
+	}
+	if _, partial := doc.Find("#step-3").Attr("data-partial"); partial {
+		t.Error("step 3, all of it delivered, is marked partial")
+	}
+
+	p := b.newTab(t, base)
+	p.open("/session?id=" + sid)
+	p.click("#step-2 > summary")
+	p.waitFor("opening step 2 loads all of stdout and stderr", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000
+		&& document.querySelector('#step-2 [data-testid="block-stderr"] pre').textContent.length === 3000`)
+	if got := evalJS[string](p, `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent`); got != out {
+		t.Error("step 2's loaded stdout differs from the recorded one")
+	}
+	p.pressEnter("#step-1 > summary")
+	p.waitFor("opening step 1 loads all of its text", `document.querySelector('#step-1 [data-testid="block-Text"] pre').textContent.length === 4000`)
+	if n := p.count(`[data-testid="cut"]`); n != 0 {
+		t.Errorf("%d cut notes after loading the steps; want none", n)
+	}
+}
+
+// browserEarlierTurns: 30 turns shown, then 50 more per click of the
+// earlier-turns control.
+func browserEarlierTurns(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=long-session")
+
+	numbers := func() []string {
+		return evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`)
+	}
+	inOrder := func(got []string, from int) {
+		t.Helper()
+		for i, n := range got {
+			if n != fmt.Sprint(from+i) {
+				t.Fatalf("turns shown = %v; want %d to 90 in order", got, from)
+			}
+		}
+	}
+	inOrder(numbers(), 61)
+	if n := len(numbers()); n != 30 {
+		t.Fatalf("%d turns shown; want the 30 most recent", n)
+	}
+	if got := p.text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "50 earlier") || !strings.Contains(got, "60 not shown") {
+		t.Errorf("earlier-turns control = %q; want 50 earlier, 60 not shown", got)
+	}
+	p.click(`[data-testid="earlier-turns"]`)
+	p.waitFor("50 earlier turns show", `document.querySelectorAll('[data-testid="turn"]').length === 80`)
+	inOrder(numbers(), 11)
+	if got := p.text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "10 earlier") {
+		t.Errorf("earlier-turns control = %q; want 10 earlier", got)
+	}
+	p.click(`[data-testid="earlier-turns"]`)
+	p.waitFor("the last 10 turns show and the control goes", `document.querySelectorAll('[data-testid="turn"]').length === 90
+		&& document.querySelector('[data-testid="earlier-turns"]') === null`)
+	inOrder(numbers(), 1)
+
+	// Steps of an earlier turn open like the others.
+	p.click("#step-3 > summary")
+	p.waitFor("a step of an earlier turn opens", `document.querySelector('#step-3').open && document.querySelector('#step-3 [data-testid="step-detail"]').checkVisibility()`)
+}
+
+// browserSessionLive: a new step in the last turn and a new turn show
+// without a reload, and unchanged turns are not redrawn.
+func browserSessionLive(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "live-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", metricsOf(0.1, 1, 1, 1))
+	var turns, steps arr
+	for i := 1; i <= 3; i++ {
+		turns = append(turns, turnRec(sid, i, at, ""))
+		steps = append(steps,
+			stepRec(sid, 2*i-1, i, at, "message", userPrompt(fmt.Sprintf("prompt %d", i))),
+			stepRec(sid, 2*i, i, at, "command", obj{"command": fmt.Sprintf("step %d", 2*i), "stdout": "ok"}))
+	}
+	x["turns"], x["steps"] = turns, steps
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	// The refresh on connecting is done: the change below gets one of its own.
+	p.waitFor("the refresh on ready", `performance.getEntriesByType('resource').some(e => new URL(e.name).pathname === '/session/updates')`)
+	evalJS[bool](p, `window.sameDocument = true;
+		document.querySelectorAll('[data-testid="turn"]').forEach(t => { t.keptNode = true }); true`)
+
+	s.mustPush(laterPush(x, arr{turnRec(sid, 4, at.Add(time.Minute), "act")}, arr{
+		stepRec(sid, 7, 3, at, "read", obj{"path": "/tmp/ws/new.go"}),
+		stepRec(sid, 8, 4, at.Add(time.Minute), "message", userPrompt("prompt 4")),
+	}), http.StatusOK)
+	p.waitFor("the new step and the new turn show", `document.querySelector('[data-testid="turn"][data-number="3"] #step-7') !== null
+		&& document.querySelector('[data-testid="turn"][data-number="4"] #step-8') !== null`)
+
+	if !evalJS[bool](p, `window.sameDocument === true`) {
+		t.Fatal("the page reloaded; want it updated in place")
+	}
+	// One refresh on connecting (ready), one for the change, two seconds
+	// apart, as the page's own resource timings tell.
+	fetches := evalJS[[]float64](p, `performance.getEntriesByType('resource')
+		.filter(e => new URL(e.name).pathname === '/session/updates').map(e => e.startTime)`)
+	if len(fetches) < 2 {
+		t.Errorf("%d fetches of the updates; want one on ready and one for the change", len(fetches))
+	}
+	for i := 1; i < len(fetches); i++ {
+		if gap := fetches[i] - fetches[i-1]; gap < 1950 {
+			t.Errorf("live refreshes %.0f ms apart; want at most one every two seconds", gap)
+		}
+	}
+	numbers := evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`)
+	if strings.Join(numbers, ",") != "1,2,3,4" {
+		t.Errorf("turns after the update = %v; want 1,2,3,4 once each", numbers)
+	}
+	kept := evalJS[[]bool](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.keptNode === true)`)
+	if fmt.Sprint(kept) != "[true true false false]" {
+		t.Errorf("turns kept (not redrawn) = %v; want turns 1 and 2 kept, 3 and 4 drawn", kept)
+	}
+	if got := p.fields(`[data-testid="summary"]`); got["Steps"] != "8" || got["Turns"] != "4" {
+		t.Errorf("summary after the update shows %s steps, %s turns; want 8 and 4", got["Steps"], got["Turns"])
+	}
+	if got := p.text(`[data-testid="turn"][data-number="4"] [data-testid="turn-mode"]`); got != "act" {
+		t.Errorf("new turn's mode = %q; want act", got)
+	}
+	if got := p.texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[/tmp/ws/new.go]" {
+		t.Errorf("files touched after the update = %v; want the new read", got)
+	}
+}
+
+// browserLivePill: live while connected, server offline while the server
+// is down with the content kept, live again on return with the changes
+// made meanwhile.
+func browserLivePill(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "pill-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{stepRec(sid, 1, 1, at, "message", userPrompt("Start"))}
+	s.mustPush(x, http.StatusCreated)
+	srv := newRestartableServer(t, s.store)
+	p := b.newTab(t, srv.URL())
+	p.open("/session?id=" + sid)
+	const pill = `document.querySelector('[data-testid="live-pill"]').textContent`
+	p.waitFor("the pill says live", pill+` === 'live'`)
+	if class := evalJS[string](p, `document.querySelector('[data-testid="live-pill"]').className`); class != "pill live" {
+		t.Errorf("live pill class = %q; want pill live", class)
+	}
+	evalJS[bool](p, `window.sameDocument = true; window.pillStates = [];
+		new MutationObserver(() => pillStates.push(`+pill+`)).observe(document.querySelector('[data-testid="live-pill"]'), { childList: true, characterData: true, subtree: true });
+		true`)
+
+	srv.stop()
+	p.waitForWithin(8*time.Second, "the pill says server offline", pill+` === 'server offline'`)
+	if title := p.text(`[data-testid="session-title"]`); title != "Start" || p.count(`[data-testid="step"]`) != 1 {
+		t.Errorf("while offline the page shows %q and %d steps; want its content kept", title, p.count(`[data-testid="step"]`))
+	}
+
+	// A change made while the server is down shows after it returns.
+	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "command", obj{"command": "make offline", "stdout": "ok"})}), http.StatusOK)
+	srv.start()
+	p.waitForWithin(10*time.Second, "the pill says live again", pill+` === 'live'`)
+	p.waitFor("the change made while offline shows", `document.querySelector('#step-2') !== null`)
+	if !evalJS[bool](p, `window.sameDocument === true`) {
+		t.Error("the page reloaded; want it to catch up in place")
+	}
+	if states := strings.Join(evalJS[[]string](p, `pillStates`), ", "); !strings.HasPrefix(states, "connecting, server offline") || !strings.HasSuffix(states, "live") {
+		t.Errorf("the pill went %s; want connecting, server offline, (connecting,) live", states)
+	}
+}
+
+// browserDelete: the dialog asks first with Cancel focused, Cancel keeps
+// the session, Delete removes it and goes to the list, and another tab on
+// the session says it is gone.
+func browserDelete(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	s.mustPush(newBatch("kept-session"), http.StatusCreated)
+	base := serveBrowser(t, s)
+	const sid = "rich-session-0001"
+	other := b.newTab(t, base)
+	other.open("/session?id=" + sid)
+	other.waitFor("the other tab is live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+
+	p := b.newTab(t, base)
+	p.open("/session?id=" + sid)
+	p.click(`[data-testid="delete-button"]`)
+	p.waitFor("the dialog opens with Cancel focused", `document.querySelector('[data-testid="delete-dialog"]').open
+		&& document.activeElement === document.querySelector('[data-testid="delete-cancel"]')`)
+	if got := p.text(`[data-testid="delete-dialog"]`); !strings.Contains(got, "9 steps will go") || !strings.Contains(got, "Delete 9 steps") {
+		t.Errorf("delete dialog = %q; want the 9 steps that will go", got)
+	}
+	kept := func(how string) {
+		t.Helper()
+		p.waitFor(how+" closes the dialog", `!document.querySelector('[data-testid="delete-dialog"]').open`)
+		if _, err := s.store.Detail(context.Background(), sid, store.DetailQuery{}); err != nil {
+			t.Fatalf("after %s, Detail = %v; want the session kept", how, err)
+		}
+		if p.text(`[data-testid="session-title"]`) == "" || evalJS[string](p, `location.pathname`) != "/session" {
+			t.Fatalf("after %s the session page is gone", how)
+		}
+	}
+	p.do("press Enter on the preselected Cancel", chromedp.KeyEvent("\r"))
+	kept("Enter on Cancel")
+	p.click(`[data-testid="delete-button"]`)
+	p.waitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.click(`[data-testid="delete-cancel"]`)
+	kept("a click on Cancel")
+
+	p.click(`[data-testid="delete-button"]`)
+	p.waitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.click(`[data-testid="delete-confirm"]`)
+	p.waitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	if ids := p.listRows(); len(ids) != 1 || ids[0].ID != "kept-session" {
+		t.Errorf("list after the delete = %+v; want only kept-session", ids)
+	}
+	if _, err := s.store.Detail(context.Background(), sid, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after Delete, Detail = %v; want ErrNotFound", err)
+	}
+	other.waitFor("the other tab says the session is gone", `document.querySelector('[data-testid="gone"]').checkVisibility()`)
+	if got := other.text(`[data-testid="gone"]`); got != "This session is no longer in the service." {
+		t.Errorf("gone banner = %q", got)
+	}
+	if other.text(`[data-testid="session-title"]`) == "" {
+		t.Error("the other tab dropped the session's content; want it kept under the banner")
+	}
+	other.open("/session?id=" + sid)
+	if got := other.text(`[data-testid="missing"]`); !strings.Contains(got, "not in the service") {
+		t.Errorf("the deleted session's page says %q; want that it is not in the service", got)
+	}
+}
+
+// browserExport: the export panel lists every value the download masks,
+// as the review route does, and links the download.
+func browserExport(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "export-session"
+	key := "AKIA" + "QWERTYUIOPASDFGH"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "message", userPrompt("Deploy")),
+		stepRec(sid, 2, 1, at, "command", obj{"command": "env", "stdout": "AWS_ACCESS_KEY_ID=" + key + "\nHOME=/root"}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	base := serveBrowser(t, s)
+
+	res, err := http.Get(base + "/api/sessions/" + sid + "/export/review")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review Review
+	err = json.NewDecoder(res.Body).Decode(&review)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET export/review = %d, %v", res.StatusCode, err)
+	}
+	if len(review.Findings) == 0 {
+		t.Fatal("the export review finds nothing; want the AWS key")
+	}
+
+	p := b.newTab(t, base)
+	p.open("/session?id=" + sid)
+	p.click(`[data-testid="export-button"]`)
+	p.waitFor("the export panel opens with its findings", `document.querySelector('[data-testid="export-dialog"]').open
+		&& document.querySelector('[data-testid="export-findings"]') !== null`)
+	type finding struct {
+		Rule, Preview, Placeholder, Where string
+	}
+	got := evalJS[[]finding](p, `Array.from(document.querySelectorAll('[data-testid="export-finding"]'), r => {
+		const c = Array.from(r.cells, c => c.textContent.replace(/\s+/g, ' ').trim());
+		return { Rule: c[0], Preview: c[1], Placeholder: c[2], Where: c[3].replace(/\s*,\s*/g, ', ') } })`)
+	var want []finding
+	for _, f := range review.Findings {
+		var where []string
+		for _, w := range f.Where {
+			if w.Seq != nil {
+				where = append(where, fmt.Sprintf("step %d %s", *w.Seq, w.Field))
+			} else {
+				where = append(where, w.Field)
+			}
+		}
+		want = append(want, finding{Rule: f.Rule + " " + f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder, Where: strings.Join(where, ", ")})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("export panel lists\n%+v\nwant the review's findings\n%+v", got, want)
+	}
+	var found bool
+	for _, f := range got {
+		found = found || strings.Contains(f.Where, "step 2 payload.stdout")
+	}
+	if !found {
+		t.Errorf("export panel %+v names no finding in step 2's stdout", got)
+	}
+	if panel := p.text(`[data-testid="export-dialog"]`); strings.Contains(panel, key) {
+		t.Error("the export panel shows the whole key")
+	}
+	if href := evalJS[string](p, `document.querySelector('[data-testid="export-download"]').getAttribute('href')`); href != "/api/sessions/"+sid+"/export" {
+		t.Errorf("download link = %q; want /api/sessions/%s/export", href, sid)
+	}
+}
+
+// browserDemo: the demo shows no delete button and refuses ingest.
+func browserDemo(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := NewHub(s.store, log)
+	demo := Routes(Deps{Store: s.store, Hub: hub, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log, Demo: true})
+	srv := httptest.NewServer(demo)
+	t.Cleanup(srv.Close)
+	t.Cleanup(hub.Close)
+
+	p := b.newTab(t, srv.URL)
+	p.open("/session?id=rich-session-0001")
+	p.waitFor("the demo session page shows", `document.querySelector('[data-testid="session"]') !== null`)
+	if n := p.count(`[data-testid="delete-button"], [data-testid="delete-dialog"]`); n != 0 {
+		t.Errorf("the demo shows a delete button or dialog (%d)", n)
+	}
+	if n := p.count(`[data-testid="demo-tag"]`); n != 1 {
+		t.Errorf("the demo shows %d demo tags; want 1", n)
+	}
+	if n := p.count(`[data-testid="export-button"]`); n != 1 {
+		t.Errorf("the demo shows %d export buttons; want 1", n)
+	}
+
+	before := s.snapshot()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/ingest", strings.NewReader(string(mustJSON(t, newBatch("demo-push")))))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("demo ingest = %d; want 403", res.StatusCode)
+	}
+	// A delete sent from the page itself is refused too.
+	status := awaitJS[int](p, `fetch('/api/sessions/rich-session-0001', { method: 'DELETE' }).then(r => r.status)`)
+	if status != http.StatusForbidden {
+		t.Errorf("demo delete = %d; want 403", status)
+	}
+	if s.snapshot() != before {
+		t.Error("the demo's refused writes changed the store")
+	}
+}
+
+// browserScriptIsText: a step's <script> shows as text and never runs.
+func browserScriptIsText(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "xss-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	evil := "<script>alert(1)</script>"
+	img := `<img src=x onerror="alert(2)">`
+	out := evil + img + countable(3000) // longer than the first delivery: opening loads the rest
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "message", userPrompt(evil+" please")),
+		stepRec(sid, 2, 1, at, "command", obj{"command": "echo '" + evil + "'", "stdout": out}),
+		stepRec(sid, 3, 1, at, "other", obj{"tool_name": "Inject", "raw": obj{"html": evil + img}}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+
+	p.open("/")
+	if got := p.listRows(); len(got) != 1 || got[0].Title != evil+" please" {
+		t.Errorf("list title = %+v; want the prompt as text", got)
+	}
+	p.open("/session?id=" + sid)
+	if got := p.text(`[data-testid="session-title"]`); got != evil+" please" {
+		t.Errorf("session title = %q; want the prompt as text", got)
+	}
+	if got := p.text(`#step-1 .line`); got != "user: "+evil+" please" {
+		t.Errorf("step 1 line = %q; want the prompt as text", got)
+	}
+	p.click("#step-2 > summary")
+	p.waitFor("step 2 loads its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === `+fmt.Sprint(len(out)))
+	if got := evalJS[string](p, `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent`); got != out {
+		t.Errorf("stdout shown = %.80q...; want it as text", got)
+	}
+	p.click(`[data-testid="expand-all"]`)
+	p.waitFor("every step opens", `document.querySelectorAll('details.step[open]').length === 3`)
+	if got := p.text(`#step-3 [data-testid="block-Recorded"] pre`); !strings.Contains(got, `\u003cscript\u003e`) && !strings.Contains(got, evil) {
+		t.Errorf("step 3 raw = %q; want the script as text", got)
+	}
+	if n := p.count(`main script, main img`); n != 0 {
+		t.Errorf("%d script or img elements in the page content; want none", n)
+	}
+	// A dialog blocks the page; give one a moment to show.
+	p.do("settle", chromedp.Sleep(300*time.Millisecond))
+	if d := p.seenDialogs(); len(d) != 0 {
+		t.Errorf("JavaScript dialogs opened: %q", d)
+	}
+}
