@@ -9,6 +9,8 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/agentreview/service/views"
+
 	"github.com/agentreview/service/store"
 )
 
@@ -44,7 +46,7 @@ func ago(d time.Duration) string {
 	case d < 24*time.Hour:
 		return fmt.Sprintf("%d h ago", int(d.Hours()))
 	default:
-		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+		return views.Plural(int(d.Hours()/24), "day") + " ago"
 	}
 }
 

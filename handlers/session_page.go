@@ -80,13 +80,16 @@ func linkSteps(v *views.SessionView, d store.SessionDetail, partial bool, open m
 func linkStep(s *views.StepView, u pageURLs, cut map[int64]map[string]int, partial bool, open map[int64]bool) {
 	s.BodyURL, s.AllURL = u.step(s.Seq, false), u.step(s.Seq, true)
 	s.Open = open[s.Seq]
+	s.Partial = partial && len(cut[s.Seq]) > 0
 	for k := range s.Blocks {
 		b := &s.Blocks[k]
 		if n, ok := cut[s.Seq][blockField[b.Label]]; ok {
 			b.Cut = n - utf8.RuneCountInString(b.Text)
-			s.Partial = s.Partial || partial
 		}
 	}
+	_, oldCut := cut[s.Seq]["old_string"]
+	_, newCut := cut[s.Seq]["new_string"]
+	s.DiffCut = oldCut || newCut
 }
 
 // blockField maps a step block's label to the payload field it shows.

@@ -2,6 +2,16 @@
 // view models built by handlers and never query anything.
 package views
 
+import "strconv"
+
+// Plural is "1 flag", "2 flags".
+func Plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
 // ListPage is the session list at /.
 type ListPage struct {
 	Agent   string // the agent kind filtered on, or ""
@@ -114,6 +124,7 @@ type StepView struct {
 	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
 	Blocks      []Block    // long text: stdout, stderr, message text, raw input
 	Diff        []DiffLine // edits only
+	DiffCut     bool       // the diff was made from cut strings
 	Partial     bool       // only the first bytes of its texts are here; opening loads the rest
 	Open        bool
 	BodyURL     string // the step's details, up to the review app's cut
