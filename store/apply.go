@@ -243,20 +243,18 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	       excluded.error, excluded.channels, excluded.flags, excluded.payload, excluded.stdout,
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
 
-// stepRow is a step split into its columns: the large text fields and the
+// stepRow is the JSON columns of a step. The large text fields and the
 // message role leave the payload JSON for columns of their own.
 type stepRow struct {
 	errorJSON, channels, flags, payload []byte
-	role                                any
-	bodies                              [5]any // stdout, stderr, text, old_string, new_string
 }
+
+var emptyArray = []byte("[]")
 
 func splitStep(st *Step) (stepRow, error) {
 	var r stepRow
 	var err error
 	p := st.Payload
-	r.role = nullable(p.Role)
-	r.bodies = [5]any{textOrNull(p.Stdout), textOrNull(p.Stderr), textOrNull(p.Text), textOrNull(p.OldString), textOrNull(p.NewString)}
 	p.Role, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString = "", nil, nil, nil, nil, nil
 	if r.payload, err = json.Marshal(p); err != nil {
 		return r, err
@@ -266,10 +264,15 @@ func splitStep(st *Step) (stepRow, error) {
 			return r, err
 		}
 	}
-	if r.channels, err = json.Marshal(st.Channels); err != nil {
-		return r, err
+	r.channels, r.flags = emptyArray, emptyArray
+	if len(st.Channels) > 0 {
+		if r.channels, err = json.Marshal(st.Channels); err != nil {
+			return r, err
+		}
 	}
-	r.flags, err = json.Marshal(st.Flags)
+	if len(st.Flags) > 0 {
+		r.flags, err = json.Marshal(st.Flags)
+	}
 	return r, err
 }
 
@@ -278,17 +281,50 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error
 	if err != nil {
 		return false, err
 	}
-	var errorJSON any
+	// The hot path of a big batch: a cached statement bound by position.
+	stmt := conn.Prep(upsertStepSQL)
+	defer stmt.Reset()
+	stmt.BindInt64(1, pk)
+	stmt.BindText(2, st.ID)
+	stmt.BindInt64(3, st.Seq)
+	stmt.BindInt64(4, st.SegmentIndex)
+	stmt.BindText(5, st.TurnID)
+	stmt.BindText(6, st.ActorID)
+	stmt.BindText(7, st.At)
+	stmt.BindText(8, st.Type)
+	stmt.BindText(9, st.Decision)
+	stmt.BindText(10, st.Outcome)
+	stmt.BindText(11, st.ContentStatus)
+	bindOptional(stmt, 12, st.Payload.Role)
+	stmt.BindInt64(13, int64(len(st.Flags)))
 	if r.errorJSON != nil {
-		errorJSON = string(r.errorJSON)
+		stmt.BindText(14, string(r.errorJSON))
+	} else {
+		stmt.BindNull(14)
 	}
-	err = sqlitex.Execute(conn, upsertStepSQL, &sqlitex.ExecOptions{Args: []any{
-		pk, st.ID, st.Seq, st.SegmentIndex, st.TurnID, st.ActorID, st.At, st.Type,
-		st.Decision, st.Outcome, st.ContentStatus, r.role, len(st.Flags), errorJSON,
-		string(r.channels), string(r.flags), stamp, string(r.payload),
-		r.bodies[0], r.bodies[1], r.bodies[2], r.bodies[3], r.bodies[4],
-	}})
-	return conn.Changes() > 0, err
+	stmt.BindText(15, string(r.channels))
+	stmt.BindText(16, string(r.flags))
+	stmt.BindInt64(17, stamp)
+	stmt.BindText(18, string(r.payload))
+	for i, body := range []*string{st.Payload.Stdout, st.Payload.Stderr, st.Payload.Text, st.Payload.OldString, st.Payload.NewString} {
+		if body != nil {
+			stmt.BindText(19+i, *body)
+		} else {
+			stmt.BindNull(19 + i)
+		}
+	}
+	if _, err := stmt.Step(); err != nil {
+		return false, err
+	}
+	return conn.Changes() > 0, nil
+}
+
+func bindOptional(stmt *sqlite.Stmt, i int, s string) {
+	if s == "" {
+		stmt.BindNull(i)
+	} else {
+		stmt.BindText(i, s)
+	}
 }
 
 // startedNS is a start time in unix nanoseconds, the list's sort key.
@@ -310,13 +346,6 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
-}
-
-func textOrNull(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 func jsonOrNull(v *Metrics) (any, error) {

@@ -1,16 +1,16 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxProblems is the most problems an InvalidError lists; the rest are counted.
@@ -20,14 +20,9 @@ const MaxProblems = 100
 // of a v1.2 batch. It returns ErrNotJSON, ErrNotObject, a *TooManyError or
 // an *InvalidError; the reference checks need the store and run in Apply.
 func ParseBatch(body []byte) (*Batch, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeTree(body)
+	if err != nil {
 		return nil, ErrNotJSON
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, ErrNotJSON // trailing data after the value
 	}
 	top, ok := v.(map[string]any)
 	if !ok {
@@ -59,10 +54,11 @@ func (c *checker) add(path, msg string) {
 // object is one JSON object under validation. Reading a field marks it
 // known; done reports the fields nobody read as unknown.
 type object struct {
-	c    *checker
-	path string
-	m    map[string]any
-	seen []string
+	c       *checker
+	path    string
+	m       map[string]any
+	seen    []string
+	present int // fields read that were in m: when all of m, none is unknown
 }
 
 func (o *object) at(name string) string {
@@ -75,8 +71,11 @@ func (o *object) at(name string) string {
 // get returns the field's value; ok is false when it is missing or null,
 // in which case the problem has been recorded.
 func (o *object) get(name string, required bool) (v any, ok bool) {
-	o.seen = append(o.seen, name)
 	v, present := o.m[name]
+	if present && !slices.Contains(o.seen, name) {
+		o.present++
+	}
+	o.seen = append(o.seen, name)
 	switch {
 	case !present && required:
 		o.c.add(o.at(name), "required")
@@ -91,6 +90,9 @@ func (o *object) get(name string, required bool) (v any, ok bool) {
 }
 
 func (o *object) done() {
+	if o.present == len(o.m) {
+		return
+	}
 	var unknown []string
 	for k := range o.m {
 		if !slices.Contains(o.seen, k) {
@@ -104,7 +106,7 @@ func (o *object) done() {
 }
 
 func jsonType(v any) string {
-	switch v.(type) {
+	switch x := v.(type) {
 	case nil:
 		return "null"
 	case bool:
@@ -117,6 +119,8 @@ func jsonType(v any) string {
 		return "array"
 	case map[string]any:
 		return "object"
+	case openShape:
+		return map[jsontext.Kind]string{'{': "object", '[': "array", '"': "string", '0': "number", 't': "boolean", 'f': "boolean"}[jsontext.Value(x).Kind()]
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -279,9 +283,9 @@ func (o *object) strings(name string) []string {
 	return out
 }
 
-// items calls each for every element of an optional array of objects.
-func (o *object) items(name string, each func(*object)) {
-	for i, v := range o.array(name, false) {
+// items calls each for every element of an array of objects.
+func (o *object) items(name string, required bool, each func(*object)) {
+	for i, v := range o.array(name, required) {
 		path := fmt.Sprintf("%s[%d]", o.at(name), i)
 		m, isObj := v.(map[string]any)
 		if !isObj {
@@ -294,8 +298,11 @@ func (o *object) items(name string, each func(*object)) {
 	}
 }
 
-// raw keeps an uninspected JSON value as compact JSON.
+// raw renders a decoded value as compact JSON: an open shape as it came.
 func raw(v any) json.RawMessage {
+	if o, ok := v.(openShape); ok {
+		return json.RawMessage(o)
+	}
 	b, _ := json.Marshal(v) // a decoded tree always marshals
 	return b
 }
@@ -312,10 +319,10 @@ func (c *checker) batch(top *object) *Batch {
 		b.Session = s.session()
 		s.done()
 	}
-	top.items("segments", func(o *object) { b.Segments = append(b.Segments, o.segment()) })
-	top.items("actors", func(o *object) { b.Actors = append(b.Actors, o.actor()) })
-	top.items("turns", func(o *object) { b.Turns = append(b.Turns, o.turn()) })
-	top.items("steps", func(o *object) { b.Steps = append(b.Steps, o.step()) })
+	top.items("segments", false, func(o *object) { b.Segments = append(b.Segments, o.segment()) })
+	top.items("actors", false, func(o *object) { b.Actors = append(b.Actors, o.actor()) })
+	top.items("turns", false, func(o *object) { b.Turns = append(b.Turns, o.turn()) })
+	top.items("steps", false, func(o *object) { b.Steps = append(b.Steps, o.step()) })
 	top.done()
 	return b
 }
@@ -406,11 +413,9 @@ func (o *object) step() Step {
 		st.Error.Message, _ = e.text("message", true, true)
 		e.done()
 	}
-	if o.array("flags", true) != nil {
-		o.items("flags", func(f *object) {
-			st.Flags = append(st.Flags, Flag{Kind: f.reqString("kind"), Severity: f.enum("severity", severities), Reason: f.reqString("reason")})
-		})
-	}
+	o.items("flags", true, func(f *object) {
+		st.Flags = append(st.Flags, Flag{Kind: f.reqString("kind"), Severity: f.enum("severity", severities), Reason: f.reqString("reason")})
+	})
 	if p := o.object("payload", true); p != nil {
 		st.Payload = p.payload(st.Type)
 		p.done()
@@ -452,11 +457,15 @@ func (o *object) payload(typ string) Payload {
 		p.TextRef = o.optContent("text_ref")
 	case TypeOther:
 		p.ToolName = o.reqString("tool_name")
-		if r := o.object("raw", true); r != nil {
-			p.Raw = raw(r.m) // an open shape: not inspected
+		if v, ok := o.get("raw", true); ok {
+			if jsonType(v) != "object" {
+				o.wrongType("raw", "object", v)
+			} else {
+				p.Raw = raw(v) // an open shape: not inspected
+			}
 		}
 	default:
-		o.seen = append(o.seen, keys(o.m)...)
+		o.present = len(o.m) // with an unknown type, only the type error is reported
 	}
 	return p
 }
@@ -477,12 +486,4 @@ func (o *object) lineRange(v any) *[2]int64 {
 		r[i] = n
 	}
 	return &r
-}
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
