@@ -128,6 +128,9 @@ func TestKeepStoredSeqs(t *testing.T) {
 		{"same order, grown", map[string]int64{"a": 1, "b": 2}, []string{"a", "b", "c"}, []int64{1, 2, 3}},
 		{"new step in the middle", map[string]int64{"a": 1, "b": 2}, []string{"a", "x", "b"}, []int64{1, 3, 2}},
 		{"stored seqs differ", map[string]int64{"a": 7, "b": 3}, []string{"a", "b", "c"}, []int64{7, 3, 8}},
+		{"a provisional step gets its place", map[string]int64{"a": 1, "x": adapters.ProvisionalSeq + 1}, []string{"a", "x", "b"}, []int64{1, 2, 3}},
+		{"only provisional steps stored", map[string]int64{"x": adapters.ProvisionalSeq + 1}, []string{"a", "x"}, []int64{1, 2}},
+		{"renumbering leaves provisional seqs", map[string]int64{"a": 7, "x": adapters.ProvisionalSeq + 1}, []string{"a", "x", "c"}, []int64{7, 8, 9}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,11 +138,16 @@ func TestKeepStoredSeqs(t *testing.T) {
 			for i, id := range c.read {
 				b.Steps = append(b.Steps, store.Step{ID: id, Seq: int64(i + 1)})
 			}
+			// A step telemetry alone knows comes with its provisional seq.
+			b.Steps = append(b.Steps, store.Step{ID: "otel", Seq: adapters.ProvisionalSeq + 2})
 			adapters.KeepStoredSeqs([]*store.Batch{b}, c.stored)
-			for i, s := range b.Steps {
+			for i, s := range b.Steps[:len(c.read)] {
 				if s.Seq != c.want[i] {
 					t.Errorf("step %s got seq %d; want %d", s.ID, s.Seq, c.want[i])
 				}
+			}
+			if s := b.Steps[len(c.read)]; s.Seq != adapters.ProvisionalSeq+2 {
+				t.Errorf("a provisional step got seq %d; want it kept", s.Seq)
 			}
 		})
 	}

@@ -208,25 +208,44 @@ func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (del
 	return false, nil
 }
 
+// ProvisionalSeq is where provisional seqs start. A writer that knows a
+// step only from telemetry, before the agent's own record of it arrives,
+// numbers it from here (capture numbers such steps in arrival order). When
+// a parser reads the agent's record of that step, the step takes the seq
+// the parser gives it, so it finds its place in the session; no parser
+// numbers this high.
+const ProvisionalSeq int64 = 1 << 40
+
 // KeepStoredSeqs makes a re-read session agree with the seqs already
 // stored for it. A parser numbers steps in the order it reads them, which
 // stays the same when files only grow; if it changed anyway (two files of
 // a live session growing at once), writing the new numbers would collide
 // with stored steps. Then every stored step keeps its seq and new steps
-// are numbered after the last stored one, in reading order.
+// are numbered after the last stored one, in reading order. Provisional
+// seqs (ProvisionalSeq and above) take no part: a stored step that holds
+// one is new to the parser's numbering, and a step the batch gives one
+// keeps it.
 func KeepStoredSeqs(batches []*store.Batch, stored map[string]int64) {
-	if len(stored) == 0 {
-		return
-	}
+	numbered := map[string]int64{} // stored steps with a parser's seq
 	taken := map[int64]bool{}
 	var last int64
-	for _, seq := range stored {
-		taken[seq] = true
-		last = max(last, seq)
+	for id, seq := range stored {
+		if seq < ProvisionalSeq {
+			numbered[id] = seq
+			taken[seq] = true
+			last = max(last, seq)
+		}
 	}
+	if len(numbered) == 0 {
+		return
+	}
+	stored = numbered
 	agree := true
 	for _, b := range batches {
 		for _, st := range b.Steps {
+			if st.Seq >= ProvisionalSeq {
+				continue
+			}
 			seq, ok := stored[st.ID]
 			if (ok && seq != st.Seq) || (!ok && taken[st.Seq]) {
 				agree = false
@@ -239,6 +258,9 @@ func KeepStoredSeqs(batches []*store.Batch, stored map[string]int64) {
 	for _, b := range batches {
 		for i := range b.Steps {
 			st := &b.Steps[i]
+			if st.Seq >= ProvisionalSeq {
+				continue
+			}
 			if seq, ok := stored[st.ID]; ok {
 				st.Seq = seq
 				continue

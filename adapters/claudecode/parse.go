@@ -629,7 +629,7 @@ func nonEmpty(s, fallback string) string {
 }
 
 func (p *parser) toolUse(c ctx, r *record, b block, fallbackID string, at adapters.Time) {
-	id := nonEmpty(b.ID, fallbackID)
+	id := nonEmpty(ToolStepID(b.ID), fallbackID)
 	if p.tools[id] != nil {
 		p.skip("replayed tool_use")
 		return

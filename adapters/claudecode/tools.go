@@ -28,6 +28,11 @@ type toolResult struct {
 	turStr  string                     // toolUseResult as a string (errors, rejections)
 }
 
+// ToolStepID is the id of the step a tool call becomes: its tool_use id,
+// which Claude Code's hooks and telemetry carry too, so that their evidence
+// of the call and the transcript's end up as one step.
+func ToolStepID(toolUseID string) string { return toolUseID }
+
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
 // startTool fills a step from a tool_use: its type and the payload fields

@@ -12,16 +12,19 @@ import (
 
 // CLI is every command of the service.
 type CLI struct {
-	Serve  ServeCmd  `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
-	Delete DeleteCmd `cmd:"" help:"Delete a session for good (works while the server runs)."`
-	Import ImportCmd `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
-	Demo   DemoCmd   `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
-	Dev    DevCmd    `cmd:"" help:"Run the UI development server: pages from a running core, /api proxied to it."`
+	Serve   ServeCmd   `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
+	Delete  DeleteCmd  `cmd:"" help:"Delete a session for good (works while the server runs)."`
+	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
+	Demo    DemoCmd    `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
+	Dev     DevCmd     `cmd:"" help:"Run the UI development server: pages from a running core, /api proxied to it."`
+	Capture CaptureCmd `cmd:"" help:"Capture live sessions: Claude Code telemetry on 127.0.0.1, and Claude Code and Cline files as they change."`
+	Hook    HookCmd    `cmd:"" help:"What Claude Code's hooks run (hook JSON on stdin): brings the session up to date. Always exits 0, prints nothing."`
 }
 
 // env is what every command runs with.
 type env struct {
 	ctx    context.Context
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -29,9 +32,14 @@ type env struct {
 // exitCode carries kong's wish to exit (after --help) out of Parse.
 type exitCode int
 
-// run parses args and runs the command; main only calls this, so the whole
-// CLI runs inside a test.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// run parses args and runs the command, with the process's stdin; main
+// only calls this, so the whole CLI runs inside a test.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runWithStdin(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runWithStdin is run with stdin given, for the commands that read it.
+func runWithStdin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("service"),
@@ -58,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	return kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr})
+	return kctx.Run(&env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr})
 }
 
 // serviceDir is ~/.service, where the store and the token live by default.

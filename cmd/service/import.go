@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/capture"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -88,6 +89,11 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 		return err
 	}
 	defer st.Close()
+	if agent.Kind == claudecode.Kind {
+		// The telemetry capture kept joins the transcripts, so an import
+		// never undoes it.
+		agent = capture.ClaudeCode(e.ctx, st)
+	}
 	im := &adapters.Importer{Store: st, Rescan: f.Rescan}
 	tty := isTerminal(e.stdout)
 	if tty {

@@ -1,0 +1,503 @@
+package capture
+
+import (
+	"cmp"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+// MaxOTLPBody is the most bytes an OTLP request body may have, before and
+// after gzip decompression.
+const MaxOTLPBody = 32 << 20
+
+// Receiver is the OTLP/HTTP endpoint Claude Code's exporters send to
+// (OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318): POST /v1/logs and
+// /v1/metrics, in protobuf (application/x-protobuf) or JSON
+// (application/json), plain or gzip. /v1/traces is answered with success
+// and dropped. A Host that is not a loopback name gets 421, as in the
+// service; a body over MaxOTLPBody, before or after decompression, 413.
+//
+// Log events are kept in the store per session before the answer, and the
+// session is then brought up to date in the background (see Capture).
+// Metrics are decoded and dropped: Claude Code's counters repeat, as
+// running totals, what its api_request events report one by one, and only
+// the events also give the request count and can be counted once each.
+func (c *Capture) Receiver() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/logs", c.signal(c.logs))
+	mux.Handle("POST /v1/metrics", c.signal(metrics))
+	mux.Handle("POST /v1/traces", c.signal(nil))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			httpError(w, http.StatusMisdirectedRequest, "misdirected request: host "+r.Host+" is not a loopback name")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether a Host header names 127.0.0.1, localhost
+// or [::1], with or without a port: the rule of handlers.IsLoopbackHost,
+// which adapters do not import.
+func isLoopbackHost(host string) bool {
+	name := host
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+		name = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+	}
+	switch strings.ToLower(name) {
+	case "127.0.0.1", "localhost", "::1":
+		return true
+	}
+	return false
+}
+
+// statusError is a request the receiver refuses, with its status.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, msg)
+}
+
+// signal answers one OTLP signal path: it checks the content type, reads
+// the body within the limits and hands it to decode (nil: drop it).
+func (c *Capture) signal(decode func(ctx context.Context, body []byte, asJSON bool) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asJSON, body, err := readOTLP(w, r)
+		if err == nil && decode != nil {
+			err = decode(r.Context(), body, asJSON)
+		}
+		var se *statusError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			httpError(w, se.status, se.msg)
+			return
+		case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+			// The store stayed locked past its wait: the exporter retries.
+			c.log().Warn("otlp: store busy", "path", r.URL.Path, "err", err)
+			w.Header().Set("Retry-After", "1")
+			httpError(w, http.StatusServiceUnavailable, "store busy; retry")
+			return
+		default:
+			c.log().Error("otlp: record telemetry", "path", r.URL.Path, "err", err)
+			httpError(w, http.StatusInternalServerError, "internal error")
+			return
+		}
+		// An empty Export*ServiceResponse: no bytes in protobuf, {} in JSON.
+		if asJSON {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, "{}")
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// readOTLP checks the content type and encoding and reads the body, plain
+// or gzip, within MaxOTLPBody before and after decompression.
+func readOTLP(w http.ResponseWriter, r *http.Request) (asJSON bool, body []byte, err error) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch mt {
+	case "application/x-protobuf":
+	case "application/json":
+		asJSON = true
+	default:
+		return false, nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("content-type must be application/x-protobuf or application/json, got %q", ct)}
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "gzip" && enc != "identity" {
+		return asJSON, nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported content-encoding %q; use gzip or none", enc)}
+	}
+	tooLarge := &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxOTLPBody)}
+	if r.ContentLength > MaxOTLPBody {
+		return asJSON, nil, tooLarge
+	}
+	raw := http.MaxBytesReader(w, r.Body, MaxOTLPBody)
+	var src io.Reader = raw
+	if enc == "gzip" {
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return asJSON, nil, tooLarge
+			}
+			return asJSON, nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+		}
+		defer zr.Close()
+		src = zr
+	}
+	body, err = io.ReadAll(io.LimitReader(src, MaxOTLPBody+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return asJSON, nil, tooLarge
+	case err != nil && enc == "gzip":
+		return asJSON, nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+	case err != nil:
+		return asJSON, nil, fmt.Errorf("read body: %w", err)
+	case len(body) > MaxOTLPBody:
+		return asJSON, nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", MaxOTLPBody)}
+	}
+	return asJSON, body, nil
+}
+
+func unmarshal(body []byte, asJSON bool, m proto.Message) error {
+	var err error
+	if asJSON {
+		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, m)
+	} else {
+		err = proto.Unmarshal(body, m)
+	}
+	if err != nil {
+		kind := "protobuf"
+		if asJSON {
+			kind = "JSON"
+		}
+		return &statusError{http.StatusBadRequest, fmt.Sprintf("invalid OTLP %s body: %v", kind, err)}
+	}
+	return nil
+}
+
+// metrics decodes a metrics export, which is then dropped (see Receiver).
+func metrics(_ context.Context, body []byte, asJSON bool) error {
+	return unmarshal(body, asJSON, &colmetricspb.ExportMetricsServiceRequest{})
+}
+
+// logs keeps the Claude Code events of a logs export, per session.
+func (c *Capture) logs(ctx context.Context, body []byte, asJSON bool) error {
+	sessions, err := decodeLogs(body, asJSON, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if err := c.record(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionEvents are the telemetry records of one session in one export.
+type sessionEvents struct {
+	id      string
+	records []store.TelemetryRecord
+}
+
+// decodeLogs reads a logs export into the records to keep, by session in
+// the order sessions first appear. received stands in for the time of an
+// event that carries none.
+func decodeLogs(body []byte, asJSON bool, received time.Time) ([]sessionEvents, error) {
+	var req collogspb.ExportLogsServiceRequest
+	if err := unmarshal(body, asJSON, &req); err != nil {
+		return nil, err
+	}
+	var out []sessionEvents
+	index := map[string]int{}
+	add := func(sid string, rec store.TelemetryRecord) {
+		i, ok := index[sid]
+		if !ok {
+			i = len(out)
+			index[sid] = i
+			out = append(out, sessionEvents{id: sid})
+		}
+		out[i].records = append(out[i].records, rec)
+	}
+	for _, rl := range req.GetResourceLogs() {
+		res := attributes(rl.GetResource().GetAttributes())
+		claude := text(res["service.name"]) == "claude-code"
+		version := text(res["service.version"])
+		described := map[string]bool{} // sessions given their resource record
+		for _, sl := range rl.GetScopeLogs() {
+			for _, lr := range sl.GetLogRecords() {
+				attrs := attributes(lr.GetAttributes())
+				name, ok := eventName(lr, attrs, claude)
+				if !ok {
+					continue
+				}
+				sid := text(attrs["session.id"])
+				if sid == "" {
+					sid = text(res["session.id"])
+				}
+				if !plainID(sid) {
+					continue
+				}
+				rec, ok := eventRecord(name, lr, attrs, received)
+				if !ok {
+					continue
+				}
+				if !described[sid] {
+					described[sid] = true
+					r := resource{Version: cmp.Or(version, text(attrs["app.version"])), Workspace: first(strs(attrs["workspace.host_paths"]))}
+					if r != (resource{}) {
+						add(sid, store.TelemetryRecord{Kind: kindResource, Key: "resource", Body: mustJSON(r)})
+					}
+				}
+				add(sid, rec)
+			}
+		}
+	}
+	return out, nil
+}
+
+// eventName is a Claude Code event's short name (api_request, ...): from
+// the event_name field, the event.name attribute or the body, which some
+// builds give as claude_code.<name>. Records of other programs are not
+// events of ours (ok false).
+func eventName(lr interface {
+	GetEventName() string
+	GetBody() *commonpb.AnyValue
+}, attrs map[string]*commonpb.AnyValue, claude bool) (string, bool) {
+	for _, name := range []string{lr.GetEventName(), text(attrs["event.name"]), lr.GetBody().GetStringValue()} {
+		if short, ok := strings.CutPrefix(name, "claude_code."); ok {
+			return short, true
+		}
+		if claude && name != "" {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// eventRecord turns the events the merge uses into a record to keep.
+func eventRecord(name string, lr interface {
+	GetTimeUnixNano() uint64
+	GetObservedTimeUnixNano() uint64
+}, attrs map[string]*commonpb.AnyValue, received time.Time) (store.TelemetryRecord, bool) {
+	at := eventTime(lr, attrs, received).Text
+	switch name {
+	case "api_request":
+		q := request{
+			At: at, Model: text(attrs["model"]),
+			Input: integer(attrs["input_tokens"]), Output: integer(attrs["output_tokens"]),
+			CacheRead: integer(attrs["cache_read_tokens"]), CacheCreation: integer(attrs["cache_creation_tokens"]),
+		}
+		if v, ok := number(attrs["cost_usd"]); ok {
+			q.CostUSD = &v
+		}
+		if v, ok := number(attrs["cost_usd_micros"]); ok {
+			micros := int64(v)
+			q.CostMicros = &micros
+		}
+		key := cmp.Or(text(attrs["request_id"]), text(attrs["client_request_id"]))
+		if key == "" {
+			key = "seq:" + text(attrs["event.sequence"]) + "@" + at
+		}
+		return store.TelemetryRecord{Kind: kindRequest, Key: key, Body: mustJSON(q)}, true
+	case "tool_decision", "tool_result":
+		id := text(attrs["tool_use_id"])
+		if id == "" {
+			// Without the id the event cannot be joined to its transcript
+			// record (Claude Code before tool_use_id was sent): left out
+			// rather than shown twice.
+			return store.TelemetryRecord{}, false
+		}
+		e := toolEvent{
+			At: at, PromptID: text(attrs["prompt.id"]),
+			ToolName:  cmp.Or(text(attrs["tool_name"]), text(attrs["name"])),
+			ErrorType: text(attrs["error_type"]), Error: text(attrs["error"]),
+		}
+		if name == "tool_decision" {
+			e.Decision, e.Source = text(attrs["decision"]), text(attrs["source"])
+		} else {
+			// Older builds named these decision and source, as tool_decision does.
+			e.Decision = cmp.Or(text(attrs["decision_type"]), text(attrs["decision"]))
+			e.Source = cmp.Or(text(attrs["decision_source"]), text(attrs["source"]))
+			if b, ok := boolean(attrs["success"]); ok {
+				e.Success = &b
+			}
+			if d, ok := number(attrs["duration_ms"]); ok {
+				ms := int64(d)
+				e.Duration = &ms
+			}
+		}
+		e.Parameters = jsonObject(attrs["tool_parameters"])
+		kind := kindResult
+		if name == "tool_decision" {
+			kind = kindDecision
+		}
+		return store.TelemetryRecord{Kind: kind, Key: id, Body: mustJSON(e)}, true
+	}
+	return store.TelemetryRecord{}, false
+}
+
+// eventTime is event.timestamp, else the record's time, else its observed
+// time, else when it was received.
+func eventTime(lr interface {
+	GetTimeUnixNano() uint64
+	GetObservedTimeUnixNano() uint64
+}, attrs map[string]*commonpb.AnyValue, received time.Time) adapters.Time {
+	if t, ok := adapters.ParseTime(text(attrs["event.timestamp"])); ok {
+		return t
+	}
+	for _, ns := range []uint64{lr.GetTimeUnixNano(), lr.GetObservedTimeUnixNano()} {
+		if ns > 0 && ns < 1<<63 {
+			return adapters.TimeOf(time.Unix(0, int64(ns)))
+		}
+	}
+	return adapters.TimeOf(received)
+}
+
+// plainID reports whether a session id is a plain token (letters, digits,
+// _ . -), safe in a path and a log line.
+func plainID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		ok := r == '_' || r == '.' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func attributes(kvs []*commonpb.KeyValue) map[string]*commonpb.AnyValue {
+	m := make(map[string]*commonpb.AnyValue, len(kvs))
+	for _, kv := range kvs {
+		m[kv.GetKey()] = kv.GetValue()
+	}
+	return m
+}
+
+// text is an attribute as text; numbers and booleans as written in JSON.
+// Claude Code sends values as strings, ints or doubles, varying by build.
+func text(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	}
+	return ""
+}
+
+// strs is an attribute that may be an array of strings, or one string.
+func strs(v *commonpb.AnyValue) []string {
+	if a := v.GetArrayValue(); a != nil {
+		var out []string
+		for _, e := range a.GetValues() {
+			if s := text(e); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if s := text(v); s != "" {
+		// Some builds send a list as its JSON text.
+		var list []string
+		if json.Unmarshal([]byte(s), &list) == nil {
+			return list
+		}
+		return []string{s}
+	}
+	return nil
+}
+
+func number(v *commonpb.AnyValue) (float64, bool) {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_DoubleValue:
+		return x.DoubleValue, true
+	case *commonpb.AnyValue_IntValue:
+		return float64(x.IntValue), true
+	case *commonpb.AnyValue_StringValue:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x.StringValue), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func integer(v *commonpb.AnyValue) int64 {
+	if x, ok := v.GetValue().(*commonpb.AnyValue_IntValue); ok {
+		return x.IntValue
+	}
+	f, _ := number(v)
+	if f != f || f > 1<<62 || f < -(1<<62) { // NaN or out of range
+		return 0
+	}
+	return int64(f)
+}
+
+func boolean(v *commonpb.AnyValue) (bool, bool) {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_BoolValue:
+		return x.BoolValue, true
+	case *commonpb.AnyValue_StringValue:
+		b, err := strconv.ParseBool(strings.ToLower(strings.TrimSpace(x.StringValue)))
+		return b, err == nil
+	case *commonpb.AnyValue_IntValue:
+		return x.IntValue != 0, true
+	}
+	return false, false
+}
+
+// jsonObject is an attribute holding a JSON object (as text, or as a
+// key-value list), nil otherwise.
+func jsonObject(v *commonpb.AnyValue) json.RawMessage {
+	if kv := v.GetKvlistValue(); kv != nil {
+		m := map[string]string{}
+		for _, e := range kv.GetValues() {
+			m[e.GetKey()] = text(e.GetValue())
+		}
+		return mustJSON(m)
+	}
+	s := strings.TrimSpace(text(v))
+	if !strings.HasPrefix(s, "{") || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+func first(s []string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentreview/service/adapters/capture"
+	"github.com/agentreview/service/store"
+)
+
+// CaptureCmd is `service capture [--db PATH] [--otlp-port N]`.
+type CaptureCmd struct {
+	DB       string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	OTLPPort int    `name:"otlp-port" help:"Port on 127.0.0.1 of the OTLP/HTTP receiver for Claude Code's telemetry." default:"4318"`
+}
+
+// Run captures until the context ends (SIGINT or SIGTERM): the OTLP
+// receiver and the watchers, in this process, beside any server that
+// reads the same store.
+func (c *CaptureCmd) Run(e *env) error {
+	dbPath, err := storePath(c.DB)
+	if err != nil {
+		return err
+	}
+	claude, err := claudeCodeFolders()
+	if err != nil {
+		return err
+	}
+	cline, err := clineFolders()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.OTLPPort)))
+	if err != nil {
+		return fmt.Errorf("listen for telemetry: %w (another capture running? use --otlp-port)", err)
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Log: log}
+	srv := &http.Server{
+		Handler:           cp.Receiver(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(e.stdout, "capturing into %s\n", dbPath)
+	fmt.Fprintf(e.stdout, "  telemetry:   http://%s (OTLP/HTTP logs and metrics)\n", ln.Addr())
+	fmt.Fprintf(e.stdout, "  claude code: %v\n", claude)
+	fmt.Fprintf(e.stdout, "  cline:       %v\n", cline)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	captured := make(chan error, 1)
+	go func() { captured <- cp.Run(ctx) }()
+	var serveErr, captureErr error
+	select {
+	case serveErr = <-served:
+		cancel()
+		captureErr = <-captured
+	case captureErr = <-captured:
+	case <-e.ctx.Done():
+		captureErr = <-captured
+	}
+	shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	srv.Shutdown(shutdown)
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	if captureErr != nil {
+		return captureErr
+	}
+	fmt.Fprintln(e.stdout, "capture stopped")
+	return nil
+}
