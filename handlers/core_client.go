@@ -42,12 +42,17 @@ func (c CoreClient) get(ctx context.Context, path string, query url.Values, v an
 	return json.NewDecoder(res.Body).Decode(v)
 }
 
-// List is GET /api/sessions.
-func (c CoreClient) List(ctx context.Context, agent string) (store.SessionList, error) {
+// List is GET /api/sessions with the query's parameters.
+func (c CoreClient) List(ctx context.Context, lq store.ListQuery) (store.SessionList, error) {
 	var l store.SessionList
 	q := url.Values{}
-	if agent != "" {
-		q.Set("agent", agent)
+	for name, v := range map[string]string{"agent": lq.Agent, "after": lq.After} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	if lq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(lq.Limit))
 	}
 	return l, c.get(ctx, "/api/sessions", q, &l)
 }

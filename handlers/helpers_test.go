@@ -90,7 +90,7 @@ func (s *testService) mustPush(b obj, want int) {
 func (s *testService) snapshot() string {
 	s.t.Helper()
 	ctx := context.Background()
-	l, err := s.store.List(ctx, "")
+	l, err := s.store.List(ctx, store.ListQuery{})
 	if err != nil {
 		s.t.Fatalf("List = %v", err)
 	}

@@ -178,7 +178,7 @@ func TestManyConnectionsAtOnce(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if l, err := s.store.List(context.Background(), ""); err != nil || l.Total.Sessions != 20 {
+	if l, err := s.store.List(context.Background(), store.ListQuery{}); err != nil || l.Total.Sessions != 20 {
 		t.Errorf("after 20 pushes beside 1,000 idle connections: %d sessions, %v", l.Total.Sessions, err)
 	}
 }

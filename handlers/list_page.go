@@ -15,13 +15,13 @@ import (
 // region a live update redraws.
 func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		agent := r.URL.Query().Get("agent")
-		l, err := src.List(r.Context(), agent)
+		agent, after := r.URL.Query().Get("agent"), r.URL.Query().Get("after")
+		l, err := src.List(r.Context(), store.ListQuery{Agent: agent, After: after, Limit: pageSessions})
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		p := listPageModel(l, agent, time.Now())
+		p := listPageModel(l, agent, after, time.Now())
 		p.Demo = demo
 		if rowsOnly {
 			render(w, r, log, http.StatusOK, views.SessionRows(p))
@@ -31,10 +31,27 @@ func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.H
 	})
 }
 
-func listPageModel(l store.SessionList, agent string, now time.Time) views.ListPage {
-	p := views.ListPage{Agent: agent, Total: l.Total.Sessions, Cost: totalCost(l.Total), RowsURL: "/rows"}
-	if agent != "" {
-		p.RowsURL += "?agent=" + url.QueryEscape(agent)
+func listPageModel(l store.SessionList, agent, after string, now time.Time) views.ListPage {
+	p := views.ListPage{Agent: agent, Total: l.Total.Sessions, Cost: totalCost(l.Total)}
+	page := func(path, after string) string {
+		v := url.Values{}
+		if agent != "" {
+			v.Set("agent", agent)
+		}
+		if after != "" {
+			v.Set("after", after)
+		}
+		if len(v) == 0 {
+			return path
+		}
+		return path + "?" + v.Encode()
+	}
+	p.RowsURL = page("/rows", after)
+	if l.Next != "" {
+		p.OlderHref = page("/", l.Next)
+	}
+	if after != "" {
+		p.NewestHref = page("/", "")
 	}
 	for _, a := range l.Agents {
 		p.Chips = append(p.Chips, views.AgentChip{

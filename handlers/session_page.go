@@ -16,6 +16,7 @@ import (
 
 // Limits of the review app (spec section 8).
 const (
+	pageSessions = 100     // sessions per page of the list
 	recentTurns  = 30      // turns shown at first
 	earlierTurns = 50      // turns added by the earlier-turns control
 	headChars    = 2048    // of each text, in the first delivery
@@ -25,7 +26,7 @@ const (
 // PageSource is what the review app's pages read: the store in the
 // server, the core's JSON routes in `service dev`.
 type PageSource interface {
-	List(ctx context.Context, agent string) (store.SessionList, error)
+	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	Review(ctx context.Context, id string) (Review, error)
 }

@@ -15,14 +15,20 @@ import (
 
 // Reader is the store's read side.
 type Reader interface {
-	List(ctx context.Context, agent string) (store.SessionList, error)
+	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 }
 
-// listSessions is GET /api/sessions[?agent=<kind>].
+// listSessions is GET /api/sessions[?agent=<kind>][&limit=N][&after=<next>]:
+// every session, or a page of them with a cursor to the next.
 func listSessions(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l, err := st.List(r.Context(), r.URL.Query().Get("agent"))
+		q, err := parseListQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		l, err := st.List(r.Context(), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -79,6 +85,19 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 			return q, bad("seq")
 		}
 		q.Seq = &n
+	}
+	return q, nil
+}
+
+// parseListQuery reads a ListQuery from query parameters.
+func parseListQuery(v url.Values) (store.ListQuery, error) {
+	q := store.ListQuery{Agent: v.Get("agent"), After: v.Get("after")}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return q, &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter limit=%q is not valid", s)}
+		}
+		q.Limit = n
 	}
 	return q, nil
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -40,5 +41,27 @@ func TestListAndDetailRoutes(t *testing.T) {
 	}
 	if rec := s.get("/api/sessions/nope"); rec.Code != http.StatusNotFound || decodeError(t, rec).Error != "not found" {
 		t.Errorf("GET unknown = %d %s; want 404 JSON", rec.Code, rec.Body)
+	}
+}
+
+func TestListRoutePages(t *testing.T) {
+	s := newTestService(t)
+	for _, id := range []string{"a", "b", "c"} {
+		s.mustPush(newBatch(id), http.StatusCreated)
+	}
+	var l store.SessionList
+	json.Unmarshal(s.get("/api/sessions?limit=2").Body.Bytes(), &l)
+	if len(l.Sessions) != 2 || l.Next == "" || l.Total.Sessions != 3 {
+		t.Fatalf("?limit=2 = %d sessions, next %q, total %d; want 2, a cursor, 3", len(l.Sessions), l.Next, l.Total.Sessions)
+	}
+	var rest store.SessionList
+	json.Unmarshal(s.get("/api/sessions?limit=2&after="+url.QueryEscape(l.Next)).Body.Bytes(), &rest)
+	if len(rest.Sessions) != 1 || rest.Next != "" {
+		t.Errorf("second page = %d sessions, next %q; want the last one and no cursor", len(rest.Sessions), rest.Next)
+	}
+	for _, q := range []string{"?limit=x", "?after=nonsense"} {
+		if rec := s.get("/api/sessions" + q); rec.Code != http.StatusBadRequest {
+			t.Errorf("GET /api/sessions%s = %d; want 400", q, rec.Code)
+		}
 	}
 }

@@ -298,7 +298,7 @@ func mustDetail(t testing.TB, s *store.Store, id string) store.SessionDetail {
 
 func mustList(t testing.TB, s *store.Store, agent string) store.SessionList {
 	t.Helper()
-	l, err := s.List(context.Background(), agent)
+	l, err := s.List(context.Background(), store.ListQuery{Agent: agent})
 	if err != nil {
 		t.Fatalf("List(%q) = %v; want no error", agent, err)
 	}

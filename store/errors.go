@@ -13,6 +13,8 @@ var (
 	ErrNotJSON = errors.New("body is not valid JSON")
 	// ErrNotObject means a batch body is valid JSON but not an object.
 	ErrNotObject = errors.New("body must be a JSON object")
+	// ErrBadCursor means a list cursor is not one the store gave out.
+	ErrBadCursor = errors.New("after is not a cursor of this list")
 )
 
 // Problem is one thing wrong with a batch, at a dotted path with [i]

@@ -115,3 +115,39 @@ func TestDetailQuerySeqAndHead(t *testing.T) {
 		t.Errorf("a whole read must not cut")
 	}
 }
+
+func TestListPages(t *testing.T) {
+	s := mustOpen(t)
+	for i := range 5 {
+		b := newBatch(fmt.Sprintf("p%d", i))
+		set(b, "session.started_at", fmt.Sprintf("2026-01-0%dT10:00:00Z", i+1))
+		if i == 4 {
+			del(b, "session.metrics")
+		}
+		mustApply(t, s, b)
+	}
+	var got []string
+	after := ""
+	for page := 0; ; page++ {
+		l, err := s.List(context.Background(), store.ListQuery{Limit: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Total.Sessions != 5 || l.Total.CostNotRecorded != 1 {
+			t.Errorf("page %d total = %+v; want every session counted", page, l.Total)
+		}
+		for _, o := range l.Sessions {
+			got = append(got, o.ID)
+		}
+		if l.Next == "" {
+			break
+		}
+		after = l.Next
+	}
+	if strings.Join(got, ",") != "p4,p3,p2,p1,p0" {
+		t.Errorf("pages of 2 listed %v; want p4..p0 once each, newest first", got)
+	}
+	if _, err := s.List(context.Background(), store.ListQuery{After: "nonsense"}); err != store.ErrBadCursor {
+		t.Errorf("List(after nonsense) = %v; want ErrBadCursor", err)
+	}
+}

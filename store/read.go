@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -55,7 +56,9 @@ type SessionOverview struct {
 type SessionList struct {
 	Sessions []SessionOverview `json:"sessions"`
 	Agents   []AgentCount      `json:"agents"` // every agent kind in the store, for filtering
-	Total    Total             `json:"total"`  // over the listed sessions
+	Total    Total             `json:"total"`  // over every session the filter keeps
+	// Next, when set, asks for the following page (ListQuery.After).
+	Next string `json:"next,omitempty"`
 }
 
 // AgentCount is how many sessions an agent kind has.
@@ -162,15 +165,32 @@ func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64
 	})
 }
 
-// List returns the stored sessions newest first, only those of agent kind
-// agent when it is not empty.
-func (s *Store) List(ctx context.Context, agent string) (SessionList, error) {
+// ListQuery narrows the list. The zero value lists every session.
+type ListQuery struct {
+	Agent string // only sessions of this agent kind
+	Limit int    // at most this many sessions (0: all)
+	After string // a Next cursor of an earlier page: the sessions after it
+}
+
+// List returns stored sessions newest first, a page of them when q has a
+// limit; Total and Agents always cover every session the filter keeps.
+func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}}
-	err := s.read(ctx, func(conn *sqlite.Conn) error {
+	afterNS, afterID, err := parseCursor(q.After)
+	if err != nil {
+		return l, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks []int64
 		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
-			WHERE :agent = '' OR s.agent_kind = :agent ORDER BY s.started_ns DESC, s.id`, &sqlitex.ExecOptions{
-			Named: map[string]any{":agent": agent},
+			WHERE (:agent = '' OR s.agent_kind = :agent)
+			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
+			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
+			Named: map[string]any{":agent": q.Agent, ":after": len(q.After), ":ns": afterNS, ":id": afterID, ":limit": limit},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pk, o, err := scanSession(st)
 				pks = append(pks, pk)
@@ -185,11 +205,31 @@ func (s *Store) List(ctx context.Context, agent string) (SessionList, error) {
 		for i, pk := range pks {
 			byPK[pk] = &l.Sessions[i].Summary
 		}
-		where, args := "1", []any(nil)
-		if agent != "" {
-			where, args = "session_pk IN (SELECT pk FROM sessions WHERE agent_kind = ?)", []any{agent}
+		ids, _ := json.Marshal(pks)
+		if err := countSteps(conn, "session_pk IN (SELECT value FROM json_each(?))", []any{string(ids)}, byPK); err != nil {
+			return err
 		}
-		if err := countSteps(conn, where, args, byPK); err != nil {
+		if q.Limit > 0 && len(pks) == q.Limit {
+			err = sqlitex.Execute(conn, `SELECT started_ns FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{
+				Args: []any{pks[len(pks)-1]},
+				ResultFunc: func(st *sqlite.Stmt) error {
+					l.Next = fmt.Sprintf("%d:%s", st.ColumnInt64(0), l.Sessions[len(pks)-1].ID)
+					return nil
+				},
+			})
+			if err != nil {
+				return err
+			}
+		}
+		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(metrics, '$.cost_usd')), 0), count(*) - count(metrics)
+			FROM sessions WHERE :agent = '' OR agent_kind = :agent`, &sqlitex.ExecOptions{
+			Named: map[string]any{":agent": q.Agent},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				l.Total = Total{Sessions: st.ColumnInt(0), CostUSD: st.ColumnFloat(1), CostNotRecorded: st.ColumnInt(2)}
+				return nil
+			},
+		})
+		if err != nil {
 			return err
 		}
 		return sqlitex.Execute(conn, `SELECT agent_kind, count(*) FROM sessions GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
@@ -202,15 +242,20 @@ func (s *Store) List(ctx context.Context, agent string) (SessionList, error) {
 	if err != nil {
 		return SessionList{}, fmt.Errorf("store: list sessions: %w", err)
 	}
-	for _, o := range l.Sessions {
-		l.Total.Sessions++
-		if o.Metrics == nil {
-			l.Total.CostNotRecorded++
-		} else {
-			l.Total.CostUSD += o.Metrics.CostUSD
-		}
-	}
 	return l, nil
+}
+
+// parseCursor reads a Next cursor: "<started_ns>:<id>".
+func parseCursor(c string) (int64, string, error) {
+	if c == "" {
+		return 0, "", nil
+	}
+	nsText, id, ok := strings.Cut(c, ":")
+	ns, err := strconv.ParseInt(nsText, 10, 64)
+	if !ok || err != nil {
+		return 0, "", ErrBadCursor
+	}
+	return ns, id, nil
 }
 
 // DetailQuery narrows a session read for the review app. The zero value

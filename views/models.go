@@ -18,9 +18,11 @@ type ListPage struct {
 	Chips   []AgentChip
 	Rows    []SessionRow
 	Total   int
-	Cost    string // combined reported cost of the listed sessions
+	Cost    string // combined reported cost of every session the filter keeps
 	RowsURL string // the rows fragment, refetched on changes
 	Demo    bool
+	// OlderHref and NewestHref page through the list, 100 sessions a page.
+	OlderHref, NewestHref string
 }
 
 // AgentChip filters the list by one agent kind.
