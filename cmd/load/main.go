@@ -108,7 +108,11 @@ func readToken(path string) (string, error) {
 // batch returns a gzip batch for session sid with steps seq from..from+n-1
 // (the header, segment, actor and one turn per 50 steps come along).
 func batch(sid string, from, n int) []byte {
-	ts := "2026-11-20T09:00:00Z"
+	return batchAt(sid, from, n, "2026-11-20T09:00:00Z")
+}
+
+// batchAt is batch with the session starting at ts.
+func batchAt(sid string, from, n int, ts string) []byte {
 	var steps, turns []any
 	for i := from; i < from+n; i++ {
 		turn := fmt.Sprintf("t%d", i/50)
@@ -299,14 +303,17 @@ func (l *loader) reads(ctx context.Context, out io.Writer, sessions, reads int) 
 	}
 	seeded := 0
 	for n := list.Total.Sessions; n < sessions; n++ {
-		if err := l.push(ctx, batch(fmt.Sprintf("%s-read-%d", l.run, n), 0, 10)); err != nil {
+		// Newer than the big sessions of the other phases, as most sessions of a real store are small.
+		at := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second).Format(time.RFC3339)
+		if err := l.push(ctx, batchAt(fmt.Sprintf("%s-read-%d", l.run, n), 0, 10, at)); err != nil {
 			return err
 		}
 		seeded++
 	}
 	big := l.run + "-ingest-0" // 5000 steps, from the ingest phase
 	routes := []struct{ name, path string }{
-		{"GET /api/sessions", "/api/sessions"},
+		{"GET /api/sessions (all)", "/api/sessions"},
+		{"GET /api/sessions?limit=100", "/api/sessions?limit=100"},
 		{"GET / (list page)", "/"},
 		{"GET /api/sessions/<5000 steps>", "/api/sessions/" + url.PathEscape(big)},
 		{"GET /session?id=<5000 steps> (page)", "/session?id=" + url.QueryEscape(big)},
