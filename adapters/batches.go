@@ -3,10 +3,8 @@ package adapters
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
 )
 
@@ -26,7 +24,8 @@ type Records struct {
 // order given, so list a parent actor before its children), then every
 // turn, then the steps, so each batch only points at records in itself or
 // in an earlier batch. A repeated id keeps its first record; a repeated
-// step id gets a suffix so no step is lost.
+// step id gets a suffix so no step is lost. Steps get their flags here
+// (FlagStep, FlagDeadEnds), the one place every adapter goes through.
 func Split(r Records) []*store.Batch {
 	sid := r.Header.ID
 	var out []*store.Batch
@@ -78,6 +77,7 @@ func Split(r Records) []*store.Batch {
 		cur.Turns = append(cur.Turns, t)
 	}
 	seenStep := map[string]bool{}
+	steps := make([]store.Step, 0, len(r.Steps))
 	for i, st := range r.Steps {
 		base := st.ID
 		for n := 2; seenStep[st.ID]; n++ {
@@ -92,7 +92,11 @@ func Split(r Records) []*store.Batch {
 		if st.Flags == nil {
 			st.Flags = []store.Flag{}
 		}
-		flagSecrets(&st)
+		FlagStep(&st, r.Header.Workspace.Root)
+		steps = append(steps, st)
+	}
+	FlagDeadEnds(steps)
+	for _, st := range steps {
 		if full(len(cur.Steps)) {
 			flush()
 		}
@@ -104,23 +108,6 @@ func Split(r Records) []*store.Batch {
 
 func newBatch(h store.SessionHeader) *store.Batch {
 	return &store.Batch{SchemaVersion: store.SchemaVersion, Session: h}
-}
-
-// flagSecrets marks a step whose output holds a definite secret with the
-// flag secret_in_output, naming the rule; the export masks the value.
-func flagSecrets(st *store.Step) {
-	var out []string
-	for _, s := range []*string{st.Payload.Stdout, st.Payload.Stderr} {
-		if s != nil {
-			out = append(out, *s)
-		}
-	}
-	if st.Type == store.TypeOther && len(st.Payload.Raw) > 0 {
-		out = append(out, string(st.Payload.Raw))
-	}
-	if reason, ok := redact.SecretFlagReason(strings.Join(out, "\n")); ok {
-		st.Flags = append(st.Flags, store.Flag{Kind: "secret_in_output", Severity: "danger", Reason: reason})
-	}
 }
 
 // Text returns a pointer to s, for the optional text fields of a payload.

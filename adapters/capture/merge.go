@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/claudecode"
-	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
 )
 
@@ -410,6 +409,7 @@ func referenceStep(sid string, turn store.Turn, c *toolCall, when adapters.Time)
 	if name == "Bash" {
 		st.Type = store.TypeCommand
 		st.Payload = store.Payload{OutputRef: &ref}
+		adapters.FlagStep(&st, "")
 		return st
 	}
 	otel := map[string]any{}
@@ -421,9 +421,7 @@ func referenceStep(sid string, turn store.Turn, c *toolCall, when adapters.Time)
 	}
 	st.Type = store.TypeOther
 	st.Payload = store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"ref": ref, "otel": otel})}
-	if reason, ok := redact.SecretFlagReason(string(st.Payload.Raw)); ok {
-		st.Flags = append(st.Flags, store.Flag{Kind: "secret_in_output", Severity: "danger", Reason: reason})
-	}
+	adapters.FlagStep(&st, "")
 	return st
 }
 
