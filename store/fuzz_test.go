@@ -248,7 +248,7 @@ func FuzzApplyRoundTrip(f *testing.F) {
 	s := mustOpen(f)
 	var n atomic.Int64
 	f.Fuzz(func(t *testing.T, text, other string, i, j int64, full bool) {
-		sid := fmt.Sprintf("rt%d%s", n.Add(1), other)
+		sid := fmt.Sprintf("rt%d-%s", n.Add(1), other) // the dash ends the counter: ids never collide
 		b := newBatch(sid)
 		seq := j
 		if seq < 0 {
