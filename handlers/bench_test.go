@@ -161,4 +161,3 @@ func benchPush(b *testing.B, client *http.Client, url string, body []byte, want 
 func benchSessionID(n int) string {
 	return fmt.Sprintf("5e55104e-0000-4000-8000-%012d", n)
 }
-

@@ -474,4 +474,3 @@ func benchBody(tb testing.TB, sid string) []byte {
 	}
 	return body
 }
-
