@@ -106,8 +106,8 @@ func pushTo(base, token string, body []byte) (int, string, error) {
 	return resp.StatusCode, string(b), nil
 }
 
-// TestSeveralProcessesOneStore runs two servers and the terminal delete on
-// one store file at once: no client sees an error, nothing acknowledged is
+// TestSeveralProcessesOneStore runs two servers, an import and the terminal
+// delete on one store file at once: no client sees an error, nothing acknowledged is
 // lost, and the first server's stream reports every write, whichever
 // process made it.
 func TestSeveralProcessesOneStore(t *testing.T) {
@@ -193,6 +193,19 @@ func TestSeveralProcessesOneStore(t *testing.T) {
 		go writer(a.base, fmt.Sprintf("via-a-%d", i))
 		go writer(b.base, fmt.Sprintf("via-b-%d", i))
 	}
+	// An import, a third writing process, of real Claude Code transcripts.
+	samples, _ := filepath.Abs("../../adapters/claudecode/testdata")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cmd := exec.Command(bin, "import", "claude-code", samples, "--db", db)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "imported") {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("service import: %v: %s", err, out))
+			mu.Unlock()
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -247,6 +260,25 @@ func TestSeveralProcessesOneStore(t *testing.T) {
 		if resp, _ := http.Get(b.base + "/api/sessions/" + sid); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET deleted %s = %d; want 404", sid, resp.StatusCode)
 		}
+	}
+	var l struct {
+		Agents []struct{ Kind string } `json:"agents"`
+	}
+	if resp, err := http.Get(a.base + "/api/sessions"); err == nil {
+		json.NewDecoder(resp.Body).Decode(&l)
+		resp.Body.Close()
+	}
+	if !strings.Contains(fmt.Sprint(l.Agents), "claude-code") {
+		t.Errorf("agents after the import = %v; want the imported claude-code sessions listed", l.Agents)
+	}
+	imported := 0
+	for sid := range seen {
+		if !strings.HasPrefix(sid, "via-") && !strings.HasPrefix(sid, "doomed-") {
+			imported++
+		}
+	}
+	if imported == 0 {
+		t.Error("no change event for any session written by the import process")
 	}
 	if t.Failed() {
 		t.Logf("server a:\n%s\nserver b:\n%s", a.out, b.out)
