@@ -151,3 +151,24 @@ func TestListPages(t *testing.T) {
 		t.Errorf("List(after nonsense) = %v; want ErrBadCursor", err)
 	}
 }
+
+// TestDetailRemembersWholeSessionSafely: the counts and report a Detail
+// remembers are copies, and a write (by any process) is seen at once.
+func TestDetailRemembersWholeSessionSafely(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, turnsBatch("q", 3, "ok"))
+	d := mustDetail(t, s, "q")
+	d.Report.Commands[0].Command = "changed by a caller"
+	d.Summary.StepsByType["command"] = 99
+	again := mustDetail(t, s, "q")
+	if again.Report.Commands[0].Command != "go test ./..." || again.Summary.StepsByType["command"] != 3 {
+		t.Errorf("a caller's change reached the next read: %+v %v", again.Report.Commands, again.Summary.StepsByType)
+	}
+	other := mustOpenPath(t, s.Path())
+	st := step("q", 9, "read")
+	st["turn_id"] = "q-t1"
+	mustApply(t, other, stepsBatch("q", st))
+	if got := mustDetail(t, s, "q"); got.Summary.Steps != 4 || len(got.Report.Files) != 1 {
+		t.Errorf("after another store's write: %d steps, %d files; want 4 and 1", got.Summary.Steps, len(got.Report.Files))
+	}
+}

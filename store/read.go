@@ -301,16 +301,13 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if pk == 0 {
 			return ErrNotFound
 		}
-		if err := countSteps(conn, "session_pk = ?", []any{pk}, map[int64]*Summary{pk: &d.Summary}); err != nil {
+		if err := s.whole.get(conn, pk, d.UpdatedAt, &d.Summary, &d.Report); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(conn, pk); err != nil {
 			return err
 		}
 		if d.Actors, err = readActors(conn, pk); err != nil {
-			return err
-		}
-		if d.Report, err = readReport(conn, pk); err != nil {
 			return err
 		}
 		if d.Turns, d.Window, err = readTurns(conn, pk, id, q); err != nil {

@@ -35,6 +35,7 @@ type Store struct {
 	pool       *sqlitemigration.Pool
 	path       string
 	capturedOn string
+	whole      wholeSession
 }
 
 // Open opens (creating if needed) the store at path. A new file and its

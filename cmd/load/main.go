@@ -36,6 +36,7 @@ type CLI struct {
 	Pushes    int           `help:"100-step pushes while 32 streams are open." default:"300"`
 	Sessions  int           `help:"Sessions the store should hold for the read phase (small ones are pushed until it does)." default:"10000"`
 	Reads     int           `help:"Requests per read route in the read phase." default:"30"`
+	BigSteps  int           `help:"Steps of one big session whose page is timed (0: skip)." default:"100000"`
 	Timeout   time.Duration `help:"Upper bound for each phase." default:"3m"`
 }
 
@@ -87,7 +88,40 @@ func run(ctx context.Context, cli CLI, out io.Writer) error {
 	if err := phase("pushes with streams", func(ctx context.Context) error { return l.pushesWithStreams(ctx, out, cli.Pushes) }); err != nil {
 		return err
 	}
-	return phase("reads", func(ctx context.Context) error { return l.reads(ctx, out, cli.Sessions, cli.Reads) })
+	if err := phase("reads", func(ctx context.Context) error { return l.reads(ctx, out, cli.Sessions, cli.Reads) }); err != nil {
+		return err
+	}
+	if cli.BigSteps == 0 {
+		return nil
+	}
+	return phase("big session", func(ctx context.Context) error { return l.bigSession(ctx, out, cli.BigSteps, cli.Reads) })
+}
+
+// bigSession pushes one session of n steps in 5000-step batches and times
+// its page and its JSON detail narrowed as the page reads it.
+func (l *loader) bigSession(ctx context.Context, out io.Writer, n, reads int) error {
+	sid := l.run + "-big"
+	for from := 0; from < n; from += 5000 {
+		if err := l.push(ctx, batch(sid, from, min(5000, n-from))); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "a session of %d steps:\n", n)
+	for _, r := range []struct{ name, path string }{
+		{"GET /session?id=<big> (page)", "/session?id=" + url.QueryEscape(sid)},
+		{"GET /api/sessions/<big>?turns=30&head=2048", "/api/sessions/" + url.PathEscape(sid) + "?turns=30&head=2048"},
+	} {
+		var lat []time.Duration
+		for range reads {
+			start := time.Now()
+			if err := l.getJSON(ctx, r.path, nil); err != nil {
+				return err
+			}
+			lat = append(lat, time.Since(start))
+		}
+		fmt.Fprintf(out, "  %-44s %s\n", r.name, percentiles(lat))
+	}
+	return nil
 }
 
 func readToken(path string) (string, error) {
