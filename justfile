@@ -44,3 +44,15 @@ vendor:
 # What CI runs, locally.
 ci:
     bash .ci/run
+
+# Start a throwaway server and run the load command against it (docs/performance.md).
+load *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    go build -o "$tmp/service" ./cmd/service
+    HOME="$tmp" "$tmp/service" serve --port 4399 >"$tmp/serve.log" 2>&1 &
+    pid=$!
+    trap 'kill $pid; rm -rf "$tmp"' EXIT
+    sleep 1
+    HOME="$tmp" go run ./cmd/load --url http://127.0.0.1:4399 {{args}}
