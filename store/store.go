@@ -36,11 +36,31 @@ type Store struct {
 	path       string
 	capturedOn string
 	whole      wholeSession
+	stop       context.CancelFunc // ends the background checkpoints, if any
+	stopped    chan struct{}
+}
+
+// Option changes how Open sets up a store.
+type Option func(*options)
+
+type options struct{ checkpointEvery time.Duration }
+
+// CheckpointEvery moves write-ahead-log checkpoints off the commit path:
+// this store's connections no longer checkpoint when a commit crosses the
+// log's threshold (which stalls that one commit for milliseconds), and a
+// background goroutine checkpoints every d instead. For the server, whose
+// pushes wait on their commits; other processes keep SQLite's default.
+func CheckpointEvery(d time.Duration) Option {
+	return func(o *options) { o.checkpointEvery = d }
 }
 
 // Open opens (creating if needed) the store at path. A new file and its
 // folder are made readable by the owner only.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
@@ -62,7 +82,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
 		Flags:       sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
 		PoolSize:    8,
-		PrepareConn: prepareConn,
+		PrepareConn: func(conn *sqlite.Conn) error {
+			if err := prepareConn(conn); err != nil {
+				return err
+			}
+			if o.checkpointEvery > 0 {
+				return sqlitex.ExecuteTransient(conn, "PRAGMA wal_autocheckpoint = 0", nil)
+			}
+			return nil
+		},
 		OnError:     func(err error) { fail(err) },
 	})
 	// Wait for the migrations so a broken file fails at open, not later.
@@ -72,6 +100,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		s.pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if o.checkpointEvery > 0 {
+		bg, stop := context.WithCancel(context.Background())
+		s.stop, s.stopped = stop, make(chan struct{})
+		go s.checkpoints(bg, o.checkpointEvery)
 	}
 	return s, nil
 }
@@ -108,8 +141,33 @@ func prepareConn(conn *sqlite.Conn) error {
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes every connection.
-func (s *Store) Close() error { return s.pool.Close() }
+// Close stops the background checkpoints and closes every connection.
+func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stop()
+		<-s.stopped
+	}
+	return s.pool.Close()
+}
+
+// checkpoints copies the write-ahead log into the database every d, as
+// far as readers allow (PASSIVE: it never waits on them), until ctx ends.
+func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
+	defer close(s.stopped)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// An error here (the store busy past busyLimit) is retried next tick.
+		_ = s.conn(ctx, func(conn *sqlite.Conn) error {
+			return sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", nil)
+		})
+	}
+}
 
 // conn runs fn with a connection, bounding every wait by busyLimit unless
 // ctx already has a deadline.

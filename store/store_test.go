@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,5 +111,32 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 			}
 			tc.check(t, path)
 		})
+	}
+}
+
+// TestCheckpointEvery: with checkpoints in the background, commits leave
+// the log to grow until the next tick, which then copies it back.
+func TestCheckpointEvery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path, store.CheckpointEvery(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 30 { // well past the default threshold of 1000 pages
+		b := newBatch(fmt.Sprintf("c%d", i))
+		set(b, "steps[1].payload.stdout", strings.Repeat("x", 200_000))
+		mustApply(t, s, b)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		db, _ := os.Stat(path)
+		if db != nil && db.Size() > 30*200_000 {
+			break // the steps reached the database file itself
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file holds %d bytes after 5 s: the background checkpoint never ran", db.Size())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

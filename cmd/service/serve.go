@@ -36,7 +36,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(e.ctx, dbPath)
+	st, err := store.Open(e.ctx, dbPath, store.CheckpointEvery(time.Second))
 	if err != nil {
 		return err
 	}
