@@ -80,8 +80,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	wait, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
-		Flags:       sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
-		PoolSize:    8,
+		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
+		PoolSize: 8,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			if err := prepareConn(conn); err != nil {
 				return err
@@ -91,7 +91,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			}
 			return nil
 		},
-		OnError:     func(err error) { fail(err) },
+		OnError: func(err error) { fail(err) },
 	})
 	// Wait for the migrations so a broken file fails at open, not later.
 	if err := s.conn(wait, func(*sqlite.Conn) error { return nil }); err != nil {
