@@ -91,12 +91,13 @@ func benchPercentile(sorted []time.Duration, p float64) float64 {
 	return float64(sorted[max(i, 0)]) / float64(time.Millisecond)
 }
 
-// benchServer serves the real routes over a temp-file store and returns the
-// ingest URL.
+// benchServer serves the real routes over a temp-file store, opened as
+// cmd/service serve opens it (log checkpoints in the background), and
+// returns the ingest URL.
 func benchServer(b *testing.B) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "store.db")
-	st, err := store.Open(context.Background(), path)
+	st, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second))
 	if err != nil {
 		b.Fatalf("store.Open(%s) = %v", path, err)
 	}
