@@ -374,8 +374,7 @@ func (p *parser) user(c ctx, ln *line, at adapters.Time) {
 	if c.agent == nil && r.PermissionMode != "" {
 		p.mode = r.PermissionMode // the mode the CLI is in from here on
 	}
-	m := decodeMessage(r.Message)
-	blocks, _ := contentBlocks(m.Content)
+	blocks := r.Message.Content
 	if len(blocks) == 0 {
 		p.skip("empty user record")
 		return
@@ -564,7 +563,7 @@ func (p *parser) localOutput(c ctx, t string) {
 
 func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 	r := ln.rec
-	m := decodeMessage(r.Message)
+	m := &r.Message
 	if m.Usage != nil && m.Model != "<synthetic>" {
 		key := m.ID
 		if key == "" {
@@ -579,7 +578,7 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 			p.usage[key] = *m.Usage
 		}
 	}
-	blocks, _ := contentBlocks(m.Content)
+	blocks := m.Content
 	if len(blocks) == 0 {
 		p.skip("empty assistant record")
 		return
@@ -655,7 +654,7 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 		p.skip("replayed tool_result")
 		return
 	}
-	res := &toolResult{text: resultText(b.Content), isError: b.IsError}
+	res := &toolResult{text: b.Content.text(), isError: b.IsError}
 	if single && adapters.Present(r.ToolUseResult) {
 		res.tur = r.ToolUseResult
 		res.turObj = object(r.ToolUseResult)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // record is one line of a transcript. Only the fields the adapter reads
@@ -25,19 +28,31 @@ type record struct {
 	IsAPIError       bool            `json:"isApiErrorMessage"`
 	PermissionMode   string          `json:"permissionMode"`
 	RequestID        string          `json:"requestId"`
-	Message          json.RawMessage `json:"message"`
+	Message          message         `json:"message"`
 	ToolUseResult    json.RawMessage `json:"toolUseResult"`
 	Content          json.RawMessage `json:"content"`
 	Data             json.RawMessage `json:"data"`
 	ParentToolUseID  string          `json:"parentToolUseID"`
 }
 
-// decodeRecord reads one line. A field of an unexpected type is left
-// empty rather than losing the whole line; only broken JSON, or JSON that
-// is not an object, is an error.
+// decodeOptions make the one-pass decoder read what encoding/json would:
+// invalid UTF-8 becomes U+FFFD, a repeated name keeps its last value, and
+// names match regardless of case.
+var decodeOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true),
+	jsonv2.MatchCaseInsensitiveNames(true))
+
+// decodeRecord reads one line, in one pass over its bytes. A field of an
+// unexpected type is left empty rather than losing the whole line (such a
+// line is read again the slower way that allows it); only broken JSON, or
+// JSON that is not an object, is an error.
 func decodeRecord(line []byte) (*record, error) {
 	var r record
-	err := json.Unmarshal(line, &r)
+	err := jsonv2.Unmarshal(line, &r, decodeOptions)
+	if err == nil {
+		return &r, nil
+	}
+	r = record{}
+	err = json.Unmarshal(line, &r)
 	var typeErr *json.UnmarshalTypeError
 	if err != nil && !(errors.As(err, &typeErr) && bytes.HasPrefix(bytes.TrimSpace(line), []byte("{"))) {
 		var syn *json.SyntaxError
@@ -50,11 +65,11 @@ func decodeRecord(line []byte) (*record, error) {
 }
 
 type message struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   *usage          `json:"usage"`
+	ID      string  `json:"id"`
+	Role    string  `json:"role"`
+	Model   string  `json:"model"`
+	Content content `json:"content"`
+	Usage   *usage  `json:"usage"`
 }
 
 type usage struct {
@@ -73,57 +88,68 @@ type block struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
+	Content   content         `json:"content"`
 	IsError   bool            `json:"is_error"`
-	raw       json.RawMessage
+	raw       json.RawMessage // the block's JSON, kept for block types the adapter does not know
 }
 
-func decodeMessage(raw json.RawMessage) message {
-	var m message
-	if len(raw) > 0 {
-		json.Unmarshal(raw, &m) // a partly odd message keeps what decoded
-	}
-	return m
-}
+// knownBlocks are the block types the adapter maps; others keep their raw
+// JSON for an other step.
+var knownBlocks = map[string]bool{"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true,
+	"tool_result": true, "image": true, "document": true}
 
-// contentBlocks reads message content: a plain string becomes one text
-// block; blocks that do not decode are dropped.
-func contentBlocks(raw json.RawMessage) (blocks []block, plain bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil, false
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return []block{{Type: "text", Text: s}}, true
+// content is a message's (or a tool result's) content: a plain string
+// becomes one text block; a block with a field of an unexpected type keeps
+// what decoded (one that is not an object, nothing but its raw JSON).
+type content []block
+
+// UnmarshalJSONFrom reads content in the one pass over the line.
+func (c *content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '"':
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
 		}
-		return nil, false
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return nil, false
-	}
-	for _, it := range items {
-		var b block
-		if err := json.Unmarshal(it, &b); err != nil {
-			var typeErr *json.UnmarshalTypeError
-			if !errors.As(err, &typeErr) {
-				continue
+		*c = content{{Type: "text", Text: tok.String()}}
+		return nil
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		*c = nil
+		for dec.PeekKind() != ']' {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return err
 			}
+			var b block
+			if err := jsonv2.Unmarshal(v, &b, decodeOptions); err != nil {
+				b = block{}
+				json.Unmarshal(v, &b) // keeps what decodes, as for a record
+			}
+			if !knownBlocks[b.Type] {
+				b.raw = json.RawMessage(v.Clone())
+			}
+			*c = append(*c, b)
 		}
-		b.raw = it
-		blocks = append(blocks, b)
+		_, err := dec.ReadToken()
+		return err
 	}
-	return blocks, false
+	*c = nil
+	return dec.SkipValue()
 }
 
-// resultText is the text of a tool_result's content: a string, or the
-// text blocks of an array joined by newlines.
-func resultText(raw json.RawMessage) string {
-	blocks, _ := contentBlocks(raw)
+// UnmarshalJSON reads content for encoding/json, on the slower path of a
+// record with an odd field.
+func (c *content) UnmarshalJSON(b []byte) error {
+	return c.UnmarshalJSONFrom(jsontext.NewDecoder(bytes.NewReader(b), decodeOptions))
+}
+
+// text is the text blocks of a tool result's content joined by newlines.
+func (c content) text() string {
 	var parts []string
-	for _, b := range blocks {
+	for _, b := range c {
 		if b.Type == "text" {
 			parts = append(parts, b.Text)
 		}
