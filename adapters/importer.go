@@ -1,12 +1,9 @@
 package adapters
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -302,25 +299,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// ReadLines calls fn with each line of r (without its line ending), its
-// number from 1, and whether it ended with a newline. Only the last line
-// can lack one, and then the file may still be being written.
-func ReadLines(r io.Reader, fn func(n int, line []byte, terminated bool)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			term := line[len(line)-1] == '\n'
-			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-			fn(n, line, term)
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }

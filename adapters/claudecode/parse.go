@@ -2,8 +2,10 @@ package claudecode
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,27 +54,30 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 		usage:   map[string]usage{},
 		claimed: map[*step]bool{},
 	}
-	var mains, subs []*fileLines
+	var mains, subs []*source
 	for i, f := range files {
-		fl := p.read(i, f)
+		src := p.open(i, f)
 		p.paths = append(p.paths, f.Path)
-		if strings.HasPrefix(filepath.Base(f.Path), "agent-") {
-			subs = append(subs, fl)
+		if src.sub {
+			subs = append(subs, src)
 		} else {
-			mains = append(mains, fl)
+			mains = append(mains, src)
 		}
 	}
 	p.fileSteps = make([][]*step, len(files))
-	byFirstTime := func(a, b *fileLines) int { return a.first.At.Compare(b.first.At) }
+	byFirstTime := func(a, b *source) int { return a.first.At.Compare(b.first.At) }
 	slices.SortStableFunc(mains, byFirstTime)
 	slices.SortStableFunc(subs, byFirstTime)
-	for _, fl := range mains {
-		for i := range fl.lines {
-			p.rootLine(fl, &fl.lines[i])
-		}
+	for _, src := range mains {
+		p.each(src, func(ln *line) { p.rootLine(src, ln) })
 	}
-	for _, fl := range subs {
-		p.subagentFile(fl)
+	for _, src := range subs {
+		p.subagentFile(src)
+	}
+	for _, src := range p.sources {
+		if p.sid == "" {
+			p.sid = src.sid
+		}
 	}
 	return p.finish()
 }
@@ -91,7 +96,8 @@ type parser struct {
 	mode     string // the last permission mode a prompt carried
 	version  string
 	cwd      string
-	sid      string // first sessionId seen, when the unit has no id
+	sid      string    // first sessionId seen, when the unit has no id
+	sources  []*source // the files, in the order given
 	rootLast adapters.Time
 	minTime  adapters.Time
 
@@ -106,12 +112,24 @@ type parser struct {
 	rootLocal  *step
 }
 
-type fileLines struct {
-	idx   int
-	path  string
-	first adapters.Time
-	lines []line
+// source is one of the session's files, read line by line: the lines
+// before its first timestamp (and, in a subagent's file, before its first
+// agentId) are read ahead to order the files, and none is kept after it is
+// mapped.
+type source struct {
+	idx     int
+	path    string
+	sub     bool          // a subagent's own file (agent-*.jsonl)
+	first   adapters.Time // its first timestamp
+	agentID string        // a subagent file's first agentId
+	sid     string        // its first sessionId
+	ahead   []line        // lines read ahead, not yet mapped
+	lines   *adapters.Lines
+	done    bool
 }
+
+// readAhead caps the lines read ahead in one file to order it.
+const readAhead = 256
 
 type line struct {
 	n   int
@@ -170,43 +188,81 @@ func (p *parser) problem(path string, n int, msg string) {
 	p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: path, Line: n, Message: msg})
 }
 
-// read decodes every line of a file. Broken lines are reported and left
-// out; a broken last line without its newline is a line still being
-// written, so the file is marked incomplete instead.
-func (p *parser) read(idx int, f adapters.File) *fileLines {
-	fl := &fileLines{idx: idx, path: f.Path}
-	err := adapters.ReadLines(f.Body, func(n int, b []byte, terminated bool) {
+// open starts reading a file and reads ahead to its first timestamp.
+func (p *parser) open(idx int, f adapters.File) *source {
+	src := &source{idx: idx, path: f.Path, sub: strings.HasPrefix(filepath.Base(f.Path), "agent-"), lines: adapters.NewLines(f.Body)}
+	p.sources = append(p.sources, src)
+	for len(src.ahead) < readAhead && (src.first.IsZero() || (src.sub && src.agentID == "")) {
+		ln, ok := p.next(src)
+		if !ok {
+			break
+		}
+		src.ahead = append(src.ahead, ln)
+	}
+	return src
+}
+
+// next decodes a file's next line. Broken lines are reported and left out;
+// a broken last line without its newline is a line still being written,
+// so the file is marked incomplete instead.
+func (p *parser) next(src *source) (line, bool) {
+	for !src.done {
+		n, b, terminated, err := src.lines.Next()
+		if err != nil {
+			src.done = true
+			if err != io.EOF {
+				p.problem(src.path, 0, "read: "+err.Error())
+			}
+			if b == nil {
+				break
+			}
+		}
 		if len(bytes.TrimSpace(b)) == 0 {
-			return
+			continue
 		}
 		r, err := decodeRecord(b)
 		if err != nil {
 			if !terminated {
-				p.sess.Incomplete = append(p.sess.Incomplete, f.Path)
-				return
+				p.sess.Incomplete = append(p.sess.Incomplete, src.path)
+			} else {
+				p.problem(src.path, n, err.Error())
 			}
-			p.problem(f.Path, n, err.Error())
-			return
+			continue
 		}
 		ln := line{n: n, rec: r}
 		if t, ok := adapters.ParseTime(r.Timestamp); ok {
 			ln.at = t
-			if fl.first.IsZero() {
-				fl.first = t
+			if src.first.IsZero() {
+				src.first = t
 			}
 			if p.minTime.IsZero() || t.At.Before(p.minTime.At) {
 				p.minTime = t
 			}
 		}
-		if p.sid == "" && r.SessionID != "" {
-			p.sid = r.SessionID
+		if src.sid == "" {
+			src.sid = r.SessionID
 		}
-		fl.lines = append(fl.lines, ln)
-	})
-	if err != nil {
-		p.problem(f.Path, 0, "read: "+err.Error())
+		if src.agentID == "" {
+			src.agentID = r.AgentID
+		}
+		return ln, true
 	}
-	return fl
+	return line{}, false
+}
+
+// each maps a file's lines in order, the ones read ahead first.
+func (p *parser) each(src *source, fn func(*line)) {
+	for i := range src.ahead {
+		fn(&src.ahead[i])
+	}
+	src.ahead = nil
+	for {
+		ln, ok := p.next(src)
+		if !ok {
+			return
+		}
+		fn(&ln)
+	}
 }
 
 // lineID names a record that has no uuid by its file and line.
@@ -246,12 +302,12 @@ func (p *parser) firstSeen(r *record) bool {
 	return true
 }
 
-func (p *parser) rootLine(fl *fileLines, ln *line) {
+func (p *parser) rootLine(src *source, ln *line) {
 	r := ln.rec
 	if !p.firstSeen(r) {
 		return
 	}
-	c := ctx{file: fl.idx, path: fl.path}
+	c := ctx{file: src.idx, path: src.path}
 	if r.IsSidechain {
 		p.sidechainLine(c, ln)
 		return
@@ -262,10 +318,10 @@ func (p *parser) rootLine(fl *fileLines, ln *line) {
 	}
 	switch r.Type {
 	case "user", "assistant", "system", "progress":
-		p.ensureSegment(at, fl.path)
+		p.ensureSegment(at, src.path)
 		if r.Version != "" {
 			if p.version != "" && r.Version != p.version && p.currentSegment().steps > 0 {
-				p.newSegment("resume", at, fl.path)
+				p.newSegment("resume", at, src.path)
 			}
 			p.version = r.Version
 		}
@@ -299,20 +355,13 @@ func (p *parser) sidechainLine(c ctx, ln *line) {
 
 // subagentFile reads a subagent's own file (Claude Code 2.0.x siblings and
 // 2.1 <session>/subagents/): every line is that subagent's.
-func (p *parser) subagentFile(fl *fileLines) {
-	id := strings.TrimPrefix(strings.TrimSuffix(filepath.Base(fl.path), ".jsonl"), "agent-")
-	for _, ln := range fl.lines {
-		if ln.rec.AgentID != "" {
-			id = ln.rec.AgentID
-			break
-		}
-	}
+func (p *parser) subagentFile(src *source) {
+	id := cmp.Or(src.agentID, strings.TrimPrefix(strings.TrimSuffix(filepath.Base(src.path), ".jsonl"), "agent-"))
 	a := p.agentFor("id:"+id, id, "")
-	c := ctx{agent: a, file: fl.idx, path: fl.path}
-	for i := range fl.lines {
-		ln := &fl.lines[i]
+	c := ctx{agent: a, file: src.idx, path: src.path}
+	p.each(src, func(ln *line) {
 		if !p.firstSeen(ln.rec) {
-			continue
+			return
 		}
 		at := timeOf(ln, &a.last)
 		if a.first.IsZero() {
@@ -325,7 +374,7 @@ func (p *parser) subagentFile(fl *fileLines) {
 			p.version = ln.rec.Version // only when the session's own file is missing
 		}
 		p.record(c, ln, at)
-	}
+	})
 }
 
 func (p *parser) agentFor(key, agentID, actor string) *agent {
