@@ -2,8 +2,10 @@ package adapters
 
 import (
 	"fmt"
+	"hash/maphash"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentreview/service/redact"
@@ -68,42 +70,183 @@ func flagSecrets(st *store.Step) {
 	}
 }
 
-// FlagDeadEnds marks each edit whose change a later edit of the same file
-// undoes exactly (its old string is this edit's new string and the other
-// way round) with dead_end_edit. Steps must be in session order and
-// numbered (Seq), as Split leaves them.
+// FlagDeadEnds marks with dead_end_edit each edit whose change later edits
+// of the same file undo: one that swaps it back (b→a after a→b), a chain
+// that ends where it began (b→c, then c→a), or a full write of the text
+// the edit replaced. A full write counts as a change of the whole file when
+// its text before is known: from its old string, or from the full write
+// of the same file just before it with no edit between. Steps must be in
+// session order and numbered (Seq), as Split leaves them.
 func FlagDeadEnds(steps []store.Step) {
-	type change struct{ path, old, new string }
-	later := map[change][]int{} // each change's step indexes, in order
+	changes := make([]change, len(steps))
 	for i, st := range steps {
-		if c, ok := editChange(st); ok {
-			later[change{c[0], c[1], c[2]}] = append(later[change{c[0], c[1], c[2]}], i)
-		}
+		changes[i] = editChange(st)
 	}
-	for i := range steps {
-		c, ok := editChange(steps[i])
-		if !ok {
+	deadEnds(changes, func(i int) int64 { return steps[i].Seq }, func(i int, f store.Flag) { addFlag(&steps[i], f) })
+}
+
+// deadEnds is FlagDeadEnds on the changes of a session's steps, in session
+// order (a zero change for a step that is not an edit), for callers that
+// do not hold the steps themselves. seq gives the Seq of the step at an
+// index; flag is called with the dead_end_edit flag of each step that
+// earns one.
+func deadEnds(changes []change, seq func(i int) int64, flag func(i int, f store.Flag)) {
+	changes = knownBefore(changes)
+	type at struct {
+		path     string
+		old, new textKey
+	}
+	byOld := map[at][]int{}    // changes from a text: step indexes, in order
+	bySwap := map[at][]int{}   // changes from a text to another
+	writesTo := map[at][]int{} // full writes of a text, whatever was there before
+	index := func(m map[at][]int, k at, i int) { m[k] = append(m[k], i) }
+	for i, c := range changes {
+		if c.path == "" || !c.hasNew {
 			continue
 		}
-		for _, j := range later[change{c[0], c[2], c[1]}] {
-			if j > i {
-				addFlag(&steps[i], store.Flag{Kind: FlagDeadEndEdit, Severity: "info",
-					Reason: fmt.Sprintf("reverted by the edit at step %d", steps[j].Seq)})
+		if c.full {
+			index(writesTo, at{path: c.path, new: c.new}, i)
+		}
+		if c.hasOld && c.old != c.new {
+			index(byOld, at{path: c.path, old: c.old}, i)
+			index(bySwap, at{path: c.path, old: c.old, new: c.new}, i)
+		}
+	}
+	// after is the first index in list beyond pos, or -1.
+	after := func(list []int, pos int) int {
+		k, _ := slices.BinarySearch(list, pos+1)
+		if k == len(list) {
+			return -1
+		}
+		return list[k]
+	}
+	for i, c := range changes {
+		if c.path == "" || !c.hasOld || !c.hasNew || c.old == c.new {
+			continue
+		}
+		// Follow the text this edit wrote through the later edits that
+		// replace it, until one puts back the text it replaced.
+		var through []int64
+		cur, pos := c.new, i
+		for range maxRevertChain {
+			end := after(bySwap[at{path: c.path, old: cur, new: c.old}], pos)
+			if w := after(writesTo[at{path: c.path, new: c.old}], pos); w >= 0 && (end < 0 || w < end) {
+				end = w
+			}
+			if end >= 0 {
+				flag(i, store.Flag{Kind: FlagDeadEndEdit, Severity: "info", Reason: revertReason(seq(end), changes[end].full, through)})
 				break
 			}
+			if cur == emptyKey {
+				break // every insertion starts from the empty text: following it would join unrelated edits
+			}
+			next := after(byOld[at{path: c.path, old: cur}], pos)
+			if next < 0 {
+				break
+			}
+			through = append(through, seq(next))
+			cur, pos = changes[next].new, next
 		}
 	}
 }
 
-// editChange returns an edit's path, old and new strings, when it is a
-// real change of part of a file.
-func editChange(st store.Step) ([3]string, bool) {
+// maxRevertChain is how many later edits a revert may take, the one that
+// completes it included; FlagDeadEnds follows no longer chains.
+const maxRevertChain = 20
+
+// textKey stands for a text an edit replaced or wrote: two texts are the
+// same when their keys are equal. It is a 128-bit hash, so that the edits
+// of a spilled session are compared without their texts.
+type textKey [2]uint64
+
+// keySeeds are the hash seeds of textKey, fixed for the process.
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(s string) textKey {
+	return textKey{maphash.String(keySeeds[0], s), maphash.String(keySeeds[1], s)}
+}
+
+// emptyKey is the key of the empty text.
+var emptyKey = keyOf("")
+
+// change is what an edit step did to its file. path is empty for a step
+// that is not an edit of a named file.
+type change struct {
+	path     string
+	old, new textKey
+	hasOld   bool // the text replaced is known
+	hasNew   bool // the text written is known
+	full     bool // the whole file was written
+}
+
+// editChange returns the path of an edit step and the keys of the text
+// it replaced and the text it wrote, as far as the step says them.
+func editChange(st store.Step) change {
 	p := st.Payload
-	if st.Type != store.TypeEdit || p.Path == "" || p.OldString == nil || p.NewString == nil ||
-		*p.OldString == *p.NewString || (p.IsFullWrite != nil && *p.IsFullWrite) {
-		return [3]string{}, false
+	if st.Type != store.TypeEdit || p.Path == "" {
+		return change{}
 	}
-	return [3]string{p.Path, *p.OldString, *p.NewString}, true
+	c := change{path: p.Path, full: p.IsFullWrite != nil && *p.IsFullWrite}
+	if p.OldString != nil {
+		c.old, c.hasOld = keyOf(*p.OldString), true
+	}
+	if p.NewString != nil {
+		c.new, c.hasNew = keyOf(*p.NewString), true
+	}
+	return c
+}
+
+// knownBefore returns a copy of changes in which a full write with no old
+// string has the text of the full write of its file just before it, when
+// no other edit of that file came between.
+func knownBefore(changes []change) []change {
+	changes = slices.Clone(changes)
+	written := map[string]textKey{} // the whole text of a file, while known
+	for i, c := range changes {
+		if c.path == "" {
+			continue
+		}
+		before, known := written[c.path]
+		delete(written, c.path)
+		if !c.full {
+			continue
+		}
+		if !c.hasOld && known {
+			changes[i].old, changes[i].hasOld = before, true
+		}
+		if c.hasNew {
+			written[c.path] = c.new
+		}
+	}
+	return changes
+}
+
+// revertReason names the step that completes a revert (its Seq, and
+// whether it is a full write) and the steps the change went through before
+// it.
+func revertReason(end int64, full bool, through []int64) string {
+	what := "edit"
+	if full {
+		what = "write"
+	}
+	reason := fmt.Sprintf("reverted by the %s at step %d", what, end)
+	switch n := len(through); {
+	case n == 1:
+		reason += fmt.Sprintf(", through step %d", through[0])
+	case n > 1:
+		var b strings.Builder
+		for k, seq := range through {
+			switch {
+			case k == n-1:
+				b.WriteString(" and ")
+			case k > 0:
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d", seq)
+		}
+		reason += ", through steps " + b.String()
+	}
+	return reason
 }
 
 func addFlag(st *store.Step, f store.Flag) {

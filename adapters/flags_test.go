@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -151,9 +152,26 @@ func edit(path, old, new string) store.Step {
 	return store.Step{Type: store.TypeEdit, Payload: store.Payload{Path: path, OldString: Text(old), NewString: Text(new)}}
 }
 
+// write is a full write of a file whose text before it is not given.
+func write(path, content string) store.Step {
+	return store.Step{Type: store.TypeEdit, Payload: store.Payload{Path: path, NewString: Text(content), IsFullWrite: Bool(true)}}
+}
+
+// chain is n edits of a file: "v0" to "v1", then each "vK" to the next,
+// the last one putting "v0" back.
+func chain(n int) []store.Step {
+	var steps []store.Step
+	for k := range n {
+		steps = append(steps, edit("/w/a.go", fmt.Sprintf("v%d", k), fmt.Sprintf("v%d", (k+1)%n)))
+	}
+	return steps
+}
+
 func TestFlagDeadEnds(t *testing.T) {
-	write := edit("/w/a.go", "", "package a")
-	write.Payload.IsFullWrite = Bool(true)
+	created := edit("/w/a.go", "", "package a")
+	created.Payload.IsFullWrite = Bool(true)
+	rewrote := edit("/w/a.go", "package a", "package b")
+	rewrote.Payload.IsFullWrite = Bool(true)
 	for _, tc := range []struct {
 		name  string
 		steps []store.Step
@@ -169,7 +187,44 @@ func TestFlagDeadEnds(t *testing.T) {
 		{"partial revert", []store.Step{edit("/w/a.go", "A", "B"), edit("/w/a.go", "B", "C")}, nil},
 		{"revert before the edit", []store.Step{edit("/w/a.go", "B", "A"), edit("/w/a.go", "A", "B")}, map[int]string{0: "step 2"}},
 		{"no-op edit", []store.Step{edit("/w/a.go", "A", "A"), edit("/w/a.go", "A", "A")}, nil},
-		{"full write", []store.Step{write, edit("/w/a.go", "package a", "")}, nil},
+
+		// Chains of edits.
+		{"chain back", []store.Step{edit("/w/a.go", "A", "B"), edit("/w/a.go", "B", "C"), edit("/w/a.go", "C", "A")},
+			map[int]string{0: "reverted by the edit at step 3, through step 2"}},
+		{"longer chain, other steps between", []store.Step{
+			edit("/w/a.go", "A", "B"), edit("/w/a.go", "B", "C"), edit("/w/b.go", "C", "D"),
+			edit("/w/a.go", "C", "D"), {Type: store.TypeCommand, Payload: store.Payload{Command: Text("go test")}}, edit("/w/a.go", "D", "A"),
+		}, map[int]string{0: "reverted by the edit at step 6, through steps 2 and 4"}},
+		{"chain that does not come back", []store.Step{edit("/w/a.go", "A", "B"), edit("/w/a.go", "B", "C"), edit("/w/a.go", "C", "D")}, nil},
+		{"chain through another file", []store.Step{edit("/w/a.go", "A", "B"), edit("/w/b.go", "B", "C"), edit("/w/a.go", "C", "A")}, nil},
+		{"chain before the edit", []store.Step{edit("/w/a.go", "B", "C"), edit("/w/a.go", "C", "A"), edit("/w/a.go", "A", "B")},
+			map[int]string{0: "step 3, through step 2"}},
+		{"no chain through the empty text", []store.Step{edit("/w/a.go", "A", ""), edit("/w/a.go", "", "C"), edit("/w/a.go", "C", "A")}, nil},
+		{"longest chain", chain(maxRevertChain + 1), map[int]string{0: fmt.Sprintf("step %d, through steps 2, 3,", maxRevertChain+1)}},
+		{"chain too long to follow", chain(maxRevertChain + 2), nil},
+
+		// Full writes.
+		{"full write rewritten", []store.Step{write("/w/a.go", "A"), write("/w/a.go", "B"), write("/w/a.go", "A")},
+			map[int]string{1: "reverted by the write at step 3"}},
+		{"full write rewritten after another", []store.Step{
+			write("/w/a.go", "A"), write("/w/a.go", "B"), write("/w/a.go", "C"), write("/w/a.go", "A"),
+		}, map[int]string{1: "reverted by the write at step 4"}},
+		{"full write rewritten after an edit", []store.Step{
+			write("/w/a.go", "A"), write("/w/a.go", "B"), edit("/w/a.go", "x", "y"), write("/w/a.go", "A"),
+		}, map[int]string{1: "reverted by the write at step 4"}},
+		{"full write undone by an edit", []store.Step{write("/w/a.go", "A"), write("/w/a.go", "B"), edit("/w/a.go", "B", "A")},
+			map[int]string{1: "reverted by the edit at step 3"}},
+		{"full write undone by a chain of edits", []store.Step{rewrote, edit("/w/a.go", "package b", "package c"), edit("/w/a.go", "package c", "package a")},
+			map[int]string{0: "reverted by the edit at step 3, through step 2"}},
+		{"full write undone by a later write", []store.Step{rewrote, write("/w/a.go", "package c"), write("/w/a.go", "package a")},
+			map[int]string{0: "reverted by the write at step 3"}},
+		{"full write with its old string", []store.Step{rewrote, write("/w/a.go", "package a")}, map[int]string{0: "reverted by the write at step 2"}},
+		{"created, then emptied", []store.Step{created, edit("/w/a.go", "package a", "")}, map[int]string{0: "reverted by the edit at step 2"}},
+		{"full write then a partial edit", []store.Step{created, edit("/w/a.go", "package a", "package b")}, nil},
+		{"full writes that do not come back", []store.Step{write("/w/a.go", "A"), write("/w/a.go", "B"), write("/w/a.go", "C")}, nil},
+		{"before unknown after an edit", []store.Step{write("/w/a.go", "A"), edit("/w/a.go", "x", "y"), write("/w/a.go", "B"), write("/w/a.go", "A")}, nil},
+		{"full write on another file", []store.Step{write("/w/a.go", "A"), write("/w/a.go", "B"), write("/w/b.go", "A")}, nil},
+		{"edit undone by a full write", []store.Step{edit("/w/a.go", "A", "B"), write("/w/a.go", "A")}, map[int]string{0: "reverted by the write at step 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			steps := make([]store.Step, len(tc.steps))

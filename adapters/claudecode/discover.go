@@ -29,7 +29,6 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 // and sibling agent-*.jsonl files whose lines name the session. A main file
 // whose name is not a session id belongs to the first sessionId it holds.
 func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
-	var problems []adapters.Problem
 	type group struct{ main, sub []string }
 	groups := map[string]*group{}
 	seen := map[string]bool{}
@@ -53,41 +52,13 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 			g.main = append(g.main, path)
 		}
 	}
-	for _, root := range roots {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
+	// tool-results/ holds the output of large tool calls, never a transcript.
+	skip := func(name string) bool { return name == "tool-results" }
+	problems := adapters.Walk(roots, skip, func(p string, d fs.DirEntry, named bool) {
+		if named || (!d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl") && d.Type().IsRegular()) {
+			add(p)
 		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
-		}
-		if !fi.IsDir() {
-			add(abs)
-			continue
-		}
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				problems = append(problems, adapters.Problem{Path: p, Message: err.Error()})
-				return nil
-			}
-			if d.IsDir() {
-				if d.Name() == "tool-results" && p != abs {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if strings.HasSuffix(d.Name(), ".jsonl") && d.Type().IsRegular() {
-				add(p)
-			}
-			return nil
-		})
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-		}
-	}
+	})
 	var units []adapters.Unit
 	for sid, g := range groups {
 		slices.Sort(g.main)

@@ -35,49 +35,21 @@ var taskFiles = []string{apiHistoryFile, uiMessagesFile, metadataFile}
 // Discover finds task folders and SDK sessions under roots (folders, or
 // files of a task or session).
 func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
-	var problems []adapters.Problem
 	units := map[string]adapters.Unit{} // by first path, so a folder found twice counts once
 	addDir := func(dir string) {
 		for _, u := range unitsIn(dir) {
 			units[u.Paths[0]] = u
 		}
 	}
-	for _, root := range roots {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
-		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
-		}
-		if !fi.IsDir() {
-			addDir(filepath.Dir(abs))
-			continue
-		}
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				problems = append(problems, adapters.Problem{Path: p, Message: err.Error()})
-				return nil
-			}
-			if !d.IsDir() {
-				return nil
-			}
-			switch d.Name() {
-			case "checkpoints", ".git", "node_modules":
-				if p != abs {
-					return filepath.SkipDir
-				}
-			}
+	skip := func(name string) bool { return name == "checkpoints" || name == ".git" || name == "node_modules" }
+	problems := adapters.Walk(roots, skip, func(p string, d fs.DirEntry, named bool) {
+		switch {
+		case named: // a file of a task or session: its folder
+			addDir(filepath.Dir(p))
+		case d.IsDir():
 			addDir(p)
-			return nil
-		})
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
 		}
-	}
+	})
 	out := make([]adapters.Unit, 0, len(units))
 	for _, u := range units {
 		out = append(out, u)

@@ -33,13 +33,18 @@ func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
 	}
 	out := map[string]*adapters.Session{}
 	for _, u := range units {
-		var files []adapters.File
-		for _, p := range u.Paths {
-			files = append(files, *file(t, p))
-		}
-		out[u.ID] = Parse(u, files)
+		out[u.ID] = parseUnit(t, u)
 	}
 	return out
+}
+
+func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
+	t.Helper()
+	var files []adapters.File
+	for _, p := range u.Paths {
+		files = append(files, *file(t, p))
+	}
+	return Parse(u, files)
 }
 
 func mustValid(t testing.TB, s *adapters.Session) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
 
@@ -60,18 +61,27 @@ func scanHistory(t *testing.T, path string) map[string]int {
 	return c
 }
 
+// agentlogsHistory is the sample task's history. Its files are not named as
+// Cline names them, so Discover does not find them: the task is built by
+// hand.
+const agentlogsHistory = "testdata/agentlogs_api_conversation_history.excerpt.json"
+
+func parseAgentlogsTask(t testing.TB) *adapters.Session {
+	t.Helper()
+	return ParseTask(Task{
+		ID:         "1770913324842",
+		APIHistory: file(t, agentlogsHistory),
+		Metadata:   file(t, "testdata/agentlogs_task_metadata.json"),
+	})
+}
+
 // TestSamplesImport imports the Cline sample task into a store and
 // compares the steps stored with counts taken from the raw history.
 func TestSamplesImport(t *testing.T) {
 	ctx := context.Background()
-	history := "testdata/agentlogs_api_conversation_history.excerpt.json"
-	s := ParseTask(Task{
-		ID:         "1770913324842",
-		APIHistory: file(t, history),
-		Metadata:   file(t, "testdata/agentlogs_task_metadata.json"),
-	})
+	s := parseAgentlogsTask(t)
 	if s == nil || len(s.Problems) > 0 {
-		t.Fatalf("ParseTask(%s) = %v", history, s)
+		t.Fatalf("ParseTask(%s) = %v", agentlogsHistory, s)
 	}
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -103,9 +113,9 @@ func TestSamplesImport(t *testing.T) {
 			got[step.Type]++
 		}
 	}
-	want := scanHistory(t, history)
+	want := scanHistory(t, agentlogsHistory)
 	if want["read"] == 0 {
-		t.Fatalf("scan of %s found no read_file calls; the sample or the scan is wrong", history)
+		t.Fatalf("scan of %s found no read_file calls; the sample or the scan is wrong", agentlogsHistory)
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("stored steps %v; the raw history has %v", got, want)

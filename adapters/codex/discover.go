@@ -28,7 +28,6 @@ var fileIDRE = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 // (the session_meta on their first line; a resumed session may have
 // several files).
 func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
-	var problems []adapters.Problem
 	groups := map[string][]string{}
 	seen := map[string]bool{}
 	add := func(path string) {
@@ -42,35 +41,11 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 		}
 		groups[id] = append(groups[id], path)
 	}
-	for _, root := range roots {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
+	problems := adapters.Walk(roots, nil, func(p string, d fs.DirEntry, named bool) {
+		if named || (!d.IsDir() && d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl")) {
+			add(p)
 		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-			continue
-		}
-		if !fi.IsDir() {
-			add(abs)
-			continue
-		}
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				problems = append(problems, adapters.Problem{Path: p, Message: err.Error()})
-				return nil
-			}
-			if !d.IsDir() && d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".jsonl") {
-				add(p)
-			}
-			return nil
-		})
-		if err != nil {
-			problems = append(problems, adapters.Problem{Path: root, Message: err.Error()})
-		}
-	}
+	})
 	var units []adapters.Unit
 	for id, paths := range groups {
 		slices.Sort(paths) // rollout names start with their time

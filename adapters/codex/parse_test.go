@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -23,17 +23,14 @@ func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
 	}
 	out := map[string]*adapters.Session{}
 	for _, u := range units {
-		var files []adapters.File
-		for _, p := range u.Paths {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, adapters.File{Path: p, Body: bytes.NewReader(b)})
-		}
-		out[u.ID] = Parse(u, files)
+		out[u.ID] = parseUnit(t, u)
 	}
 	return out
+}
+
+func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
+	t.Helper()
+	return Parse(u, adapterstest.Files(t, u.Paths))
 }
 
 func mustValid(t testing.TB, s *adapters.Session) {
