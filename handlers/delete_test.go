@@ -1,9 +1,17 @@
 package handlers
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
 )
 
 func TestDeleteSession(t *testing.T) {
@@ -64,5 +72,32 @@ func TestDeleteUnknownIs404(t *testing.T) {
 	}
 	if s.snapshot() != before {
 		t.Error("deleting an unknown id changed the store")
+	}
+}
+
+// The delete route removes the session's raw capture files with it, and
+// only its own.
+func TestDeleteRemovesCaptureFiles(t *testing.T) {
+	s := newTestService(t)
+	dirs := map[string]string{}
+	for _, id := range []string{"s1", "keep"} {
+		s.mustPush(newBatch(id), http.StatusCreated)
+		err := s.store.AppendCapture(context.Background(), id, store.ChannelHook, json.RawMessage(`{"session_id":"`+id+`"}`), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[id], _ = s.store.CaptureDir(id)
+	}
+	if got, want := filepath.Dir(dirs["s1"]), filepath.Join(filepath.Dir(s.store.Path()), "captures"); got != want {
+		t.Fatalf("capture folder in %s; want %s, beside the store", got, want)
+	}
+	if rec := s.do(httptest.NewRequest(http.MethodDelete, "/api/sessions/s1", nil)); rec.Code != http.StatusOK {
+		t.Fatalf("DELETE = %d %s; want 200", rec.Code, rec.Body)
+	}
+	if _, err := os.Stat(dirs["s1"]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("capture folder of the deleted session: Stat = %v; want it gone", err)
+	}
+	if _, err := os.Stat(filepath.Join(dirs["keep"], "hooks.ndjson")); err != nil {
+		t.Errorf("capture file of another session after delete: %v; want it kept", err)
 	}
 }

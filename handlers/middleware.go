@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"net"
 	"net/http"
-	"strings"
+
+	"github.com/agentreview/service/internal/loopback"
 )
 
 // secure sets the headers every response carries, errors and static files
@@ -23,29 +23,10 @@ func secure(next http.Handler) http.Handler {
 // 127.0.0.1 still sends its own name as Host.
 func loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !IsLoopbackHost(r.Host) {
+		if !loopback.IsHost(r.Host) {
 			writeText(w, http.StatusMisdirectedRequest, "misdirected request: host "+r.Host+" is not a loopback name")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// IsLoopbackHost reports whether a Host header names 127.0.0.1, localhost
-// or [::1], with or without a port.
-func IsLoopbackHost(host string) bool {
-	name := host
-	if h, port, err := net.SplitHostPort(host); err == nil {
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return false
-		}
-		name = h
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		name = host[1 : len(host)-1]
-	}
-	switch strings.ToLower(name) {
-	case "127.0.0.1", "localhost", "::1":
-		return true
-	}
-	return false
 }

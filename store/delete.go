@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"zombiezen.com/go/sqlite"
@@ -10,15 +11,21 @@ import (
 
 // Delete removes a session for good: its records are overwritten on disk
 // (secure_delete), the write-ahead log is truncated so no copy stays there,
-// and only a tombstone with the id is kept so the session is never
-// recorded again. It returns ErrNotFound for an unknown or deleted id.
+// its raw capture files are removed (see CaptureDir), and only a tombstone
+// with the id is kept so the session is never recorded again. It returns
+// ErrNotFound for an unknown or deleted id; for a deleted one it removes
+// capture files left over by an earlier Delete that could not.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	leftover := false
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		pk, err := sessionPK(conn, id)
 		if err != nil {
 			return err
 		}
 		if pk == 0 {
+			if leftover, err = isDeleted(conn, id); err != nil {
+				return err
+			}
 			return ErrNotFound
 		}
 		stamp, err := nextStamp(conn)
@@ -31,13 +38,22 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		}
 		return sqlitex.Execute(conn, `INSERT INTO tombstones (id, deleted_at) VALUES (?, ?)`, &sqlitex.ExecOptions{Args: []any{id, stamp}})
 	})
+	if errors.Is(err, ErrNotFound) && leftover {
+		err = errors.Join(err, s.removeCaptures(id))
+	}
 	if err != nil {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
-	return s.conn(ctx, func(conn *sqlite.Conn) error {
+	// Only after the tombstone commits: a capture writer checks it after
+	// each write (AppendCapture), so no file is made again once this ran.
+	err = errors.Join(s.removeCaptures(id), s.conn(ctx, func(conn *sqlite.Conn) error {
 		if err := sqlitex.ExecuteTransient(conn, `PRAGMA wal_checkpoint(TRUNCATE)`, nil); err != nil {
-			return fmt.Errorf("store: delete session %s: truncate the write-ahead log: %w", id, err)
+			return fmt.Errorf("truncate the write-ahead log: %w", err)
 		}
 		return nil
-	})
+	}))
+	if err != nil {
+		return fmt.Errorf("store: delete session %s: %w", id, err)
+	}
+	return nil
 }

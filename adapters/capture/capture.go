@@ -250,7 +250,7 @@ func (c *Capture) syncTelemetry(ctx context.Context, sid string) result {
 // findTranscript returns <root>/<project>/<sid>.jsonl, "" when no root has
 // it.
 func (c *Capture) findTranscript(sid string) string {
-	if !plainID(sid) {
+	if !store.PlainID(sid) {
 		return ""
 	}
 	for _, root := range c.ClaudeRoots {
@@ -373,7 +373,7 @@ func ImportClaudeSession(ctx context.Context, st *store.Store, sid, transcript s
 // their lines name the session.
 func claudeRoots(sid, path string) []string {
 	path = filepath.Clean(path)
-	if !plainID(sid) {
+	if !store.PlainID(sid) {
 		return []string{path}
 	}
 	dir := filepath.Dir(path)

@@ -27,7 +27,7 @@ func FuzzDecodeLogsJSON(f *testing.F) {
 			return
 		}
 		for _, s := range sessions {
-			if !plainID(s.id) {
+			if !store.PlainID(s.id) {
 				t.Fatalf("records kept for session id %q", s.id)
 			}
 			recs := make([]store.TelemetryRecord, len(s.records))

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,8 +20,10 @@ import (
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/internal/loopback"
 	"github.com/agentreview/service/store"
 )
 
@@ -38,7 +39,9 @@ const MaxOTLPBody = 32 << 20
 // service; a body over MaxOTLPBody, before or after decompression, 413.
 //
 // Log events are kept in the store per session before the answer, and the
-// session is then brought up to date in the background (see Capture).
+// session is then brought up to date in the background (see Capture); each
+// session's part of the export is also appended, raw, to its capture file
+// (store.AppendCapture).
 // Metrics are decoded and dropped: Claude Code's counters repeat, as
 // running totals, what its api_request events report one by one, and only
 // the events also give the request count and can be counted once each.
@@ -48,32 +51,12 @@ func (c *Capture) Receiver() http.Handler {
 	mux.Handle("POST /v1/metrics", c.signal(metrics))
 	mux.Handle("POST /v1/traces", c.signal(nil))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackHost(r.Host) {
+		if !loopback.IsHost(r.Host) {
 			httpError(w, http.StatusMisdirectedRequest, "misdirected request: host "+r.Host+" is not a loopback name")
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// isLoopbackHost reports whether a Host header names 127.0.0.1, localhost
-// or [::1], with or without a port: the rule of handlers.IsLoopbackHost,
-// which adapters do not import.
-func isLoopbackHost(host string) bool {
-	name := host
-	if h, port, err := net.SplitHostPort(host); err == nil {
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return false
-		}
-		name = h
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		name = host[1 : len(host)-1]
-	}
-	switch strings.ToLower(name) {
-	case "127.0.0.1", "localhost", "::1":
-		return true
-	}
-	return false
 }
 
 // statusError is a request the receiver refuses, with its status.
@@ -198,18 +181,41 @@ func metrics(_ context.Context, body []byte, asJSON bool) error {
 	return unmarshal(body, asJSON, &colmetricspb.ExportMetricsServiceRequest{})
 }
 
-// logs keeps the Claude Code events of a logs export, per session.
+// logs keeps the Claude Code events of a logs export, per session: in the
+// store, the events the merge uses; in the session's capture file, every
+// event as received (the raw evidence). The file is written only once the
+// store has the events, so an export the exporter sends again after a
+// failure is not kept twice.
 func (c *Capture) logs(ctx context.Context, body []byte, asJSON bool) error {
-	sessions, err := decodeLogs(body, asJSON, time.Now())
-	if err != nil {
+	received := time.Now()
+	var req collogspb.ExportLogsServiceRequest
+	if err := unmarshal(body, asJSON, &req); err != nil {
 		return err
 	}
-	for _, s := range sessions {
+	for _, s := range sessionRecords(&req, received) {
 		if err := c.record(ctx, s); err != nil {
 			return err
 		}
 	}
+	c.keepRaw(ctx, &req, received)
 	return nil
+}
+
+// keepRaw appends each session's part of an export to its capture file.
+// A failure is logged, not answered: the store already has what the
+// sessions are built from, and an error would only have the exporter send
+// the whole export again.
+func (c *Capture) keepRaw(ctx context.Context, req *collogspb.ExportLogsServiceRequest, received time.Time) {
+	for _, part := range splitLogs(req) {
+		b, err := protojson.Marshal(part.req)
+		if err == nil {
+			err = c.Store.AppendCapture(ctx, part.id, store.ChannelOTel, b, received)
+		}
+		var deleted *store.DeletedError
+		if err != nil && !errors.As(err, &deleted) {
+			c.log().Error("otlp: keep capture file", "session", part.id, "err", err)
+		}
+	}
 }
 
 // sessionEvents are the telemetry records of one session in one export.
@@ -226,6 +232,12 @@ func decodeLogs(body []byte, asJSON bool, received time.Time) ([]sessionEvents, 
 	if err := unmarshal(body, asJSON, &req); err != nil {
 		return nil, err
 	}
+	return sessionRecords(&req, received), nil
+}
+
+// sessionRecords picks the records to keep out of a logs export, by
+// session in the order sessions first appear.
+func sessionRecords(req *collogspb.ExportLogsServiceRequest, received time.Time) []sessionEvents {
 	var out []sessionEvents
 	index := map[string]int{}
 	add := func(sid string, rec store.TelemetryRecord) {
@@ -245,15 +257,8 @@ func decodeLogs(body []byte, asJSON bool, received time.Time) ([]sessionEvents, 
 		for _, sl := range rl.GetScopeLogs() {
 			for _, lr := range sl.GetLogRecords() {
 				attrs := attributes(lr.GetAttributes())
-				name, ok := eventName(lr, attrs, claude)
+				name, sid, ok := sessionEvent(lr, attrs, res, claude)
 				if !ok {
-					continue
-				}
-				sid := text(attrs["session.id"])
-				if sid == "" {
-					sid = text(res["session.id"])
-				}
-				if !plainID(sid) {
 					continue
 				}
 				rec, ok := eventRecord(name, lr, attrs, received)
@@ -271,7 +276,70 @@ func decodeLogs(body []byte, asJSON bool, received time.Time) ([]sessionEvents, 
 			}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// sessionLogs is the part of a logs export about one session.
+type sessionLogs struct {
+	id  string
+	req *collogspb.ExportLogsServiceRequest
+}
+
+// splitLogs splits a logs export by session, in the order sessions first
+// appear: each part holds every Claude Code event of its session, those
+// the store keeps or not, under their resource and scope as sent. Records
+// of no session, or of other programs, are in no part.
+func splitLogs(req *collogspb.ExportLogsServiceRequest) []sessionLogs {
+	var out []sessionLogs
+	index := map[string]int{}
+	for _, rl := range req.GetResourceLogs() {
+		res := attributes(rl.GetResource().GetAttributes())
+		claude := text(res["service.name"]) == "claude-code"
+		resourceOf := map[string]*logspb.ResourceLogs{} // this resource's copy, by session
+		for _, sl := range rl.GetScopeLogs() {
+			scopeOf := map[string]*logspb.ScopeLogs{} // this scope's copy, by session
+			for _, lr := range sl.GetLogRecords() {
+				_, sid, ok := sessionEvent(lr, attributes(lr.GetAttributes()), res, claude)
+				if !ok {
+					continue
+				}
+				if _, seen := index[sid]; !seen {
+					index[sid] = len(out)
+					out = append(out, sessionLogs{id: sid, req: &collogspb.ExportLogsServiceRequest{}})
+				}
+				part := out[index[sid]].req
+				rc, ok := resourceOf[sid]
+				if !ok {
+					rc = &logspb.ResourceLogs{Resource: rl.GetResource(), SchemaUrl: rl.GetSchemaUrl()}
+					resourceOf[sid] = rc
+					part.ResourceLogs = append(part.ResourceLogs, rc)
+				}
+				sc, ok := scopeOf[sid]
+				if !ok {
+					sc = &logspb.ScopeLogs{Scope: sl.GetScope(), SchemaUrl: sl.GetSchemaUrl()}
+					scopeOf[sid] = sc
+					rc.ScopeLogs = append(rc.ScopeLogs, sc)
+				}
+				sc.LogRecords = append(sc.LogRecords, lr)
+			}
+		}
+	}
+	return out
+}
+
+// sessionEvent returns the short name and session of a Claude Code event
+// whose session.id (its own, else its resource's) is a plain token; ok
+// false for any other record.
+func sessionEvent(lr *logspb.LogRecord, attrs, res map[string]*commonpb.AnyValue, claude bool) (name, sid string, ok bool) {
+	name, ok = eventName(lr, attrs, claude)
+	if !ok {
+		return "", "", false
+	}
+	sid = cmp.Or(text(attrs["session.id"]), text(res["session.id"]))
+	if !store.PlainID(sid) {
+		return "", "", false
+	}
+	return name, sid, true
 }
 
 // eventName is a Claude Code event's short name (api_request, ...): from
@@ -370,21 +438,6 @@ func eventTime(lr interface {
 		}
 	}
 	return adapters.TimeOf(received)
-}
-
-// plainID reports whether a session id is a plain token (letters, digits,
-// _ . -), safe in a path and a log line.
-func plainID(id string) bool {
-	if id == "" || id == "." || id == ".." || len(id) > 200 {
-		return false
-	}
-	for _, r := range id {
-		ok := r == '_' || r == '.' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func attributes(kvs []*commonpb.KeyValue) map[string]*commonpb.AnyValue {

@@ -16,10 +16,12 @@ import (
 )
 
 // HookCmd is `service hook [--db PATH]`, the command Claude Code's hooks
-// run with the hook's JSON on stdin. On SessionStart, Stop, SubagentStop
-// and SessionEnd it imports that session's transcript files, only if they
-// changed, with the telemetry capture kept joined: so a session updates at
-// the end of each assistant turn. Other events are ignored.
+// run with the hook's JSON on stdin. It appends every payload to the
+// session's hooks.ndjson capture file (see store.AppendCapture). On
+// SessionStart, Stop, SubagentStop and SessionEnd it imports that session's
+// transcript files, only if they changed, with the telemetry capture kept
+// joined: so a session updates at the end of each assistant turn; on
+// SessionEnd it then marks the session ended.
 //
 // It must never hold up or fail the agent: it always exits 0 and prints
 // nothing (for SessionStart and UserPromptSubmit, Claude Code would add
@@ -69,6 +71,7 @@ func (c *HookCmd) Run(e *env) error {
 }
 
 func handleHook(ctx context.Context, stdin io.Reader, dbPath string) error {
+	received := time.Now()
 	body, err := io.ReadAll(io.LimitReader(stdin, maxHookInput+1))
 	if err != nil {
 		return fmt.Errorf("read hook input: %w", err)
@@ -80,31 +83,74 @@ func handleHook(ctx context.Context, stdin io.Reader, dbPath string) error {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return fmt.Errorf("hook input is not a JSON object: %w", err)
 	}
+	imports := false
 	switch in.HookEventName {
 	case "SessionStart", "Stop", "SubagentStop", "SessionEnd":
-	default:
+		imports = true
+	}
+	if in.SessionID == "" {
+		if imports {
+			return fmt.Errorf("%s: no session id or transcript path in the hook input", in.HookEventName)
+		}
 		return nil
-	}
-	if in.SessionID == "" || !filepath.IsAbs(in.TranscriptPath) || !strings.HasSuffix(in.TranscriptPath, ".jsonl") {
-		// The payload itself is not logged: it may hold the agent's text.
-		return fmt.Errorf("%s: no session id or transcript path in the hook input", in.HookEventName)
-	}
-	if _, err := os.Stat(in.TranscriptPath); errors.Is(err, os.ErrNotExist) {
-		return nil // a new session: nothing written yet
 	}
 	st, err := store.Open(ctx, dbPath)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	kept := keepHookPayload(ctx, st, in, body, received)
+	if !imports {
+		return kept
+	}
+	return errors.Join(kept, importHook(ctx, st, in, received))
+}
+
+// keepHookPayload appends the payload to the session's capture file;
+// nothing for a deleted session.
+func keepHookPayload(ctx context.Context, st *store.Store, in hookInput, body []byte, received time.Time) error {
+	err := st.AppendCapture(ctx, in.SessionID, store.ChannelHook, body, received)
+	var deleted *store.DeletedError
+	if err != nil && !errors.As(err, &deleted) {
+		// The id is not named: it may not be a plain token.
+		return fmt.Errorf("%s: %w", in.HookEventName, err)
+	}
+	return nil
+}
+
+// importHook imports the session's transcript, and ends the session on
+// SessionEnd at the time the hook was called.
+func importHook(ctx context.Context, st *store.Store, in hookInput, received time.Time) error {
+	if !filepath.IsAbs(in.TranscriptPath) || !strings.HasSuffix(in.TranscriptPath, ".jsonl") {
+		// The payload itself is not logged: it may hold the agent's text.
+		return fmt.Errorf("%s: no session id or transcript path in the hook input", in.HookEventName)
+	}
+	if _, err := os.Stat(in.TranscriptPath); errors.Is(err, os.ErrNotExist) {
+		return nil // a new session: nothing written yet
+	}
 	sum, err := capture.ImportClaudeSession(ctx, st, in.SessionID, in.TranscriptPath, false)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", in.HookEventName, in.SessionID, err)
 	}
-	if len(sum.Problems) > 0 {
-		return fmt.Errorf("%s %s: %s", in.HookEventName, in.SessionID, sum)
+	var ended error
+	if in.HookEventName == "SessionEnd" {
+		ended = endSession(ctx, st, in.SessionID, received)
 	}
-	return nil
+	if len(sum.Problems) > 0 {
+		return errors.Join(fmt.Errorf("%s %s: %s", in.HookEventName, in.SessionID, sum), ended)
+	}
+	return ended
+}
+
+// endSession sets the session's ended_at; a session not stored (its
+// transcript had no records yet) or deleted is left alone.
+func endSession(ctx context.Context, st *store.Store, sid string, at time.Time) error {
+	_, err := st.EndSession(ctx, sid, at)
+	var deleted *store.DeletedError
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.As(err, &deleted) {
+		return nil
+	}
+	return fmt.Errorf("SessionEnd %s: %w", sid, err)
 }
 
 // logHook appends one line to hook.log beside the store, owner-only.

@@ -97,7 +97,7 @@ func TestHookStopImportsTheSession(t *testing.T) {
 
 	// The next turn's Stop with nothing new writes nothing.
 	stamp := latestStamp(t, db)
-	runHook(t, db, hookPayload("SessionEnd", transcript))
+	runHook(t, db, hookPayload("Stop", transcript))
 	if again := latestStamp(t, db); again != stamp {
 		t.Errorf("a Stop with an unchanged transcript wrote the store")
 	}
