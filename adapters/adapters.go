@@ -57,8 +57,12 @@ type Usage struct {
 type Session struct {
 	ID string
 	// Batches hold the whole session, parents first, each within the
-	// store's per-batch limit; every one carries the same header.
+	// store's per-batch limit; every one carries the same header. Write
+	// them with Each, which adds the batches of Spilled.
 	Batches []*store.Batch
+	// Spilled, for a session too large to keep in memory, holds its steps
+	// (Batches then hold its parents); Close removes its spill.
+	Spilled *Spilled
 	// Steps is the number of steps over all batches.
 	Steps int
 	// Problems are the lines and files that were skipped.

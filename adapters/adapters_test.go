@@ -140,7 +140,7 @@ func TestKeepStoredSeqs(t *testing.T) {
 			}
 			// A step telemetry alone knows comes with its provisional seq.
 			b.Steps = append(b.Steps, store.Step{ID: "otel", Seq: adapters.ProvisionalSeq + 2})
-			adapters.KeepStoredSeqs([]*store.Batch{b}, c.stored)
+			adapters.KeepStoredSeqs(&adapters.Session{Batches: []*store.Batch{b}}, c.stored)
 			for i, s := range b.Steps[:len(c.read)] {
 				if s.Seq != c.want[i] {
 					t.Errorf("step %s got seq %d; want %d", s.ID, s.Seq, c.want[i])

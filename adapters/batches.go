@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,20 +80,9 @@ func Split(r Records) []*store.Batch {
 	seenStep := map[string]bool{}
 	steps := make([]store.Step, 0, len(r.Steps))
 	for i, st := range r.Steps {
-		base := st.ID
-		for n := 2; seenStep[st.ID]; n++ {
-			st.ID = fmt.Sprintf("%s#%d", base, n)
-		}
-		seenStep[st.ID] = true
-		st.SessionID = sid
+		st.ID = uniqueID(seenStep, st.ID)
 		st.Seq = int64(i + 1)
-		if st.Channels == nil {
-			st.Channels = []string{}
-		}
-		if st.Flags == nil {
-			st.Flags = []store.Flag{}
-		}
-		FlagStep(&st, r.Header.Workspace.Root)
+		finishStep(&st, sid, r.Header.Workspace.Root)
 		steps = append(steps, st)
 	}
 	FlagDeadEnds(steps)
@@ -104,6 +94,119 @@ func Split(r Records) []*store.Batch {
 	}
 	out = append(out, cur)
 	return out
+}
+
+// uniqueID is id, or id with a suffix when seen already holds it (a
+// repeated step id, so that no step is lost); it adds the result to seen.
+func uniqueID(seen map[string]bool, id string) string {
+	base := id
+	for n := 2; seen[id]; n++ {
+		id = fmt.Sprintf("%s#%d", base, n)
+	}
+	seen[id] = true
+	return id
+}
+
+// finishStep fills the fields every step of a session shares and the flags
+// a step earns on its own (FlagStep).
+func finishStep(st *store.Step, sid, root string) {
+	st.SessionID = sid
+	if st.Channels == nil {
+		st.Channels = []string{}
+	}
+	if st.Flags == nil {
+		st.Flags = []store.Flag{}
+	}
+	FlagStep(st, root)
+}
+
+// SplitSpilled is Split for a session whose steps are in a spill: its
+// parents become batches as Split makes them, and its steps, given in
+// session order, are numbered and checked for dead ends from their
+// outlines; their batches are built as the session is written
+// (Session.Each).
+func SplitSpilled(r Records, sp *Spill, steps []*SpilledStep) ([]*store.Batch, *Spilled) {
+	r.Steps = nil
+	batches := Split(r)
+	seen := map[string]bool{}
+	for i, o := range steps {
+		o.ID = uniqueID(seen, o.ID)
+		o.Seq = int64(i + 1)
+	}
+	flagSpilledDeadEnds(steps)
+	return batches, &Spilled{spill: sp, root: r.Header.Workspace.Root, Steps: steps}
+}
+
+// maxSpilledBatch caps the encoded size of the steps of one batch built
+// from a spill, so that a session of large steps is written in parts the
+// size of an ingest request.
+const maxSpilledBatch = 8 << 20
+
+// Each calls fn with each of the session's batches in order: Batches, then
+// those built from Spilled. It stops at the first error.
+func (s *Session) Each(fn func(*store.Batch) error) error {
+	for _, b := range s.Batches {
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	sp := s.Spilled
+	if sp == nil || len(sp.Steps) == 0 {
+		return nil
+	}
+	if len(s.Batches) == 0 {
+		return errors.New("spilled steps without their session's batches")
+	}
+	header := s.Batches[len(s.Batches)-1].Session
+	cur, size := newBatch(header), 0
+	for _, o := range sp.Steps {
+		st, err := sp.spill.get(o.ref)
+		if err != nil {
+			return err
+		}
+		o.restore(&st)
+		finishStep(&st, header.ID, sp.root)
+		if o.later != nil {
+			for _, f := range o.later.flags {
+				addFlag(&st, f)
+			}
+		}
+		if sp.Join != nil {
+			sp.Join(&st)
+		}
+		if len(cur.Steps) > 0 && (len(cur.Steps) >= store.MaxItems || size+int(o.ref.N) > maxSpilledBatch) {
+			if err := fn(cur); err != nil {
+				return err
+			}
+			cur, size = newBatch(header), 0
+		}
+		cur.Steps = append(cur.Steps, st)
+		size += int(o.ref.N)
+	}
+	return fn(cur)
+}
+
+// Close removes the session's spill, if it has one.
+func (s *Session) Close() error {
+	if s.Spilled == nil {
+		return nil
+	}
+	return s.Spilled.spill.Close()
+}
+
+// stepSeqs calls fn with the id and a pointer to the seq of each step of
+// the session, spilled ones included, without reading their content.
+func (s *Session) stepSeqs(fn func(id string, seq *int64)) {
+	for _, b := range s.Batches {
+		for i := range b.Steps {
+			fn(b.Steps[i].ID, &b.Steps[i].Seq)
+		}
+	}
+	if s.Spilled != nil {
+		for _, o := range s.Spilled.Steps {
+			fn(o.ID, &o.Seq)
+		}
+	}
 }
 
 func newBatch(h store.SessionHeader) *store.Batch {

@@ -112,6 +112,7 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	u.Paths = paths
 	sess, bad := parseUnit(a, u)
 	if sess != nil {
+		defer sess.Close()
 		bad = append(bad, sess.Problems...)
 	}
 	sum.Problems = append(sum.Problems, bad...)
@@ -180,19 +181,24 @@ func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (del
 	if err != nil {
 		return false, err
 	}
-	KeepStoredSeqs(sess.Batches, stored)
-	created, changed := false, false
-	for i, b := range sess.Batches {
+	KeepStoredSeqs(sess, stored)
+	created, changed, first := false, false, true
+	err = sess.Each(func(b *store.Batch) error {
 		res, err := im.Store.Apply(ctx, b)
-		var del *store.DeletedError
-		if errors.As(err, &del) {
-			return true, nil
-		}
 		if err != nil {
-			return false, err
+			return err
 		}
-		created = created || (i == 0 && res.Created)
+		created = created || (first && res.Created)
 		changed = changed || res.Changed
+		first = false
+		return nil
+	})
+	var del *store.DeletedError
+	if errors.As(err, &del) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	switch {
 	case created:
@@ -222,7 +228,7 @@ const ProvisionalSeq int64 = 1 << 40
 // seqs (ProvisionalSeq and above) take no part: a stored step that holds
 // one is new to the parser's numbering, and a step the batch gives one
 // keeps it.
-func KeepStoredSeqs(batches []*store.Batch, stored map[string]int64) {
+func KeepStoredSeqs(sess *Session, stored map[string]int64) {
 	numbered := map[string]int64{} // stored steps with a parser's seq
 	taken := map[int64]bool{}
 	var last int64
@@ -238,34 +244,29 @@ func KeepStoredSeqs(batches []*store.Batch, stored map[string]int64) {
 	}
 	stored = numbered
 	agree := true
-	for _, b := range batches {
-		for _, st := range b.Steps {
-			if st.Seq >= ProvisionalSeq {
-				continue
-			}
-			seq, ok := stored[st.ID]
-			if (ok && seq != st.Seq) || (!ok && taken[st.Seq]) {
-				agree = false
-			}
+	sess.stepSeqs(func(id string, seq *int64) {
+		if *seq >= ProvisionalSeq {
+			return
 		}
-	}
+		was, ok := stored[id]
+		if (ok && was != *seq) || (!ok && taken[*seq]) {
+			agree = false
+		}
+	})
 	if agree {
 		return
 	}
-	for _, b := range batches {
-		for i := range b.Steps {
-			st := &b.Steps[i]
-			if st.Seq >= ProvisionalSeq {
-				continue
-			}
-			if seq, ok := stored[st.ID]; ok {
-				st.Seq = seq
-				continue
-			}
-			last++
-			st.Seq = last
+	sess.stepSeqs(func(id string, seq *int64) {
+		if *seq >= ProvisionalSeq {
+			return
 		}
-	}
+		if was, ok := stored[id]; ok {
+			*seq = was
+			return
+		}
+		last++
+		*seq = last
+	})
 }
 
 // String is the one-line summary the import command prints.

@@ -40,7 +40,11 @@ func GoldenUnits(t *testing.T, discover func(roots []string) ([]adapters.Unit, [
 			if s == nil {
 				t.Fatalf("Parse(%v) = nil; want a session", u.Paths)
 			}
-			Golden(t, name, s.Batches)
+			var batches []*store.Batch
+			if err := s.Each(func(b *store.Batch) error { batches = append(batches, b); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			Golden(t, name, batches)
 		})
 	}
 }

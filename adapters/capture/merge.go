@@ -344,6 +344,20 @@ func merge(sess *adapters.Session, t *telemetry, stored map[string]int64) *adapt
 			}
 		}
 	}
+	if sp := sess.Spilled; sp != nil {
+		// The steps of a session too large for memory are joined as
+		// their batches are built.
+		for _, o := range sp.Steps {
+			if calls[o.ID] != nil {
+				joined[o.ID] = true
+			}
+		}
+		sp.Join = func(st *store.Step) {
+			if c := calls[st.ID]; c != nil {
+				join(st, c)
+			}
+		}
+	}
 	at := func(tr store.Turn) time.Time { tm, _ := store.ParseTimestamp(tr.StartedAt); return tm }
 	slices.SortStableFunc(turns, func(a, b store.Turn) int { return at(a).Compare(at(b)) })
 	for _, c := range t.calls {

@@ -22,6 +22,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/store"
 )
 
@@ -247,6 +248,16 @@ func TestReceiverMetricsAndTraces(t *testing.T) {
 // The heart of the merge: telemetry of a tool call arrives before the
 // transcript line that holds its content, then the line arrives.
 func TestToolResultBeforeTranscript(t *testing.T) {
+	t.Run("in memory", testToolResultBeforeTranscript)
+	t.Run("spilled", func(t *testing.T) {
+		was := claudecode.SpillAfter
+		claudecode.SpillAfter = 0 // the transcript's steps are joined as their batches are built
+		t.Cleanup(func() { claudecode.SpillAfter = was })
+		testToolResultBeforeTranscript(t)
+	})
+}
+
+func testToolResultBeforeTranscript(t *testing.T) {
 	h := startCapture(t)
 	path := h.transcript(sid)
 	appendLines(t, path, promptLine(sid, "u1", "run the tests"))

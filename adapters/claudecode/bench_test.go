@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
 )
 
 const benchSession = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
@@ -25,7 +27,7 @@ var (
 // largeTranscript builds a transcript of about size bytes for one session
 // by repeating the lines of real samples, each copy with fresh record,
 // tool call and message ids (the links inside a copy are kept).
-func largeTranscript(b *testing.B, size int) []byte {
+func largeTranscript(b testing.TB, size int) []byte {
 	b.Helper()
 	var tmpl []byte
 	for _, p := range []string{"testdata/spotter/tool_heavy.jsonl", "testdata/spotter/258c7280_excerpt_lines_481-630.jsonl", "testdata/agentlogs_crud.jsonl"} {
@@ -52,12 +54,30 @@ func largeTranscript(b *testing.B, size int) []byte {
 	return out
 }
 
-// BenchmarkImportClaudeCode parses a ~50 MB transcript, reporting MB/s
-// (SetBytes), the bytes allocated per parse, and the largest heap in use
-// sampled while parsing.
+// BenchmarkImportClaudeCode parses a transcript file of 50 MB and one of
+// 500 MB and builds every batch to write (Session.Each), as an import
+// does, reporting MB/s (SetBytes), the bytes allocated per run, and the
+// largest heap in use sampled while it runs. The transcript is read from
+// a file, not held in memory, so that the heap is the importer's alone,
+// under the memory limit service import sets (GOMEMLIMIT=off measures
+// without it).
 func BenchmarkImportClaudeCode(b *testing.B) {
-	data := largeTranscript(b, 50<<20)
-	u := adapters.Unit{ID: benchSession, Paths: []string{"/bench/" + benchSession + ".jsonl"}}
+	for _, mb := range []int{50, 500} {
+		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) { benchImport(b, mb<<20) })
+	}
+}
+
+func benchImport(b *testing.B, size int) {
+	path := filepath.Join(b.TempDir(), benchSession+".jsonl")
+	if err := os.WriteFile(path, largeTranscript(b, size), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := adapters.Unit{ID: benchSession, Paths: []string{path}}
+	defer adapters.LimitMemory()() // as service import runs
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
@@ -82,21 +102,31 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		}
 	}()
 
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(fi.Size())
 	b.ReportAllocs()
 	b.ResetTimer()
 	var steps int
 	for b.Loop() {
-		s := Parse(u, []adapters.File{{Path: u.Paths[0], Body: bytes.NewReader(data)}})
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := Parse(u, []adapters.File{{Path: path, Body: f}})
+		f.Close()
 		if s == nil || len(s.Problems) > 0 {
 			b.Fatalf("Parse = %v", s)
 		}
+		built := 0
+		if err := s.Each(func(bt *store.Batch) error { built += len(bt.Steps); return nil }); err != nil || built != s.Steps {
+			b.Fatalf("Each: %d of %d steps, %v", built, s.Steps, err)
+		}
+		s.Close()
 		steps = s.Steps
 	}
 	b.StopTimer()
 	close(stop)
 	wg.Wait()
 	b.ReportMetric(float64(peak.Load()-min(peak.Load(), base.HeapInuse))/(1<<20), "peak-heap-MB")
-	b.ReportMetric(float64(len(data))/(1<<20), "input-MB")
+	b.ReportMetric(float64(fi.Size())/(1<<20), "input-MB")
 	b.ReportMetric(float64(steps), "steps")
 }

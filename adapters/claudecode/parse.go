@@ -3,20 +3,26 @@ package claudecode
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
 
 const rootActor = "root"
+
+// hashSeed hashes the ids a parser only needs to recognise again. Two ids
+// of one session sharing a 64-bit hash is unlikely enough to ignore (about
+// one in ten billion for a session of a million records).
+var hashSeed = maphash.MakeSeed()
 
 // channel names where the steps' evidence came from.
 var transcript = []string{"transcript"}
@@ -46,12 +52,12 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{
 		u:       u,
 		sess:    &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
-		seen:    map[string]bool{},
+		seen:    map[uint64]bool{},
 		tools:   map[string]*step{},
 		agents:  map[string]*agent{},
 		owner:   map[string]*agent{},
 		links:   map[string]string{},
-		usage:   map[string]usage{},
+		usage:   map[uint64]usage{},
 		claimed: map[*step]bool{},
 	}
 	var mains, subs []*source
@@ -87,7 +93,7 @@ type parser struct {
 	sess  *adapters.Session
 	paths []string
 
-	seen  map[string]bool  // record uuids read, to skip replays
+	seen  map[uint64]bool  // record uuids read (hashed: a long session has many), to skip replays
 	tools map[string]*step // tool_use id -> its step
 
 	segments []*segment
@@ -106,10 +112,15 @@ type parser struct {
 	owner      map[string]*agent // inline sidechain record uuid -> its agent
 	links      map[string]string // Claude agentId -> Task tool_use id
 	claimed    map[*step]bool    // Task steps already matched to an agent
-	usage      map[string]usage  // per model response
+	usage      map[uint64]usage  // per model response, by its hashed id
 	fileSteps  [][]*step         // steps in reading order, per file
 	local      map[*agent]*step  // last slash or ! command, for its output
 	rootLocal  *step
+
+	bytesRead int
+	spill     *adapters.Spill // set once the session is past SpillAfter
+	noSpill   bool            // a spill could not be made
+	spillErr  error
 }
 
 // source is one of the session's files, read line by line: the lines
@@ -150,13 +161,16 @@ type turn struct {
 }
 
 type step struct {
-	st    store.Step
-	at    adapters.Time
-	file  int
-	agent *agent // nil for the root actor
+	st    *store.Step           // nil once spilled
+	out   *adapters.SpilledStep // its outline, once spilled
+	at    adapters.Time         // its text is dropped once spilled
+	agent *agent                // nil for the root actor
 	call  *toolCall
 	turn  *turn
-	seg   int64
+	file  int32
+	seg   int32
+	// noTime is set when the step had no time as it was spilled.
+	noTime bool
 }
 
 // agent is a subagent: an inline sidechain or a subagent file.
@@ -217,6 +231,7 @@ func (p *parser) next(src *source) (line, bool) {
 				break
 			}
 		}
+		p.countRead(len(b) + 1)
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
@@ -294,11 +309,12 @@ func (p *parser) firstSeen(r *record) bool {
 	if r.UUID == "" {
 		return true
 	}
-	if p.seen[r.UUID] {
+	key := maphash.String(hashSeed, r.UUID)
+	if p.seen[key] {
 		p.skip("replayed record")
 		return false
 	}
-	p.seen[r.UUID] = true
+	p.seen[key] = true
 	return true
 }
 
@@ -596,7 +612,7 @@ func (p *parser) localOutput(c ctx, t string) {
 		s.st.Outcome = adapters.OutcomeOK
 	case store.TypeOther:
 		var raw map[string]any
-		json.Unmarshal(s.st.Payload.Raw, &raw)
+		decode(s.st.Payload.Raw, &raw)
 		if raw == nil {
 			raw = map[string]any{}
 		}
@@ -623,8 +639,9 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 		}
 		// One response is written as one line per content block, each
 		// repeating the usage; early lines carry a partial output count.
-		if prev, ok := p.usage[key]; !ok || m.Usage.OutputTokens >= prev.OutputTokens {
-			p.usage[key] = *m.Usage
+		h := maphash.String(hashSeed, key)
+		if prev, ok := p.usage[h]; !ok || m.Usage.OutputTokens >= prev.OutputTokens {
+			p.usage[h] = *m.Usage
 		}
 	}
 	blocks := m.Content
@@ -682,7 +699,10 @@ func (p *parser) toolUse(c ctx, r *record, b block, fallbackID string, at adapte
 		p.skip("replayed tool_use")
 		return
 	}
-	call := &toolCall{name: nonEmpty(b.Name, "unknown"), input: b.Input, args: object(b.Input)}
+	call := &toolCall{name: unique.Make(nonEmpty(b.Name, "unknown")).Value(), req: &request{input: b.Input, args: object(b.Input)}}
+	if isSpawn(call.name) {
+		call.spawn = &spawn{prompt: str(call.req.args, "prompt"), subagentType: str(call.req.args, "subagent_type")}
+	}
 	if c.agent == nil {
 		call.mode = p.mode
 	}
@@ -707,12 +727,73 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 	if single && adapters.Present(r.ToolUseResult) {
 		res.tur = r.ToolUseResult
 		res.turObj = object(r.ToolUseResult)
-		json.Unmarshal(r.ToolUseResult, &res.turStr)
+		decode(r.ToolUseResult, &res.turStr)
 	}
-	finishTool(&s.st, s.call, res)
+	finishTool(s.st, s.call, res)
 	if aid := str(res.turObj, "agentId"); aid != "" {
 		p.links[aid] = s.st.ID
 	}
+	if steps := p.fileSteps[s.file]; steps[len(steps)-1] != s {
+		p.seal(s)
+	}
+}
+
+// SpillAfter is how many bytes of transcript a session is read with its
+// steps in memory; past it, each step goes to a spill once finished, so a
+// transcript of any size takes the memory of its steps' outlines. Tests
+// set it to 0 to spill every session.
+var SpillAfter = 32 << 20
+
+// countRead adds n bytes read and starts spilling past SpillAfter, with
+// every step finished so far. A spill that cannot be made leaves the
+// steps in memory.
+func (p *parser) countRead(n int) {
+	p.bytesRead += n
+	if p.spill != nil || p.noSpill || p.bytesRead <= SpillAfter {
+		return
+	}
+	sp, err := adapters.NewSpill()
+	if err != nil {
+		p.noSpill = true
+		return
+	}
+	p.spill = sp
+	for _, steps := range p.fileSteps {
+		for i, s := range steps {
+			if i < len(steps)-1 {
+				p.seal(s)
+			}
+		}
+	}
+}
+
+// seal moves a finished step to the spill, when there is one; a tool call
+// still waiting for its result stays.
+func (p *parser) seal(s *step) {
+	if s.call == nil || s.call.done {
+		p.spillStep(s)
+	}
+}
+
+// spillStep moves a step to the spill, when there is one, with what is
+// known of its place: its time and actor, and a root step's turn and
+// segment (a subagent's are known once the session is read).
+func (p *parser) spillStep(s *step) {
+	if p.spill == nil || s.st == nil {
+		return
+	}
+	s.st.At, s.st.ActorID, s.noTime = s.at.Text, rootActor, s.at.IsZero()
+	if s.agent != nil {
+		s.st.ActorID = s.agent.actor
+	} else {
+		s.st.TurnID, s.st.SegmentIndex = s.turn.ID, int64(s.seg)
+	}
+	out, err := p.spill.Put(s.st)
+	if err != nil {
+		p.spillErr = err
+		return
+	}
+	s.st, s.out, s.at.Text = nil, out, ""
 }
 
 func (p *parser) system(c ctx, ln *line, at adapters.Time) {
@@ -725,7 +806,7 @@ func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 		}
 	case "local_command":
 		var text string
-		json.Unmarshal(r.Content, &text)
+		decode(r.Content, &text)
 		if strings.TrimSpace(text) != "" {
 			p.userText(c, r, p.recordID(c, ln), text, at)
 			return
@@ -741,7 +822,7 @@ func (p *parser) progress(c ctx, r *record) {
 		HookName  string `json:"hookName"`
 		AgentID   string `json:"agentId"`
 	}
-	json.Unmarshal(r.Data, &d)
+	decode(r.Data, &d)
 	switch {
 	case d.Type == "agent_progress" && d.AgentID != "" && r.ParentToolUseID != "":
 		p.links[d.AgentID] = r.ParentToolUseID
@@ -772,13 +853,16 @@ func (p *parser) message(c ctx, id, role, text string, at adapters.Time) *step {
 func (p *parser) addStep(c ctx, st store.Step, at adapters.Time) *step {
 	st.ContentStatus = store.ContentInline
 	st.Channels = transcript
-	s := &step{st: st, at: at, file: c.file, agent: c.agent}
+	if steps := p.fileSteps[c.file]; len(steps) > 0 {
+		p.seal(steps[len(steps)-1]) // a command's output comes only right after it
+	}
+	s := &step{st: &st, at: at, file: int32(c.file), agent: c.agent}
 	if c.agent == nil {
 		if p.turn == nil {
 			p.newTurn(st.ID, "", at)
 		}
 		seg := p.currentSegment()
-		s.turn, s.seg = p.turn, seg.Index
+		s.turn, s.seg = p.turn, int32(seg.Index)
 		seg.steps++
 		seg.files[c.path] = true
 	} else {
@@ -870,17 +954,35 @@ func (p *parser) finish() *adapters.Session {
 		}
 	}
 	ordered := mergeByTime(p.fileSteps, start)
-	steps := make([]store.Step, len(ordered))
-	for i, s := range ordered {
-		s.st.At = s.at.Text
-		s.st.TurnID = s.turn.ID
-		s.st.SegmentIndex = s.seg
-		s.st.ActorID = rootActor
+	var steps []store.Step
+	var outlines []*adapters.SpilledStep
+	for _, s := range ordered {
+		actor, decision := rootActor, ""
 		if s.agent != nil {
-			s.st.ActorID = s.agent.actor
+			actor = s.agent.actor
+			if s.call != nil && s.call.accepted {
+				decision = decisionFor(s.call) // the mode of the turn it was placed in
+			}
 		}
 		p.segments[s.seg].files[p.paths[s.file]] = true
-		steps[i] = s.st
+		p.spillStep(s) // a call that never got its result too
+		if s.st == nil {
+			if s.agent != nil || s.noTime {
+				s.out.Place(s.turn.ID, int64(s.seg), s.at.Text, decision)
+			}
+			outlines = append(outlines, s.out)
+			continue
+		}
+		s.st.At, s.st.TurnID, s.st.SegmentIndex, s.st.ActorID = s.at.Text, s.turn.ID, int64(s.seg), actor
+		if decision != "" {
+			s.st.Decision = decision
+		}
+		steps = append(steps, *s.st)
+	}
+	if p.spillErr != nil {
+		p.problem(p.paths[0], 0, p.spillErr.Error())
+		p.sess.Spilled, p.sess.Batches = nil, nil
+		return p.sess
 	}
 	var segments []store.Segment
 	for i, g := range p.segments {
@@ -913,8 +1015,13 @@ func (p *parser) finish() *adapters.Session {
 		StartedAt: start.Text,
 		Source:    "import:" + Kind,
 	}
-	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
-	p.sess.Steps = len(steps)
+	r := adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps}
+	if p.spill != nil {
+		p.sess.Batches, p.sess.Spilled = adapters.SplitSpilled(r, p.spill, outlines)
+	} else {
+		p.sess.Batches = adapters.Split(r)
+	}
+	p.sess.Steps = len(ordered)
 	return p.sess
 }
 
@@ -936,7 +1043,7 @@ func (p *parser) resolve(a *agent, depth int) {
 	if spawn == nil && a.prompt != "" {
 		for _, f := range p.fileSteps {
 			for _, s := range f {
-				if s.call != nil && !p.claimed[s] && isSpawn(s.call.name) && strings.TrimSpace(str(s.call.args, "prompt")) == a.prompt {
+				if s.call != nil && !p.claimed[s] && s.call.spawn != nil && strings.TrimSpace(s.call.spawn.prompt) == a.prompt {
 					spawn = s
 					break
 				}
@@ -956,12 +1063,12 @@ func (p *parser) resolve(a *agent, depth int) {
 			a.parent = spawn.agent.actor
 		}
 		if a.label == "" {
-			a.label = str(spawn.call.args, "subagent_type")
+			a.label = spawn.call.spawn.subagentType
 		}
 	}
 	switch {
 	case spawn != nil && spawn.agent == nil:
-		a.turn, a.seg = spawn.turn, spawn.seg
+		a.turn, a.seg = spawn.turn, int64(spawn.seg)
 	case spawn != nil:
 		a.turn, a.seg = spawn.agent.turn, spawn.agent.seg
 	default:
@@ -971,10 +1078,9 @@ func (p *parser) resolve(a *agent, depth int) {
 		a.turn = p.turnAt(a.first)
 	}
 	for _, s := range a.steps {
-		s.turn, s.seg = a.turn, a.seg
-		if s.call != nil && s.st.Decision == adapters.DecisionAccepted {
+		s.turn, s.seg = a.turn, int32(a.seg)
+		if s.call != nil {
 			s.call.mode = a.turn.Mode
-			s.st.Decision = decisionFor(s.call)
 		}
 	}
 }
@@ -1013,7 +1119,7 @@ func (p *parser) segmentAt(t adapters.Time) int64 {
 func mergeByTime(files [][]*step, start adapters.Time) []*step {
 	for _, f := range files {
 		for _, s := range f {
-			if s.at.IsZero() {
+			if s.noTime || (s.out == nil && s.at.IsZero()) {
 				s.at = start
 			}
 		}

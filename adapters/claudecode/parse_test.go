@@ -70,12 +70,16 @@ type all struct {
 
 func gather(s *adapters.Session) all {
 	var a all
-	for _, b := range s.Batches {
+	err := s.Each(func(b *store.Batch) error {
 		a.header = b.Session
 		a.segments = append(a.segments, b.Segments...)
 		a.actors = append(a.actors, b.Actors...)
 		a.turns = append(a.turns, b.Turns...)
 		a.steps = append(a.steps, b.Steps...)
+		return nil
+	})
+	if err != nil {
+		panic(err)
 	}
 	return a
 }

@@ -157,10 +157,14 @@ func (c content) text() string {
 	return strings.Join(parts, "\n")
 }
 
+// decode is json.Unmarshal in the one-pass decoder, for the parts of a
+// line kept raw.
+func decode(data []byte, v any) error { return jsonv2.Unmarshal(data, v, decodeOptions) }
+
 // object decodes a raw JSON object into its fields; nil if it is not one.
 func object(raw json.RawMessage) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if decode(raw, &m) != nil {
 		return nil
 	}
 	return m
@@ -169,7 +173,7 @@ func object(raw json.RawMessage) map[string]json.RawMessage {
 func str(m map[string]json.RawMessage, key string) string {
 	var s string
 	if v, ok := m[key]; ok {
-		json.Unmarshal(v, &s)
+		decode(v, &s)
 	}
 	return s
 }
@@ -177,7 +181,7 @@ func str(m map[string]json.RawMessage, key string) string {
 func num(m map[string]json.RawMessage, key string) (int64, bool) {
 	var f float64
 	v, ok := m[key]
-	if !ok || json.Unmarshal(v, &f) != nil {
+	if !ok || decode(v, &f) != nil {
 		return 0, false
 	}
 	if f > 1<<53 || f < -(1<<53) {
@@ -189,7 +193,7 @@ func num(m map[string]json.RawMessage, key string) (int64, bool) {
 func boolean(m map[string]json.RawMessage, key string) bool {
 	var b bool
 	if v, ok := m[key]; ok {
-		json.Unmarshal(v, &b)
+		decode(v, &b)
 	}
 	return b
 }

@@ -12,11 +12,23 @@ import (
 
 // toolCall is a tool_use waiting for (or matched with) its tool_result.
 type toolCall struct {
-	name  string
+	name     string
+	mode     string // permission mode when the agent asked
+	done     bool
+	accepted bool     // it ran, allowed (decision accepted)
+	req      *request // the call's input, until the result comes
+	spawn    *spawn   // a Task call's, to place the subagent it spawned
+}
+
+// request is a tool call's input.
+type request struct {
 	input json.RawMessage
 	args  map[string]json.RawMessage
-	mode  string // permission mode when the agent asked
-	done  bool
+}
+
+// spawn is what a Task call gave the subagent it spawned.
+type spawn struct {
+	prompt, subagentType string
 }
 
 // toolResult is what came back for a tool call.
@@ -38,7 +50,7 @@ var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, 
 // startTool fills a step from a tool_use: its type and the payload fields
 // the input gives. The result, when it comes, completes it (finishTool).
 func startTool(st *store.Step, call *toolCall, cwd string) {
-	args := call.args
+	args := call.req.args
 	st.Decision, st.Outcome = adapters.DecisionUnknown, adapters.OutcomeUnknown
 	switch call.name {
 	case "Bash":
@@ -67,7 +79,7 @@ func startTool(st *store.Step, call *toolCall, cwd string) {
 			st.Payload = store.Payload{Path: path, IsFullWrite: adapters.Bool(true)}
 			if v, ok := args["content"]; ok {
 				var s string
-				if json.Unmarshal(v, &s) == nil {
+				if decode(v, &s) == nil {
 					st.Payload.NewString = &s
 				}
 			}
@@ -110,8 +122,8 @@ func startTool(st *store.Step, call *toolCall, cwd string) {
 
 func otherRaw(call *toolCall, res *toolResult) json.RawMessage {
 	raw := map[string]any{}
-	if adapters.Present(call.input) {
-		raw["input"] = call.input
+	if adapters.Present(call.req.input) {
+		raw["input"] = call.req.input
 	}
 	if res != nil {
 		switch {
@@ -144,6 +156,10 @@ func isRejection(res *toolResult) bool {
 // error, and the payload fields only the result gives.
 func finishTool(st *store.Step, call *toolCall, res *toolResult) {
 	call.done = true
+	defer func() {
+		call.accepted = st.Decision == adapters.DecisionAccepted
+		call.req = nil
+	}()
 	p := &st.Payload
 	if isRejection(res) {
 		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeFailed
@@ -227,12 +243,12 @@ func finishBash(st *store.Step, res *toolResult) {
 	if res.turObj != nil {
 		if v, ok := res.turObj["stdout"]; ok {
 			var s string
-			json.Unmarshal(v, &s)
+			decode(v, &s)
 			p.Stdout = &s
 		}
 		if v, ok := res.turObj["stderr"]; ok {
 			var s string
-			json.Unmarshal(v, &s)
+			decode(v, &s)
 			p.Stderr = &s
 		}
 		background := str(res.turObj, "backgroundTaskId") != ""
@@ -260,5 +276,5 @@ func finishBash(st *store.Step, res *toolResult) {
 
 func nonEmptyArray(v json.RawMessage) bool {
 	var a []json.RawMessage
-	return json.Unmarshal(v, &a) == nil && len(a) > 0
+	return decode(v, &a) == nil && len(a) > 0
 }

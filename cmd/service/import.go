@@ -94,6 +94,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 		// never undoes it.
 		agent = capture.ClaudeCode(e.ctx, st)
 	}
+	defer adapters.LimitMemory()()
 	im := &adapters.Importer{Store: st, Rescan: f.Rescan}
 	tty := isTerminal(e.stdout)
 	if tty {

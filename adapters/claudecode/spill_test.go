@@ -1,0 +1,105 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+// spillEverything makes every session parsed until the test ends go
+// through a spill.
+func spillEverything(t *testing.T) {
+	was := SpillAfter
+	SpillAfter = 0
+	t.Cleanup(func() { SpillAfter = was })
+}
+
+// TestSpilledSessionsMatchInMemory reads every sample twice, once with its
+// steps in memory and once through a spill, and wants the same records.
+func TestSpilledSessionsMatchInMemory(t *testing.T) {
+	units, problems := Discover([]string{"testdata"})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	mem := map[string]all{}
+	for _, u := range units {
+		s := parseUnit(t, u)
+		if s.Spilled != nil {
+			t.Fatalf("%s: spilled below SpillAfter", u.ID)
+		}
+		mem[u.ID] = gather(s)
+	}
+	spillEverything(t)
+	for _, u := range units {
+		s := parseUnit(t, u)
+		if s.Spilled == nil || len(s.Spilled.Steps) == 0 {
+			t.Fatalf("%s: not spilled", u.ID)
+		}
+		got, want := gather(s), mem[u.ID]
+		if len(got.steps) != s.Steps || len(got.steps) != len(want.steps) {
+			t.Errorf("%s: %d steps spilled (Steps %d); want %d", u.ID, len(got.steps), s.Steps, len(want.steps))
+		}
+		gotJSON, _ := json.Marshal([]any{got.header, got.segments, got.actors, got.turns, got.steps})
+		wantJSON, _ := json.Marshal([]any{want.header, want.segments, want.actors, want.turns, want.steps})
+		if string(gotJSON) != string(wantJSON) {
+			t.Errorf("%s: spilled session differs from the one read in memory", u.ID)
+		}
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestImportSpilledSession imports the same transcripts into two stores,
+// one with every session spilled, and compares what the stores hold; a
+// second run of the spilled import writes nothing.
+func TestImportSpilledSession(t *testing.T) {
+	ctx := context.Background()
+	read := func(spill bool) map[string]string {
+		if spill {
+			spillEverything(t)
+		}
+		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "store.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		im := &adapters.Importer{Store: st}
+		sum, err := im.Run(ctx, Agent, []string{"testdata"})
+		if err != nil || sum.New == 0 {
+			t.Fatalf("import: %+v, %v", sum, err)
+		}
+		out := map[string]string{}
+		for id := range parseRoots(t, "testdata") {
+			d, err := st.Detail(ctx, id, store.DetailQuery{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.UpdatedAt = "" // when it was written
+			b, _ := json.Marshal(d)
+			out[id] = string(b)
+		}
+		im.Rescan = true
+		again, err := im.Run(ctx, Agent, []string{"testdata"})
+		if err != nil || again.New+again.Updated != 0 {
+			t.Errorf("second import (spill %v): %+v, %v; want nothing written", spill, again, err)
+		}
+		return out
+	}
+	mem := read(false)
+	spilled := read(true)
+	for id, want := range mem {
+		if spilled[id] != want {
+			g, w := spilled[id], want
+			i := 0
+			for i < len(g) && i < len(w) && g[i] == w[i] {
+				i++
+			}
+			t.Errorf("session %s: stored differently when spilled, at %d:\n got %.200s\nwant %.200s", id, i, g[max(0, i-100):], w[max(0, i-100):])
+		}
+	}
+}
