@@ -98,5 +98,6 @@ const (
 
 	OutcomeOK      = "ok"
 	OutcomeFailed  = "failed"
+	OutcomeNotRun  = "not_run" // refused before it ran (AGENT-FORMATS: a rejection)
 	OutcomeUnknown = "unknown"
 )

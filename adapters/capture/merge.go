@@ -223,11 +223,12 @@ func (c *toolCall) stepDecision() string {
 	return adapters.DecisionRejected
 }
 
-// outcome is ok or failed from the tool_result event; unknown without one.
+// outcome is ok or failed from the tool_result event (not_run for a
+// rejection); unknown without one.
 func (c *toolCall) outcome() (string, *store.StepError) {
 	if c.stepDecision() == adapters.DecisionRejected {
 		_, source := c.decisionSource()
-		return adapters.OutcomeFailed, &store.StepError{Type: "rejected", Message: strings.TrimSpace("rejected " + source)}
+		return adapters.OutcomeNotRun, &store.StepError{Type: "rejected", Message: strings.TrimSpace("rejected " + source)}
 	}
 	if c.result == nil || c.result.Success == nil {
 		return adapters.OutcomeUnknown, nil

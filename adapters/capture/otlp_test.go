@@ -340,7 +340,7 @@ func TestRejectedByTelemetry(t *testing.T) {
 		if n != 1 {
 			return false, "no step toolu_9"
 		}
-		ok := st.Decision == adapters.DecisionRejected && st.Outcome == adapters.OutcomeFailed && st.Type == store.TypeOther &&
+		ok := st.Decision == adapters.DecisionRejected && st.Outcome == adapters.OutcomeNotRun && st.Type == store.TypeOther &&
 			st.Payload.ToolName == "Write" && strings.Contains(string(st.Payload.Raw), `"ref":"otel:tool_result/toolu_9"`)
 		return ok, fmt.Sprintf("step = %+v; want a rejected other step named Write with its ref", st)
 	})

@@ -282,9 +282,9 @@ func TestSampleSteps(t *testing.T) {
 	t.Run("user rejection", func(t *testing.T) {
 		for _, id := range []string{"toolu_0116Hyi5v8ut7Ffb7d8qV1Sc", "toolu_01FdQ8qTyVyZjE3Kw4dguQGx"} {
 			s := short.step(t, id)
-			if s.Decision != "rejected" || s.Outcome != "failed" || s.Error == nil || s.Error.Type != "rejected" ||
+			if s.Decision != "rejected" || s.Outcome != "not_run" || s.Error == nil || s.Error.Type != "rejected" ||
 				!strings.HasPrefix(s.Error.Message, "The user doesn't want to proceed with this tool use.") {
-				t.Errorf("%s = %s %s %+v; want rejected, failed, error rejected", id, s.Decision, s.Outcome, s.Error)
+				t.Errorf("%s = %s %s %+v; want rejected, not_run, error rejected", id, s.Decision, s.Outcome, s.Error)
 			}
 		}
 		if s := spotter.step(t, "toolu_011NXYeWWxrZPLNNT8pFAZPi"); s.Decision != "rejected" {

@@ -162,7 +162,7 @@ func finishTool(st *store.Step, call *toolCall, res *toolResult) {
 	}()
 	p := &st.Payload
 	if isRejection(res) {
-		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeFailed
+		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
 		st.Error = &store.StepError{Type: "rejected", Message: res.text}
 		if st.Type == store.TypeOther {
 			p.Raw = otherRaw(call, res)

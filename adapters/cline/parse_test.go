@@ -194,7 +194,7 @@ func TestHandmadeTask(t *testing.T) {
 		t.Errorf("header = %+v", a.header)
 	}
 	denied := a.step(t, "m9.t0")
-	if denied.Type != "command" || denied.Decision != "rejected" || denied.Outcome != "failed" || denied.Error.Type != "rejected" {
+	if denied.Type != "command" || denied.Decision != "rejected" || denied.Outcome != "not_run" || denied.Error.Type != "rejected" {
 		t.Errorf("denied command = %s %s %s %+v", denied.Type, denied.Decision, denied.Outcome, denied.Error)
 	}
 	failed := a.step(t, "m11.t0")

@@ -115,7 +115,7 @@ func finishTool(st *store.Step, c *call, body string, isError bool) {
 	st.Decision, st.Outcome = adapters.DecisionAccepted, adapters.OutcomeOK
 	switch {
 	case strings.HasPrefix(body, "The user denied this operation"):
-		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeFailed
+		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
 		st.Error = &store.StepError{Type: "rejected", Message: firstLine(body)}
 	case strings.HasPrefix(body, "The tool execution failed with the following error:"):
 		st.Outcome = adapters.OutcomeFailed

@@ -602,7 +602,7 @@ func (p *parser) result(callID string, raw json.RawMessage) {
 		rejected := strings.Contains(o.text, "rejected by user")
 		switch {
 		case rejected:
-			st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeFailed
+			st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
 			st.Error = &store.StepError{Type: "rejected", Message: strings.TrimSpace(o.text)}
 		case o.exitCode != nil && *o.exitCode != 0:
 			st.Outcome = adapters.OutcomeFailed

@@ -182,7 +182,7 @@ func TestHandmadeRollout(t *testing.T) {
 	if add.Payload.Path != "/home/dev/proj/x_test.go" || !*add.Payload.IsFullWrite || upd.Payload.Path != "/home/dev/proj/x.go" || *upd.Payload.IsFullWrite {
 		t.Errorf("patch steps = %s full %v, %s full %v", add.Payload.Path, *add.Payload.IsFullWrite, upd.Payload.Path, *upd.Payload.IsFullWrite)
 	}
-	if rej := a.step(t, "call_c"); rej.Decision != "rejected" || rej.Outcome != "failed" || rej.Payload.Stdout != nil {
+	if rej := a.step(t, "call_c"); rej.Decision != "rejected" || rej.Outcome != "not_run" || rej.Payload.Stdout != nil {
 		t.Errorf("rejected = %s %s stdout %v", rej.Decision, rej.Outcome, rej.Payload.Stdout)
 	}
 	if st := a.step(t, "call_e"); st.Decision != "auto" || st.SegmentIndex != 2 {

@@ -113,7 +113,7 @@ func flagged(kind, severity, reason string) func(*store.Step) {
 
 func rejected(s *store.Step) {
 	s.Decision = "rejected"
-	s.Outcome = "failed"
+	s.Outcome = "not_run"
 	s.Error = &store.StepError{Type: "rejected", Message: "The user doesn't want to proceed with this tool use."}
 }
 
