@@ -140,10 +140,11 @@ func SplitSpilled(r Records, sp *Spill, steps []*SpilledStep) ([]*store.Batch, *
 // maxSpilledBatch caps the encoded size of the steps of one batch built
 // from a spill, so that a session of large steps is written in parts the
 // size of an ingest request.
-const maxSpilledBatch = 8 << 20
+const maxSpilledBatch = 2 << 20
 
 // Each calls fn with each of the session's batches in order: Batches, then
-// those built from Spilled. It stops at the first error.
+// those built from Spilled. It stops at the first error. The batches of a
+// spilled session are built one ahead, while fn writes the one before.
 func (s *Session) Each(fn func(*store.Batch) error) error {
 	for _, b := range s.Batches {
 		if err := fn(b); err != nil {
@@ -158,6 +159,35 @@ func (s *Session) Each(fn func(*store.Batch) error) error {
 		return errors.New("spilled steps without their session's batches")
 	}
 	header := s.Batches[len(s.Batches)-1].Session
+	built := make(chan *store.Batch, 1)
+	stop := make(chan struct{})
+	var buildErr error
+	go func() {
+		defer close(built)
+		buildErr = sp.build(header, func(b *store.Batch) bool {
+			select {
+			case built <- b:
+				return true
+			case <-stop:
+				return false
+			}
+		})
+	}()
+	for b := range built {
+		if err := fn(b); err != nil {
+			close(stop)
+			for range built {
+			}
+			return err
+		}
+	}
+	return buildErr
+}
+
+// build reads the spilled steps back, in order, into batches of at most
+// store.MaxItems steps and maxSpilledBatch bytes, and passes each to yield
+// until it returns false.
+func (sp *Spilled) build(header store.SessionHeader, yield func(*store.Batch) bool) error {
 	cur, size := newBatch(header), 0
 	for _, o := range sp.Steps {
 		st, err := sp.spill.get(o.ref)
@@ -175,15 +205,16 @@ func (s *Session) Each(fn func(*store.Batch) error) error {
 			sp.Join(&st)
 		}
 		if len(cur.Steps) > 0 && (len(cur.Steps) >= store.MaxItems || size+int(o.ref.N) > maxSpilledBatch) {
-			if err := fn(cur); err != nil {
-				return err
+			if !yield(cur) {
+				return nil
 			}
 			cur, size = newBatch(header), 0
 		}
 		cur.Steps = append(cur.Steps, st)
 		size += int(o.ref.N)
 	}
-	return fn(cur)
+	yield(cur)
+	return nil
 }
 
 // Close removes the session's spill, if it has one.

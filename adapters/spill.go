@@ -344,7 +344,7 @@ func flagSpilledDeadEnds(steps []*SpilledStep) {
 // (LimitMemory). A session's outlines stay well below it even for a
 // 500 MB transcript; the limit makes the garbage collector return the
 // garbage of reading it before the heap doubles.
-const ImportMemoryLimit = 96 << 20
+const ImportMemoryLimit = 80 << 20
 
 // LimitMemory sets the Go runtime's soft memory limit to
 // ImportMemoryLimit, unless GOMEMLIMIT says otherwise, and returns a

@@ -330,20 +330,18 @@ func applyTelemetry(ctx context.Context, st *store.Store, sid string) (written i
 	if err != nil {
 		return 0, err
 	}
-	for _, b := range merged.Batches {
+	err = merged.Each(func(b *store.Batch) error {
 		res, err := st.Apply(ctx, b)
-		var deleted *store.DeletedError
-		if errors.As(err, &deleted) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		if res.Changed {
+		if err == nil && res.Changed {
 			written = 1
 		}
+		return err
+	})
+	var deleted *store.DeletedError
+	if errors.As(err, &deleted) {
+		return 0, nil
 	}
-	return written, nil
+	return written, err
 }
 
 // ImportClaudeSession reads one Claude Code session, given one of its

@@ -3,6 +3,8 @@ package claudecode
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -101,5 +103,55 @@ func TestImportSpilledSession(t *testing.T) {
 			}
 			t.Errorf("session %s: stored differently when spilled, at %d:\n got %.200s\nwant %.200s", id, i, g[max(0, i-100):], w[max(0, i-100):])
 		}
+	}
+}
+
+// A spilled session of more steps than a batch holds is written in
+// batches of at most store.MaxItems steps, after its parents, and a
+// writer's error stops Each with that error.
+func TestSpilledSessionSplits(t *testing.T) {
+	spillEverything(t)
+	const calls = 6000
+	lines := []string{`{"type":"user","uuid":"p","sessionId":"big","timestamp":"2026-01-01T00:00:00Z","cwd":"/w","message":{"role":"user","content":"loop"}}`}
+	for i := range calls {
+		ts := fmt.Sprintf("2026-01-01T00:%02d:%02dZ", i/60%60, i%60)
+		lines = append(lines,
+			fmt.Sprintf(`{"type":"assistant","uuid":"a%d","timestamp":"%s","message":{"id":"m%d","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"echo %d"}}]}}`, i, ts, i, i, i),
+			fmt.Sprintf(`{"type":"user","uuid":"r%d","timestamp":"%s","message":{"content":[{"type":"tool_result","tool_use_id":"t%d","content":"%d"}]},"toolUseResult":{"stdout":"%d","stderr":""}}`, i, ts, i, i, i))
+	}
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	writeFile(t, path, lines...)
+	s := parseRoots(t, path)["big"]
+	defer s.Close()
+	if s.Spilled == nil {
+		t.Fatal("not spilled")
+	}
+	var sizes []int
+	var seq int64
+	err := s.Each(func(b *store.Batch) error {
+		sizes = append(sizes, len(b.Steps))
+		for _, st := range b.Steps {
+			if seq++; st.Seq != seq {
+				return fmt.Errorf("step %s has seq %d; want %d", st.ID, st.Seq, seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, store.MaxItems, calls + 1 - store.MaxItems}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Errorf("steps per batch = %v; want %v (the parents, then the steps)", sizes, want)
+	}
+	stop := errors.New("disk full")
+	n := 0
+	err = s.Each(func(b *store.Batch) error {
+		if n++; n == 2 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 2 {
+		t.Errorf("Each with a failing writer = %v after %d batches; want the writer's error after 2", err, n)
 	}
 }
