@@ -94,7 +94,7 @@ func deadEnds(changes []change, seq func(i int) int64, flag func(i int, f store.
 	changes = knownBefore(changes)
 	type at struct {
 		path     string
-		old, new textKey
+		old, new Key
 	}
 	byOld := map[at][]int{}    // changes from a text: step indexes, in order
 	bySwap := map[at][]int{}   // changes from a text to another
@@ -154,26 +154,28 @@ func deadEnds(changes []change, seq func(i int) int64, flag func(i int, f store.
 // completes it included; FlagDeadEnds follows no longer chains.
 const maxRevertChain = 20
 
-// textKey stands for a text an edit replaced or wrote: two texts are the
-// same when their keys are equal. It is a 128-bit hash, so that the edits
-// of a spilled session are compared without their texts.
-type textKey [2]uint64
+// Key stands for a text (an edit's, a record's id): two texts are the same
+// when their keys are equal. It is a 128-bit hash, fixed for the process,
+// so that what only needs recognising again is kept without its text (the
+// edits of a spilled session, the ids a parser has read).
+type Key [2]uint64
 
-// keySeeds are the hash seeds of textKey, fixed for the process.
+// keySeeds are the hash seeds of Key.
 var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-func keyOf(s string) textKey {
-	return textKey{maphash.String(keySeeds[0], s), maphash.String(keySeeds[1], s)}
+// KeyOf returns the key of s.
+func KeyOf(s string) Key {
+	return Key{maphash.String(keySeeds[0], s), maphash.String(keySeeds[1], s)}
 }
 
 // emptyKey is the key of the empty text.
-var emptyKey = keyOf("")
+var emptyKey = KeyOf("")
 
 // change is what an edit step did to its file. path is empty for a step
 // that is not an edit of a named file.
 type change struct {
 	path     string
-	old, new textKey
+	old, new Key
 	hasOld   bool // the text replaced is known
 	hasNew   bool // the text written is known
 	full     bool // the whole file was written
@@ -188,10 +190,10 @@ func editChange(st store.Step) change {
 	}
 	c := change{path: p.Path, full: p.IsFullWrite != nil && *p.IsFullWrite}
 	if p.OldString != nil {
-		c.old, c.hasOld = keyOf(*p.OldString), true
+		c.old, c.hasOld = KeyOf(*p.OldString), true
 	}
 	if p.NewString != nil {
-		c.new, c.hasNew = keyOf(*p.NewString), true
+		c.new, c.hasNew = KeyOf(*p.NewString), true
 	}
 	return c
 }
@@ -201,7 +203,7 @@ func editChange(st store.Step) change {
 // no other edit of that file came between.
 func knownBefore(changes []change) []change {
 	changes = slices.Clone(changes)
-	written := map[string]textKey{} // the whole text of a file, while known
+	written := map[string]Key{} // the whole text of a file, while known
 	for i, c := range changes {
 		if c.path == "" {
 			continue

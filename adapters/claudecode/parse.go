@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -18,11 +17,6 @@ import (
 )
 
 const rootActor = "root"
-
-// hashSeed hashes the ids a parser only needs to recognise again. Two ids
-// of one session sharing a 64-bit hash is unlikely enough to ignore (about
-// one in ten billion for a session of a million records).
-var hashSeed = maphash.MakeSeed()
 
 // channel names where the steps' evidence came from.
 var transcript = []string{"transcript"}
@@ -52,12 +46,12 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{
 		u:       u,
 		sess:    &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
-		seen:    map[uint64]bool{},
+		seen:    map[adapters.Key]bool{},
 		tools:   map[string]*step{},
 		agents:  map[string]*agent{},
 		owner:   map[string]*agent{},
 		links:   map[string]string{},
-		usage:   map[uint64]usage{},
+		usage:   map[adapters.Key]usage{},
 		claimed: map[*step]bool{},
 	}
 	var mains, subs []*source
@@ -93,8 +87,8 @@ type parser struct {
 	sess  *adapters.Session
 	paths []string
 
-	seen  map[uint64]bool  // record uuids read (hashed: a long session has many), to skip replays
-	tools map[string]*step // tool_use id -> its step
+	seen  map[adapters.Key]bool // record uuids read (as keys: a long session has many), to skip replays
+	tools map[string]*step      // tool_use id -> its step
 
 	segments []*segment
 	turns    []*turn
@@ -109,12 +103,12 @@ type parser struct {
 
 	agents     map[string]*agent // by key
 	agentOrder []*agent
-	owner      map[string]*agent // inline sidechain record uuid -> its agent
-	links      map[string]string // Claude agentId -> Task tool_use id
-	claimed    map[*step]bool    // Task steps already matched to an agent
-	usage      map[uint64]usage  // per model response, by its hashed id
-	fileSteps  [][]*step         // steps in reading order, per file
-	local      map[*agent]*step  // last slash or ! command, for its output
+	owner      map[string]*agent      // inline sidechain record uuid -> its agent
+	links      map[string]string      // Claude agentId -> Task tool_use id
+	claimed    map[*step]bool         // Task steps already matched to an agent
+	usage      map[adapters.Key]usage // per model response, by its id's key
+	fileSteps  [][]*step              // steps in reading order, per file
+	local      map[*agent]*step       // last slash or ! command, for its output
 	rootLocal  *step
 
 	bytesRead int
@@ -309,7 +303,7 @@ func (p *parser) firstSeen(r *record) bool {
 	if r.UUID == "" {
 		return true
 	}
-	key := maphash.String(hashSeed, r.UUID)
+	key := adapters.KeyOf(r.UUID)
 	if p.seen[key] {
 		p.skip("replayed record")
 		return false
@@ -639,7 +633,7 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 		}
 		// One response is written as one line per content block, each
 		// repeating the usage; early lines carry a partial output count.
-		h := maphash.String(hashSeed, key)
+		h := adapters.KeyOf(key)
 		if prev, ok := p.usage[h]; !ok || m.Usage.OutputTokens >= prev.OutputTokens {
 			p.usage[h] = *m.Usage
 		}
