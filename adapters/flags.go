@@ -78,18 +78,20 @@ func flagSecrets(st *store.Step) {
 // of the same file just before it with no edit between. Steps must be in
 // session order and numbered (Seq), as Split leaves them.
 func FlagDeadEnds(steps []store.Step) {
-	changes := make([]change, len(steps))
+	var changes []change
+	var at []int // the step of each change
 	for i, st := range steps {
-		changes[i] = editChange(st)
+		if c := editChange(st); c.path != "" {
+			changes, at = append(changes, c), append(at, i)
+		}
 	}
-	deadEnds(changes, func(i int) int64 { return steps[i].Seq }, func(i int, f store.Flag) { addFlag(&steps[i], f) })
+	deadEnds(changes, func(k int) int64 { return steps[at[k]].Seq }, func(k int, f store.Flag) { addFlag(&steps[at[k]], f) })
 }
 
-// deadEnds is FlagDeadEnds on the changes of a session's steps, in session
-// order (a zero change for a step that is not an edit), for callers that
-// do not hold the steps themselves. seq gives the Seq of the step at an
-// index; flag is called with the dead_end_edit flag of each step that
-// earns one.
+// deadEnds is FlagDeadEnds on the changes of a session's edit steps, in
+// session order, for callers that do not hold the steps themselves. seq
+// gives the Seq of the step of the change at an index; flag is called with
+// the dead_end_edit flag of each step that earns one.
 func deadEnds(changes []change, seq func(i int) int64, flag func(i int, f store.Flag)) {
 	changes = knownBefore(changes)
 	type at struct {

@@ -325,14 +325,15 @@ func (s *Spill) Put(st *store.Step) (*SpilledStep, error) {
 // flagSpilledDeadEnds is FlagDeadEnds over the outlines of spilled steps,
 // which keep their edits' changes as keys.
 func flagSpilledDeadEnds(steps []*SpilledStep) {
-	changes := make([]change, len(steps))
-	for i, o := range steps {
+	var changes []change
+	var edits []*SpilledStep // the step of each change
+	for _, o := range steps {
 		if o.change != nil {
-			changes[i] = *o.change
+			changes, edits = append(changes, *o.change), append(edits, o)
 		}
 	}
-	deadEnds(changes, func(i int) int64 { return steps[i].Seq }, func(i int, f store.Flag) {
-		o := steps[i]
+	deadEnds(changes, func(k int) int64 { return edits[k].Seq }, func(k int, f store.Flag) {
+		o := edits[k]
 		if o.later == nil {
 			o.later = &later{}
 		}

@@ -46,7 +46,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{
 		u:       u,
 		sess:    &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
-		seen:    map[adapters.Key]bool{},
+		seen:    map[adapters.Key]struct{}{},
 		tools:   map[string]*step{},
 		agents:  map[string]*agent{},
 		owner:   map[string]*agent{},
@@ -87,8 +87,8 @@ type parser struct {
 	sess  *adapters.Session
 	paths []string
 
-	seen  map[adapters.Key]bool // record uuids read (as keys: a long session has many), to skip replays
-	tools map[string]*step      // tool_use id -> its step
+	seen  map[adapters.Key]struct{} // record uuids read (as keys: a long session has many), to skip replays
+	tools map[string]*step          // tool_use id -> its step
 
 	segments []*segment
 	turns    []*turn
@@ -304,11 +304,11 @@ func (p *parser) firstSeen(r *record) bool {
 		return true
 	}
 	key := adapters.KeyOf(r.UUID)
-	if p.seen[key] {
+	if _, ok := p.seen[key]; ok {
 		p.skip("replayed record")
 		return false
 	}
-	p.seen[key] = true
+	p.seen[key] = struct{}{}
 	return true
 }
 
@@ -932,9 +932,11 @@ func (p *parser) finish() *adapters.Session {
 			g.at = start
 		}
 	}
+	p.seen, p.usage, p.owner = nil, nil, nil // the memory goes to the outlines next
 	for _, a := range p.agentOrder {
 		p.resolve(a, 0)
 	}
+	p.tools, p.links = nil, nil
 	for _, t := range p.turns {
 		if t.at.IsZero() {
 			t.at = start
