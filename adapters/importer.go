@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/agentreview/service/store"
@@ -300,4 +301,21 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// ImportMemoryLimit is the soft memory limit an import runs under
+// (LimitMemory). A session's outlines stay well below it even for a
+// 500 MB transcript; the limit makes the garbage collector return the
+// garbage of reading it before the heap doubles.
+const ImportMemoryLimit = 80 << 20
+
+// LimitMemory sets the Go runtime's soft memory limit to
+// ImportMemoryLimit, unless GOMEMLIMIT says otherwise, and returns a
+// function that puts the previous limit back.
+func LimitMemory() (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(ImportMemoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
 }

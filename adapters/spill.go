@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime/debug"
 
 	"github.com/agentreview/service/store"
 )
@@ -339,21 +338,4 @@ func flagSpilledDeadEnds(steps []*SpilledStep) {
 		}
 		o.later.flags = append(o.later.flags, f)
 	})
-}
-
-// ImportMemoryLimit is the soft memory limit an import runs under
-// (LimitMemory). A session's outlines stay well below it even for a
-// 500 MB transcript; the limit makes the garbage collector return the
-// garbage of reading it before the heap doubles.
-const ImportMemoryLimit = 80 << 20
-
-// LimitMemory sets the Go runtime's soft memory limit to
-// ImportMemoryLimit, unless GOMEMLIMIT says otherwise, and returns a
-// function that puts the previous limit back.
-func LimitMemory() (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(ImportMemoryLimit)
-	return func() { debug.SetMemoryLimit(prev) }
 }
