@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -88,13 +89,15 @@ type tab struct {
 	ctx  context.Context
 	base string
 
-	mu         sync.Mutex
-	exceptions []string
-	dialogs    []string
+	mu            sync.Mutex
+	exceptions    []string
+	cspViolations []string
+	dialogs       []string
 }
 
 // newTab opens a tab on the server at base; the tab closes when t ends.
-// Uncaught page exceptions and JavaScript dialogs are recorded.
+// Uncaught page exceptions and JavaScript dialogs are recorded; an uncaught
+// exception or a Content-Security-Policy violation fails the test.
 func (b *browser) newTab(t *testing.T, base string) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
@@ -109,6 +112,10 @@ func (b *browser) newTab(t *testing.T, base string) *tab {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
 			p.exceptions = append(p.exceptions, exceptionText(ev))
+		case *log.EventEntryAdded:
+			if cspViolation(ev.Entry) {
+				p.cspViolations = append(p.cspViolations, ev.Entry.Text)
+			}
 		case *page.EventJavascriptDialogOpening:
 			p.dialogs = append(p.dialogs, ev.Message)
 		}
@@ -122,8 +129,17 @@ func (b *browser) newTab(t *testing.T, base string) *tab {
 		for _, e := range p.exceptions {
 			t.Errorf("uncaught exception in the page: %s", e)
 		}
+		for _, v := range p.cspViolations {
+			t.Errorf("Content-Security-Policy violation in the page: %s", v)
+		}
 	})
 	return p
+}
+
+// cspViolation tells whether a browser log entry reports that the page's
+// Content-Security-Policy refused something.
+func cspViolation(e *log.Entry) bool {
+	return e.Source == log.EntrySourceSecurity || strings.Contains(e.Text, "Content Security Policy")
 }
 
 func exceptionText(ev *runtime.EventExceptionThrown) string {

@@ -29,8 +29,17 @@ type frame struct {
 
 func openStream(t *testing.T, srv *httptest.Server, query string) *sseClient {
 	t.Helper()
+	return openStreamWith(t, srv, query, nil)
+}
+
+// openStreamWith opens a stream with the given request headers.
+func openStreamWith(t *testing.T, srv *httptest.Server, query string, header http.Header) *sseClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/events"+query, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		cancel()

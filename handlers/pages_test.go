@@ -64,3 +64,33 @@ func TestListPage(t *testing.T) {
 		t.Errorf("active chip = %q; want cline", active)
 	}
 }
+
+// The pages hold nothing the Content-Security-Policy refuses: no inline
+// script or style, no style or event-handler attribute, and htmx is told
+// not to inject its indicator style.
+func TestPagesHaveNoInlineScriptOrStyle(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(richSession(), http.StatusCreated)
+	id := richSession()["session"].(obj)["id"].(string)
+	for _, path := range []string{"/", "/session?id=" + id, "/session?id=nope"} {
+		rec := s.get(path)
+		doc, err := goquery.NewDocumentFromReader(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := doc.Find("script:not([src]), style, [style]").Length(); n != 0 {
+			t.Errorf("GET %s: %d inline scripts, styles or style attributes; want none", path, n)
+		}
+		doc.Find("*").Each(func(_ int, e *goquery.Selection) {
+			for _, a := range e.Nodes[0].Attr {
+				if strings.HasPrefix(a.Key, "on") || strings.HasPrefix(a.Key, "hx-on") {
+					t.Errorf("GET %s: <%s %s=%q>; want no inline handler", path, goquery.NodeName(e), a.Key, a.Val)
+				}
+			}
+		})
+		config, _ := doc.Find(`meta[name="htmx-config"]`).Attr("content")
+		if !strings.Contains(config, `"includeIndicatorStyles":false`) || !strings.Contains(config, `"allowEval":false`) {
+			t.Errorf("GET %s: htmx-config = %q; want includeIndicatorStyles and allowEval off", path, config)
+		}
+	}
+}

@@ -103,7 +103,7 @@ func Routes(d Deps) http.Handler {
 	// Static files
 	r.Handler(http.MethodGet, "/static/*filepath", http.StripPrefix("/static", http.FileServerFS(static.FS)))
 
-	return secure(loopbackOnly(headAsGet(r)))
+	return compress(secure(loopbackOnly(headAsGet(r))))
 }
 
 // headAsGet answers HEAD like GET on routes without a HEAD route of their
