@@ -41,6 +41,8 @@ func TestBrowser(t *testing.T) {
 		{"EarlierTurns", browserEarlierTurns},
 		{"SessionLive", browserSessionLive},
 		{"LivePill", browserLivePill},
+		{"ManyTabs", browserManyTabs},
+		{"StreamsFull", browserStreamsFull},
 		{"Delete", browserDelete},
 		{"Export", browserExport},
 		{"Demo", browserDemo},
@@ -750,6 +752,82 @@ func browserLivePill(t *testing.T, b *browser) {
 	if states := strings.Join(evalJS[[]string](p, `pillStates`), ", "); !strings.HasPrefix(states, "connecting, server offline") || !strings.HasSuffix(states, "live") {
 		t.Errorf("the pill went %s; want connecting, server offline, (connecting,) live", states)
 	}
+}
+
+// browserManyTabs: ten tabs of the app, more than the six connections a
+// browser opens to one host, all load and go live on one shared stream,
+// and a push reaches each of them.
+func browserManyTabs(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "tabs-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{stepRec(sid, 1, 1, at, "message", userPrompt("Start"))}
+	s.mustPush(x, http.StatusCreated)
+	base := serveBrowser(t, s)
+
+	const pill = `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`
+	var lists, sessions []*tab
+	for i := range 10 {
+		p := b.newTab(t, base)
+		if i%2 == 0 {
+			p.open("/")
+			lists = append(lists, p)
+		} else {
+			p.open("/session?id=" + sid)
+			sessions = append(sessions, p)
+		}
+		p.waitFor(fmt.Sprintf("tab %d is live", i+1), pill)
+	}
+	if n := s.hub.streamCount(); n != 1 {
+		t.Errorf("the server holds %d streams for ten tabs; want one", n)
+	}
+	for _, p := range append(lists, sessions...) {
+		p.waitFor("the tab's refresh on ready", `performance.getEntriesByType('resource').some(e => ['/rows', '/session/updates'].includes(new URL(e.name).pathname))`)
+		evalJS[bool](p, `window.sameDocument = true`)
+	}
+
+	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "read", obj{"path": "/tmp/ws/pushed.go"})}), http.StatusOK)
+	for i, p := range lists {
+		p.waitFor(fmt.Sprintf("list tab %d shows the push", i+1), `document.querySelector('[data-session-id="tabs-session"] [data-testid="counts"]').textContent.includes('1 read')`)
+	}
+	for i, p := range sessions {
+		p.waitFor(fmt.Sprintf("session tab %d shows the push", i+1), `document.querySelector('#step-2') !== null`)
+	}
+	for i, p := range append(lists, sessions...) {
+		if !evalJS[bool](p, `window.sameDocument === true`) {
+			t.Errorf("tab %d reloaded; want it updated in place", i+1)
+		}
+	}
+}
+
+// browserStreamsFull: a tab refused a stream because the server's streams
+// are all taken gets one once a stream is free, through the shared stream.
+func browserStreamsFull(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "full-session"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{stepRec(sid, 1, 1, at, "message", userPrompt("Start"))}
+	s.mustPush(x, http.StatusCreated)
+	srv := loopbackServer(t, s)
+	var others []*sseClient
+	for range MaxStreams {
+		c := openStream(t, srv, "")
+		c.mustReady()
+		others = append(others, c)
+	}
+
+	p := b.newTab(t, srv.URL)
+	p.open("/session?id=" + sid)
+	const pill = `document.querySelector('[data-testid="live-pill"]').textContent`
+	p.waitForWithin(8*time.Second, "the refused tab says server offline", pill+` === 'server offline'`)
+	others[0].cancel()
+	p.waitForWithin(15*time.Second, "the tab is live once a stream is free", pill+` === 'live'`)
+	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "read", obj{"path": "/tmp/ws/pushed.go"})}), http.StatusOK)
+	p.waitFor("the push shows", `document.querySelector('#step-2') !== null`)
 }
 
 // browserDelete: the dialog asks first with Cancel focused, Cancel keeps

@@ -119,6 +119,13 @@ func (c *sseClient) mustReady() {
 	}
 }
 
+// streamCount is how many streams the hub holds open.
+func (h *Hub) streamCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams)
+}
+
 // loopbackServer serves the router on a real port; httptest's URL host is
 // 127.0.0.1, which the Host check accepts.
 func loopbackServer(t *testing.T, s *testService) *httptest.Server {

@@ -7,6 +7,54 @@
   const refreshGap = 2000; // a live refresh at most once every two seconds
   const offlineAfter = 3000; // reconnecting this long means the server is offline
 
+  // One change stream per browser, however many tabs are open: htmx's SSE
+  // extension gets a SharedEventSource, which follows the stream held by
+  // the shared worker static/events-worker.js, so sse-connect and
+  // hx-trigger="sse:..." work as with a stream of the tab's own. Without
+  // SharedWorker, each tab opens its own EventSource.
+  class SharedEventSource extends EventTarget {
+    constructor(url) {
+      super();
+      this.url = new URL(url, location.href).href;
+      this.readyState = EventSource.CONNECTING;
+      this.onopen = null;
+      this.onerror = null;
+      this.port = new SharedWorker('/static/events-worker.js', { name: 'events' }).port;
+      this.port.onmessage = (m) => this.receive(m.data);
+      this.port.postMessage({ type: 'connect', session: new URL(this.url).searchParams.get('session') || '' });
+      this.leave = () => this.close();
+      window.addEventListener('pagehide', this.leave);
+    }
+
+    receive(msg) {
+      if (this.readyState === EventSource.CLOSED) return;
+      if (msg.type === 'event') {
+        this.dispatchEvent(new MessageEvent(msg.name, { data: msg.data }));
+        return;
+      }
+      this.readyState = msg.readyState;
+      if (this.readyState === EventSource.CLOSED) this.close();
+      const handler = msg.type === 'open' ? this.onopen : this.onerror;
+      if (handler) handler.call(this, new Event(msg.type));
+    }
+
+    close() {
+      this.readyState = EventSource.CLOSED;
+      window.removeEventListener('pagehide', this.leave);
+      this.port.postMessage({ type: 'close' });
+      this.port.close();
+    }
+  }
+  if (window.SharedWorker) {
+    htmx.createEventSource = function (url) {
+      try {
+        return new SharedEventSource(url);
+      } catch (e) {
+        return new EventSource(url); // a worker refused, e.g. in a private window
+      }
+    };
+  }
+
   // Live pill: connecting, live, server offline. The page keeps its content
   // while offline and catches up on the next `ready`.
   let offlineTimer = null;
