@@ -120,8 +120,51 @@ func (l *loader) bigSession(ctx context.Context, out io.Writer, n, reads int) er
 			lat = append(lat, time.Since(start))
 		}
 		fmt.Fprintf(out, "  %-44s %s\n", r.name, percentiles(lat))
+		sizes := make([]int64, len(encodings))
+		for i, enc := range encodings {
+			n, err := l.transferSize(ctx, r.path, enc)
+			if err != nil {
+				return err
+			}
+			sizes[i] = n
+		}
+		fmt.Fprintf(out, "  %-44s %s\n", "", transferSizes(sizes))
 	}
 	return nil
+}
+
+// encodings are the Accept-Encoding values whose transfer sizes are shown.
+var encodings = []string{"identity", "gzip", "zstd"}
+
+func transferSizes(sizes []int64) string {
+	var parts []string
+	for i, n := range sizes {
+		parts = append(parts, fmt.Sprintf("%s %d bytes (%.1f%%)", encodings[i], n, 100*float64(n)/float64(sizes[0])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// transferSize is how many bytes the server sends for path to a client
+// accepting only the given encoding, as they travel (not decoded).
+func (l *loader) transferSize(ctx context.Context, path, encoding string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base.String()+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	// Set by hand, the header also stops the client from decoding the body.
+	req.Header.Set("Accept-Encoding", encoding)
+	res, err := l.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", path, res.Status)
+	}
+	if got := res.Header.Get("Content-Encoding"); encoding != "identity" && got != encoding {
+		return 0, fmt.Errorf("GET %s accepting %s: content-encoding %q", path, encoding, got)
+	}
+	return io.Copy(io.Discard, res.Body)
 }
 
 func readToken(path string) (string, error) {
