@@ -34,8 +34,10 @@
       }
       this.readyState = msg.readyState;
       if (this.readyState === EventSource.CLOSED) this.close();
+      const ev = new Event(msg.type);
+      this.dispatchEvent(ev);
       const handler = msg.type === 'open' ? this.onopen : this.onerror;
-      if (handler) handler.call(this, new Event(msg.type));
+      if (handler) handler.call(this, ev);
     }
 
     close() {
