@@ -157,6 +157,14 @@ func (p *tab) seenDialogs() []string {
 	return append([]string(nil), p.dialogs...)
 }
 
+// close closes the tab, as a user does: the page gets its pagehide.
+func (p *tab) close() {
+	p.t.Helper()
+	if err := chromedp.Cancel(p.ctx); err != nil {
+		p.t.Fatalf("closing the tab: %v", err)
+	}
+}
+
 // do runs actions within actionTimeout, failing the test on an error.
 func (p *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -768,37 +769,63 @@ func browserManyTabs(t *testing.T, b *browser) {
 	base := serveBrowser(t, s)
 
 	const pill = `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`
-	var lists, sessions []*tab
-	for i := range 10 {
+	tabs := make([]*tab, 10) // even: the list, odd: the session
+	for i := range tabs {
 		p := b.newTab(t, base)
 		if i%2 == 0 {
 			p.open("/")
-			lists = append(lists, p)
 		} else {
 			p.open("/session?id=" + sid)
-			sessions = append(sessions, p)
 		}
 		p.waitFor(fmt.Sprintf("tab %d is live", i+1), pill)
+		tabs[i] = p
 	}
 	if n := s.hub.streamCount(); n != 1 {
 		t.Errorf("the server holds %d streams for ten tabs; want one", n)
 	}
-	for _, p := range append(lists, sessions...) {
+	for _, p := range tabs {
 		p.waitFor("the tab's refresh on ready", `performance.getEntriesByType('resource').some(e => ['/rows', '/session/updates'].includes(new URL(e.name).pathname))`)
 		evalJS[bool](p, `window.sameDocument = true`)
 	}
-
-	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "read", obj{"path": "/tmp/ws/pushed.go"})}), http.StatusOK)
-	for i, p := range lists {
-		p.waitFor(fmt.Sprintf("list tab %d shows the push", i+1), `document.querySelector('[data-session-id="tabs-session"] [data-testid="counts"]').textContent.includes('1 read')`)
+	// pushRead pushes read step seq and waits for each of tabs to show it.
+	pushRead := func(seq int, tabs []*tab) {
+		t.Helper()
+		s.mustPush(laterPush(x, nil, arr{stepRec(sid, seq, 1, at, "read", obj{"path": fmt.Sprintf("/tmp/ws/%d.go", seq)})}), http.StatusOK)
+		for _, p := range tabs {
+			if p == nil {
+				continue
+			}
+			p.waitFor("the tab shows push "+strconv.Itoa(seq), fmt.Sprintf(`location.pathname === '/'
+				? document.querySelector('[data-session-id="tabs-session"] [data-testid="counts"]').textContent.includes('%d read')
+				: document.querySelector('#step-%d') !== null`, seq-1, seq))
+		}
 	}
-	for i, p := range sessions {
-		p.waitFor(fmt.Sprintf("session tab %d shows the push", i+1), `document.querySelector('#step-2') !== null`)
-	}
-	for i, p := range append(lists, sessions...) {
+	pushRead(2, tabs)
+	for i, p := range tabs {
 		if !evalJS[bool](p, `window.sameDocument === true`) {
 			t.Errorf("tab %d reloaded; want it updated in place", i+1)
 		}
+	}
+
+	// Closing the tab that started the shared stream, and four more, leaves
+	// the others live on the same stream; closing them all ends it.
+	for i := range 5 {
+		tabs[i].close()
+		tabs[i] = nil
+	}
+	pushRead(3, tabs)
+	if n := s.hub.streamCount(); n != 1 {
+		t.Errorf("the server holds %d streams for five tabs left; want one", n)
+	}
+	for _, p := range tabs[5:] {
+		p.close()
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for s.hub.streamCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server holds %d streams after every tab closed; want none", s.hub.streamCount())
+		}
+		time.Sleep(pollEvery)
 	}
 }
 
