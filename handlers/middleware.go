@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/klauspost/compress/gzhttp"
 
@@ -29,10 +28,10 @@ func secure(next http.Handler) http.Handler {
 
 // compress encodes responses (pages, JSON, static files) with gzip or zstd
 // when the client accepts it. The event stream is never encoded, so each
-// event reaches the client when it is flushed.
-var compress = mustWrapper(gzhttp.NewWrapper(gzhttp.ContentTypeFilter(func(ct string) bool {
-	return gzhttp.DefaultContentTypeFilter(ct) && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
-})))
+// event reaches the client when it is flushed. The service sends no
+// already-compressed type (images, archives), so the stream is the only
+// exception.
+var compress = mustWrapper(gzhttp.NewWrapper(gzhttp.ExceptContentTypes([]string{"text/event-stream"})))
 
 func mustWrapper(wrap func(http.Handler) http.HandlerFunc, err error) func(http.Handler) http.HandlerFunc {
 	if err != nil {
