@@ -21,13 +21,9 @@ const (
 	MaxDocument = 256 << 20
 )
 
-// LineTooLongError is a line longer than MaxLine: it was skipped, and the
+// ErrLineTooLong is a line longer than MaxLine: it was skipped, and the
 // lines after it are still read.
-type LineTooLongError struct{}
-
-func (LineTooLongError) Error() string {
-	return fmt.Sprintf("line longer than %d MB: skipped", MaxLine>>20)
-}
+var ErrLineTooLong = fmt.Errorf("line longer than %d MB: skipped", MaxLine>>20)
 
 // Open opens an agent's file for reading. Only regular files are read: a
 // device, pipe or socket (which may never end, or block) is an error.
@@ -84,7 +80,7 @@ func NewLines(r io.Reader) *Lines {
 // Next returns the next line without its line ending (never nil), its
 // number from 1, and whether it ended with a newline (only the last line
 // can lack one, and then the file may still be being written). A line
-// longer than MaxLine comes as a nil line and a LineTooLongError, with its
+// longer than MaxLine comes as a nil line and ErrLineTooLong, with its
 // number; reading goes on after it. After the last line Next returns a nil
 // line and io.EOF; a read error comes with the line read before it, if any.
 func (l *Lines) Next() (n int, line []byte, terminated bool, err error) {
@@ -127,7 +123,7 @@ func (l *Lines) skip(err error) (n int, line []byte, terminated bool, _ error) {
 	if err != nil && err != io.EOF {
 		return l.n, nil, false, err
 	}
-	return l.n, nil, err == nil, LineTooLongError{}
+	return l.n, nil, err == nil, ErrLineTooLong
 }
 
 // ReadLines calls fn with each line of f (see Lines.Next); line is only
@@ -141,14 +137,13 @@ func ReadLines(f File, fn func(n int, line []byte, terminated bool)) []Problem {
 		if line != nil {
 			fn(n, line, term)
 		}
-		switch err.(type) {
+		switch err {
 		case nil:
-		case LineTooLongError:
+		case ErrLineTooLong:
 			problems = append(problems, Problem{Path: f.Path, Line: n, Message: err.Error()})
+		case io.EOF:
+			return problems
 		default:
-			if err == io.EOF {
-				return problems
-			}
 			return append(problems, Problem{Path: f.Path, Message: "read: " + err.Error()})
 		}
 	}

@@ -114,7 +114,7 @@ func firstSessionID(path string) string {
 		if json.Unmarshal(line, &r) == nil && r.SessionID != "" {
 			return r.SessionID
 		}
-		if err != nil && err != (adapters.LineTooLongError{}) {
+		if err != nil && err != adapters.ErrLineTooLong {
 			return ""
 		}
 	}

@@ -216,7 +216,7 @@ func (p *parser) open(idx int, f adapters.File) *source {
 func (p *parser) next(src *source) (line, bool) {
 	for !src.done {
 		n, b, terminated, err := src.lines.Next()
-		if _, long := err.(adapters.LineTooLongError); long {
+		if err == adapters.ErrLineTooLong {
 			p.problem(src.path, n, err.Error())
 			continue
 		}

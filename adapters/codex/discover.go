@@ -71,7 +71,7 @@ func sessionID(path string) (id string, meta bool) {
 			if json.Unmarshal(line, &r) == nil && r.Type == "session_meta" && r.Payload.ID != "" {
 				return r.Payload.ID, true
 			}
-			if err != nil && err != (adapters.LineTooLongError{}) {
+			if err != nil && err != adapters.ErrLineTooLong {
 				break
 			}
 		}
