@@ -159,7 +159,7 @@ func parseUnit(a Agent, u Unit) (*Session, []Problem) {
 	var problems []Problem
 	var paths []string
 	for _, p := range u.Paths {
-		f, err := os.Open(p)
+		f, err := Open(p)
 		if err != nil {
 			problems = append(problems, Problem{Path: p, Message: err.Error()})
 			continue

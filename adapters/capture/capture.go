@@ -233,8 +233,13 @@ func (c *Capture) syncCline(ctx context.Context, path string, final bool) result
 }
 
 func wholeJSON(path string) bool {
-	b, err := os.ReadFile(path)
-	return err != nil || json.Valid(b) // a file gone is not half written
+	f, err := adapters.Open(path)
+	if err != nil {
+		return true // a file gone is not half written; the import reports others
+	}
+	defer f.Close()
+	b, err := adapters.ReadDocument(f)
+	return err != nil || json.Valid(b)
 }
 
 // syncTelemetry brings a session up to date with newly kept telemetry:

@@ -31,12 +31,20 @@ import (
 // after gzip decompression.
 const MaxOTLPBody = 32 << 20
 
+// MaxOTLPSessions is the most sessions one logs export may name: each is a
+// session and a capture folder the export may create. Claude Code sends
+// the events of one session per export.
+const MaxOTLPSessions = 32
+
 // Receiver is the OTLP/HTTP endpoint Claude Code's exporters send to
 // (OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318): POST /v1/logs and
 // /v1/metrics, in protobuf (application/x-protobuf) or JSON
 // (application/json), plain or gzip. /v1/traces is answered with success
 // and dropped. A Host that is not a loopback name gets 421, as in the
-// service; a body over MaxOTLPBody, before or after decompression, 413.
+// service; a request a browser sends (any Origin, or a Sec-Fetch-Site
+// other than none) 403; a body over MaxOTLPBody, before or after
+// decompression, 413; a logs export naming more than MaxOTLPSessions
+// sessions 400, and nothing of it is kept.
 //
 // Log events are kept in the store per session before the answer, and the
 // session is then brought up to date in the background (see Capture); each
@@ -55,8 +63,20 @@ func (c *Capture) Receiver() http.Handler {
 			httpError(w, http.StatusMisdirectedRequest, "misdirected request: host "+r.Host+" is not a loopback name")
 			return
 		}
+		if fromBrowser(r) {
+			httpError(w, http.StatusForbidden, "forbidden: telemetry is not taken from a browser")
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// fromBrowser reports whether a browser sent r: browsers add Origin to
+// cross-site and form POSTs and Sec-Fetch-Site to every request, which is
+// none only for one the user typed; exporters send neither.
+func fromBrowser(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return len(r.Header.Values("Origin")) > 0 || site != "" && site != "none"
 }
 
 // statusError is a request the receiver refuses, with its status.
@@ -192,12 +212,16 @@ func (c *Capture) logs(ctx context.Context, body []byte, asJSON bool) error {
 	if err := unmarshal(body, asJSON, &req); err != nil {
 		return err
 	}
+	parts := splitLogs(&req) // every session the export names
+	if len(parts) > MaxOTLPSessions {
+		return &statusError{http.StatusBadRequest, fmt.Sprintf("logs export names %d sessions, more than %d", len(parts), MaxOTLPSessions)}
+	}
 	for _, s := range sessionRecords(&req, received) {
 		if err := c.record(ctx, s); err != nil {
 			return err
 		}
 	}
-	c.keepRaw(ctx, &req, received)
+	c.keepRaw(ctx, parts, received)
 	return nil
 }
 
@@ -205,8 +229,8 @@ func (c *Capture) logs(ctx context.Context, body []byte, asJSON bool) error {
 // A failure is logged, not answered: the store already has what the
 // sessions are built from, and an error would only have the exporter send
 // the whole export again.
-func (c *Capture) keepRaw(ctx context.Context, req *collogspb.ExportLogsServiceRequest, received time.Time) {
-	for _, part := range splitLogs(req) {
+func (c *Capture) keepRaw(ctx context.Context, parts []sessionLogs, received time.Time) {
+	for _, part := range parts {
 		b, err := protojson.Marshal(part.req)
 		if err == nil {
 			err = c.Store.AppendCapture(ctx, part.id, store.ChannelOTel, b, received)

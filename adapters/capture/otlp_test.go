@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 	"zombiezen.com/go/sqlite"
@@ -139,6 +141,30 @@ func TestReceiverRefuses(t *testing.T) {
 			r.Header.Set("Content-Type", "application/x-protobuf")
 			return r
 		}, http.StatusMisdirectedRequest, "misdirected request"},
+		{"from a page of another site", func() *http.Request {
+			r, _ := http.NewRequest("POST", h.srv.URL+"/v1/logs", strings.NewReader(string(valid)))
+			r.Header.Set("Content-Type", "application/x-protobuf")
+			r.Header.Set("Origin", "https://attacker.example")
+			return r
+		}, http.StatusForbidden, "not taken from a browser"},
+		{"from a page with an opaque origin", func() *http.Request {
+			r, _ := http.NewRequest("POST", h.srv.URL+"/v1/logs", strings.NewReader(string(valid)))
+			r.Header.Set("Content-Type", "application/x-protobuf")
+			r.Header.Set("Origin", "null")
+			return r
+		}, http.StatusForbidden, "not taken from a browser"},
+		{"from a loopback page", func() *http.Request {
+			r, _ := http.NewRequest("POST", h.srv.URL+"/v1/logs", strings.NewReader(string(valid)))
+			r.Header.Set("Content-Type", "application/x-protobuf")
+			r.Header.Set("Origin", h.srv.URL)
+			return r
+		}, http.StatusForbidden, "not taken from a browser"},
+		{"a browser without Origin", func() *http.Request {
+			r, _ := http.NewRequest("POST", h.srv.URL+"/v1/logs", strings.NewReader(string(valid)))
+			r.Header.Set("Content-Type", "application/x-protobuf")
+			r.Header.Set("Sec-Fetch-Site", "same-origin")
+			return r
+		}, http.StatusForbidden, "not taken from a browser"},
 		{"another content type", func() *http.Request {
 			r, _ := http.NewRequest("POST", h.srv.URL+"/v1/logs", strings.NewReader(string(valid)))
 			r.Header.Set("Content-Type", "text/plain")
@@ -444,4 +470,64 @@ func TestDecodeClaudeCodeEvents(t *testing.T) {
 	if !slices.Equal(ids, []string{"from-resource", "s-2"}) {
 		t.Errorf("sessions %v; want from-resource and s-2", ids)
 	}
+}
+
+// TestReceiverBoundsSessionsPerExport sends exports naming more sessions
+// than one may create: refused whole, no session and no capture folder
+// kept; one at the bound is taken.
+func TestReceiverBoundsSessionsPerExport(t *testing.T) {
+	h := startCapture(t)
+	at := time.Unix(1785708000, 0)
+	many := func(n int) []byte {
+		var recs []*logspb.LogRecord
+		for i := range n {
+			id := fmt.Sprintf("flood-%05d", i)
+			recs = append(recs, apiRequest(id, "req_"+id, at, 0.01, 1, 1, 0, 0), event(id, "user_prompt", at))
+		}
+		b, err := proto.Marshal(export(recs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ctx := context.Background()
+	captures := filepath.Join(filepath.Dir(h.st.Path()), "captures")
+
+	status, answer := h.post(t, "/v1/logs", "application/x-protobuf", "", many(2000))
+	if want := fmt.Sprintf("names 2000 sessions, more than %d", MaxOTLPSessions); status != http.StatusBadRequest || !strings.Contains(answer, want) {
+		t.Errorf("POST of 2000 sessions = %d %q; want 400 with %q", status, answer, want)
+	}
+	status, answer = h.post(t, "/v1/logs", "application/json", "", protoJSONOf(t, many(MaxOTLPSessions+1)))
+	if status != http.StatusBadRequest {
+		t.Errorf("POST of %d sessions as JSON = %d %q; want 400", MaxOTLPSessions+1, status, answer)
+	}
+	list, err := h.st.List(ctx, store.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(captures)
+	if len(list.Sessions) != 0 || len(entries) != 0 {
+		t.Errorf("refused exports left %d sessions and %d capture folders; want none", len(list.Sessions), len(entries))
+	}
+
+	if status, answer := h.post(t, "/v1/logs", "application/x-protobuf", "", many(MaxOTLPSessions)); status != http.StatusOK {
+		t.Fatalf("POST of %d sessions = %d %q; want 200", MaxOTLPSessions, status, answer)
+	}
+	list, err = h.st.List(ctx, store.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != MaxOTLPSessions {
+		t.Errorf("an export of %d sessions stored %d; want all", MaxOTLPSessions, len(list.Sessions))
+	}
+}
+
+// protoJSONOf turns a protobuf logs export into OTLP JSON.
+func protoJSONOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var req collogspb.ExportLogsServiceRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	return protoJSON(t, &req)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentreview/service/adapters"
 )
 
 // handmade is a Cline task folder of the cline adapter's tests.
@@ -175,5 +177,33 @@ func TestRootAppearsLater(t *testing.T) {
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		_, ok := detail(t, st, sid)
 		return ok, "session under a root made after start not imported"
+	})
+}
+
+// TestWatcherSkipsALineLongerThanMaxLine drops a transcript with a line
+// past adapters.MaxLine (a hole of zero bytes) into a watched folder: the
+// watcher writes the session from the lines around it and reports the
+// long one with its path and line.
+func TestWatcherSkipsALineLongerThanMaxLine(t *testing.T) {
+	h := startCapture(t)
+	tmp := filepath.Join(t.TempDir(), sid+".jsonl")
+	f, err := os.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(promptLine(sid, "u1", "run the tests") + "\n")
+	f.Seek(adapters.MaxLine+1, 1)
+	f.WriteString("\n" + toolUseLine(sid, "a1", "toolu_1", "go test ./...", transcriptTime) + "\n")
+	f.Close()
+	path := h.transcript(sid)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, func() (bool, string) {
+		want := path + ":2: line longer than 64 MB: skipped"
+		if n := stepCount(t, h, sid); n < 2 || !strings.Contains(h.logs.String(), want) {
+			return false, fmt.Sprintf("session has %d steps, log %q; want 2 and %q", n, h.logs.String(), want)
+		}
+		return true, ""
 	})
 }

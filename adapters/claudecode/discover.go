@@ -4,10 +4,9 @@
 package claudecode
 
 import (
-	"bufio"
 	"encoding/json"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -101,21 +100,21 @@ func classify(path string) (sid string, sub, ok bool) {
 
 // firstSessionID returns the first sessionId in the first lines of a file.
 func firstSessionID(path string) string {
-	f, err := os.Open(path)
+	f, err := adapters.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
+	lines := adapters.NewLines(io.LimitReader(f, adapters.MaxLine))
 	for range 200 {
-		line, err := br.ReadBytes('\n')
+		_, line, _, err := lines.Next()
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
 		if json.Unmarshal(line, &r) == nil && r.SessionID != "" {
 			return r.SessionID
 		}
-		if err != nil {
+		if err != nil && err != adapters.ErrLineTooLong {
 			return ""
 		}
 	}

@@ -216,6 +216,10 @@ func (p *parser) open(idx int, f adapters.File) *source {
 func (p *parser) next(src *source) (line, bool) {
 	for !src.done {
 		n, b, terminated, err := src.lines.Next()
+		if err == adapters.ErrLineTooLong {
+			p.problem(src.path, n, err.Error())
+			continue
+		}
 		if err != nil {
 			src.done = true
 			if err != io.EOF {

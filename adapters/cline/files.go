@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/agentreview/service/adapters"
@@ -95,9 +94,9 @@ type taskMetadata struct {
 // decodeFile reads a whole JSON file into v. A file that is not valid JSON
 // is reported with the line of the first error.
 func decodeFile(f adapters.File, v any) *adapters.Problem {
-	b, err := io.ReadAll(f.Body)
+	b, err := adapters.ReadDocument(f.Body)
 	if err != nil {
-		return &adapters.Problem{Path: f.Path, Message: "read: " + err.Error()}
+		return &adapters.Problem{Path: f.Path, Message: err.Error()}
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return &adapters.Problem{Path: f.Path, Message: "empty file"}

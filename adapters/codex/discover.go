@@ -4,10 +4,9 @@
 package codex
 
 import (
-	"bufio"
 	"encoding/json"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,11 +57,11 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 // sessionID is the id in a rollout's session_meta (meta true), else the
 // uuid at the end of its name, else its name.
 func sessionID(path string) (id string, meta bool) {
-	if f, err := os.Open(path); err == nil {
+	if f, err := adapters.Open(path); err == nil {
 		defer f.Close()
-		br := bufio.NewReader(f)
+		lines := adapters.NewLines(io.LimitReader(f, adapters.MaxLine))
 		for range 20 {
-			line, err := br.ReadBytes('\n')
+			_, line, _, err := lines.Next()
 			var r struct {
 				Type    string `json:"type"`
 				Payload struct {
@@ -72,7 +71,7 @@ func sessionID(path string) (id string, meta bool) {
 			if json.Unmarshal(line, &r) == nil && r.Type == "session_meta" && r.Payload.ID != "" {
 				return r.Payload.ID, true
 			}
-			if err != nil {
+			if err != nil && err != adapters.ErrLineTooLong {
 				break
 			}
 		}

@@ -180,7 +180,7 @@ func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
 // line without its newline marks the file as still being written.
 func (p *parser) read(f adapters.File) []*line {
 	var out []*line
-	err := adapters.ReadLines(f.Body, func(n int, b []byte, terminated bool) {
+	problems := adapters.ReadLines(f, func(n int, b []byte, terminated bool) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return
 		}
@@ -207,9 +207,7 @@ func (p *parser) read(f adapters.File) []*line {
 		}
 		out = append(out, ln)
 	})
-	if err != nil {
-		p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
-	}
+	p.sess.Problems = append(p.sess.Problems, problems...)
 	return out
 }
 

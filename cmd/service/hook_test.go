@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,7 @@ func TestHookBadInputWritesNothing(t *testing.T) {
 		{"no transcript path", `{"session_id":"s","hook_event_name":"Stop"}`, "no session id or transcript path"},
 		{"an event it does not handle", hookPayload("UserPromptSubmit", transcript), ""},
 		{"a transcript not written yet", hookPayload("SessionStart", filepath.Join(dir, "none.jsonl")), ""},
+		{"over 16 MB", `{"session_id":"s","hook_event_name":"Stop","x":"` + strings.Repeat("x", maxHookInput) + `"}`, "hook input larger than 16777216 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,5 +169,32 @@ func TestHookGivesUpWhenTheStoreIsBusy(t *testing.T) {
 	t.Logf("hook.log: %s", logged)
 	if len(logged) == 0 {
 		t.Error("hook.log empty; want the reason it gave up")
+	}
+}
+
+// TestHookWritesOneSessionAtMost calls the hook with a transcript whose
+// folder holds subagent files naming many other sessions: one call writes
+// the session it names and no other.
+func TestHookWritesOneSessionAtMost(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	transcript := claudeTranscript(t, dir)
+	sample, err := os.ReadFile(transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		other := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		b := strings.ReplaceAll(string(sample), spotterSession, other)
+		if err := os.WriteFile(filepath.Join(filepath.Dir(transcript), fmt.Sprintf("agent-%d.jsonl", i)), []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runHook(t, db, hookPayload("Stop", transcript))
+	if n := sessionCount(t, db); n != 1 {
+		t.Errorf("one Stop hook wrote %d sessions; want 1", n)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "captures")); len(entries) != 1 {
+		t.Errorf("one Stop hook made %d capture folders; want 1", len(entries))
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -256,6 +258,11 @@ func TestIsOurHook(t *testing.T) {
 		{"/usr/local/bin/other hook", false},
 		{"/usr/local/bin/service hook --db x", false},
 		{"/usr/local/bin/myservice hook", false},
+		{`'/R&D/it'\''s/service' hook`, true},
+		{`/a\ b/service hook`, true},
+		{`"/a b/service" hook`, true},
+		{"notify; /usr/local/bin/service hook", false},
+		{"'/unclosed/service hook", false},
 	} {
 		if got := isOurHook(tc.cmd, "service"); got != tc.want {
 			t.Errorf("isOurHook(%q) = %v; want %v", tc.cmd, got, tc.want)
@@ -277,4 +284,56 @@ func countCommand(groups any, cmd string) int {
 		}
 	}
 	return n
+}
+
+// TestHooksInstallQuotesAnyPath installs from a binary under a folder named
+// with each shell metacharacter, runs the written command through sh -c,
+// and checks that it ran that binary with the one argument hook; uninstall
+// then finds and removes it.
+func TestHooksInstallQuotesAnyPath(t *testing.T) {
+	for _, c := range []string{"&", ";", "(", ")", "|", "<", ">", "$", "`", `\`, `"`, "'", " ", "*", "?", "[", "]", "#", "~", "\n", "\t", "!", "{", "}", "a;b", "$(touch pwned)", "'; exit 1; '"} {
+		t.Run(strconv.Quote(c), func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "x"+c+"y")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// x_y matches x*y and x?y as a glob.
+			if err := os.MkdirAll(filepath.Join(root, "x_y"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			bin := filepath.Join(dir, "service")
+			script := "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$#\" \"$@\" > \"$HOOK_OUT\"\n"
+			for _, p := range []string{bin, filepath.Join(root, "x_y", "service")} {
+				if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fakeBinary(t, bin)
+			path := filepath.Join(root, "settings.json")
+			mustRunHooks(t, "install", path)
+			hooks := mustDecode(t, path)["hooks"].(map[string]any)
+			cmd := hooks["Stop"].([]any)[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)["command"].(string)
+
+			out := filepath.Join(root, "out")
+			sh := exec.Command("sh", "-c", cmd)
+			sh.Dir = root
+			sh.Env = append(os.Environ(), "HOOK_OUT="+out)
+			if b, err := sh.CombinedOutput(); err != nil || len(b) > 0 {
+				t.Fatalf("sh -c %q = %v, output %q; want the binary run silently", cmd, err, b)
+			}
+			got, err := os.ReadFile(out)
+			if want := bin + "\n1\nhook\n"; err != nil || string(got) != want {
+				t.Errorf("sh -c %q ran with $0, $#, $@ = %q, %v; want %q", cmd, got, err, want)
+			}
+			if _, err := os.Stat(filepath.Join(root, "pwned")); err == nil {
+				t.Errorf("sh -c %q ran a command substitution", cmd)
+			}
+
+			mustRunHooks(t, "uninstall", path)
+			if _, ok := mustDecode(t, path)["hooks"]; ok {
+				t.Errorf("after uninstall %s still has hooks; want ours (%q) gone", path, cmd)
+			}
+		})
+	}
 }

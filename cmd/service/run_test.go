@@ -153,21 +153,21 @@ func TestServeRefusesShortTokenFile(t *testing.T) {
 func TestLoadOrCreateToken(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "token")
-	first, err := loadOrCreateToken(path)
+	first, _, err := loadOrCreateToken(path)
 	if err != nil || len(first) != 43 {
 		t.Fatalf("loadOrCreateToken(new) = %q, %v; want 43 characters", first, err)
 	}
-	again, err := loadOrCreateToken(path)
+	again, _, err := loadOrCreateToken(path)
 	if err != nil || again != first {
 		t.Errorf("loadOrCreateToken(existing) = %q, %v; want the same token %q", again, err, first)
 	}
-	other, _ := loadOrCreateToken(filepath.Join(dir, "other"))
+	other, _, _ := loadOrCreateToken(filepath.Join(dir, "other"))
 	if other == first {
 		t.Error("two new token files hold the same token")
 	}
 	exact := strings.Repeat("k", 32)
 	os.WriteFile(filepath.Join(dir, "exact"), []byte(exact+"\n"), 0o600)
-	if got, err := loadOrCreateToken(filepath.Join(dir, "exact")); err != nil || got != exact {
+	if got, _, err := loadOrCreateToken(filepath.Join(dir, "exact")); err != nil || got != exact {
 		t.Errorf("a 32-character token file = %q, %v; want it accepted", got, err)
 	}
 }

@@ -28,9 +28,12 @@ func (c *ServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	token, err := loadOrCreateToken(tokenFile)
+	token, warning, err := loadOrCreateToken(tokenFile)
 	if err != nil {
 		return err
+	}
+	if warning != "" {
+		fmt.Fprintln(e.stderr, warning)
 	}
 	dbPath, err := storePath(c.DB)
 	if err != nil {
