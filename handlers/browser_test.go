@@ -42,6 +42,7 @@ func TestBrowser(t *testing.T) {
 		{"SessionLive", browserSessionLive},
 		{"LivePill", browserLivePill},
 		{"Delete", browserDelete},
+		{"DeleteOddID", browserDeleteOddID},
 		{"Export", browserExport},
 		{"Demo", browserDemo},
 		{"ScriptIsText", browserScriptIsText},
