@@ -191,16 +191,17 @@ func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
 	return fn(conn)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails.
+// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails
+// (a *DiskFullError when the disk had no space for it).
 func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
-	return s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+	return diskFull(s.conn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return err
 		}
 		defer end(&err)
 		return fn(conn)
-	})
+	}))
 }
 
 // read runs fn in one read transaction, so it sees one snapshot.
