@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -121,5 +122,40 @@ func TestOddIDsWorkInEveryRoute(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The UI development server reads an odd id from the core, and proxies its
+// API routes with the path as sent.
+func TestOddIDsThroughDevServer(t *testing.T) {
+	core := newTestService(t)
+	coreSrv := loopbackServer(t, core)
+	const id = "a/b ?#%ü"
+	core.mustPush(newBatch(id), http.StatusCreated)
+	core.mustPush(newBatch("a"), http.StatusCreated)
+	coreURL, _ := url.Parse(coreSrv.URL)
+	dev := httptest.NewServer(Routes(Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Core: coreURL}))
+	t.Cleanup(dev.Close)
+
+	api := "/api/sessions/" + url.PathEscape(id)
+	for _, c := range []struct{ method, path, want string }{
+		{http.MethodGet, "/session?id=" + url.QueryEscape(id), `data-testid="timeline"`},
+		{http.MethodGet, "/session/export-panel?id=" + url.QueryEscape(id), `data-testid="export-findings"`},
+		{http.MethodGet, api, `"id":` + string(mustJSON(t, id))},
+		{http.MethodDelete, api, `"deleted":` + string(mustJSON(t, id))},
+	} {
+		req, _ := http.NewRequest(c.method, dev.URL+c.path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), c.want) {
+			t.Errorf("dev %s %s = %d %.200s; want 200 containing %q", c.method, c.path, res.StatusCode, body, c.want)
+		}
+	}
+	if rec := core.get("/api/sessions/a"); rec.Code != http.StatusOK {
+		t.Errorf("GET of session a after deleting %q = %d; want 200", id, rec.Code)
 	}
 }

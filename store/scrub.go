@@ -20,7 +20,7 @@ import (
 const (
 	// scrubWait bounds how long one attempt waits for readers and writers
 	// to let the log be truncated.
-	scrubWait = 250 * time.Millisecond
+	scrubWait = 100 * time.Millisecond
 	// scrubEvery is the pause between background attempts.
 	scrubEvery = 500 * time.Millisecond
 )
@@ -99,21 +99,21 @@ func (s *Store) scrubLoop(ctx context.Context) {
 // write-ahead log from being checkpointed and truncated.
 var errLogHeld = errors.New("the write-ahead log is in use by another connection")
 
-// scrub finishes every pending clean-up it can: it truncates the log,
-// removes the capture files and forgets the clean-ups. done reports that
+// scrub finishes every pending clean-up it can: it removes the capture
+// files, truncates the log and forgets the clean-ups. done reports that
 // none is left.
 func (s *Store) scrub(ctx context.Context) (done bool, err error) {
 	ids, err := s.pendingScrubs(ctx)
 	if err != nil || len(ids) == 0 {
 		return err == nil, err
 	}
-	if err := s.truncateLog(ctx); err != nil {
-		return false, err
-	}
+	// Capture files go at once, whatever holds the log.
+	var errs []error
 	for _, id := range ids {
-		if err := s.removeCaptures(id); err != nil {
-			return false, err
-		}
+		errs = append(errs, s.removeCaptures(id))
+	}
+	if err := errors.Join(append(errs, s.truncateLog(ctx))...); err != nil {
+		return false, err
 	}
 	err = s.write(ctx, func(conn *sqlite.Conn) error {
 		for _, id := range ids {
@@ -134,7 +134,8 @@ func (s *Store) scrub(ctx context.Context) (done bool, err error) {
 
 // truncateLog copies the write-ahead log into the database file, which
 // overwrites the pages that held deleted rows there, and truncates the log
-// to zero bytes. It waits at most scrubWait for other connections.
+// to zero bytes. It waits at most scrubWait for other connections; writers
+// wait on it meanwhile, so the wait is kept short.
 func (s *Store) truncateLog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, scrubWait)
 	defer cancel()
