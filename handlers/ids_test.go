@@ -74,6 +74,11 @@ func TestOddIDsWorkInEveryRoute(t *testing.T) {
 			if code, _, body := send(t, http.MethodGet, api+"/export/review", nil); code != http.StatusOK || !strings.Contains(body, `"session_id":`+string(mustJSON(t, id))) {
 				t.Errorf("GET %s/export/review = %d %.200s; want 200 naming the session", api, code, body)
 			}
+			code, _, body = send(t, http.MethodGet, "/", nil)
+			if list, err := goquery.NewDocumentFromReader(strings.NewReader(body)); err != nil || code != http.StatusOK ||
+				list.Find(`a[data-testid="title"][href="/session`+page+`"]`).Length() != 1 {
+				t.Errorf("GET / = %d; want 200 with one row linking to /session%s", code, page)
+			}
 			code, _, body = send(t, http.MethodGet, "/session"+page, nil)
 			if code != http.StatusOK {
 				t.Fatalf("GET /session%s = %d; want 200", page, code)
