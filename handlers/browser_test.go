@@ -45,6 +45,7 @@ func TestBrowser(t *testing.T) {
 		{"ManyTabs", browserManyTabs},
 		{"StreamsFull", browserStreamsFull},
 		{"Delete", browserDelete},
+		{"DeleteOddID", browserDeleteOddID},
 		{"Export", browserExport},
 		{"Demo", browserDemo},
 		{"ScriptIsText", browserScriptIsText},

@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-
-	"github.com/julienschmidt/httprouter"
 )
 
 // Deleter is the store method the delete route needs.
@@ -24,7 +22,7 @@ func deleteSession(st Deleter, hub *Hub, log *slog.Logger) http.Handler {
 			writeJSON(w, http.StatusForbidden, errorBody{Error: "cross-site delete refused: delete from the review app"})
 			return
 		}
-		id := httprouter.ParamsFromContext(r.Context()).ByName("id")
+		id := sessionID(r)
 		if err := st.Delete(r.Context(), id); err != nil {
 			writeError(w, r, log, err)
 			return

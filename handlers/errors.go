@@ -35,6 +35,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		conflict  *store.ConflictError
 		deleted   *store.DeletedError
 		tooMany   *store.TooManyError
+		diskFull  *store.DiskFullError
 		se        *statusError
 	)
 	switch {
@@ -54,6 +55,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeJSON(w, http.StatusGone, errorBody{Error: deleted.Error()})
 	case errors.As(err, &tooMany):
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: tooMany.Error()})
+	case errors.As(err, &diskFull):
+		// 507 Insufficient Storage (RFC 4918): the spec fixes no status for it.
+		log.Error("disk full", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusInsufficientStorage, errorBody{Error: diskFull.Error()})
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		// The store stayed locked by other writers past its wait limit.
 		log.Warn("store busy", "method", r.Method, "path", r.URL.Path, "err", err)

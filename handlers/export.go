@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
@@ -25,7 +23,7 @@ import (
 // still matches, nothing is sent.
 func exportSession(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := st.Detail(r.Context(), httprouter.ParamsFromContext(r.Context()).ByName("id"), store.DetailQuery{})
+		d, err := st.Detail(r.Context(), sessionID(r), store.DetailQuery{})
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -69,7 +67,7 @@ func fileSafe(id string) string { return unsafeFileChars.ReplaceAllString(id, "_
 // download masks, found by the same pass that masks it.
 func exportReview(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rv, err := storeSource{st}.Review(r.Context(), httprouter.ParamsFromContext(r.Context()).ByName("id"))
+		rv, err := storeSource{st}.Review(r.Context(), sessionID(r))
 		if err != nil {
 			writeError(w, r, log, err)
 			return

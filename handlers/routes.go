@@ -109,14 +109,15 @@ func Routes(d Deps) http.Handler {
 // headAsGet answers HEAD like GET on routes without a HEAD route of their
 // own; the server sends no body for HEAD.
 func headAsGet(r *httprouter.Router) http.Handler {
+	routed := onEscapedPath(r)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodHead {
-			if h, _, _ := r.Lookup(http.MethodHead, req.URL.Path); h == nil {
+			if h, _, _ := r.Lookup(http.MethodHead, req.URL.EscapedPath()); h == nil {
 				req = req.Clone(req.Context())
 				req.Method = http.MethodGet
 			}
 		}
-		r.ServeHTTP(w, req)
+		routed.ServeHTTP(w, req)
 	})
 }
 

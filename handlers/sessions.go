@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/agentreview/service/store"
 )
 
@@ -47,7 +45,7 @@ func sessionDetail(st Reader, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		d, err := st.Detail(r.Context(), httprouter.ParamsFromContext(r.Context()).ByName("id"), q)
+		d, err := st.Detail(r.Context(), sessionID(r), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return

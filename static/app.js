@@ -200,11 +200,12 @@
   document.addEventListener('close', async function (e) {
     const dialog = e.target;
     if (dialog.id !== 'delete-dialog' || dialog.returnValue !== 'delete') return;
-    const res = await fetch(dialog.dataset.deleteUrl, { method: 'DELETE' });
-    if (res.ok || res.status === 404) {
+    // Only a success is one: after any other answer the session is still stored.
+    const res = await fetch(dialog.dataset.deleteUrl, { method: 'DELETE' }).catch(function () { return null; });
+    if (res && res.ok) {
       location.href = '/';
     } else {
-      alert('The session could not be deleted: ' + res.status);
+      alert('The session could not be deleted: ' + (res ? res.status : 'the server is unreachable'));
     }
   }, true);
 

@@ -13,8 +13,10 @@ import (
 // (secure_delete), the write-ahead log is truncated so no copy stays there,
 // its raw capture files are removed (see CaptureDir), and only a tombstone
 // with the id is kept so the session is never recorded again. It returns
-// ErrNotFound for an unknown or deleted id; for a deleted one it removes
-// capture files left over by an earlier Delete that could not.
+// nil once the deletion commits: clean-up that a reader in another process
+// holds up is finished in the background and at the next Open (scrub.go).
+// It returns ErrNotFound for an unknown or deleted id; for a deleted one it
+// removes capture files left over by an earlier Delete that could not.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	leftover := false
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
@@ -36,7 +38,10 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err := sqlitex.Execute(conn, `DELETE FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{pk}}); err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `INSERT INTO tombstones (id, deleted_at) VALUES (?, ?)`, &sqlitex.ExecOptions{Args: []any{id, stamp}})
+		if err := sqlitex.Execute(conn, `INSERT INTO tombstones (id, deleted_at) VALUES (?, ?)`, &sqlitex.ExecOptions{Args: []any{id, stamp}}); err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `INSERT INTO scrubs (id) VALUES (?)`, &sqlitex.ExecOptions{Args: []any{id}})
 	})
 	if errors.Is(err, ErrNotFound) && leftover {
 		err = errors.Join(err, s.removeCaptures(id))
@@ -46,14 +51,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	// Only after the tombstone commits: a capture writer checks it after
 	// each write (AppendCapture), so no file is made again once this ran.
-	err = errors.Join(s.removeCaptures(id), s.conn(ctx, func(conn *sqlite.Conn) error {
-		if err := sqlitex.ExecuteTransient(conn, `PRAGMA wal_checkpoint(TRUNCATE)`, nil); err != nil {
-			return fmt.Errorf("truncate the write-ahead log: %w", err)
-		}
-		return nil
-	}))
-	if err != nil {
-		return fmt.Errorf("store: delete session %s: %w", id, err)
+	if done, _ := s.scrub(ctx); !done {
+		s.scrubLater()
 	}
 	return nil
 }

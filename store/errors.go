@@ -3,6 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"syscall"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // Errors of the store, by kind; handlers map each kind to its status.
@@ -84,4 +87,24 @@ type TooManyError struct {
 
 func (e *TooManyError) Error() string {
 	return fmt.Sprintf("too many %s in one batch: %d > %d; split it into several pushes", e.Kind, e.Count, MaxItems)
+}
+
+// DiskFullError reports a write that found no space left on the disk that
+// holds the store. The write was rolled back: the store holds what it held.
+type DiskFullError struct {
+	Err error // SQLite's SQLITE_FULL or the system's ENOSPC
+}
+
+func (e *DiskFullError) Error() string {
+	return "disk full: no space left on the disk that holds the store; free some and try again"
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }
+
+// diskFull gives an error of a write that ran out of disk space its kind.
+func diskFull(err error) error {
+	if err != nil && (sqlite.ErrCode(err).ToPrimary() == sqlite.ResultFull || errors.Is(err, syscall.ENOSPC)) {
+		return &DiskFullError{Err: err}
+	}
+	return err
 }

@@ -38,6 +38,7 @@ type Store struct {
 	whole      wholeSession
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
+	scrubs     scrubber
 }
 
 // Option changes how Open sets up a store.
@@ -106,6 +107,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.stop, s.stopped = stop, make(chan struct{})
 		go s.checkpoints(bg, o.checkpointEvery)
 	}
+	s.scrubLater() // resumes clean-ups an earlier process left pending
 	return s, nil
 }
 
@@ -141,8 +143,10 @@ func prepareConn(conn *sqlite.Conn) error {
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }
 
-// Close stops the background checkpoints and closes every connection.
+// Close stops the background work and closes every connection; clean-ups
+// still pending resume at the next Open.
 func (s *Store) Close() error {
+	s.stopScrubs()
 	if s.stop != nil {
 		s.stop()
 		<-s.stopped
@@ -151,7 +155,8 @@ func (s *Store) Close() error {
 }
 
 // checkpoints copies the write-ahead log into the database every d, as
-// far as readers allow (PASSIVE: it never waits on them), until ctx ends.
+// far as readers allow (PASSIVE: it never waits on them), and looks for
+// pending clean-ups (scrub.go), until ctx ends.
 func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
 	defer close(s.stopped)
 	t := time.NewTicker(d)
@@ -166,6 +171,7 @@ func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
 		_ = s.conn(ctx, func(conn *sqlite.Conn) error {
 			return sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", nil)
 		})
+		s.scrubLater() // also clean-ups that other processes left pending
 	}
 }
 
@@ -185,16 +191,17 @@ func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
 	return fn(conn)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails.
+// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails
+// (a *DiskFullError when the disk had no space for it).
 func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
-	return s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+	return diskFull(s.conn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return err
 		}
 		defer end(&err)
 		return fn(conn)
-	})
+	}))
 }
 
 // read runs fn in one read transaction, so it sees one snapshot.
