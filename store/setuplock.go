@@ -12,17 +12,18 @@ import (
 )
 
 // Why processes take turns to set a store up: a new file must be switched
-// to WAL mode, and `PRAGMA journal_mode=WAL` needs an exclusive lock that
-// it asks for while already holding a shared one. When two connections do
-// that at once, SQLite gives one of them SQLITE_BUSY without calling its
-// busy handler (waiting could deadlock), so one process would fail to
-// start. Once the file is in WAL mode, SQLite's own locks and busy handler
-// are enough. So Open holds an OS lock (flock) on a sidecar file,
-// <store>-lock, from before it creates the store file until the migrations
-// are done: setup runs one process at a time, and the migrations once. The
-// kernel drops the lock when its process dies, so a crash never leaves a
-// stale one; the file itself stays, empty of anything but the holder's pid
-// (removing it would race with a process that has just opened it).
+// to WAL mode, and `PRAGMA journal_mode=WAL` asks for the write lock while
+// already holding a read lock. When another connection has the write lock
+// (another process midway through its own setup), SQLite returns
+// SQLITE_BUSY at once, without calling the busy handler, as waiting could
+// deadlock; zombiezen's pool then fails, and so did the process. Once the
+// file is in WAL mode, SQLite's own locks and busy handler are enough. So
+// Open holds an OS lock (flock) on a sidecar file, <store>-lock, from
+// before it creates the store file until the migrations are done: setup
+// runs one process at a time, and each migration once. The kernel drops
+// the lock when its process dies, so a crash never leaves a stale one; the
+// file stays, holding only the last holder's pid (removing it would race
+// with a process that has just opened it).
 
 // setupPoll is how often a process waiting for another's setup tries again;
 // a setup takes tens of milliseconds.
