@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -65,6 +66,20 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
+	// One bounded wait for another process's setup and then for our own.
+	start := time.Now()
+	wait, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(wait, busyLimit)
+		defer cancel()
+	}
+	unlock, err := lockSetup(wait, path) // see setuplock.go
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer unlock()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
@@ -78,8 +93,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path, capturedOn: host}
 	// The pool retries a file it cannot open until the wait below gives up;
 	// the first failure ends the wait, so Open reports its cause at once.
-	wait, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
 		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
 		PoolSize: 8,
@@ -92,11 +105,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			}
 			return nil
 		},
+		OnReady: unlock, // setup ends when the migrations are done
 		OnError: func(err error) { fail(err) },
 	})
 	// Wait for the migrations so a broken file fails at open, not later.
 	if err := s.conn(wait, func(*sqlite.Conn) error { return nil }); err != nil {
-		if cause := context.Cause(wait); cause != nil {
+		if cause := context.Cause(wait); errors.Is(cause, context.DeadlineExceeded) {
+			err = writeBusyError(time.Since(start))
+		} else if cause != nil {
 			err = cause
 		}
 		s.pool.Close()

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitemigration"
+)
+
+// LockSetup takes the setup lock of the store at path, as another
+// process's Open does.
+var LockSetup = lockSetup
+
+// Migrations is how many migrations this build applies.
+func Migrations() int {
+	schema, err := loadSchema()
+	if err != nil {
+		panic(err)
+	}
+	return len(schema.Migrations)
+}
+
+// CreateAtVersion makes a store at path as a build with only the first n
+// migrations left it: in WAL mode, with the application id.
+func CreateAtVersion(ctx context.Context, path string, n int) error {
+	schema, err := loadSchema()
+	if err != nil {
+		return err
+	}
+	schema.Migrations = schema.Migrations[:n]
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return sqlitemigration.Migrate(ctx, conn, schema)
+}
