@@ -46,7 +46,7 @@ func exportSession(st Reader, log *slog.Logger) http.Handler {
 // renderExport renders an already masked session and refuses the result if
 // a definite secret rule matches anywhere in its bytes.
 func renderExport(r *http.Request, masked store.SessionDetail, m *redact.Masker, now time.Time) ([]byte, error) {
-	p := views.ExportPage{Session: sessionView(masked), Generated: now.UTC().Format("2006-01-02 15:04 UTC")}
+	p := views.ExportPage{Session: sessionView(masked, 0), Generated: now.UTC().Format("2006-01-02 15:04 UTC")}
 	for rule, n := range m.Counts() {
 		p.Manifest = append(p.Manifest, views.ManifestRow{Rule: rule, Count: n})
 	}

@@ -121,7 +121,7 @@ type StepView struct {
 	StatusClass string // ok, failed, ref
 	At          string
 	Decision    string
-	Error       string
+	Error       Text
 	Flags       []FlagView
 	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
 	Blocks      []Block    // long text: stdout, stderr, message text, raw input
@@ -133,21 +133,44 @@ type StepView struct {
 	AllURL      string // the step's details, whole
 }
 
+// IsCut reports whether any text of the step was cut.
+func (s StepView) IsCut() bool {
+	cut := s.DiffCut || s.Error.More > 0
+	for _, f := range s.Flags {
+		cut = cut || f.Reason.More > 0
+	}
+	for _, f := range s.Fields {
+		cut = cut || f.Value.More > 0
+	}
+	for _, b := range s.Blocks {
+		cut = cut || b.Text.More > 0
+	}
+	return cut
+}
+
+// Text is a recorded value as shown: its first characters, and how many
+// more were left out.
+type Text struct {
+	Shown string
+	More  int
+}
+
 // FlagView is a flag on a step.
 type FlagView struct {
-	Kind, Severity, Reason string
+	Kind, Severity string
+	Reason         Text
 }
 
 // Field is a short labelled value of a step.
 type Field struct {
-	Label, Value string
+	Label string
+	Value Text
 }
 
-// Block is a long labelled text of a step, shown preformatted. Cut counts
-// the characters left out of Text.
+// Block is a long labelled text of a step, shown preformatted.
 type Block struct {
-	Label, Text string
-	Cut         int
+	Label string
+	Text  Text
 }
 
 // DiffLine is one line of an edit's diff. Kind is add, del, ctx or hunk.
