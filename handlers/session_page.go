@@ -31,15 +31,29 @@ type PageSource interface {
 }
 
 // storeSource serves the pages from the store itself.
-type storeSource struct{ Reader }
+type storeSource struct {
+	Reader
+	exports exportGate
+}
 
+// Review walks the session as the export does, without rendering it.
 func (s storeSource) Review(ctx context.Context, id string) (Review, error) {
-	d, err := s.Detail(ctx, id, store.DetailQuery{})
+	if !s.exports.enter() {
+		return Review{}, errExportsBusy
+	}
+	defer s.exports.leave()
+	w, err := newExportWalk(ctx, s.Reader, id)
 	if err != nil {
 		return Review{}, err
 	}
-	_, m := redactSession(d)
-	return reviewOf(d.ID, m), nil
+	for t := range w.turns(ctx, nil) {
+		for range t.Steps {
+		}
+	}
+	if w.err != nil {
+		return Review{}, w.err
+	}
+	return reviewOf(w.d.ID, w.m), nil
 }
 
 // pageURLs are the review app's routes for one session.

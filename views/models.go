@@ -2,7 +2,15 @@
 // view models built by handlers and never query anything.
 package views
 
-import "strconv"
+import (
+	"context"
+	"html"
+	"io"
+	"iter"
+	"strconv"
+
+	"github.com/a-h/templ"
+)
 
 // Plural is "1 flag", "2 flags".
 func Plural(n int, word string) string {
@@ -178,11 +186,24 @@ type DiffLine struct {
 	Kind, Text string
 }
 
-// ExportPage is the redacted report downloaded as one HTML file.
+// ExportPage is the redacted report downloaded as one HTML file. The
+// turns are read, masked and rendered one at a time, so the report is
+// written as it is made; Session.Turns is not used.
 type ExportPage struct {
 	Session   SessionView
+	Turns     iter.Seq[ExportTurn]
 	Generated string
-	Manifest  []ManifestRow // what redaction masked: counts per rule, never values
+	// Manifest is called after the turns: what redaction masked, counts
+	// per rule, never values.
+	Manifest func() []ManifestRow
+}
+
+// ExportTurn is one turn of the export, its steps read as they are shown.
+type ExportTurn struct {
+	Number int64
+	Mode   string
+	Prompt string
+	Steps  iter.Seq[StepView]
 }
 
 // ManifestRow counts the distinct secrets one redaction rule masked.
@@ -214,4 +235,20 @@ type ExportPanel struct {
 type PanelFinding struct {
 	Rule, Confidence, Preview, Placeholder string
 	Where                                  []string
+}
+
+// textOf writes s as HTML text a slice at a time. Unlike { s }, which
+// copies a value whole before escaping it, it holds no copy of a long
+// recorded value.
+func textOf(s string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for rest := s; rest != ""; {
+			n := min(len(rest), 32<<10)
+			if _, err := io.WriteString(w, html.EscapeString(rest[:n])); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
 }
