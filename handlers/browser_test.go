@@ -43,6 +43,7 @@ func TestBrowser(t *testing.T) {
 		{"LivePill", browserLivePill},
 		{"Delete", browserDelete},
 		{"Export", browserExport},
+		{"ExportCSP", browserExportCSP},
 		{"Demo", browserDemo},
 		{"ScriptIsText", browserScriptIsText},
 	} {
@@ -881,6 +882,30 @@ func browserExport(t *testing.T, b *browser) {
 	}
 	if href := evalJS[string](p, `document.querySelector('[data-testid="export-download"]').getAttribute('href')`); href != "/api/sessions/"+sid+"/export" {
 		t.Errorf("download link = %q; want /api/sessions/%s/export", href, sid)
+	}
+}
+
+// browserExportCSP: the exported file carries its own Content-Security-
+// Policy: opened as a page, its style sheet applies, and a script that got
+// into the file does not run.
+func browserExportCSP(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(newBatch("csp"), http.StatusCreated)
+	rec := s.get("/api/sessions/csp/export")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export = %d", rec.Code)
+	}
+	file := strings.Replace(rec.Body.String(), "</body>", `<script>document.title = "script ran"</script></body>`, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, file) // as a browser opens the downloaded file: no headers of the service
+	}))
+	t.Cleanup(srv.Close)
+	p := b.newTab(t, srv.URL)
+	p.do("open the exported file", chromedp.Navigate(srv.URL))
+	p.waitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
+	if title := evalJS[string](p, `document.title`); title == "script ran" {
+		t.Error("a script in the exported file ran")
 	}
 }
 

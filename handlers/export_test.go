@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentreview/service/redact"
@@ -214,6 +217,34 @@ func TestExportMemoryIsBounded(t *testing.T) {
 	t.Logf("exporting a %d MB message allocated %d MB", size>>20, got>>20)
 	if got > 4*size {
 		t.Errorf("the export of a %d MB message allocated %d MB; want at most %d MB", size>>20, got>>20, 4*size>>20)
+	}
+}
+
+// TestExportCarriesItsOwnCSP: the file has no scripts and a policy in a
+// meta tag, before its one style sheet, that allows that sheet by hash and
+// nothing else.
+func TestExportCarriesItsOwnCSP(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("s1"), http.StatusCreated)
+	page := s.get("/api/sessions/s1/export").Body.String()
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csp, ok := doc.Find(`head meta[http-equiv="Content-Security-Policy"]`).Attr("content")
+	if !ok {
+		t.Fatal("the export has no Content-Security-Policy meta tag")
+	}
+	sum := sha256.Sum256([]byte(doc.Find("head style").Text()))
+	want := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'"
+	if csp != want {
+		t.Errorf("export CSP = %q; want %q", csp, want)
+	}
+	if strings.Index(page, "Content-Security-Policy") > strings.Index(page, "<style") {
+		t.Error("the CSP meta tag comes after the style sheet")
+	}
+	if n := doc.Find("script, [style], link, img, iframe").Length(); n > 0 {
+		t.Errorf("the export has %d scripts, style attributes or outside resources", n)
 	}
 }
 
