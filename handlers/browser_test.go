@@ -37,6 +37,7 @@ func TestBrowser(t *testing.T) {
 		{"ExpandCollapse", browserExpandCollapse},
 		{"OpenStepSurvivesUpdate", browserOpenStepSurvivesUpdate},
 		{"LongOutput", browserLongOutput},
+		{"LongRaw", browserLongRaw},
 		{"FirstDeliveryHead", browserFirstDeliveryHead},
 		{"EarlierTurns", browserEarlierTurns},
 		{"SessionLive", browserSessionLive},
@@ -545,6 +546,43 @@ func browserLongOutput(t *testing.T, b *browser) {
 	}
 	if !evalJS[bool](p, `document.querySelector('#step-1').open`) {
 		t.Error("step 1 closed after Show all")
+	}
+}
+
+// browserLongRaw: an other step's recorded input gets the cuts output gets:
+// 2 KB on the page, 100,000 characters once opened, all of it on Show all;
+// a value nested thousands deep opens at about its own size.
+func browserLongRaw(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "long-raw"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "other", obj{"tool_name": "Fetch", "raw": obj{"k": countable(150_000)}}),
+		stepRec(sid, 2, 1, at, "other", obj{"tool_name": "Deep", "raw": json.RawMessage(`{"a":` + deepArrays(9980) + `}`)}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+
+	const pre = `document.querySelector('#step-1 [data-testid="block-Recorded"] pre').textContent`
+	if n := evalJS[int](p, pre+`.length`); n != 2048 {
+		t.Errorf("the page carries %d characters of raw; want 2048", n)
+	}
+	p.click("#step-1 > summary")
+	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
+		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
+	p.click(`#step-1 [data-testid="show-all"]`)
+	whole := len(`{
+  "k": ""
+}`) + 150_000
+	p.waitFor("Show all shows all of raw", fmt.Sprintf(`%s.length === %d && document.querySelector('#step-1 [data-testid="show-all"]') === null`, pre, whole))
+
+	p.click("#step-2 > summary")
+	p.waitFor("the deep value opens whole", `document.querySelector('#step-2 [data-testid="show-all"]') === null`)
+	if n := evalJS[int](p, `document.querySelector('#step-2 [data-testid="block-Recorded"] pre').textContent.length`); n > 2*(len(deepArrays(9980))+10) {
+		t.Errorf("the deep raw value shows as %d characters; want about its %d", n, len(deepArrays(9980)))
 	}
 }
 
