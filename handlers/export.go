@@ -141,7 +141,6 @@ func (c *checkedWriter) flush(next int) error {
 	}
 	piece := c.piece.String()
 	c.piece = strings.Builder{}
-	c.piece.Grow(next + next/8 + 4096)
 	if rule, found := redact.FirstDefinite(piece); found {
 		return &withheldError{rule}
 	}
@@ -151,8 +150,11 @@ func (c *checkedWriter) flush(next int) error {
 		c.w.Header().Set("Content-Disposition", `attachment; filename="`+c.filename+`"`)
 		c.w.WriteHeader(http.StatusOK)
 	}
-	_, err := io.WriteString(c.w, piece)
-	return err
+	if _, err := io.WriteString(c.w, piece); err != nil {
+		return err
+	}
+	c.piece.Grow(next + next/8 + 4096) // once the last piece is out
+	return nil
 }
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
