@@ -95,24 +95,32 @@ func TestRenderingIsBounded(t *testing.T) {
 				return rec.Body.String()
 			}
 			whole := renderFactor*stored + renderSlack
-			bounded("/session?id="+sid, renderSlack)
+			page := bounded("/session?id="+sid, renderSlack)
 			stepURL := fmt.Sprintf("/session/step?id=%s&seq=%d", sid, c.seq)
 			cut := bounded(stepURL, renderFactor*shownChars+renderSlack)
 			bounded(stepURL+"&all=1", whole)
-			bounded("/api/sessions/"+sid+"/export", whole)
+			export := bounded("/api/sessions/"+sid+"/export", whole)
 			if stored > 2*shownChars && !strings.Contains(cut, `data-testid="show-all"`) {
 				t.Errorf("the step cut at %d characters has no Show all control", shownChars)
 			}
 
-			doc, err := goquery.NewDocumentFromReader(strings.NewReader(bounded("/", renderSlack)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc.Find(`[data-testid="title"]`).Each(func(_ int, title *goquery.Selection) {
-				if n := utf8.RuneCountInString(title.Text()); n > lineChars+1 {
-					t.Errorf("a title in the list has %d characters; want at most %d", n, lineChars+1)
+			// Titles are cut to a readable length wherever they show.
+			for _, c := range []struct{ what, html, sel string }{
+				{"the list", bounded("/", renderSlack), `[data-testid="title"]`},
+				{"the page's title", page, "head title"},
+				{"the page's heading", page, `[data-testid="session-title"]`},
+				{"the export's heading", export, "h1"},
+			} {
+				doc, err := goquery.NewDocumentFromReader(strings.NewReader(c.html))
+				if err != nil {
+					t.Fatal(err)
 				}
-			})
+				doc.Find(c.sel).Each(func(_ int, title *goquery.Selection) {
+					if n := utf8.RuneCountInString(title.Text()); n > lineChars+1 {
+						t.Errorf("a title in %s has %d characters; want at most %d", c.what, n, lineChars+1)
+					}
+				})
+			}
 		})
 	}
 }
