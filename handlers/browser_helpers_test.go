@@ -136,6 +136,16 @@ func (b *browser) newTab(t *testing.T, base string) *tab {
 	return p
 }
 
+// takeCSPViolations returns the violations reported so far and forgets
+// them, for a test whose page is meant to have something refused.
+func (p *tab) takeCSPViolations() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := p.cspViolations
+	p.cspViolations = nil
+	return v
+}
+
 // cspViolation tells whether a browser log entry reports that the page's
 // Content-Security-Policy refused something.
 func cspViolation(e *log.Entry) bool {

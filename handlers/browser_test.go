@@ -38,6 +38,7 @@ func TestBrowser(t *testing.T) {
 		{"ExpandCollapse", browserExpandCollapse},
 		{"OpenStepSurvivesUpdate", browserOpenStepSurvivesUpdate},
 		{"LongOutput", browserLongOutput},
+		{"LongRaw", browserLongRaw},
 		{"FirstDeliveryHead", browserFirstDeliveryHead},
 		{"EarlierTurns", browserEarlierTurns},
 		{"SessionLive", browserSessionLive},
@@ -47,6 +48,7 @@ func TestBrowser(t *testing.T) {
 		{"Delete", browserDelete},
 		{"DeleteOddID", browserDeleteOddID},
 		{"Export", browserExport},
+		{"ExportCSP", browserExportCSP},
 		{"Demo", browserDemo},
 		{"ScriptIsText", browserScriptIsText},
 	} {
@@ -551,6 +553,43 @@ func browserLongOutput(t *testing.T, b *browser) {
 	}
 }
 
+// browserLongRaw: an other step's recorded input gets the cuts output gets:
+// 2 KB on the page, 100,000 characters once opened, all of it on Show all;
+// a value nested thousands deep opens at about its own size.
+func browserLongRaw(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "long-raw"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	x["steps"] = arr{
+		stepRec(sid, 1, 1, at, "other", obj{"tool_name": "Fetch", "raw": obj{"k": countable(150_000)}}),
+		stepRec(sid, 2, 1, at, "other", obj{"tool_name": "Deep", "raw": json.RawMessage(`{"a":` + deepArrays(9980) + `}`)}),
+	}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+
+	const pre = `document.querySelector('#step-1 [data-testid="block-Recorded"] pre').textContent`
+	if n := evalJS[int](p, pre+`.length`); n != 2048 {
+		t.Errorf("the page carries %d characters of raw; want 2048", n)
+	}
+	p.click("#step-1 > summary")
+	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
+		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
+	p.click(`#step-1 [data-testid="show-all"]`)
+	whole := len(`{
+  "k": ""
+}`) + 150_000
+	p.waitFor("Show all shows all of raw", fmt.Sprintf(`%s.length === %d && document.querySelector('#step-1 [data-testid="show-all"]') === null`, pre, whole))
+
+	p.click("#step-2 > summary")
+	p.waitFor("the deep value opens whole", `document.querySelector('#step-2 [data-testid="show-all"]') === null`)
+	if n := evalJS[int](p, `document.querySelector('#step-2 [data-testid="block-Recorded"] pre').textContent.length`); n > 2*(len(deepArrays(9980))+10) {
+		t.Errorf("the deep raw value shows as %d characters; want about its %d", n, len(deepArrays(9980)))
+	}
+}
+
 // browserFirstDeliveryHead: the page carries the first 2,048 characters of
 // each output; opening the step loads the rest.
 func browserFirstDeliveryHead(t *testing.T, b *browser) {
@@ -987,6 +1026,35 @@ func browserExport(t *testing.T, b *browser) {
 	}
 	if href := evalJS[string](p, `document.querySelector('[data-testid="export-download"]').getAttribute('href')`); href != "/api/sessions/"+sid+"/export" {
 		t.Errorf("download link = %q; want /api/sessions/%s/export", href, sid)
+	}
+}
+
+// browserExportCSP: the exported file carries its own Content-Security-
+// Policy: opened as a page, its style sheet applies, and a script that got
+// into the file does not run.
+func browserExportCSP(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(newBatch("csp"), http.StatusCreated)
+	rec := s.get("/api/sessions/csp/export")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export = %d", rec.Code)
+	}
+	file := strings.Replace(rec.Body.String(), "</body>", `<script>document.title = "script ran"</script></body>`, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, file) // as a browser opens the downloaded file: no headers of the service
+	}))
+	t.Cleanup(srv.Close)
+	p := b.newTab(t, srv.URL)
+	p.do("open the exported file", chromedp.Navigate(srv.URL))
+	p.waitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
+	if title := evalJS[string](p, `document.title`); title == "script ran" {
+		t.Error("a script in the exported file ran")
+	}
+	// The script was refused by the file's own policy, which says so.
+	refused := p.takeCSPViolations()
+	if len(refused) != 1 || !strings.Contains(refused[0], "inline script") {
+		t.Errorf("CSP violations = %q; want the one injected inline script refused", refused)
 	}
 }
 

@@ -4,31 +4,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
 
-// maxDiffCells bounds the line-diff table (old lines × new lines); larger
-// edits are shown as all old lines removed, then all new lines added.
-const maxDiffCells = 4_000_000
+// maxDiffCells bounds the line-diff table (old lines × new lines), and
+// maxDiffLines the lines split apart; larger edits are shown as all old
+// lines removed, then all new lines added, each as one block.
+const (
+	maxDiffCells = 4_000_000
+	maxDiffLines = 20_000
+)
 
 // editDiff renders an edit step's change: from its structured patch when
 // the agent recorded one, else from the old and new strings. A full write
-// is the file's new content.
-func editDiff(p store.Payload) []views.DiffLine {
-	if d := patchDiff(p.StructuredPatch); d != nil {
-		return d
+// is the file's new content. A structured patch is cut after limit
+// characters (0: none), which the bool reports; the strings come cut by
+// the store.
+func editDiff(p store.Payload, limit int) ([]views.DiffLine, bool) {
+	if d, cut := patchDiff(p.StructuredPatch, limit); d != nil {
+		return d, cut
 	}
-	newLines := splitLines(deref(p.NewString))
-	if p.IsFullWrite != nil && *p.IsFullWrite && p.OldString == nil {
-		out := make([]views.DiffLine, len(newLines))
-		for i, l := range newLines {
-			out[i] = views.DiffLine{Kind: "add", Text: "+" + l}
-		}
-		return out
+	oldText, newText := deref(p.OldString), deref(p.NewString)
+	if strings.Count(oldText, "\n")+strings.Count(newText, "\n") > maxDiffLines {
+		return blockDiff(oldText, newText), false
 	}
-	return lineDiff(splitLines(deref(p.OldString)), newLines)
+	return lineDiff(splitLines(oldText), splitLines(newText)), false
+}
+
+// blockDiff shows every old line removed, then every new line added, in
+// one element each: rendered at about the size of the two texts.
+func blockDiff(oldText, newText string) []views.DiffLine {
+	var out []views.DiffLine
+	if oldText != "" {
+		out = append(out, views.DiffLine{Kind: "del", Text: "-" + strings.ReplaceAll(strings.TrimSuffix(oldText, "\n"), "\n", "\n-")})
+	}
+	if newText != "" {
+		out = append(out, views.DiffLine{Kind: "add", Text: "+" + strings.ReplaceAll(strings.TrimSuffix(newText, "\n"), "\n", "\n+")})
+	}
+	return out
 }
 
 // hunk is one hunk of a structured patch as agents record it (Claude
@@ -41,14 +57,34 @@ type hunk struct {
 	Lines    []string `json:"lines"`
 }
 
-func patchDiff(raw json.RawMessage) []views.DiffLine {
+func patchDiff(raw json.RawMessage, limit int) ([]views.DiffLine, bool) {
 	var hunks []hunk
 	if len(raw) == 0 || json.Unmarshal(raw, &hunks) != nil || len(hunks) == 0 {
-		return nil
+		return nil, false
 	}
 	var out []views.DiffLine
+	left := limit
+	// keep adds l, cut to the characters left; false when it was cut.
+	keep := func(l views.DiffLine) bool {
+		if limit > 0 {
+			if left == 0 {
+				return false
+			}
+			var more int
+			l.Text, more = clip(l.Text, left)
+			left -= utf8.RuneCountInString(l.Text)
+			if more > 0 {
+				out = append(out, l)
+				return false
+			}
+		}
+		out = append(out, l)
+		return true
+	}
 	for _, h := range hunks {
-		out = append(out, views.DiffLine{Kind: "hunk", Text: fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.OldStart, h.OldLines, h.NewStart, h.NewLines)})
+		if !keep(views.DiffLine{Kind: "hunk", Text: fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.OldStart, h.OldLines, h.NewStart, h.NewLines)}) {
+			return out, true
+		}
 		for _, l := range h.Lines {
 			kind := "ctx"
 			switch {
@@ -57,10 +93,12 @@ func patchDiff(raw json.RawMessage) []views.DiffLine {
 			case strings.HasPrefix(l, "-"):
 				kind = "del"
 			}
-			out = append(out, views.DiffLine{Kind: kind, Text: l})
+			if !keep(views.DiffLine{Kind: kind, Text: l}) {
+				return out, true
+			}
 		}
 	}
-	return out
+	return out, false
 }
 
 func splitLines(s string) []string {
@@ -83,13 +121,7 @@ func lineDiff(a, b []string) []views.DiffLine {
 	del := func(l string) { out = append(out, views.DiffLine{Kind: "del", Text: "-" + l}) }
 	add := func(l string) { out = append(out, views.DiffLine{Kind: "add", Text: "+" + l}) }
 	if len(a)*len(b) > maxDiffCells {
-		for _, l := range a {
-			del(l)
-		}
-		for _, l := range b {
-			add(l)
-		}
-		return out
+		return blockDiff(strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 	// lcs[i][j]: length of the LCS of a[i:] and b[j:].
 	lcs := make([][]int32, len(a)+1)

@@ -1,9 +1,11 @@
 package handlers
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,50 +15,151 @@ import (
 	"strings"
 	"time"
 
+	templruntime "github.com/a-h/templ/runtime"
+
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
 
+// maxExports is how many exports (downloads and reviews) run at once; each
+// holds a few times its session's largest value (docs/performance.md).
+const maxExports = 2
+
+// exportGate limits the exports that run at once. A request beyond the
+// limit is refused with 503 at once rather than queued, so read routes
+// cannot pile up memory.
+type exportGate chan struct{}
+
+func newExportGate() exportGate { return make(exportGate, maxExports) }
+
+// enter takes a place, or reports false when every place is taken.
+func (g exportGate) enter() bool {
+	select {
+	case g <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (g exportGate) leave() { <-g }
+
+var errExportsBusy = &statusError{http.StatusServiceUnavailable, "too many exports at once; try again when one has finished"}
+
 // exportSession is GET /api/sessions/:id/export: the redacted report as a
-// download. The rendered bytes are scanned again; if any definite rule
-// still matches, nothing is sent.
-func exportSession(st Reader, log *slog.Logger) http.Handler {
+// download, written as it is read: a turn and a few steps at a time. Each
+// piece is scanned again before it is sent; if a definite secret rule
+// still matches the first piece, nothing is sent (500), and if it matches
+// a later one the download is cut off, so no partial report looks whole.
+func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := st.Detail(r.Context(), sessionID(r), store.DetailQuery{})
+		if !gate.enter() {
+			writeError(w, r, log, errExportsBusy)
+			return
+		}
+		defer gate.leave()
+		walk, err := newExportWalk(r.Context(), st, sessionID(r))
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		masked, m := redactSession(d)
-		page, err := renderExport(r, masked, m, time.Now())
-		if err != nil {
-			log.Error("export withheld", "session", d.ID, "err", err)
+		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + ".html"}
+		err = writeExport(r.Context(), out, walk, time.Now())
+		var withheld *withheldError
+		switch {
+		case err == nil:
+		case !out.started && errors.As(err, &withheld):
+			log.Error("export withheld", "session", walk.d.ID, "err", err)
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "export withheld: the report could not be made safe to share"})
-			return
+		case !out.started:
+			writeError(w, r, log, err)
+		default:
+			log.Error("export cut off", "session", walk.d.ID, "err", err)
+			panic(http.ErrAbortHandler) // the client sees the download fail
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="session-`+fileSafe(d.ID)+`.html"`)
-		w.Write(page)
 	})
 }
 
-// renderExport renders an already masked session and refuses the result if
-// a definite secret rule matches anywhere in its bytes.
-func renderExport(r *http.Request, masked store.SessionDetail, m *redact.Masker, now time.Time) ([]byte, error) {
-	p := views.ExportPage{Session: sessionView(masked), Generated: now.UTC().Format("2006-01-02 15:04 UTC")}
+// writeExport renders the walk's session into out, a piece at a time.
+func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now time.Time) error {
+	// templ writes through a buffer of its own; handing it one lets flush
+	// empty it, so each piece scanned holds everything rendered before it.
+	out.templ = &templruntime.Buffer{}
+	out.templ.Reset(out)
+	p := views.ExportPage{
+		Session:   sessionView(walk.d, 0),
+		Turns:     walk.turns(ctx, out.flush),
+		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
+		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
+	}
+	if err := views.Export(p).Render(ctx, out.templ); err != nil {
+		return err
+	}
+	if walk.err != nil {
+		return walk.err
+	}
+	return out.flush(0)
+}
+
+func manifestOf(m *redact.Masker) []views.ManifestRow {
+	var rows []views.ManifestRow
 	for rule, n := range m.Counts() {
-		p.Manifest = append(p.Manifest, views.ManifestRow{Rule: rule, Count: n})
+		rows = append(rows, views.ManifestRow{Rule: rule, Count: n})
 	}
-	slices.SortFunc(p.Manifest, func(a, b views.ManifestRow) int { return strings.Compare(a.Rule, b.Rule) })
-	var buf bytes.Buffer
-	if err := views.Export(p).Render(r.Context(), &buf); err != nil {
-		return nil, err
+	slices.SortFunc(rows, func(a, b views.ManifestRow) int { return strings.Compare(a.Rule, b.Rule) })
+	return rows
+}
+
+// checkedWriter holds what the export renders until flush, which scans it
+// for definite secrets before sending it. The first flush sends the
+// headers and the status.
+type checkedWriter struct {
+	w        http.ResponseWriter
+	filename string
+	templ    *templruntime.Buffer // what the view writes to, into piece
+	piece    strings.Builder      // a string without a copy, for the scan
+	started  bool
+	out      [32 << 10]byte
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) { return c.piece.Write(p) }
+
+// withheldError is a definite secret found in the rendered report.
+type withheldError struct{ rule string }
+
+func (e *withheldError) Error() string {
+	return "rule " + e.rule + " still matches the rendered report"
+}
+
+// flush scans the piece rendered since the last flush and sends it, and
+// makes room for the next piece of about next bytes.
+func (c *checkedWriter) flush(next int) error {
+	if err := c.templ.Flush(); err != nil {
+		return err
 	}
-	if rule, found := redact.FirstDefinite(buf.String()); found {
-		return nil, fmt.Errorf("rule %s still matches the rendered report", rule)
+	piece := c.piece.String()
+	c.piece = strings.Builder{}
+	if rule, found := redact.FirstDefinite(piece); found {
+		return &withheldError{rule}
 	}
-	return buf.Bytes(), nil
+	if !c.started {
+		c.started = true
+		c.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		c.w.Header().Set("Content-Disposition", `attachment; filename="`+c.filename+`"`)
+		c.w.WriteHeader(http.StatusOK)
+	}
+	// Through a small buffer: the compressing writer has no WriteString,
+	// and io.WriteString would copy a piece of any size whole.
+	for len(piece) > 0 {
+		n := copy(c.out[:], piece)
+		if _, err := c.w.Write(c.out[:n]); err != nil {
+			return err
+		}
+		piece = piece[n:]
+	}
+	c.piece.Grow(next + next/8 + 4096) // once the last piece is out
+	return nil
 }
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -64,10 +167,10 @@ var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 func fileSafe(id string) string { return unsafeFileChars.ReplaceAllString(id, "_") }
 
 // exportReview is GET /api/sessions/:id/export/review: every value the
-// download masks, found by the same pass that masks it.
-func exportReview(st Reader, log *slog.Logger) http.Handler {
+// download masks, found by the same walk that masks it.
+func exportReview(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rv, err := storeSource{st}.Review(r.Context(), sessionID(r))
+		rv, err := storeSource{st, gate}.Review(r.Context(), sessionID(r))
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -127,12 +230,140 @@ func parsePlace(label string) ReviewPlace {
 	return ReviewPlace{Field: label}
 }
 
-// redactSession masks every text of a session, and returns the masked
-// copy and the masker that holds what it found. The review and the
-// download both come from here, so they cannot disagree.
-func redactSession(d store.SessionDetail) (store.SessionDetail, *redact.Masker) {
+// exportBudget is how many bytes of steps the export reads at a time.
+const exportBudget = 4 << 20
+
+// exportWalk reads a session for the export a turn and a few steps at a
+// time, masking every value as it goes, in the order the report shows
+// them. The download and the review both walk it, so they number the
+// placeholders alike and cannot disagree.
+type exportWalk struct {
+	st  Reader
+	m   *redact.Masker
+	d   store.SessionDetail // header, summary, report and turns, masked; no steps
+	err error               // the first failure; the walk stops there
+}
+
+func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, error) {
+	d, err := st.Detail(ctx, id, store.DetailQuery{NoSteps: true})
+	if err != nil {
+		return nil, err
+	}
 	home, _ := os.UserHomeDir()
-	m := redact.NewMasker(home)
+	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
+	maskHeader(w.m, &w.d)
+	return w, nil
+}
+
+// turns yields each turn and, as they are ranged over, its steps, masked.
+// Before each turn and step it calls pause (nil: none), which sends what
+// was rendered so far and is told the bytes of text coming next; a failure
+// of pause or of a read ends the walk and is kept in w.err.
+func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter.Seq[views.ExportTurn] {
+	step := func(next int) bool {
+		if w.err == nil && pause != nil {
+			w.err = pause(next)
+		}
+		return w.err == nil
+	}
+	return func(yield func(views.ExportTurn) bool) {
+		for _, t := range w.d.Turns {
+			page := w.page(ctx, t.ID, -1)
+			if !step(0) {
+				return
+			}
+			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars)}
+			// The turn's prompt is its first step when that is a user
+			// message: the walk does not look ahead.
+			if len(page) > 0 && page[0].Type == store.TypeMessage && page[0].Payload.Role == "user" {
+				et.Prompt = shorten(deref(page[0].Payload.Text), promptChars)
+			}
+			et.Steps = func(yield func(views.StepView) bool) {
+				for len(page) > 0 {
+					last := page[len(page)-1].Seq
+					for i := range page {
+						if !step(textBytes(page[i])) || !yield(stepView(page[i], 0)) {
+							return
+						}
+						page[i] = store.Step{} // let it go before the next is read
+					}
+					page = w.page(ctx, t.ID, last)
+				}
+			}
+			if !yield(et) || !step(0) {
+				return
+			}
+		}
+	}
+}
+
+// textBytes is the size of a step's recorded texts.
+func textBytes(s store.Step) int {
+	n := len(s.Payload.Raw) + len(s.Payload.StructuredPatch) + len(s.Payload.Path)
+	for _, t := range []*string{s.Payload.Command, s.Payload.Cwd, s.Payload.Stdout, s.Payload.Stderr, s.Payload.OutputRef,
+		s.Payload.OldString, s.Payload.NewString, s.Payload.Text, s.Payload.TextRef} {
+		if t != nil {
+			n += len(*t)
+		}
+	}
+	if s.Error != nil {
+		n += len(s.Error.Message)
+	}
+	for _, f := range s.Flags {
+		n += len(f.Reason)
+	}
+	return n
+}
+
+// page reads and masks the steps of a turn after seq after.
+func (w *exportWalk) page(ctx context.Context, turnID string, after int64) []store.Step {
+	if w.err != nil {
+		return nil
+	}
+	steps, err := w.st.TurnSteps(ctx, w.d.ID, turnID, after, exportBudget)
+	if err != nil {
+		w.err = err
+		return nil
+	}
+	for i := range steps {
+		maskStep(w.m, &steps[i])
+	}
+	return steps
+}
+
+// maskHeader masks the session's own texts and its report.
+func maskHeader(m *redact.Masker, d *store.SessionDetail) {
+	mask := func(s *string, where string) {
+		if *s != "" {
+			*s = m.Mask(*s, where)
+		}
+	}
+	mask(&d.Summary.Title, "session.title")
+	mask(&d.Workspace.Root, "session.workspace.root")
+	mask(&d.Workspace.Repo, "session.workspace.repo")
+	mask(&d.Source, "session.source")
+	for i := range d.Segments {
+		for j := range d.Segments[i].SourceFiles {
+			mask(&d.Segments[i].SourceFiles[j], fmt.Sprintf("segments[%d].source_files", i))
+		}
+	}
+	for i := range d.Actors {
+		mask(&d.Actors[i].Label, fmt.Sprintf("actors[%d].label", i))
+	}
+	// The report groups by path and command; masking is deterministic, so
+	// masking the grouped values equals grouping the masked ones.
+	for i := range d.Report.Files {
+		mask(&d.Report.Files[i].Path, "report.files.path")
+	}
+	for i := range d.Report.Commands {
+		mask(&d.Report.Commands[i].Command, "report.commands.command")
+	}
+}
+
+// maskStep masks every text of a step, in a fixed order: placeholders are
+// numbered by first appearance.
+func maskStep(m *redact.Masker, s *store.Step) {
+	at := func(field string) string { return stepPlace(s.Seq, field) }
 	mask := func(s *string, where string) {
 		if s != nil && *s != "" {
 			*s = m.Mask(*s, where)
@@ -149,49 +380,23 @@ func redactSession(d store.SessionDetail) (store.SessionDetail, *redact.Masker) 
 		}
 		*raw = json.RawMessage(masked)
 	}
-	mask(&d.Summary.Title, "session.title")
-	mask(&d.Workspace.Root, "session.workspace.root")
-	mask(&d.Workspace.Repo, "session.workspace.repo")
-	mask(&d.Source, "session.source")
-	for i := range d.Segments {
-		for j := range d.Segments[i].SourceFiles {
-			mask(&d.Segments[i].SourceFiles[j], fmt.Sprintf("segments[%d].source_files", i))
-		}
+	if s.Error != nil {
+		mask(&s.Error.Message, at("error.message"))
 	}
-	for i := range d.Actors {
-		mask(&d.Actors[i].Label, fmt.Sprintf("actors[%d].label", i))
+	for j := range s.Flags {
+		mask(&s.Flags[j].Reason, at("flags.reason"))
 	}
-	for i := range d.Steps {
-		s := &d.Steps[i]
-		at := func(field string) string { return stepPlace(s.Seq, field) }
-		if s.Error != nil {
-			mask(&s.Error.Message, at("error.message"))
-		}
-		for j := range s.Flags {
-			mask(&s.Flags[j].Reason, at("flags.reason"))
-		}
-		p := &s.Payload
-		// In a fixed order: placeholders are numbered by first appearance.
-		mask(p.Command, at("payload.command"))
-		mask(p.Cwd, at("payload.cwd"))
-		mask(p.Stdout, at("payload.stdout"))
-		mask(p.Stderr, at("payload.stderr"))
-		mask(p.OutputRef, at("payload.output_ref"))
-		mask(&p.Path, at("payload.path"))
-		mask(p.OldString, at("payload.old_string"))
-		mask(p.NewString, at("payload.new_string"))
-		mask(p.Text, at("payload.text"))
-		mask(p.TextRef, at("payload.text_ref"))
-		maskJSON(&p.StructuredPatch, at("payload.structured_patch"))
-		maskJSON(&p.Raw, at("payload.raw"))
-	}
-	// The report groups by path and command; masking is deterministic, so
-	// masking the grouped values equals grouping the masked ones.
-	for i := range d.Report.Files {
-		mask(&d.Report.Files[i].Path, "report.files.path")
-	}
-	for i := range d.Report.Commands {
-		mask(&d.Report.Commands[i].Command, "report.commands.command")
-	}
-	return d, m
+	p := &s.Payload
+	mask(p.Command, at("payload.command"))
+	mask(p.Cwd, at("payload.cwd"))
+	mask(p.Stdout, at("payload.stdout"))
+	mask(p.Stderr, at("payload.stderr"))
+	mask(p.OutputRef, at("payload.output_ref"))
+	mask(&p.Path, at("payload.path"))
+	mask(p.OldString, at("payload.old_string"))
+	mask(p.NewString, at("payload.new_string"))
+	mask(p.Text, at("payload.text"))
+	mask(p.TextRef, at("payload.text_ref"))
+	maskJSON(&p.StructuredPatch, at("payload.structured_patch"))
+	maskJSON(&p.Raw, at("payload.raw"))
 }

@@ -1,16 +1,23 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/agentreview/service/redact"
-	"github.com/agentreview/service/store"
 )
 
 // Fake secrets, assembled at run time so no scanner mistakes this file
@@ -101,22 +108,150 @@ func TestExportMasksEverySecret(t *testing.T) {
 func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
 	s := newTestService(t)
 	s.mustPush(secretBatch("s1"), http.StatusCreated)
-	d, err := s.store.Detail(t.Context(), "s1", store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
+	export := func(change func(*exportWalk)) (*httptest.ResponseRecorder, error) {
+		walk, err := newExportWalk(t.Context(), s.store, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(walk)
+		rec := httptest.NewRecorder()
+		return rec, writeExport(t.Context(), &checkedWriter{w: rec, filename: "s1.html"}, walk, time.Now())
 	}
-	masked, m := redactSession(d)
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	if _, err := renderExport(req, masked, m, time.Now()); err != nil {
-		t.Fatalf("renderExport(masked) = %v; want it to pass", err)
+	if _, err := export(func(*exportWalk) {}); err != nil {
+		t.Fatalf("writeExport(masked) = %v; want it to pass", err)
 	}
-	// A field the masking step did not see.
-	masked.Workspace.Repo = "github.com/acme/app?token=" + fakeGitHub
-	if _, err := renderExport(req, masked, m, time.Now()); err == nil || !strings.Contains(err.Error(), "github") {
-		t.Errorf("renderExport(with an unmasked field) = %v; want it refused naming the rule", err)
+	// A field the masking step did not see, in the first piece: nothing is sent.
+	rec, err := export(func(w *exportWalk) { w.d.Workspace.Repo = "github.com/acme/app?token=" + fakeGitHub })
+	if err == nil || !strings.Contains(err.Error(), "github") {
+		t.Errorf("writeExport(with an unmasked field) = %v; want it refused naming the rule", err)
+	}
+	if rec.Body.Len() != 0 || rec.Header().Get("Content-Disposition") != "" {
+		t.Errorf("a refused export sent %d bytes and headers %v", rec.Body.Len(), rec.Header())
 	}
 	if rule, ok := redact.FirstDefinite(fakeGitHub); !ok {
 		t.Fatalf("the fake token must be a definite match for this test to mean anything (rule %q)", rule)
+	}
+}
+
+// TestExportCutOffWhenALaterPieceHoldsASecret: a value the masking does not
+// cover (a tool name) in a step after the first piece was sent ends the
+// download early, so the client sees it fail rather than a whole-looking
+// report.
+func TestExportCutOffWhenALaterPieceHoldsASecret(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("s1")
+	b["steps"].(arr)[4].(obj)["payload"].(obj)["tool_name"] = "fetch " + fakeGitHub
+	s.mustPush(b, http.StatusCreated)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+	// Compressed, the first piece may still be in the compressor when the
+	// download is cut off, so the client sees no answer at all; plain, it
+	// sees a body that ends early. Either way it fails, without the secret.
+	for _, encoding := range []string{"gzip", "identity"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/sessions/s1/export", nil)
+		req.Header.Set("Accept-Encoding", encoding)
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			continue // cut off before the headers
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil {
+			t.Errorf("export (%s) = %d with %d bytes read whole; want the download cut off", encoding, res.StatusCode, len(body))
+		}
+		if encoding == "identity" && strings.Contains(string(body), fakeGitHub) {
+			t.Error("the cut-off download holds the secret")
+		}
+	}
+}
+
+// TestExportsAtOnceAreLimited: beyond maxExports running at once, an export
+// or review gets 503 with a JSON error; once one ends, the next runs.
+func TestExportsAtOnceAreLimited(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("s1"), http.StatusCreated)
+	gate := newExportGate()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := httprouter.New()
+	r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(s.store, gate, log))
+	r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(s.store, gate, log))
+	for range maxExports {
+		if !gate.enter() {
+			t.Fatal("the gate is full before any export")
+		}
+	}
+	for _, path := range []string{"/api/sessions/s1/export", "/api/sessions/s1/export/review"} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusServiceUnavailable || decodeError(t, rec).Error != errExportsBusy.msg {
+			t.Errorf("GET %s with %d exports running = %d %s; want 503 %q", path, maxExports, rec.Code, rec.Body, errExportsBusy.msg)
+		}
+	}
+	gate.leave()
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/sessions/s1/export", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("export after one ended = %d; want 200", rec.Code)
+	}
+}
+
+// TestExportMemoryIsBounded exports a session with one 32 MB message and
+// counts every byte the export allocates: at most a few times the message
+// (it was about ten before the export was streamed).
+func TestExportMemoryIsBounded(t *testing.T) {
+	const size = 32 << 20
+	s := newTestService(t)
+	b := newBatch("big")
+	b["steps"].(arr)[0].(obj)["payload"].(obj)["text"] = "key " + fakeAWS + " " + strings.Repeat("x", size)
+	s.mustApply(b)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := http.Get(srv.URL + "/api/sessions/big/export") // gzip, as browsers ask
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	runtime.ReadMemStats(&after)
+	if err != nil || res.StatusCode != http.StatusOK || n < size {
+		t.Fatalf("export = %d, %d bytes, %v", res.StatusCode, n, err)
+	}
+	got := after.TotalAlloc - before.TotalAlloc
+	t.Logf("exporting a %d MB message allocated %d MB", size>>20, got>>20)
+	if got > 4*size {
+		t.Errorf("the export of a %d MB message allocated %d MB; want at most %d MB", size>>20, got>>20, 4*size>>20)
+	}
+}
+
+// TestExportCarriesItsOwnCSP: the file has no scripts and a policy in a
+// meta tag, before its one style sheet, that allows that sheet by hash and
+// nothing else.
+func TestExportCarriesItsOwnCSP(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("s1"), http.StatusCreated)
+	page := s.get("/api/sessions/s1/export").Body.String()
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csp, ok := doc.Find(`head meta[http-equiv="Content-Security-Policy"]`).Attr("content")
+	if !ok {
+		t.Fatal("the export has no Content-Security-Policy meta tag")
+	}
+	sum := sha256.Sum256([]byte(doc.Find("head style").Text()))
+	want := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'"
+	if csp != want {
+		t.Errorf("export CSP = %q; want %q", csp, want)
+	}
+	if strings.Index(page, "Content-Security-Policy") > strings.Index(page, "<style") {
+		t.Error("the CSP meta tag comes after the style sheet")
+	}
+	if n := doc.Find("script, [style], link, img, iframe").Length(); n > 0 {
+		t.Errorf("the export has %d scripts, style attributes or outside resources", n)
 	}
 }
 

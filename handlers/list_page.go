@@ -55,7 +55,7 @@ func listPageModel(l store.SessionList, agent, after string, now time.Time) view
 	}
 	for _, a := range l.Agents {
 		p.Chips = append(p.Chips, views.AgentChip{
-			Label: a.Kind, Href: "/?agent=" + url.QueryEscape(a.Kind), Count: a.Sessions, Active: a.Kind == agent,
+			Label: shorten(a.Kind, lineChars), Href: "/?agent=" + url.QueryEscape(a.Kind), Count: a.Sessions, Active: a.Kind == agent,
 		})
 	}
 	for _, s := range l.Sessions {
@@ -67,8 +67,8 @@ func listPageModel(l store.SessionList, agent, after string, now time.Time) view
 func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 	r := views.SessionRow{
 		ID: s.ID, ShortID: shortID(s.ID), Href: "/session?id=" + url.QueryEscape(s.ID),
-		AgentKind: s.Agent.Kind, AgentVersion: s.Agent.Version, Title: s.Summary.Title,
-		Workspace: path.Base(s.Workspace.Root), StartedISO: s.StartedAt,
+		AgentKind: shorten(s.Agent.Kind, lineChars), AgentVersion: shorten(s.Agent.Version, lineChars), Title: oneLine(s.Summary.Title),
+		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
 		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
 		Cost: cost(s.Metrics),
 	}

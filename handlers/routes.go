@@ -69,7 +69,8 @@ func Routes(d Deps) http.Handler {
 	if d.Demo {
 		write = readOnly
 	}
-	var pages PageSource = storeSource{d.Store}
+	exports := newExportGate()
+	var pages PageSource = storeSource{d.Store, exports}
 	if d.Core != nil {
 		// UI development server: the core answers every /api route.
 		pages = CoreClient{Base: d.Core, HTTP: &http.Client{Timeout: 30 * time.Second}}
@@ -83,8 +84,8 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
 		r.Handler(http.MethodDelete, "/api/sessions/:id", write(deleteSession(d.Store, d.Hub, d.Log)))
-		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, d.Log))
-		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
+		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 
 		// Live stream
 		r.Handler(http.MethodGet, "/api/events", events(d.Hub, d.Log))

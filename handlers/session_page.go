@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
@@ -32,15 +31,29 @@ type PageSource interface {
 }
 
 // storeSource serves the pages from the store itself.
-type storeSource struct{ Reader }
+type storeSource struct {
+	Reader
+	exports exportGate
+}
 
+// Review walks the session as the export does, without rendering it.
 func (s storeSource) Review(ctx context.Context, id string) (Review, error) {
-	d, err := s.Detail(ctx, id, store.DetailQuery{})
+	if !s.exports.enter() {
+		return Review{}, errExportsBusy
+	}
+	defer s.exports.leave()
+	w, err := newExportWalk(ctx, s.Reader, id)
 	if err != nil {
 		return Review{}, err
 	}
-	_, m := redactSession(d)
-	return reviewOf(d.ID, m), nil
+	for t := range w.turns(ctx, nil) {
+		for range t.Steps {
+		}
+	}
+	if w.err != nil {
+		return Review{}, w.err
+	}
+	return reviewOf(w.d.ID, w.m), nil
 }
 
 // pageURLs are the review app's routes for one session.
@@ -61,40 +74,21 @@ func (u pageURLs) step(seq int64, all bool) string {
 	return u.with("/session/step", "seq", strconv.FormatInt(seq, 10))
 }
 
-// linkSteps adds the review app's step routes to a session view, and marks
-// the steps whose texts were cut.
-func linkSteps(v *views.SessionView, d store.SessionDetail, partial bool, open map[int64]bool) {
-	u := pageURLs{d.ID}
-	cut := map[int64]map[string]int{}
-	for _, s := range d.Steps {
-		if len(s.Cut) > 0 {
-			cut[s.Seq] = s.Cut
-		}
-	}
+// linkSteps adds the review app's step routes to a session view. partial
+// marks the steps with a cut text as partial, for opening to load the rest.
+func linkSteps(v *views.SessionView, id string, partial bool, open map[int64]bool) {
 	for i := range v.Turns {
 		for j := range v.Turns[i].Steps {
-			linkStep(&v.Turns[i].Steps[j], u, cut, partial, open)
+			linkStep(&v.Turns[i].Steps[j], pageURLs{id}, partial, open)
 		}
 	}
 }
 
-func linkStep(s *views.StepView, u pageURLs, cut map[int64]map[string]int, partial bool, open map[int64]bool) {
+func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) {
 	s.BodyURL, s.AllURL = u.step(s.Seq, false), u.step(s.Seq, true)
 	s.Open = open[s.Seq]
-	s.Partial = partial && len(cut[s.Seq]) > 0
-	for k := range s.Blocks {
-		b := &s.Blocks[k]
-		if n, ok := cut[s.Seq][blockField[b.Label]]; ok {
-			b.Cut = n - utf8.RuneCountInString(b.Text)
-		}
-	}
-	_, oldCut := cut[s.Seq]["old_string"]
-	_, newCut := cut[s.Seq]["new_string"]
-	s.DiffCut = oldCut || newCut
+	s.Partial = partial && s.IsCut()
 }
-
-// blockField maps a step block's label to the payload field it shows.
-var blockField = map[string]string{"stdout": "stdout", "stderr": "stderr", "Text": "text"}
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
 // turn, for links to a step.
@@ -112,7 +106,7 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
-			Session: sessionView(d), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
+			Session: sessionView(d, headChars), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo,
 		}
@@ -123,7 +117,7 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			p.Earlier = d.Window.First
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
-		linkSteps(&p.Session, d, true, nil)
+		linkSteps(&p.Session, d.ID, true, nil)
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
@@ -142,8 +136,8 @@ func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		v := sessionView(d)
-		linkSteps(&v, d, true, nil)
+		v := sessionView(d, headChars)
+		linkSteps(&v, d.ID, true, nil)
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -174,8 +168,8 @@ func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
 				open[n] = true
 			}
 		}
-		v := sessionView(d)
-		linkSteps(&v, d, true, open)
+		v := sessionView(d, headChars)
+		linkSteps(&v, d.ID, true, open)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns))
 	})
@@ -203,9 +197,8 @@ func stepFragment(src PageSource, log *slog.Logger) http.Handler {
 			writeError(w, r, log, store.ErrNotFound)
 			return
 		}
-		s := stepView(d.Steps[0])
-		cut := map[int64]map[string]int{seq: d.Steps[0].Cut}
-		linkStep(&s, pageURLs{d.ID}, cut, false, nil)
+		s := stepView(d.Steps[0], q.Head)
+		linkStep(&s, pageURLs{d.ID}, false, nil)
 		render(w, r, log, http.StatusOK, views.StepDetail(s))
 	})
 }

@@ -1,28 +1,29 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
 
 // sessionView turns a stored session into what the session page and the
-// export show.
-func sessionView(d store.SessionDetail) views.SessionView {
+// export show. limit cuts each recorded value of the steps (0: none); the
+// session's own values are always cut to a readable length.
+func sessionView(d store.SessionDetail, limit int) views.SessionView {
+	short := func(s string) string { return shorten(s, headChars) }
 	v := views.SessionView{
-		ID: d.ID, Title: d.Summary.Title, AgentKind: d.Agent.Kind, AgentVersion: d.Agent.Version,
+		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
 		Cost: cost(d.Metrics), APIRequests: "not recorded", TokensIn: "not recorded", TokensOut: "not recorded",
 		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed,
 		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags,
-		Workspace: d.Workspace.Root, Repo: d.Workspace.Repo,
+		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
-		Owner: d.OwnerID, CapturedOn: d.CapturedOn,
+		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),
 	}
 	if v.Ended == "" {
 		v.Ended = "open"
@@ -33,7 +34,7 @@ func sessionView(d store.SessionDetail) views.SessionView {
 		v.TokensOut = strconv.FormatInt(m.Tokens.Output, 10)
 	}
 	for _, f := range d.Report.Files {
-		v.Files = append(v.Files, views.FileRow{Path: f.Path, Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
+		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
 	}
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
@@ -41,20 +42,21 @@ func sessionView(d store.SessionDetail) views.SessionView {
 			codes[i] = strconv.FormatInt(code, 10)
 		}
 		v.Commands = append(v.Commands, views.CommandRow{
-			Command: c.Command, Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
+			Command: short(c.Command), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		})
 	}
-	v.Turns = turnViews(d)
+	v.Turns = turnViews(d, limit)
 	return v
 }
 
 // turnViews groups the steps by turn, in turn order.
-func turnViews(d store.SessionDetail) []views.TurnView {
+func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 	byID := map[string]int{}
 	out := make([]views.TurnView, len(d.Turns))
 	for i, t := range d.Turns {
 		byID[t.ID] = i
-		out[i] = views.TurnView{ID: t.ID, DOMID: "turn-" + hex.EncodeToString([]byte(t.ID)), Number: t.Index, Mode: t.Mode, Actor: t.ActorID}
+		out[i] = views.TurnView{ID: t.ID, DOMID: "turn-" + hex.EncodeToString([]byte(t.ID)), Number: t.Index,
+			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars)}
 	}
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]
@@ -62,47 +64,60 @@ func turnViews(d store.SessionDetail) []views.TurnView {
 			continue
 		}
 		if out[i].Prompt == "" && s.Type == store.TypeMessage && s.Payload.Role == "user" {
-			out[i].Prompt = deref(s.Payload.Text)
+			out[i].Prompt = shorten(deref(s.Payload.Text), promptChars)
 		}
-		out[i].Steps = append(out[i].Steps, stepView(s))
+		out[i].Steps = append(out[i].Steps, stepView(s, limit))
 	}
 	return out
 }
 
-func stepView(s store.Step) views.StepView {
+// stepView is a step as the review app shows it, each recorded value cut
+// to limit characters (0: whole). Texts the store already cut (Step.Cut)
+// count the characters it left out.
+func stepView(s store.Step, limit int) views.StepView {
 	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s)}
 	switch {
 	case s.Outcome == "failed":
 		v.Status, v.StatusClass = "failed", "failed"
 		if s.Error != nil {
-			v.Status += ": " + s.Error.Type
+			v.Status += ": " + shorten(s.Error.Type, lineChars)
 		}
 	case s.ContentStatus == store.ContentReferenceOnly:
 		v.Status, v.StatusClass = "reference-only", "ref"
 	case s.Outcome == "ok":
 		v.Status, v.StatusClass = "ok", "ok"
 	default:
-		v.Status, v.StatusClass = s.Outcome, "other"
+		v.Status, v.StatusClass = shorten(s.Outcome, lineChars), "other"
+	}
+	cut := func(text string) views.Text {
+		shown, more := clip(text, limit)
+		return views.Text{Shown: shown, More: more}
 	}
 	if s.Error != nil {
-		v.Error = s.Error.Type
+		e := s.Error.Type
 		if s.Error.Message != "" {
-			v.Error += ": " + s.Error.Message
+			e += ": " + s.Error.Message
 		}
+		v.Error = cut(e)
 	}
 	for _, f := range s.Flags {
-		v.Flags = append(v.Flags, views.FlagView{Kind: f.Kind, Severity: f.Severity, Reason: f.Reason})
+		v.Flags = append(v.Flags, views.FlagView{Kind: shorten(f.Kind, lineChars), Severity: shorten(f.Severity, lineChars), Reason: cut(f.Reason)})
 	}
 	p := s.Payload
 	field := func(label string, value *string) {
 		if value != nil && *value != "" {
-			v.Fields = append(v.Fields, views.Field{Label: label, Value: *value})
+			v.Fields = append(v.Fields, views.Field{Label: label, Value: cut(*value)})
 		}
 	}
-	block := func(label string, text *string) {
-		if text != nil && *text != "" {
-			v.Blocks = append(v.Blocks, views.Block{Label: label, Text: *text})
+	block := func(label, name string, text *string) {
+		if text == nil || *text == "" {
+			return
 		}
+		t := cut(*text)
+		if n, ok := s.Cut[name]; ok {
+			t.More = n - utf8.RuneCountInString(t.Shown)
+		}
+		v.Blocks = append(v.Blocks, views.Block{Label: label, Text: t})
 	}
 	switch s.Type {
 	case store.TypeCommand:
@@ -113,11 +128,14 @@ func stepView(s store.Step) views.StepView {
 			field("Exit code", &code)
 		}
 		field("Output kept at", p.OutputRef)
-		block("stdout", p.Stdout)
-		block("stderr", p.Stderr)
+		block("stdout", "stdout", p.Stdout)
+		block("stderr", "stderr", p.Stderr)
 	case store.TypeEdit:
 		field("File", &p.Path)
-		v.Diff = editDiff(p)
+		_, oldCut := s.Cut["old_string"]
+		_, newCut := s.Cut["new_string"]
+		v.Diff, v.DiffCut = editDiff(p, limit)
+		v.DiffCut = v.DiffCut || oldCut || newCut
 	case store.TypeRead:
 		field("File", &p.Path)
 		if p.Range != nil {
@@ -127,11 +145,13 @@ func stepView(s store.Step) views.StepView {
 	case store.TypeMessage:
 		field("Role", &p.Role)
 		field("Text kept at", p.TextRef)
-		block("Text", p.Text)
+		block("Text", "text", p.Text)
 	case store.TypeOther:
 		field("Tool", &p.ToolName)
-		raw := indentJSON(p.Raw)
-		block("Recorded", &raw)
+		if len(p.Raw) > 0 {
+			shown, more := prettyJSON(p.Raw, limit)
+			v.Blocks = append(v.Blocks, views.Block{Label: "Recorded", Text: views.Text{Shown: shown, More: more}})
+		}
 	}
 	return v
 }
@@ -147,40 +167,20 @@ func stepSummary(s store.Step) string {
 		return "command not recorded"
 	case store.TypeEdit:
 		if p.IsFullWrite != nil && *p.IsFullWrite {
-			return "write " + p.Path
+			return oneLine("write " + p.Path)
 		}
-		return "edit " + p.Path
+		return oneLine("edit " + p.Path)
 	case store.TypeRead:
 		if p.Range != nil {
-			return fmt.Sprintf("read %s:%d-%d", p.Path, p.Range[0], p.Range[1])
+			return oneLine(fmt.Sprintf("read %s:%d-%d", p.Path, p.Range[0], p.Range[1]))
 		}
-		return "read " + p.Path
+		return oneLine("read " + p.Path)
 	case store.TypeMessage:
 		if p.Text == nil {
-			return p.Role + ": (not recorded)"
+			return oneLine(p.Role + ": (not recorded)")
 		}
-		return p.Role + ": " + oneLine(*p.Text)
+		return oneLine(p.Role + ": " + oneLine(*p.Text))
 	default:
-		return p.ToolName + " " + oneLine(string(p.Raw))
+		return oneLine(p.ToolName + " " + oneLine(string(p.Raw)))
 	}
-}
-
-// oneLine is the first line of s, cut to 160 runes.
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:160]) + "…"
-	}
-	return s
-}
-
-func indentJSON(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if json.Indent(&buf, raw, "", "  ") != nil {
-		return string(raw)
-	}
-	return buf.String()
 }

@@ -15,6 +15,7 @@ import (
 type Reader interface {
 	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
+	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 }
 
 // listSessions is GET /api/sessions[?agent=<kind>][&limit=N][&after=<next>]:

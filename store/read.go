@@ -273,6 +273,9 @@ type DetailQuery struct {
 	// Head cuts each text field of the steps to its first Head characters,
 	// recording the whole length in Step.Cut.
 	Head int
+	// NoSteps reads no steps, for a reader that reads them a few at a time
+	// (TurnSteps).
+	NoSteps bool
 }
 
 // TurnWindow tells which turns a narrowed read returned: positions
@@ -412,6 +415,9 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 	if q.Seq != nil {
 		seq = *q.Seq
 	}
+	if q.NoSteps {
+		return []Step{}, nil
+	}
 	named := map[string]any{":pk": pk, ":seq": seq}
 	where := "session_pk = :pk AND (:seq IS NULL OR seq = :seq)"
 	if !whole && q.Seq == nil {
@@ -426,17 +432,8 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 	if q.Head > 0 {
 		named[":head"] = q.Head
 	}
-	cut := func(col string) string {
-		if q.Head <= 0 {
-			return col + ", NULL"
-		}
-		return fmt.Sprintf("substr(%[1]s, 1, :head), length(%[1]s)", col)
-	}
 	out := []Step{}
-	err := sqlitex.Execute(conn, `SELECT id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome,
-		  content_status, role, error, channels, flags, payload, `+
-		cut("stdout")+", "+cut("stderr")+", "+cut("text")+", "+cut("old_string")+", "+cut("new_string")+`
-		FROM steps WHERE `+where+` ORDER BY seq`, &sqlitex.ExecOptions{
+	err := sqlitex.Execute(conn, `SELECT `+stepColumns(q.Head > 0)+` FROM steps WHERE `+where+` ORDER BY seq`, &sqlitex.ExecOptions{
 		Named: named,
 		ResultFunc: func(st *sqlite.Stmt) error {
 			t := byTurn[st.ColumnText(3)]
@@ -452,6 +449,20 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		},
 	})
 	return out, err
+}
+
+// stepColumns are the columns scanStep reads. With head, each text field
+// is cut to its first :head characters and followed by its whole length.
+func stepColumns(head bool) string {
+	cut := func(col string) string {
+		if !head {
+			return col + ", NULL"
+		}
+		return fmt.Sprintf("substr(%[1]s, 1, :head), length(%[1]s)", col)
+	}
+	return `id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome,
+		  content_status, role, error, channels, flags, payload, ` +
+		cut("stdout") + ", " + cut("stderr") + ", " + cut("text") + ", " + cut("old_string") + ", " + cut("new_string")
 }
 
 // bodyFields are the payload fields kept in columns of their own, in

@@ -2,7 +2,15 @@
 // view models built by handlers and never query anything.
 package views
 
-import "strconv"
+import (
+	"context"
+	"html"
+	"io"
+	"iter"
+	"strconv"
+
+	"github.com/a-h/templ"
+)
 
 // Plural is "1 flag", "2 flags".
 func Plural(n int, word string) string {
@@ -121,7 +129,7 @@ type StepView struct {
 	StatusClass string // ok, failed, ref
 	At          string
 	Decision    string
-	Error       string
+	Error       Text
 	Flags       []FlagView
 	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
 	Blocks      []Block    // long text: stdout, stderr, message text, raw input
@@ -133,21 +141,44 @@ type StepView struct {
 	AllURL      string // the step's details, whole
 }
 
+// IsCut reports whether any text of the step was cut.
+func (s StepView) IsCut() bool {
+	cut := s.DiffCut || s.Error.More > 0
+	for _, f := range s.Flags {
+		cut = cut || f.Reason.More > 0
+	}
+	for _, f := range s.Fields {
+		cut = cut || f.Value.More > 0
+	}
+	for _, b := range s.Blocks {
+		cut = cut || b.Text.More > 0
+	}
+	return cut
+}
+
+// Text is a recorded value as shown: its first characters, and how many
+// more were left out.
+type Text struct {
+	Shown string
+	More  int
+}
+
 // FlagView is a flag on a step.
 type FlagView struct {
-	Kind, Severity, Reason string
+	Kind, Severity string
+	Reason         Text
 }
 
 // Field is a short labelled value of a step.
 type Field struct {
-	Label, Value string
+	Label string
+	Value Text
 }
 
-// Block is a long labelled text of a step, shown preformatted. Cut counts
-// the characters left out of Text.
+// Block is a long labelled text of a step, shown preformatted.
 type Block struct {
-	Label, Text string
-	Cut         int
+	Label string
+	Text  Text
 }
 
 // DiffLine is one line of an edit's diff. Kind is add, del, ctx or hunk.
@@ -155,11 +186,24 @@ type DiffLine struct {
 	Kind, Text string
 }
 
-// ExportPage is the redacted report downloaded as one HTML file.
+// ExportPage is the redacted report downloaded as one HTML file. The
+// turns are read, masked and rendered one at a time, so the report is
+// written as it is made; Session.Turns is not used.
 type ExportPage struct {
 	Session   SessionView
+	Turns     iter.Seq[ExportTurn]
 	Generated string
-	Manifest  []ManifestRow // what redaction masked: counts per rule, never values
+	// Manifest is called after the turns: what redaction masked, counts
+	// per rule, never values.
+	Manifest func() []ManifestRow
+}
+
+// ExportTurn is one turn of the export, its steps read as they are shown.
+type ExportTurn struct {
+	Number int64
+	Mode   string
+	Prompt string
+	Steps  iter.Seq[StepView]
 }
 
 // ManifestRow counts the distinct secrets one redaction rule masked.
@@ -191,4 +235,20 @@ type ExportPanel struct {
 type PanelFinding struct {
 	Rule, Confidence, Preview, Placeholder string
 	Where                                  []string
+}
+
+// textOf writes s as HTML text a slice at a time. Unlike { s }, which
+// copies a value whole before escaping it, it holds no copy of a long
+// recorded value.
+func textOf(s string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for rest := s; rest != ""; {
+			n := min(len(rest), 32<<10)
+			if _, err := io.WriteString(w, html.EscapeString(rest[:n])); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
 }
