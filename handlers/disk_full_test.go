@@ -3,7 +3,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,27 +29,17 @@ func TestDiskFull(t *testing.T) {
 		handler: Routes(Deps{Store: st, Hub: hub, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log})}
 	srv := httptest.NewServer(s.handler)
 	t.Cleanup(srv.Close)
-	send := func(method, path string, body []byte) (int, string) {
+	do := func(method, path string, body []byte) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
-		if body != nil {
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		code, _, b := send(t, srv, method, path, body)
+		return code, b
 	}
 
 	s.mustPush(newBatch("keep"), http.StatusCreated)
 	// A delete leaves the write-ahead log empty, so the next write must
 	// grow a file.
 	s.mustPush(newBatch("scratch"), http.StatusCreated)
-	if code, body := send(http.MethodDelete, "/api/sessions/scratch", nil); code != http.StatusOK {
+	if code, body := do(http.MethodDelete, "/api/sessions/scratch", nil); code != http.StatusOK {
 		t.Fatalf("DELETE scratch = %d %s; want 200", code, body)
 	}
 	filler := mustFillDisk(t, dir)
@@ -68,7 +57,7 @@ func TestDiskFull(t *testing.T) {
 		{"push to a stored session", http.MethodPost, "/api/ingest", mustJSON(t, update)},
 		{"delete", http.MethodDelete, "/api/sessions/keep", nil},
 	} {
-		code, body := send(c.method, c.path, c.body)
+		code, body := do(c.method, c.path, c.body)
 		var e errorBody
 		json.Unmarshal([]byte(body), &e)
 		if code != http.StatusInsufficientStorage || !strings.HasPrefix(e.Error, "disk full: ") {
@@ -79,7 +68,7 @@ func TestDiskFull(t *testing.T) {
 		t.Error("the refused writes changed the store")
 	}
 	for _, path := range []string{"/api/sessions", "/api/sessions/keep", "/api/sessions/keep/export", "/session?id=keep", "/"} {
-		if code, body := send(http.MethodGet, path, nil); code != http.StatusOK {
+		if code, body := do(http.MethodGet, path, nil); code != http.StatusOK {
 			t.Errorf("GET %s on a full disk = %d %.200s; want 200", path, code, body)
 		}
 	}
@@ -87,13 +76,13 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := send(http.MethodPost, "/api/ingest", mustJSON(t, big)); code != http.StatusCreated {
+	if code, body := do(http.MethodPost, "/api/ingest", mustJSON(t, big)); code != http.StatusCreated {
 		t.Errorf("push once space returned = %d %s; want 201", code, body)
 	}
-	if code, body := send(http.MethodDelete, "/api/sessions/keep", nil); code != http.StatusOK {
+	if code, body := do(http.MethodDelete, "/api/sessions/keep", nil); code != http.StatusOK {
 		t.Errorf("DELETE once space returned = %d %s; want 200", code, body)
 	}
-	if code, body := send(http.MethodPost, "/api/ingest", mustJSON(t, newBatch("keep"))); code != http.StatusGone {
+	if code, body := do(http.MethodPost, "/api/ingest", mustJSON(t, newBatch("keep"))); code != http.StatusGone {
 		t.Errorf("push of the deleted session = %d %s; want 410", code, body)
 	}
 }

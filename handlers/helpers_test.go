@@ -111,6 +111,27 @@ func (s *testService) snapshot() string {
 	return buf.String()
 }
 
+// send makes a request to a real server, with the ingest token and a JSON
+// content type when it has a body, and returns the whole answer.
+func send(t testing.TB, srv *httptest.Server, method, path string, body []byte) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("NewRequest(%s %s) = %v", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(b)
+}
+
 func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -26,25 +25,6 @@ func TestOddIDsWorkInEveryRoute(t *testing.T) {
 		s.mustPush(newBatch(id), http.StatusCreated)
 	}
 
-	send := func(t *testing.T, method, path string, body []byte) (int, http.Header, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("NewRequest(%s %s) = %v", method, path, err)
-		}
-		if body != nil {
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, res.Header, string(b)
-	}
-
 	for _, id := range []string{
 		"a/b", "a/export", "/lead", "trail/", "a//b", "100%", "%2F", "a%2Fb", "what?", "x?y=1", "x#y",
 		"with space", "a+b", "a&b=c", "a;b", `a\b`, "ünïcödé", "日本語", "tab\there", "line\nbreak",
@@ -54,32 +34,32 @@ func TestOddIDsWorkInEveryRoute(t *testing.T) {
 			api := "/api/sessions/" + url.PathEscape(id)
 			page := "?id=" + url.QueryEscape(id)
 
-			if code, _, body := send(t, http.MethodPost, "/api/ingest", mustJSON(t, newBatch(id))); code != http.StatusCreated {
+			if code, _, body := send(t, srv, http.MethodPost, "/api/ingest", mustJSON(t, newBatch(id))); code != http.StatusCreated {
 				t.Fatalf("push = %d %s; want 201", code, body)
 			}
-			code, _, body := send(t, http.MethodGet, api, nil)
+			code, _, body := send(t, srv, http.MethodGet, api, nil)
 			var d struct {
 				ID string `json:"id"`
 			}
 			if code != http.StatusOK || json.Unmarshal([]byte(body), &d) != nil || d.ID != id {
 				t.Fatalf("GET %s = %d, id %q; want 200 and the session %q (%.200s)", api, code, d.ID, id, body)
 			}
-			if code, _, _ := send(t, http.MethodHead, api, nil); code != http.StatusOK {
+			if code, _, _ := send(t, srv, http.MethodHead, api, nil); code != http.StatusOK {
 				t.Errorf("HEAD %s = %d; want 200", api, code)
 			}
-			code, h, body := send(t, http.MethodGet, api+"/export", nil)
+			code, h, body := send(t, srv, http.MethodGet, api+"/export", nil)
 			if code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Disposition"), `attachment; filename="session-`) || !strings.Contains(body, "<html") {
 				t.Errorf("GET %s/export = %d %q; want 200 and the report as a download", api, code, h.Get("Content-Disposition"))
 			}
-			if code, _, body := send(t, http.MethodGet, api+"/export/review", nil); code != http.StatusOK || !strings.Contains(body, `"session_id":`+string(mustJSON(t, id))) {
+			if code, _, body := send(t, srv, http.MethodGet, api+"/export/review", nil); code != http.StatusOK || !strings.Contains(body, `"session_id":`+string(mustJSON(t, id))) {
 				t.Errorf("GET %s/export/review = %d %.200s; want 200 naming the session", api, code, body)
 			}
-			code, _, body = send(t, http.MethodGet, "/", nil)
+			code, _, body = send(t, srv, http.MethodGet, "/", nil)
 			if list, err := goquery.NewDocumentFromReader(strings.NewReader(body)); err != nil || code != http.StatusOK ||
 				list.Find(`a[data-testid="title"][href="/session`+page+`"]`).Length() != 1 {
 				t.Errorf("GET / = %d; want 200 with one row linking to /session%s", code, page)
 			}
-			code, _, body = send(t, http.MethodGet, "/session"+page, nil)
+			code, _, body = send(t, srv, http.MethodGet, "/session"+page, nil)
 			if code != http.StatusOK {
 				t.Fatalf("GET /session%s = %d; want 200", page, code)
 			}
@@ -104,25 +84,25 @@ func TestOddIDsWorkInEveryRoute(t *testing.T) {
 				doc.Find("[" + attr + "]").Each(func(_ int, e *goquery.Selection) { frags = append(frags, e.AttrOr(attr, "")) })
 			}
 			for _, frag := range frags {
-				if code, _, body := send(t, http.MethodGet, frag, nil); code != http.StatusOK {
+				if code, _, body := send(t, srv, http.MethodGet, frag, nil); code != http.StatusOK {
 					t.Errorf("GET %s = %d %.200s; want 200", frag, code, body)
 				}
 			}
 
-			if code, _, body := send(t, http.MethodDelete, api, nil); code != http.StatusOK {
+			if code, _, body := send(t, srv, http.MethodDelete, api, nil); code != http.StatusOK {
 				t.Fatalf("DELETE %s = %d %s; want 200", api, code, body)
 			}
-			if code, _, _ := send(t, http.MethodGet, api, nil); code != http.StatusNotFound {
+			if code, _, _ := send(t, srv, http.MethodGet, api, nil); code != http.StatusNotFound {
 				t.Errorf("GET %s after delete = %d; want 404", api, code)
 			}
-			if code, _, body := send(t, http.MethodPost, "/api/ingest", mustJSON(t, newBatch(id))); code != http.StatusGone {
+			if code, _, body := send(t, srv, http.MethodPost, "/api/ingest", mustJSON(t, newBatch(id))); code != http.StatusGone {
 				t.Errorf("push after delete = %d %s; want 410", code, body)
 			}
-			if code, _, _ := send(t, http.MethodDelete, api, nil); code != http.StatusNotFound {
+			if code, _, _ := send(t, srv, http.MethodDelete, api, nil); code != http.StatusNotFound {
 				t.Errorf("second DELETE %s = %d; want 404", api, code)
 			}
 			for _, other := range []string{"a", "b", "export"} {
-				if code, _, _ := send(t, http.MethodGet, "/api/sessions/"+other, nil); code != http.StatusOK {
+				if code, _, _ := send(t, srv, http.MethodGet, "/api/sessions/"+other, nil); code != http.StatusOK {
 					t.Errorf("GET of session %q after deleting %q = %d; want 200", other, id, code)
 				}
 			}
