@@ -2,16 +2,13 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -214,18 +211,9 @@ func reviewOf(id string, m *redact.Masker) Review {
 	return rv
 }
 
-// Places are labelled "step <seq> <field>" or "<field>" for the masker.
-func stepPlace(seq int64, field string) string {
-	return "step " + strconv.FormatInt(seq, 10) + " " + field
-}
-
 func parsePlace(label string) ReviewPlace {
-	if rest, ok := strings.CutPrefix(label, "step "); ok {
-		if seqText, field, ok := strings.Cut(rest, " "); ok {
-			if seq, err := strconv.ParseInt(seqText, 10, 64); err == nil {
-				return ReviewPlace{Seq: &seq, Field: field}
-			}
-		}
+	if seq, field, ok := redact.StepPlace(label); ok {
+		return ReviewPlace{Seq: &seq, Field: field}
 	}
 	return ReviewPlace{Field: label}
 }
@@ -251,7 +239,7 @@ func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, erro
 	}
 	home, _ := os.UserHomeDir()
 	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
-	maskHeader(w.m, &w.d)
+	redact.Session(w.m, &w.d)
 	return w, nil
 }
 
@@ -326,77 +314,7 @@ func (w *exportWalk) page(ctx context.Context, turnID string, after int64) []sto
 		return nil
 	}
 	for i := range steps {
-		maskStep(w.m, &steps[i])
+		redact.Step(w.m, &steps[i])
 	}
 	return steps
-}
-
-// maskHeader masks the session's own texts and its report.
-func maskHeader(m *redact.Masker, d *store.SessionDetail) {
-	mask := func(s *string, where string) {
-		if *s != "" {
-			*s = m.Mask(*s, where)
-		}
-	}
-	mask(&d.Summary.Title, "session.title")
-	mask(&d.Workspace.Root, "session.workspace.root")
-	mask(&d.Workspace.Repo, "session.workspace.repo")
-	mask(&d.Source, "session.source")
-	for i := range d.Segments {
-		for j := range d.Segments[i].SourceFiles {
-			mask(&d.Segments[i].SourceFiles[j], fmt.Sprintf("segments[%d].source_files", i))
-		}
-	}
-	for i := range d.Actors {
-		mask(&d.Actors[i].Label, fmt.Sprintf("actors[%d].label", i))
-	}
-	// The report groups by path and command; masking is deterministic, so
-	// masking the grouped values equals grouping the masked ones.
-	for i := range d.Report.Files {
-		mask(&d.Report.Files[i].Path, "report.files.path")
-	}
-	for i := range d.Report.Commands {
-		mask(&d.Report.Commands[i].Command, "report.commands.command")
-	}
-}
-
-// maskStep masks every text of a step, in a fixed order: placeholders are
-// numbered by first appearance.
-func maskStep(m *redact.Masker, s *store.Step) {
-	at := func(field string) string { return stepPlace(s.Seq, field) }
-	mask := func(s *string, where string) {
-		if s != nil && *s != "" {
-			*s = m.Mask(*s, where)
-		}
-	}
-	maskJSON := func(raw *json.RawMessage, where string) {
-		if len(*raw) == 0 {
-			return
-		}
-		masked := m.Mask(string(*raw), where)
-		if !json.Valid([]byte(masked)) {
-			b, _ := json.Marshal(masked) // keep it valid JSON: the masked text as a string
-			masked = string(b)
-		}
-		*raw = json.RawMessage(masked)
-	}
-	if s.Error != nil {
-		mask(&s.Error.Message, at("error.message"))
-	}
-	for j := range s.Flags {
-		mask(&s.Flags[j].Reason, at("flags.reason"))
-	}
-	p := &s.Payload
-	mask(p.Command, at("payload.command"))
-	mask(p.Cwd, at("payload.cwd"))
-	mask(p.Stdout, at("payload.stdout"))
-	mask(p.Stderr, at("payload.stderr"))
-	mask(p.OutputRef, at("payload.output_ref"))
-	mask(&p.Path, at("payload.path"))
-	mask(p.OldString, at("payload.old_string"))
-	mask(p.NewString, at("payload.new_string"))
-	mask(p.Text, at("payload.text"))
-	mask(p.TextRef, at("payload.text_ref"))
-	maskJSON(&p.StructuredPatch, at("payload.structured_patch"))
-	maskJSON(&p.Raw, at("payload.raw"))
 }

@@ -133,15 +133,82 @@ func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
 	}
 }
 
-// TestExportCutOffWhenALaterPieceHoldsASecret: a value the masking does not
-// cover (a tool name) in a step after the first piece was sent ends the
-// download early, so the client sees it fail rather than a whole-looking
-// report.
+// TestExportMasksShortFieldsOfLaterSteps: a secret in a later step's tool
+// name, error type, flag kind, decision or outcome is masked like any
+// other text, so the download completes instead of being cut off, and the
+// review names each place.
+func TestExportMasksShortFieldsOfLaterSteps(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("s1")
+	steps := b["steps"].(arr)
+	steps[4].(obj)["payload"].(obj)["tool_name"] = "fetch " + fakeGitHub
+	steps[2].(obj)["outcome"] = "failed"
+	steps[2].(obj)["error"] = obj{"type": "denied " + fakeGitHub, "message": "no"}
+	steps[1].(obj)["flags"] = arr{obj{"kind": "leak " + fakeGitHub, "severity": "warn", "reason": "r"}}
+	steps[3].(obj)["decision"] = "approved by " + fakeGitHub
+	steps[3].(obj)["outcome"] = "done " + fakeGitHub
+	s.mustPush(b, http.StatusCreated)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+
+	// "": the client asks for gzip and decompresses it itself.
+	for _, encoding := range []string{"", "identity"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/sessions/s1/export", nil)
+		if encoding != "" {
+			req.Header.Set("Accept-Encoding", encoding)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("export (%s): %v", encoding, err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		page := string(body)
+		if err != nil || res.StatusCode != http.StatusOK || !strings.Contains(page, "</html>") {
+			t.Fatalf("export (%s) = %d, %d bytes, %v; want 200 and the whole report", encoding, res.StatusCode, len(body), err)
+		}
+		if strings.Contains(page, fakeGitHub) {
+			t.Errorf("export (%s) holds the secret", encoding)
+		}
+		for _, want := range []string{"fetch [github-token-1]", "failed: denied [github-token-1]", "leak [github-token-1]", "approved by [github-token-1]", "done [github-token-1]"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("export (%s) lacks %q", encoding, want)
+			}
+		}
+	}
+
+	var rv Review
+	rec := s.get("/api/sessions/s1/export/review")
+	if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rec.Code != http.StatusOK || len(rv.Findings) != 1 {
+		t.Fatalf("review = %d %s; want one finding", rec.Code, rec.Body)
+	}
+	var where []string
+	for _, p := range rv.Findings[0].Where {
+		where = append(where, fmt.Sprintf("%d %s", *p.Seq, p.Field))
+	}
+	want := []string{"2 flags.kind", "3 error.type", "4 decision", "4 outcome", "5 payload.tool_name"}
+	if strings.Join(where, ", ") != strings.Join(want, ", ") {
+		t.Errorf("review places = %v; want %v", where, want)
+	}
+}
+
+// TestExportCutOffWhenALaterPieceHoldsASecret: a secret that only the
+// rendering makes whole, in a step after the first piece was sent, ends
+// the download early, so the client sees it fail rather than a
+// whole-looking report. (Masked whole, the outcome below holds no key:
+// the key runs on into more letters; cut to a line, it ends at the key.)
 func TestExportCutOffWhenALaterPieceHoldsASecret(t *testing.T) {
 	s := newTestService(t)
 	b := newBatch("s1")
-	b["steps"].(arr)[4].(obj)["payload"].(obj)["tool_name"] = "fetch " + fakeGitHub
+	outcome := strings.Repeat("a", lineChars-len(fakeAWS)-1) + " " + fakeAWS + "ZZZZ"
+	b["steps"].(arr)[4].(obj)["outcome"] = outcome
 	s.mustPush(b, http.StatusCreated)
+	if _, ok := redact.FirstDefinite(redact.NewMasker("").Mask(outcome, "t")); ok {
+		t.Fatal("the outcome must be clean once masked for this test to mean anything")
+	}
+	if _, ok := redact.FirstDefinite(shorten(outcome, lineChars)); !ok {
+		t.Fatal("the outcome must hold a key once cut for this test to mean anything")
+	}
 	srv := httptest.NewServer(s.handler)
 	t.Cleanup(srv.Close)
 	// Compressed, the first piece may still be in the compressor when the
@@ -159,7 +226,7 @@ func TestExportCutOffWhenALaterPieceHoldsASecret(t *testing.T) {
 		if err == nil {
 			t.Errorf("export (%s) = %d with %d bytes read whole; want the download cut off", encoding, res.StatusCode, len(body))
 		}
-		if encoding == "identity" && strings.Contains(string(body), fakeGitHub) {
+		if encoding == "identity" && strings.Contains(string(body), fakeAWS) {
 			t.Error("the cut-off download holds the secret")
 		}
 	}
