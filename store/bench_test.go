@@ -476,3 +476,35 @@ func benchBody(tb testing.TB, sid string) []byte {
 	}
 	return body
 }
+
+// BenchmarkDetailHeadLongOutputs reads the first delivery (2,048
+// characters of each text) of a session whose 10 steps each hold 8 MB of
+// output: SQLite still loads each long text whole to count its characters.
+func BenchmarkDetailHeadLongOutputs(b *testing.B) {
+	s := mustOpen(b)
+	mustApply(b, s, turnsBatch("big", 10, strings.Repeat("output line é\n", 8<<20/15)))
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := s.Detail(context.Background(), "big", store.DetailQuery{Turns: 30, Head: 2048})
+		if err != nil || len(d.Steps) != 10 {
+			b.Fatalf("Detail = %d steps, %v", len(d.Steps), err)
+		}
+	}
+}
+
+// BenchmarkListLongPrompts lists 10 sessions whose first prompt is 8 MB:
+// the titles read only the prompts' first 1,000 characters.
+func BenchmarkListLongPrompts(b *testing.B) {
+	s := mustOpen(b)
+	for i := range 10 {
+		bt := newBatch(fmt.Sprintf("s%d", i))
+		bt["steps"].(arr)[0].(obj)["payload"].(obj)["text"] = "fix it\n" + strings.Repeat("prompt text é ", 8<<20/15)
+		mustApply(b, s, bt)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if l := mustList(b, s, ""); len(l.Sessions) != 10 {
+			b.Fatalf("List = %d sessions", len(l.Sessions))
+		}
+	}
+}

@@ -35,3 +35,24 @@ func CreateAtVersion(ctx context.Context, path string, n int) error {
 	defer conn.Close()
 	return sqlitemigration.Migrate(ctx, conn, schema)
 }
+
+// LimitLength makes every connection of s fail to load a value longer
+// than n bytes ("string or blob too big"), so a test can show that a read
+// never loads a long value whole.
+func LimitLength(ctx context.Context, s *Store, n int32) error {
+	var conns []*sqlite.Conn
+	defer func() {
+		for _, c := range conns {
+			s.pool.Put(c)
+		}
+	}()
+	for range poolSize {
+		c, err := s.pool.Take(ctx)
+		if err != nil {
+			return err
+		}
+		c.Limit(sqlite.LimitLength, n)
+		conns = append(conns, c)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -92,10 +93,15 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 	s.owner_id, s.captured_on, s.verdict_state, s.verdict_note, s.verdict_reviewer, s.updated_at,
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
-	(SELECT substr(p.text, 1, 1000) FROM steps p
+	(SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1)`
 
-func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
+// titleChars is how much of the first prompt the title is taken from.
+const titleChars = 1000
+
+// scanSession reads a row of sessionColumns, and the title from the first
+// prompt (column 19: its row, 0 when it has no text).
+func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{
 		Session: Session{
 			ID:         st.ColumnText(1),
@@ -111,7 +117,6 @@ func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
 		Summary: Summary{
 			Turns:       st.ColumnInt(17),
 			Segments:    st.ColumnInt(18),
-			Title:       firstLine(st.ColumnText(19)),
 			StepsByType: map[string]int{},
 		},
 	}
@@ -127,7 +132,35 @@ func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
 	if state := st.ColumnText(13); state != "" {
 		o.Verdict = &Verdict{State: state, Note: st.ColumnText(14), Reviewer: st.ColumnText(15)}
 	}
+	if prompt := st.ColumnInt64(19); prompt != 0 {
+		text, err := readHead(conn, "text", prompt, titleChars)
+		if err != nil {
+			return 0, o, fmt.Errorf("session %s title: %w", o.ID, err)
+		}
+		o.Summary.Title = firstLine(text)
+	}
 	return st.ColumnInt64(0), o, nil
+}
+
+// readHead returns the first chars characters of a text column of a steps
+// row. It reads through incremental blob I/O, which touches only the pages
+// it needs: substr() in SQL loads the whole value first.
+func readHead(conn *sqlite.Conn, column string, pk int64, chars int) (string, error) {
+	b, err := conn.OpenBlob("main", "steps", column, pk, false)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	buf := make([]byte, min(b.Size(), 4*int64(chars))) // a character is at most 4 bytes
+	if _, err := io.ReadFull(b, buf); err != nil {
+		return "", err
+	}
+	end := 0
+	for n := 0; n < chars && end < len(buf); n++ {
+		_, size := utf8.DecodeRune(buf[end:])
+		end += size
+	}
+	return string(buf[:end]), nil
 }
 
 func firstLine(s string) string {
@@ -192,7 +225,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
 			Named: map[string]any{":agent": q.Agent, ":after": len(q.After), ":ns": afterNS, ":id": afterID, ":limit": limit},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				pk, o, err := scanSession(st)
+				pk, o, err := scanSession(conn, st)
 				pks = append(pks, pk)
 				l.Sessions = append(l.Sessions, o)
 				return err
@@ -294,7 +327,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = ?`, &sqlitex.ExecOptions{
 			Args: []any{id},
 			ResultFunc: func(st *sqlite.Stmt) (err error) {
-				pk, d.SessionOverview, err = scanSession(st)
+				pk, d.SessionOverview, err = scanSession(conn, st)
 				return err
 			},
 		})

@@ -181,6 +181,9 @@ func TestDetailTitle(t *testing.T) {
 		{"assistant and thinking do not count", [][]obj{{msg(1, "assistant", "Hello"), msg(2, "thinking", "hm"), msg(3, "user", "the prompt")}}, "the prompt"},
 		{"no user prompt", [][]obj{{msg(1, "assistant", "Hello")}}, ""},
 		{"long prompt", [][]obj{{msg(1, "user", strings.Repeat("x", 5000))}}, strings.Repeat("x", 1000)},
+		{"characters, not bytes", [][]obj{{msg(1, "user", strings.Repeat("é", 5000))}}, strings.Repeat("é", 1000)},
+		{"first prompt without text", [][]obj{{msg(1, "user", nil), msg(2, "user", "later")}}, ""},
+		{"empty first prompt", [][]obj{{msg(1, "user", ""), msg(2, "user", "later")}}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +198,32 @@ func TestDetailTitle(t *testing.T) {
 				t.Errorf("Detail(a).Summary.Title = %q; want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTitleReadsOnlyThePromptsHead: the list and a session's header take
+// the title from the first 1,000 characters of the first prompt without
+// loading the rest, however long it is. Every connection is made to fail
+// on a value over 1 MB, so a read that loads the 8 MB prompt fails.
+func TestTitleReadsOnlyThePromptsHead(t *testing.T) {
+	s := mustOpen(t)
+	b := newBatch("a")
+	b["steps"].(arr)[0].(obj)["payload"] = obj{"role": "user", "text": "Fix the bug\n" + strings.Repeat("x", 8<<20)}
+	mustApply(t, s, b)
+	ctx := context.Background()
+	if err := store.LimitLength(ctx, s, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Detail(ctx, "a", store.DetailQuery{}); err == nil {
+		t.Fatal("Detail(a) of the whole session = nil error; want the limit to refuse the long prompt, or this test means nothing")
+	}
+	l, err := s.List(ctx, store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 || l.Sessions[0].Summary.Title != "Fix the bug" {
+		t.Fatalf("List = %+v, %v; want session a titled %q", l.Sessions, err, "Fix the bug")
+	}
+	d, err := s.Detail(ctx, "a", store.DetailQuery{NoSteps: true})
+	if err != nil || d.Summary.Title != "Fix the bug" {
+		t.Fatalf("Detail(a, no steps) title = %q, %v; want %q", d.Summary.Title, err, "Fix the bug")
 	}
 }
 

@@ -26,6 +26,9 @@ const appID = 0x5e55104e
 // when the caller's context has no deadline of its own.
 const busyLimit = 15 * time.Second
 
+// poolSize is how many connections a store keeps open.
+const poolSize = 8
+
 // OwnerLocal is the owner of every session for now.
 const OwnerLocal = "local"
 
@@ -95,7 +98,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// the first failure ends the wait, so Open reports its cause at once.
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
 		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
-		PoolSize: 8,
+		PoolSize: poolSize,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			if err := prepareConn(conn); err != nil {
 				return err
