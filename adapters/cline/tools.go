@@ -16,7 +16,6 @@ type call struct {
 	name  string
 	args  map[string]string
 	input json.RawMessage // the tool_use input; nil for an XML call
-	done  bool
 }
 
 // talkTools are how Cline speaks to the user; they are message steps.
@@ -107,7 +106,6 @@ var (
 
 // finishTool completes a call with the text Cline sent back to the model.
 func finishTool(st *store.Step, c *call, body string, isError bool) {
-	c.done = true
 	if st.Type == store.TypeMessage {
 		return // a talk tool: its result is the user's reply
 	}
@@ -115,8 +113,7 @@ func finishTool(st *store.Step, c *call, body string, isError bool) {
 	st.Decision, st.Outcome = adapters.DecisionAccepted, adapters.OutcomeOK
 	switch {
 	case strings.HasPrefix(body, "The user denied this operation"):
-		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
-		st.Error = &store.StepError{Type: "rejected", Message: firstLine(body)}
+		adapters.Reject(st, firstLine(body))
 	case strings.HasPrefix(body, "The tool execution failed with the following error:"):
 		st.Outcome = adapters.OutcomeFailed
 		st.Error = &store.StepError{Type: "tool_error", Message: firstNonEmpty(tag(body, "error"), body)}
