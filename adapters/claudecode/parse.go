@@ -931,6 +931,7 @@ func (p *parser) finish() *adapters.Session {
 		return p.sess
 	}
 	p.ensureSegment(start, "")
+	p.segments[0].at = start // the first segment starts with the session
 	for _, g := range p.segments {
 		if g.at.IsZero() {
 			g.at = start
