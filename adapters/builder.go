@@ -223,12 +223,17 @@ func (b *Builder) SegmentSteps() int {
 func (b *Builder) Steps() int { return b.nsteps }
 
 // SetStartReason changes why the first segment started (a session that
-// opens with a clear, say); only while it has no step.
-func (b *Builder) SetStartReason(reason string) {
+// opens with a clear, say), only while the session has no root step; it
+// reports whether it did.
+func (b *Builder) SetStartReason(reason string) bool {
 	b.ensureSegment()
-	if b.segments[0].steps == 0 {
-		b.segments[0].StartReason = reason
+	for _, g := range b.segments {
+		if g.steps > 0 {
+			return false
+		}
 	}
+	b.segments[0].StartReason = reason
+	return true
 }
 
 // SegmentFile lists a file as a source of the current segment, for a file
@@ -364,10 +369,21 @@ func (b *Builder) CallSteps(id string) []*Step { return b.calls[id] }
 func (b *Builder) Result(id string) (steps []*Step, known bool) {
 	b.sealPending()
 	all := b.calls[id]
+	waiting := 0
+	for _, s := range all {
+		if !s.done {
+			waiting++
+		}
+	}
+	if waiting == len(all) {
+		steps = all // the usual case, without a copy
+	}
 	for _, s := range all {
 		if !s.done {
 			s.done = true
-			steps = append(steps, s)
+			if waiting < len(all) {
+				steps = append(steps, s)
+			}
 			b.toSeal = append(b.toSeal, s)
 		}
 	}

@@ -1,6 +1,7 @@
 package cline
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -213,7 +214,7 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 	if h.ID == "" {
 		h.ID = man.SessionID
 	}
-	p.cwd = firstNonEmpty(man.Cwd, man.WorkspaceRoot)
+	p.cwd = cmp.Or(man.Cwd, man.WorkspaceRoot)
 	if at, ok := adapters.ParseTime(man.StartedAt); ok {
 		p.start = at
 	}
@@ -327,15 +328,6 @@ func idMillis(id string) (int64, bool) {
 	}
 	ms, err := strconv.ParseInt(m[1], 10, 64)
 	return ms, err == nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 type parser struct {
@@ -468,7 +460,7 @@ func (p *parser) userText(c *conv, id, text, mode string, at adapters.Time, notP
 		p.prompt(c, id, tag(t, "task"), mode, at)
 		return true
 	case strings.HasPrefix(t, "<feedback>") || strings.HasPrefix(t, "<user_message>") || strings.HasPrefix(t, "<answer>"):
-		p.prompt(c, id, firstNonEmpty(tag(t, "feedback"), tag(t, "user_message"), tag(t, "answer")), mode, at)
+		p.prompt(c, id, cmp.Or(tag(t, "feedback"), tag(t, "user_message"), tag(t, "answer")), mode, at)
 		return true
 	case p.sdk && !notPrompt:
 		p.prompt(c, id, unwrap(t, "user_input"), mode, at)
@@ -510,7 +502,7 @@ func (p *parser) toolResultText(c *conv, id, tool, body string, mode string, at 
 	if s := p.popPending(tool); s == nil || !p.complete(s.St.ID, body, false) {
 		p.skip("tool result without its call")
 	}
-	said := firstNonEmpty(tag(body, "feedback"), tag(body, "user_message"), tag(body, "answer"))
+	said := cmp.Or(tag(body, "feedback"), tag(body, "user_message"), tag(body, "answer"))
 	if said == "" {
 		return
 	}
@@ -572,11 +564,11 @@ func (p *parser) assistantMessage(c *conv, base string, m apiMessage, at adapter
 				p.toolCall(c, fmt.Sprintf("%s.t%d", id, k), call.name, call.args, nil, at)
 			}
 		case "thinking", "reasoning":
-			if text := firstNonEmpty(b.Thinking, b.Text); text != "" {
+			if text := cmp.Or(b.Thinking, b.Text); text != "" {
 				p.message(c, id, "thinking", text, at)
 			}
 		case "tool_use":
-			p.toolCall(c, firstNonEmpty(b.ID, id), firstNonEmpty(b.Name, "unknown"), stringArgs(b.Input), b.Input, at)
+			p.toolCall(c, cmp.Or(b.ID, id), cmp.Or(b.Name, "unknown"), stringArgs(b.Input), b.Input, at)
 		default:
 			p.skip(b.Type)
 		}
@@ -617,8 +609,8 @@ func (p *parser) message(c *conv, id, role, text string, at adapters.Time) {
 func (p *parser) finish() *adapters.Session {
 	p.b.Session().Usage = p.reported.usage()
 	h := &p.b.Header
-	h.Agent = store.Agent{Kind: Kind, Version: firstNonEmpty(p.version, "unknown")}
-	h.Workspace = store.Workspace{Root: firstNonEmpty(p.cwd, "unknown")}
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.cwd, "unknown")}
 	h.EndedAt = p.ended.Text
 	h.Source = "import:" + Kind
 	h.Metrics = p.reported.metrics()

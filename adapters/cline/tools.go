@@ -1,6 +1,7 @@
 package cline
 
 import (
+	"cmp"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -65,7 +66,7 @@ func startTool(st *store.Step, c *call, cwd string) {
 		}
 		return
 	case c.name == "apply_patch":
-		if files := adapters.PatchFiles(firstNonEmpty(c.args["input"], c.args["patch"])); len(files) == 1 {
+		if files := adapters.PatchFiles(cmp.Or(c.args["input"], c.args["patch"])); len(files) == 1 {
 			st.Type = store.TypeEdit
 			st.Payload = store.Payload{Path: filePath(files[0].Path, cwd), IsFullWrite: adapters.Bool(files[0].Op == "add")}
 			st.Payload.StructuredPatch, _ = json.Marshal(files[0].Text)
@@ -116,7 +117,7 @@ func finishTool(st *store.Step, c *call, body string, isError bool) {
 		adapters.Reject(st, firstLine(body))
 	case strings.HasPrefix(body, "The tool execution failed with the following error:"):
 		st.Outcome = adapters.OutcomeFailed
-		st.Error = &store.StepError{Type: "tool_error", Message: firstNonEmpty(tag(body, "error"), body)}
+		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(tag(body, "error"), body)}
 	case isError:
 		st.Outcome = adapters.OutcomeFailed
 		st.Error = &store.StepError{Type: "tool_error", Message: body}

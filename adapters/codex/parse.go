@@ -2,6 +2,7 @@ package codex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,7 +216,7 @@ func (p *parser) line(ln *line) {
 			p.b.NewSegment("compaction", ln.at)
 		}
 	default:
-		p.skip(nonEmpty(ln.rec.Type, "untyped line"))
+		p.skip(cmp.Or(ln.rec.Type, "untyped line"))
 	}
 }
 
@@ -246,24 +247,24 @@ func (p *parser) responseItem(ln *line) {
 		if json.Unmarshal(pl.Arguments, &args) != nil {
 			args = string(pl.Arguments)
 		}
-		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), args, false, ln.at)
+		p.toolCall(cmp.Or(pl.CallID, id), cmp.Or(pl.Name, "unknown"), args, false, ln.at)
 	case "custom_tool_call":
 		var input string
 		if json.Unmarshal(pl.Input, &input) != nil {
 			input = string(pl.Input)
 		}
-		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), input, true, ln.at)
+		p.toolCall(cmp.Or(pl.CallID, id), cmp.Or(pl.Name, "unknown"), input, true, ln.at)
 	case "local_shell_call":
-		callID := nonEmpty(pl.CallID, id)
-		p.command(callID, shellCommand(pl.Action.Command), nonEmpty(pl.Action.WorkingDirectory, p.cwd), ln.at)
+		callID := cmp.Or(pl.CallID, id)
+		p.command(callID, shellCommand(pl.Action.Command), cmp.Or(pl.Action.WorkingDirectory, p.cwd), ln.at)
 	case "function_call_output", "custom_tool_call_output":
 		p.result(pl.CallID, pl.Output)
 	case "web_search_call":
-		st := store.Step{ID: nonEmpty(pl.CallID, id), Type: store.TypeOther, Decision: p.decision(), Outcome: adapters.OutcomeOK,
+		st := store.Step{ID: cmp.Or(pl.CallID, id), Type: store.TypeOther, Decision: p.decision(), Outcome: adapters.OutcomeOK,
 			Payload: store.Payload{ToolName: "web_search", Raw: adapters.Raw(map[string]any{"item": json.RawMessage(ln.rec.Payload)})}}
 		p.s.Add(nil, st, ln.at)
 	default:
-		p.skip("response_item:" + nonEmpty(pl.Type, "?"))
+		p.skip("response_item:" + cmp.Or(pl.Type, "?"))
 	}
 }
 
@@ -292,9 +293,9 @@ func (p *parser) event(ln *line) {
 			p.b.NewSegment("compaction", ln.at)
 		}
 	case "turn_aborted":
-		p.message(id, "system", "turn aborted: "+nonEmpty(pl.Reason, "unknown reason"), ln.at)
+		p.message(id, "system", "turn aborted: "+cmp.Or(pl.Reason, "unknown reason"), ln.at)
 	default:
-		p.skip("event_msg:" + nonEmpty(pl.Type, "?"))
+		p.skip("event_msg:" + cmp.Or(pl.Type, "?"))
 	}
 }
 
@@ -373,7 +374,7 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 			cmd = shellCommand(argv)
 		}
 		if cmd != "" || obj != nil {
-			p.command(callID, cmd, nonEmpty(argString(obj, "workdir"), p.cwd), at)
+			p.command(callID, cmd, cmp.Or(argString(obj, "workdir"), p.cwd), at)
 			return
 		}
 	case "apply_patch":
@@ -585,17 +586,10 @@ func (p *parser) finish() *adapters.Session {
 	if h.ID == "" {
 		h.ID = p.id
 	}
-	h.Agent = store.Agent{Kind: Kind, Version: nonEmpty(p.version, "unknown")}
-	h.Workspace = store.Workspace{Root: nonEmpty(p.root, nonEmpty(p.cwd, "unknown")), Repo: p.repo}
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.root, cmp.Or(p.cwd, "unknown")), Repo: p.repo}
 	h.Source = "import:" + Kind
 	p.b.SetStart(p.start)
 	p.b.Session().Usage = p.usage
 	return p.b.Finish()
-}
-
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
 }
