@@ -452,9 +452,6 @@ func addStep(sess *adapters.Session, st store.Step) {
 	sess.Steps++
 }
 
-// rootActor is the id the transcript adapter gives the main agent.
-const rootActor = "root"
-
 // telemetrySession is the first batch of a session known from telemetry
 // alone: its header, one segment and the root actor.
 func telemetrySession(t *telemetry) *store.Batch {
@@ -463,7 +460,7 @@ func telemetrySession(t *telemetry) *store.Batch {
 		SchemaVersion: store.SchemaVersion,
 		Session:       telemetryHeader(t.sessionID, t.resource, start),
 		Segments:      []store.Segment{{Index: 0, StartReason: "start", StartedAt: start.Text, SourceFiles: []string{}}},
-		Actors:        []store.Actor{{ID: rootActor, Type: "root", Label: "main"}},
+		Actors:        []store.Actor{{ID: adapters.RootActor, Type: "root", Label: "main"}},
 	}
 }
 
@@ -493,7 +490,7 @@ func otelTurn(first *store.Batch, t *telemetry, c *toolCall) store.Turn {
 		}
 	}
 	tr := store.Turn{
-		ID: id, SessionID: t.sessionID, SegmentIndex: 0, ActorID: rootActor,
+		ID: id, SessionID: t.sessionID, SegmentIndex: 0, ActorID: adapters.RootActor,
 		Index: int64(len(first.Turns) + 1), PromptID: c.promptID(), StartedAt: c.at(t.first).Text, StepIDs: []string{},
 	}
 	first.Turns = append(first.Turns, tr)

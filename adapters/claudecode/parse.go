@@ -9,17 +9,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 	"unique"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
 
-const rootActor = "root"
-
 // channel names where the steps' evidence came from.
-var transcript = []string{"transcript"}
+const transcript = "transcript"
 
 // Parse reads one session's transcript files into batches. Files named
 // agent-*.jsonl are subagent transcripts; the others are the session's own
@@ -44,16 +41,14 @@ var transcript = []string{"transcript"}
 // counted once per model response into Session.Usage.
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{
-		u:       u,
-		sess:    &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
-		seen:    map[adapters.Key]struct{}{},
-		tools:   map[string]*step{},
-		agents:  map[string]*agent{},
-		owner:   map[string]*agent{},
-		links:   map[string]string{},
-		usage:   map[adapters.Key]usage{},
-		claimed: map[*step]bool{},
+		b:      adapters.NewBuilder(u, transcript),
+		seen:   map[adapters.Key]struct{}{},
+		agents: map[string]*agent{},
+		owner:  map[string]*agent{},
+		links:  map[string]string{},
+		usage:  map[adapters.Key]usage{},
 	}
+	p.b.EnableSpill(SpillAfter)
 	var mains, subs []*source
 	for i, f := range files {
 		src := p.open(i, f)
@@ -64,7 +59,6 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 			mains = append(mains, src)
 		}
 	}
-	p.fileSteps = make([][]*step, len(files))
 	byFirstTime := func(a, b *source) int { return a.first.At.Compare(b.first.At) }
 	slices.SortStableFunc(mains, byFirstTime)
 	slices.SortStableFunc(subs, byFirstTime)
@@ -83,38 +77,27 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 }
 
 type parser struct {
-	u     adapters.Unit
-	sess  *adapters.Session
+	b     *adapters.Builder
 	paths []string
 
-	seen  map[adapters.Key]struct{} // record uuids read (as keys: a long session has many), to skip replays
-	tools map[string]*step          // tool_use id -> its step
+	seen map[adapters.Key]struct{} // record uuids read (as keys: a long session has many), to skip replays
 
-	segments []*segment
-	turns    []*turn
-	turn     *turn  // the current root turn
 	mode     string // the last permission mode a prompt carried
 	version  string
 	cwd      string
 	sid      string    // first sessionId seen, when the unit has no id
 	sources  []*source // the files, in the order given
 	rootLast adapters.Time
-	minTime  adapters.Time
+	started  bool // the first segment has its file
 
 	agents     map[string]*agent // by key
 	agentOrder []*agent
-	owner      map[string]*agent      // inline sidechain record uuid -> its agent
-	links      map[string]string      // Claude agentId -> Task tool_use id
-	claimed    map[*step]bool         // Task steps already matched to an agent
-	usage      map[adapters.Key]usage // per model response, by its id's key
-	fileSteps  [][]*step              // steps in reading order, per file
-	local      map[*agent]*step       // last slash or ! command, for its output
-	rootLocal  *step
-
-	bytesRead int
-	spill     *adapters.Spill // set once the session is past SpillAfter
-	noSpill   bool            // a spill could not be made
-	spillErr  error
+	owner      map[string]*agent         // inline sidechain record uuid -> its agent
+	links      map[string]string         // Claude agentId -> Task tool_use id
+	spawns     []*adapters.Step          // Task calls, to match subagents by prompt
+	usage      map[adapters.Key]usage    // per model response, by its id's key
+	local      map[*agent]*adapters.Step // last slash or ! command, for its output
+	rootLocal  *adapters.Step
 }
 
 // source is one of the session's files, read line by line: the lines
@@ -130,6 +113,7 @@ type source struct {
 	sid     string        // its first sessionId
 	ahead   []line        // lines read ahead, not yet mapped
 	lines   *adapters.Lines
+	steps   *adapters.Stream
 	done    bool
 }
 
@@ -142,63 +126,31 @@ type line struct {
 	at  adapters.Time // zero when the record has no valid timestamp
 }
 
-type segment struct {
-	store.Segment
-	at    adapters.Time
-	steps int
-	files map[string]bool
-}
-
-type turn struct {
-	store.Turn
-	at adapters.Time
-}
-
-type step struct {
-	st    *store.Step           // nil once spilled
-	out   *adapters.SpilledStep // its outline, once spilled
-	at    adapters.Time         // its text is dropped once spilled
-	agent *agent                // nil for the root actor
-	call  *toolCall
-	turn  *turn
-	file  int32
-	seg   int32
-	// noTime is set when the step had no time as it was spilled.
-	noTime bool
-}
-
 // agent is a subagent: an inline sidechain or a subagent file.
 type agent struct {
-	actor    string // actor id
+	actor    *adapters.Actor
 	agentID  string // Claude's agentId, when known
-	label    string
-	first    adapters.Time
 	last     adapters.Time
 	prompt   string // its first prompt, to find the Task call that sent it
 	prompted bool
-	steps    []*step
-	resolved bool
-	parent   string
-	turn     *turn
-	seg      int64
 }
 
 // ctx is where a record's steps go: the root actor or a subagent.
 type ctx struct {
 	agent *agent
-	file  int
+	s     *adapters.Stream
 	path  string
 }
 
-func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+func (p *parser) skip(kind string) { p.b.Skip(kind) }
 
 func (p *parser) problem(path string, n int, msg string) {
-	p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: path, Line: n, Message: msg})
+	p.b.Problem(adapters.Problem{Path: path, Line: n, Message: msg})
 }
 
 // open starts reading a file and reads ahead to its first timestamp.
 func (p *parser) open(idx int, f adapters.File) *source {
-	src := &source{idx: idx, path: f.Path, sub: strings.HasPrefix(filepath.Base(f.Path), "agent-"), lines: adapters.NewLines(f.Body)}
+	src := &source{idx: idx, path: f.Path, sub: strings.HasPrefix(filepath.Base(f.Path), "agent-"), lines: adapters.NewLines(f.Body), steps: p.b.Stream(f.Path)}
 	p.sources = append(p.sources, src)
 	for len(src.ahead) < readAhead && (src.first.IsZero() || (src.sub && src.agentID == "")) {
 		ln, ok := p.next(src)
@@ -229,14 +181,14 @@ func (p *parser) next(src *source) (line, bool) {
 				break
 			}
 		}
-		p.countRead(len(b) + 1)
+		p.b.Read(len(b) + 1)
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		r, err := decodeRecord(b)
 		if err != nil {
 			if !terminated {
-				p.sess.Incomplete = append(p.sess.Incomplete, src.path)
+				p.b.Session().Incomplete = append(p.b.Session().Incomplete, src.path)
 			} else {
 				p.problem(src.path, n, err.Error())
 			}
@@ -248,9 +200,7 @@ func (p *parser) next(src *source) (line, bool) {
 			if src.first.IsZero() {
 				src.first = t
 			}
-			if p.minTime.IsZero() || t.At.Before(p.minTime.At) {
-				p.minTime = t
-			}
+			p.b.Observe(t)
 		}
 		if src.sid == "" {
 			src.sid = r.SessionID
@@ -321,7 +271,7 @@ func (p *parser) rootLine(src *source, ln *line) {
 	if !p.firstSeen(r) {
 		return
 	}
-	c := ctx{file: src.idx, path: src.path}
+	c := ctx{s: src.steps, path: src.path}
 	if r.IsSidechain {
 		p.sidechainLine(c, ln)
 		return
@@ -332,9 +282,12 @@ func (p *parser) rootLine(src *source, ln *line) {
 	}
 	switch r.Type {
 	case "user", "assistant", "system", "progress":
-		p.ensureSegment(at, src.path)
+		if !p.started {
+			p.started = true
+			p.b.SegmentFile(src.path)
+		}
 		if r.Version != "" {
-			if p.version != "" && r.Version != p.version && p.currentSegment().steps > 0 {
+			if p.version != "" && r.Version != p.version && p.b.SegmentSteps() > 0 {
 				p.newSegment("resume", at, src.path)
 			}
 			p.version = r.Version
@@ -361,9 +314,6 @@ func (p *parser) sidechainLine(c ctx, ln *line) {
 	}
 	c.agent = a
 	at := timeOf(ln, &a.last)
-	if a.first.IsZero() {
-		a.first = at
-	}
 	p.record(c, ln, at)
 }
 
@@ -372,15 +322,12 @@ func (p *parser) sidechainLine(c ctx, ln *line) {
 func (p *parser) subagentFile(src *source) {
 	id := cmp.Or(src.agentID, strings.TrimPrefix(strings.TrimSuffix(filepath.Base(src.path), ".jsonl"), "agent-"))
 	a := p.agentFor("id:"+id, id, "")
-	c := ctx{agent: a, file: src.idx, path: src.path}
+	c := ctx{agent: a, s: src.steps, path: src.path}
 	p.each(src, func(ln *line) {
 		if !p.firstSeen(ln.rec) {
 			return
 		}
 		at := timeOf(ln, &a.last)
-		if a.first.IsZero() {
-			a.first = at
-		}
 		if p.cwd == "" && ln.rec.Cwd != "" {
 			p.cwd = ln.rec.Cwd
 		}
@@ -398,9 +345,9 @@ func (p *parser) agentFor(key, agentID, actor string) *agent {
 	if actor == "" {
 		actor = "agent-" + agentID
 	}
-	a := &agent{actor: actor, agentID: agentID}
+	a := &agent{actor: p.b.Subagent(actor), agentID: agentID}
 	if strings.HasPrefix(agentID, "acompact") {
-		a.label = "compact"
+		a.actor.Label = "compact"
 	}
 	p.agents[key] = a
 	p.agentOrder = append(p.agentOrder, a)
@@ -539,12 +486,8 @@ func (p *parser) slashCommand(c ctx, r *record, id, t string, at adapters.Time) 
 		}
 	}
 	if c.agent == nil {
-		if name == "/clear" {
-			if p.stepsSoFar() == 0 {
-				p.segments[0].StartReason = "clear"
-			} else {
-				p.newSegment("clear", at, c.path)
-			}
+		if name == "/clear" && !p.b.SetStartReason("clear") {
+			p.newSegment("clear", at, c.path)
 		}
 		p.newTurn(id, r.PermissionMode, at)
 	}
@@ -576,13 +519,13 @@ func (p *parser) shellCommand(c ctx, r *record, id, command string, at adapters.
 	p.setLocal(c, s)
 }
 
-func (p *parser) setLocal(c ctx, s *step) {
+func (p *parser) setLocal(c ctx, s *adapters.Step) {
 	if c.agent == nil {
 		p.rootLocal = s
 		return
 	}
 	if p.local == nil {
-		p.local = map[*agent]*step{}
+		p.local = map[*agent]*adapters.Step{}
 	}
 	p.local[c.agent] = s
 }
@@ -594,23 +537,23 @@ func (p *parser) localOutput(c ctx, t string) {
 	if c.agent != nil {
 		s = p.local[c.agent]
 	}
-	steps := p.fileSteps[c.file]
-	if s == nil || len(steps) == 0 || steps[len(steps)-1] != s {
+	if s == nil || c.s.Last() != s {
 		p.skip("command output")
 		return
 	}
-	switch s.st.Type {
+	st := s.St
+	switch st.Type {
 	case store.TypeCommand:
 		if strings.Contains(t, "<bash-stdout>") {
-			s.st.Payload.Stdout = adapters.Text(tag(t, "bash-stdout"))
+			st.Payload.Stdout = adapters.Text(tag(t, "bash-stdout"))
 		}
 		if strings.Contains(t, "<bash-stderr>") {
-			s.st.Payload.Stderr = adapters.Text(tag(t, "bash-stderr"))
+			st.Payload.Stderr = adapters.Text(tag(t, "bash-stderr"))
 		}
-		s.st.Outcome = adapters.OutcomeOK
+		st.Outcome = adapters.OutcomeOK
 	case store.TypeOther:
 		var raw map[string]any
-		decode(s.st.Payload.Raw, &raw)
+		decode(st.Payload.Raw, &raw)
 		if raw == nil {
 			raw = map[string]any{}
 		}
@@ -620,7 +563,7 @@ func (p *parser) localOutput(c ctx, t string) {
 		if errText := tag(t, "local-command-stderr"); errText != "" {
 			raw["stderr"] = errText
 		}
-		s.st.Payload.Raw = adapters.Raw(raw)
+		st.Payload.Raw = adapters.Raw(raw)
 	}
 }
 
@@ -661,8 +604,8 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 			}
 			s := p.message(c, id, "assistant", b.Text, at)
 			if r.IsAPIError {
-				s.st.Outcome = adapters.OutcomeFailed
-				s.st.Error = &store.StepError{Type: "api_error", Message: b.Text}
+				s.St.Outcome = adapters.OutcomeFailed
+				s.St.Error = &store.StepError{Type: "api_error", Message: b.Text}
 			}
 		case "thinking":
 			if b.Thinking == "" {
@@ -677,27 +620,20 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 		default:
 			st := store.Step{
 				ID: id, Type: store.TypeOther, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
-				Payload: store.Payload{ToolName: nonEmpty(b.Type, "unknown"), Raw: adapters.Raw(map[string]any{"block": rawJSON(b.raw)})},
+				Payload: store.Payload{ToolName: cmp.Or(b.Type, "unknown"), Raw: adapters.Raw(map[string]any{"block": rawJSON(b.raw)})},
 			}
 			p.addStep(c, st, at)
 		}
 	}
 }
 
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
-}
-
 func (p *parser) toolUse(c ctx, r *record, b block, fallbackID string, at adapters.Time) {
-	id := nonEmpty(ToolStepID(b.ID), fallbackID)
-	if p.tools[id] != nil {
+	id := cmp.Or(ToolStepID(b.ID), fallbackID)
+	if p.b.Called(id) {
 		p.skip("replayed tool_use")
 		return
 	}
-	call := &toolCall{name: unique.Make(nonEmpty(b.Name, "unknown")).Value(), req: &request{input: b.Input, args: object(b.Input)}}
+	call := &toolCall{name: unique.Make(cmp.Or(b.Name, "unknown")).Value(), req: &request{input: b.Input, args: object(b.Input)}}
 	if isSpawn(call.name) {
 		call.spawn = &spawn{prompt: str(call.req.args, "prompt"), subagentType: str(call.req.args, "subagent_type")}
 	}
@@ -705,34 +641,35 @@ func (p *parser) toolUse(c ctx, r *record, b block, fallbackID string, at adapte
 		call.mode = p.mode
 	}
 	st := store.Step{ID: id}
-	startTool(&st, call, nonEmpty(r.Cwd, p.cwd))
+	startTool(&st, call, cmp.Or(r.Cwd, p.cwd))
 	s := p.addStep(c, st, at)
-	s.call = call
-	p.tools[id] = s
+	s.Call = call
+	p.b.Call(id, s)
+	if call.spawn != nil {
+		p.spawns = append(p.spawns, s)
+	}
 }
 
 func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
-	s := p.tools[b.ToolUseID]
-	if s == nil {
+	steps, known := p.b.Result(b.ToolUseID)
+	if !known {
 		p.skip("tool_result without its tool_use")
 		return
 	}
-	if s.call.done {
+	if len(steps) == 0 {
 		p.skip("replayed tool_result")
 		return
 	}
+	s := steps[0]
 	res := &toolResult{text: b.Content.text(), isError: b.IsError}
 	if single && adapters.Present(r.ToolUseResult) {
 		res.tur = r.ToolUseResult
 		res.turObj = object(r.ToolUseResult)
 		decode(r.ToolUseResult, &res.turStr)
 	}
-	finishTool(s.st, s.call, res)
+	finishTool(s.St, s.Call.(*toolCall), res)
 	if aid := str(res.turObj, "agentId"); aid != "" {
-		p.links[aid] = s.st.ID
-	}
-	if steps := p.fileSteps[s.file]; steps[len(steps)-1] != s {
-		p.seal(s)
+		p.links[aid] = s.St.ID
 	}
 }
 
@@ -741,58 +678,6 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 // transcript of any size takes the memory of its steps' outlines. Tests
 // set it to 0 to spill every session.
 var SpillAfter = 32 << 20
-
-// countRead adds n bytes read and starts spilling past SpillAfter, with
-// every step finished so far. A spill that cannot be made leaves the
-// steps in memory.
-func (p *parser) countRead(n int) {
-	p.bytesRead += n
-	if p.spill != nil || p.noSpill || p.bytesRead <= SpillAfter {
-		return
-	}
-	sp, err := adapters.NewSpill()
-	if err != nil {
-		p.noSpill = true
-		return
-	}
-	p.spill = sp
-	for _, steps := range p.fileSteps {
-		for i, s := range steps {
-			if i < len(steps)-1 {
-				p.seal(s)
-			}
-		}
-	}
-}
-
-// seal moves a finished step to the spill, when there is one; a tool call
-// still waiting for its result stays.
-func (p *parser) seal(s *step) {
-	if s.call == nil || s.call.done {
-		p.spillStep(s)
-	}
-}
-
-// spillStep moves a step to the spill, when there is one, with what is
-// known of its place: its time and actor, and a root step's turn and
-// segment (a subagent's are known once the session is read).
-func (p *parser) spillStep(s *step) {
-	if p.spill == nil || s.st == nil {
-		return
-	}
-	s.st.At, s.st.ActorID, s.noTime = s.at.Text, rootActor, s.at.IsZero()
-	if s.agent != nil {
-		s.st.ActorID = s.agent.actor
-	} else {
-		s.st.TurnID, s.st.SegmentIndex = s.turn.ID, int64(s.seg)
-	}
-	out, err := p.spill.Put(s.st)
-	if err != nil {
-		p.spillErr = err
-		return
-	}
-	s.st, s.out, s.at.Text = nil, out, ""
-}
 
 func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 	r := ln.rec
@@ -810,7 +695,7 @@ func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 			return
 		}
 	}
-	p.skip("system:" + nonEmpty(r.Subtype, "?"))
+	p.skip("system:" + cmp.Or(r.Subtype, "?"))
 }
 
 func (p *parser) progress(c ctx, r *record) {
@@ -826,306 +711,111 @@ func (p *parser) progress(c ctx, r *record) {
 		p.links[d.AgentID] = r.ParentToolUseID
 	case d.Type == "hook_progress" && d.HookEvent == "SessionStart" && c.agent == nil:
 		_, source, _ := strings.Cut(d.HookName, ":")
-		at := p.rootLast
 		switch {
-		case source == "resume" && p.currentSegment().steps > 0:
-			p.newSegment("resume", at, c.path)
-		case source == "clear" && p.stepsSoFar() == 0:
-			p.segments[0].StartReason = "clear"
+		case source == "resume" && p.b.SegmentSteps() > 0:
+			p.newSegment("resume", p.rootLast, c.path)
+		case source == "clear":
+			p.b.SetStartReason("clear")
 		}
 	}
 	p.skip("progress")
 }
 
 // message adds a message step.
-func (p *parser) message(c ctx, id, role, text string, at adapters.Time) *step {
-	st := store.Step{
-		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
-		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
-	}
-	return p.addStep(c, st, at)
+func (p *parser) message(c ctx, id, role, text string, at adapters.Time) *adapters.Step {
+	return c.s.Message(p.actor(c), id, role, text, at)
 }
 
 // addStep adds a step of the root (to the current turn and segment) or of
-// a subagent (placed later, under the call that spawned it).
-func (p *parser) addStep(c ctx, st store.Step, at adapters.Time) *step {
-	st.ContentStatus = store.ContentInline
-	st.Channels = transcript
-	if steps := p.fileSteps[c.file]; len(steps) > 0 {
-		p.seal(steps[len(steps)-1]) // a command's output comes only right after it
-	}
-	s := &step{st: &st, at: at, file: int32(c.file), agent: c.agent}
+// a subagent (placed by the builder, under the call that spawned it).
+func (p *parser) addStep(c ctx, st store.Step, at adapters.Time) *adapters.Step {
+	return c.s.Add(p.actor(c), st, at)
+}
+
+func (p *parser) actor(c ctx) *adapters.Actor {
 	if c.agent == nil {
-		if p.turn == nil {
-			p.newTurn(st.ID, "", at)
-		}
-		seg := p.currentSegment()
-		s.turn, s.seg = p.turn, int32(seg.Index)
-		seg.steps++
-		seg.files[c.path] = true
-	} else {
-		c.agent.steps = append(c.agent.steps, s)
+		return nil
 	}
-	p.fileSteps[c.file] = append(p.fileSteps[c.file], s)
-	return s
+	return c.agent.actor
 }
 
-func (p *parser) stepsSoFar() int {
-	n := 0
-	for _, g := range p.segments {
-		n += g.steps
-	}
-	return n
-}
-
+// newTurn opens a root turn; the CLI's permission mode carries over to the
+// turns that record none.
 func (p *parser) newTurn(id, mode string, at adapters.Time) {
 	if mode != "" {
 		p.mode = mode
 	}
-	p.ensureSegment(at, "")
-	t := &turn{Turn: store.Turn{
-		ID: "turn-" + id, SegmentIndex: p.currentSegment().Index, ActorID: rootActor,
-		Index: int64(len(p.turns) + 1), Mode: p.mode,
-	}, at: at}
-	p.turns = append(p.turns, t)
-	p.turn = t
-}
-
-func (p *parser) ensureSegment(at adapters.Time, path string) {
-	if len(p.segments) == 0 {
-		p.newSegment("start", at, path)
-	}
+	p.b.NewTurn(id, p.mode, at)
 }
 
 func (p *parser) newSegment(reason string, at adapters.Time, path string) {
-	g := &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at, files: map[string]bool{}}
-	if path != "" {
-		g.files[path] = true
-	}
-	p.segments = append(p.segments, g)
+	p.b.NewSegment(reason, at)
+	p.b.SegmentFile(path)
 }
 
-func (p *parser) currentSegment() *segment { return p.segments[len(p.segments)-1] }
-
-// finish places the subagents, numbers the steps and cuts the batches.
+// finish names the session, finds the calls that spawned its subagents and
+// hands it to the builder.
 func (p *parser) finish() *adapters.Session {
-	start := p.minTime
-	if start.IsZero() {
-		start = adapters.TimeOf(p.u.ModTime)
-		if p.u.ModTime.IsZero() {
-			start = adapters.TimeOf(time.Unix(0, 0))
-		}
+	h := &p.b.Header
+	if h.ID == "" {
+		h.ID = p.sid
 	}
-	if p.sess.ID == "" {
-		p.sess.ID = p.sid
+	if h.ID == "" && len(p.paths) > 0 {
+		h.ID = strings.TrimSuffix(filepath.Base(p.paths[0]), ".jsonl")
 	}
-	if p.sess.ID == "" && len(p.paths) > 0 {
-		p.sess.ID = strings.TrimSuffix(filepath.Base(p.paths[0]), ".jsonl")
-	}
-	p.sess.Usage = p.totalUsage()
-	total := 0
-	for _, steps := range p.fileSteps {
-		total += len(steps)
-	}
-	if total == 0 || p.sess.ID == "" {
-		return p.sess
-	}
-	p.ensureSegment(start, "")
-	for _, g := range p.segments {
-		if g.at.IsZero() {
-			g.at = start
-		}
-	}
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.cwd, "unknown")}
+	h.Source = "import:" + Kind
+	p.b.Session().Usage = p.totalUsage()
 	p.seen, p.usage, p.owner = nil, nil, nil // the memory goes to the outlines next
+	claimed := map[*adapters.Step]bool{}
 	for _, a := range p.agentOrder {
-		p.resolve(a, 0)
+		p.resolve(a, claimed)
 	}
-	p.tools, p.links = nil, nil
-	for _, t := range p.turns {
-		if t.at.IsZero() {
-			t.at = start
+	p.links, p.spawns = nil, nil
+	p.b.Decide = func(s *adapters.Step) string {
+		// A subagent's call ran in the mode of the turn it joined.
+		call, ok := s.Call.(*toolCall)
+		if !ok || !call.accepted {
+			return ""
 		}
-		t.StartedAt = t.at.Text
+		call.mode = s.Turn().Mode
+		return decisionFor(call)
 	}
-	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
-	for _, a := range p.agentOrder {
-		if len(a.steps) > 0 {
-			actors = append(actors, store.Actor{ID: a.actor, ParentID: a.parent, Type: "subagent", Label: a.label})
-		}
-	}
-	ordered := mergeByTime(p.fileSteps, start)
-	var steps []store.Step
-	var outlines []*adapters.SpilledStep
-	for _, s := range ordered {
-		actor, decision := rootActor, ""
-		if s.agent != nil {
-			actor = s.agent.actor
-			if s.call != nil && s.call.accepted {
-				decision = decisionFor(s.call) // the mode of the turn it was placed in
-			}
-		}
-		p.segments[s.seg].files[p.paths[s.file]] = true
-		p.spillStep(s) // a call that never got its result too
-		if s.st == nil {
-			if s.agent != nil || s.noTime {
-				s.out.Place(s.turn.ID, int64(s.seg), s.at.Text, decision)
-			}
-			outlines = append(outlines, s.out)
-			continue
-		}
-		s.st.At, s.st.TurnID, s.st.SegmentIndex, s.st.ActorID = s.at.Text, s.turn.ID, int64(s.seg), actor
-		if decision != "" {
-			s.st.Decision = decision
-		}
-		steps = append(steps, *s.st)
-	}
-	if p.spillErr != nil {
-		p.problem(p.paths[0], 0, p.spillErr.Error())
-		p.sess.Spilled, p.sess.Batches = nil, nil
-		return p.sess
-	}
-	var segments []store.Segment
-	for i, g := range p.segments {
-		g.StartedAt = g.at.Text
-		if i+1 < len(p.segments) {
-			next := p.segments[i+1].at
-			if next.IsZero() {
-				next = start
-			}
-			g.EndedAt = next.Text
-		}
-		g.SourceFiles = []string{}
-		for f := range g.files {
-			if f != "" {
-				g.SourceFiles = append(g.SourceFiles, f)
-			}
-		}
-		slices.Sort(g.SourceFiles)
-		segments = append(segments, g.Segment)
-	}
-	var turns []store.Turn
-	for _, t := range p.turns {
-		turns = append(turns, t.Turn)
-	}
-	version := nonEmpty(p.version, "unknown")
-	h := store.SessionHeader{
-		ID:        p.sess.ID,
-		Agent:     store.Agent{Kind: Kind, Version: version},
-		Workspace: store.Workspace{Root: nonEmpty(p.cwd, "unknown")},
-		StartedAt: start.Text,
-		Source:    "import:" + Kind,
-	}
-	r := adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps}
-	if p.spill != nil {
-		p.sess.Batches, p.sess.Spilled = adapters.SplitSpilled(r, p.spill, outlines)
-	} else {
-		p.sess.Batches = adapters.Split(r)
-	}
-	p.sess.Steps = len(ordered)
-	return p.sess
+	return p.b.Finish()
 }
 
-// resolve places a subagent under the call that spawned it: the Task call
-// whose result named its agentId (or whose progress did), else the Task
-// call whose prompt is the subagent's first prompt. Its steps join that
-// call's turn and segment; without a known call, the turn and segment that
-// were current when it started.
-func (p *parser) resolve(a *agent, depth int) {
-	if a.resolved {
-		return
-	}
-	a.resolved = true
-	a.parent = rootActor
-	var spawn *step
+// resolve finds the call that spawned a subagent: the Task call whose
+// result named its agentId (or whose progress did), else the Task call
+// whose prompt is the subagent's first prompt. The builder places its
+// steps in that call's turn; a subagent is labelled with the call's
+// subagent_type unless it has a label.
+func (p *parser) resolve(a *agent, claimed map[*adapters.Step]bool) {
+	var spawn *adapters.Step
 	if id := p.links[a.agentID]; a.agentID != "" && id != "" {
-		spawn = p.tools[id]
+		if steps := p.b.CallSteps(id); len(steps) > 0 {
+			spawn = steps[0]
+		}
 	}
 	if spawn == nil && a.prompt != "" {
-		for _, f := range p.fileSteps {
-			for _, s := range f {
-				if s.call != nil && !p.claimed[s] && s.call.spawn != nil && strings.TrimSpace(s.call.spawn.prompt) == a.prompt {
-					spawn = s
-					break
-				}
-			}
-			if spawn != nil {
+		for _, s := range p.spawns {
+			if !claimed[s] && strings.TrimSpace(s.Call.(*toolCall).spawn.prompt) == a.prompt {
+				spawn = s
 				break
 			}
 		}
 	}
-	if spawn != nil && spawn.agent == a {
-		spawn = nil
+	if spawn == nil || spawn.Actor() == a.actor {
+		return
 	}
-	if spawn != nil {
-		p.claimed[spawn] = true
-		if spawn.agent != nil && depth < 20 {
-			p.resolve(spawn.agent, depth+1)
-			a.parent = spawn.agent.actor
-		}
-		if a.label == "" {
-			a.label = spawn.call.spawn.subagentType
-		}
-	}
-	switch {
-	case spawn != nil && spawn.agent == nil:
-		a.turn, a.seg = spawn.turn, int64(spawn.seg)
-	case spawn != nil:
-		a.turn, a.seg = spawn.agent.turn, spawn.agent.seg
-	default:
-		a.turn, a.seg = p.turnAt(a.first), p.segmentAt(a.first)
-	}
-	if a.turn == nil {
-		a.turn = p.turnAt(a.first)
-	}
-	for _, s := range a.steps {
-		s.turn, s.seg = a.turn, int32(a.seg)
-		if s.call != nil {
-			s.call.mode = a.turn.Mode
-		}
+	claimed[spawn] = true
+	a.actor.SpawnedBy(spawn)
+	if call, ok := spawn.Call.(*toolCall); ok && call.spawn != nil && a.actor.Label == "" {
+		a.actor.Label = call.spawn.subagentType
 	}
 }
 
 func isSpawn(tool string) bool { return tool == "Task" || tool == "Agent" }
-
-// turnAt is the last root turn started at or before t; the first turn if
-// none was; a new turn when the session has none.
-func (p *parser) turnAt(t adapters.Time) *turn {
-	if len(p.turns) == 0 {
-		p.newTurn("start", "", t)
-	}
-	found := p.turns[0]
-	for _, tr := range p.turns {
-		if !tr.at.IsZero() && !t.IsZero() && tr.at.At.After(t.At) {
-			break
-		}
-		found = tr
-	}
-	return found
-}
-
-func (p *parser) segmentAt(t adapters.Time) int64 {
-	var found int64
-	for _, g := range p.segments {
-		if !g.at.IsZero() && !t.IsZero() && g.at.At.After(t.At) {
-			break
-		}
-		found = g.Index
-	}
-	return found
-}
-
-// mergeByTime orders the steps of all files (see adapters.MergeByTime);
-// steps with no time get the session start.
-func mergeByTime(files [][]*step, start adapters.Time) []*step {
-	for _, f := range files {
-		for _, s := range f {
-			if s.noTime || (s.out == nil && s.at.IsZero()) {
-				s.at = start
-			}
-		}
-	}
-	return adapters.MergeByTime(files, func(s *step) time.Time { return s.at.At })
-}
 
 func (p *parser) totalUsage() *adapters.Usage {
 	if len(p.usage) == 0 {

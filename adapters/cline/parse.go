@@ -1,6 +1,7 @@
 package cline
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -13,8 +14,6 @@ import (
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
-
-const rootActor = "root"
 
 // Task is the files of one task folder. APIHistory or UIMessages must be
 // set; the others may be nil.
@@ -99,8 +98,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 // reports a cost; the history does not report cache writes, so they are 0.
 // With no reported cost the session has no metrics.
 func ParseTask(t Task) *adapters.Session {
-	p := newParser(t.ID)
-	p.channel = []string{"task_files"}
+	p := newParser(adapters.Unit{ID: t.ID, ModTime: t.ModTime}, "task_files")
 	var msgs []apiMessage
 	var paths []string
 	if f := t.APIHistory; f != nil {
@@ -132,7 +130,7 @@ func ParseTask(t Task) *adapters.Session {
 			p.problems(*prob)
 		}
 	}
-	p.paths = paths
+	p.b.Files(paths...)
 
 	// The task's start: its id when that is a time in milliseconds, else
 	// the first time any file records.
@@ -174,16 +172,13 @@ func ParseTask(t Task) *adapters.Session {
 			}
 		}
 	}
-	if p.start.IsZero() {
-		p.start = fallbackStart(t.ModTime)
-	}
 	if !p.reported.any {
 		for _, m := range msgs {
 			p.reported.message(m)
 		}
 	}
 	if len(msgs) == 0 {
-		return p.finish(nil)
+		return p.finish()
 	}
 	ats := messageTimes(msgs, requests)
 	for _, m := range ui {
@@ -192,9 +187,9 @@ func ParseTask(t Task) *adapters.Session {
 			break
 		}
 	}
-	c := &conv{actor: rootActor, path: paths[0], prefix: "m"}
+	c := &conv{s: p.b.Stream(""), prefix: "m"}
 	p.conversation(c, msgs, ats)
-	return p.finish(nil)
+	return p.finish()
 }
 
 // ParseSDKSession reads an SDK session: the manifest gives the working
@@ -206,20 +201,20 @@ func ParseTask(t Task) *adapters.Session {
 // blocks. Metrics are the sums of each reply's reported metrics, when some
 // reply reports a cost.
 func ParseSDKSession(s SDKSession) *adapters.Session {
-	p := newParser(s.ID)
-	p.channel = []string{"session_files"}
+	p := newParser(adapters.Unit{ID: s.ID, ModTime: s.ModTime}, "session_files")
 	p.sdk = true
+	h := &p.b.Header
 	var man manifest
 	if f := s.Manifest; f != nil {
-		p.paths = append(p.paths, f.Path)
+		p.b.Files(f.Path)
 		if prob := decodeFile(*f, &man); prob != nil {
 			p.problems(*prob)
 		}
 	}
-	if p.sess.ID == "" {
-		p.sess.ID = man.SessionID
+	if h.ID == "" {
+		h.ID = man.SessionID
 	}
-	p.cwd = firstNonEmpty(man.Cwd, man.WorkspaceRoot)
+	p.cwd = cmp.Or(man.Cwd, man.WorkspaceRoot)
 	if at, ok := adapters.ParseTime(man.StartedAt); ok {
 		p.start = at
 	}
@@ -232,14 +227,14 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 	}
 	var convs []loaded
 	read := func(f adapters.File, c *conv) {
-		p.paths = append(p.paths, f.Path)
+		p.b.Files(f.Path)
 		var mf messagesFile
 		if prob := decodeFile(f, &mf); prob != nil {
 			p.problems(*prob)
 			return
 		}
-		if p.sess.ID == "" {
-			p.sess.ID = mf.SessionID
+		if h.ID == "" {
+			h.ID = mf.SessionID
 		}
 		msgs := decodeMessages(mf.Messages)
 		for _, m := range msgs {
@@ -248,11 +243,13 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 		convs = append(convs, loaded{c, msgs})
 	}
 	if s.Messages != nil {
-		read(*s.Messages, &conv{actor: rootActor, path: s.Messages.Path, prefix: "m"})
+		read(*s.Messages, &conv{s: p.b.Stream(""), prefix: "m"})
 	}
 	for _, f := range s.Subagents {
 		stem := strings.TrimSuffix(filepath.Base(f.Path), messagesSuffix)
-		read(f, &conv{actor: "agent-" + stem, path: f.Path, prefix: stem + ":m", child: true})
+		a := p.b.Subagent("agent-" + stem)
+		a.Label = "subagent"
+		read(f, &conv{s: p.b.Stream(""), actor: a, prefix: stem + ":m"})
 	}
 	if p.start.IsZero() {
 		for _, l := range convs {
@@ -263,17 +260,10 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 			}
 		}
 	}
-	if p.start.IsZero() {
-		p.start = fallbackStart(s.ModTime)
-	}
-	var children []*conv
 	for _, l := range convs {
 		p.conversation(l.c, l.msgs, messageTimes(l.msgs, nil))
-		if l.c.child {
-			children = append(children, l.c)
-		}
 	}
-	return p.finish(children)
+	return p.finish()
 }
 
 func decodeMessages(raws []json.RawMessage) []apiMessage {
@@ -340,40 +330,16 @@ func idMillis(id string) (int64, bool) {
 	return ms, err == nil
 }
 
-func fallbackStart(mod time.Time) adapters.Time {
-	if mod.IsZero() {
-		return adapters.TimeOf(time.Unix(0, 0))
-	}
-	return adapters.TimeOf(mod)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 type parser struct {
-	sess     *adapters.Session
-	channel  []string
+	b        *adapters.Builder
 	sdk      bool
-	paths    []string
 	cwd      string
 	version  string
 	start    adapters.Time
 	ended    adapters.Time
 	modes    []modeAt
 	reported reported
-
-	segments []*segment
-	turns    []*turn
-	turn     *turn
-	lists    [][]*step // main conversation first, then each subagent
-	tools    map[string]*step
-	pending  []*step // calls of the last reply still waiting for a result
+	pending  []*adapters.Step // calls of the last reply still waiting for a result
 }
 
 type modeAt struct {
@@ -381,52 +347,25 @@ type modeAt struct {
 	mode string
 }
 
-type segment struct {
-	store.Segment
-	at adapters.Time
-}
-
-type turn struct {
-	store.Turn
-	at adapters.Time
-}
-
-type step struct {
-	st    store.Step
-	at    adapters.Time
-	conv  *conv
-	call  *call
-	turn  *turn
-	seg   int64
-	child bool
-}
-
-// conv is one conversation: the lead's, or a subagent's.
+// conv is one conversation: the lead's, or a subagent's (actor set).
 type conv struct {
-	actor    string
-	path     string
+	s        *adapters.Stream
+	actor    *adapters.Actor
 	prefix   string // of positional step ids
-	child    bool
 	prompted bool
-	steps    []*step
 }
 
-func newParser(id string) *parser {
-	return &parser{sess: &adapters.Session{ID: id, Skipped: map[string]int{}}, tools: map[string]*step{}}
+func newParser(u adapters.Unit, channel string) *parser {
+	return &parser{b: adapters.NewBuilder(u, channel)}
 }
 
-func (p *parser) problems(ps ...adapters.Problem) {
-	p.sess.Problems = append(p.sess.Problems, ps...)
-}
+func (p *parser) problems(ps ...adapters.Problem) { p.b.Problem(ps...) }
 
-func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+func (p *parser) skip(kind string) { p.b.Skip(kind) }
 
 func (p *parser) conversation(c *conv, msgs []apiMessage, ats []adapters.Time) {
 	for i, m := range msgs {
 		at := ats[i]
-		if at.IsZero() {
-			at = p.start
-		}
 		base := m.ID
 		if base == "" {
 			base = fmt.Sprintf("%s%d", c.prefix, i)
@@ -440,7 +379,6 @@ func (p *parser) conversation(c *conv, msgs []apiMessage, ats []adapters.Time) {
 			p.skip("message role " + m.Role)
 		}
 	}
-	p.lists = append(p.lists, c.steps)
 }
 
 func blockID(base string, j int) string {
@@ -485,9 +423,7 @@ func (p *parser) userMessage(c *conv, base string, m apiMessage, at adapters.Tim
 		id := blockID(base, j)
 		switch b.Type {
 		case "tool_result":
-			if s := p.tools[b.ToolUseID]; s != nil {
-				p.complete(s, resultText(b.Content), b.IsError)
-			} else {
+			if !p.complete(b.ToolUseID, resultText(b.Content), b.IsError) {
 				p.skip("tool_result without its call")
 			}
 		case "text":
@@ -512,7 +448,7 @@ func (p *parser) userText(c *conv, id, text, mode string, at adapters.Time, notP
 		loc := resultRE.FindStringSubmatchIndex(t)
 		p.toolResultText(c, id, t[loc[2]:loc[3]], t[loc[1]:], mode, at)
 	case strings.HasPrefix(t, "[TASK RESUMPTION]"):
-		p.newSegment("resume", at)
+		p.b.NewSegment("resume", at)
 		if um := tag(t, "user_message"); um != "" {
 			p.prompt(c, id, um, mode, at)
 			return true
@@ -524,7 +460,7 @@ func (p *parser) userText(c *conv, id, text, mode string, at adapters.Time, notP
 		p.prompt(c, id, tag(t, "task"), mode, at)
 		return true
 	case strings.HasPrefix(t, "<feedback>") || strings.HasPrefix(t, "<user_message>") || strings.HasPrefix(t, "<answer>"):
-		p.prompt(c, id, firstNonEmpty(tag(t, "feedback"), tag(t, "user_message"), tag(t, "answer")), mode, at)
+		p.prompt(c, id, cmp.Or(tag(t, "feedback"), tag(t, "user_message"), tag(t, "answer")), mode, at)
 		return true
 	case p.sdk && !notPrompt:
 		p.prompt(c, id, unwrap(t, "user_input"), mode, at)
@@ -545,7 +481,7 @@ func unwrap(t, name string) string {
 // prompt adds what the user typed: in the lead conversation it starts a
 // turn; a subagent's first prompt is the task its parent gave it.
 func (p *parser) prompt(c *conv, id, text, mode string, at adapters.Time) {
-	if c.child {
+	if c.actor != nil {
 		role := "system"
 		if !c.prompted {
 			role, c.prompted = "task", true
@@ -553,7 +489,7 @@ func (p *parser) prompt(c *conv, id, text, mode string, at adapters.Time) {
 		p.message(c, id, role, text, at)
 		return
 	}
-	p.newTurn(id, mode, at)
+	p.b.NewTurn(id, mode, at)
 	p.message(c, id, "user", text, at)
 }
 
@@ -563,13 +499,10 @@ func (p *parser) prompt(c *conv, id, text, mode string, at adapters.Time) {
 // reply to plan_mode_respond starts a turn; an answer to a question, or
 // feedback on a denied or approved call, is a user message in this turn.
 func (p *parser) toolResultText(c *conv, id, tool, body string, mode string, at adapters.Time) {
-	s := p.popPending(tool)
-	if s != nil {
-		p.complete(s, body, false)
-	} else {
+	if s := p.popPending(tool); s == nil || !p.complete(s.St.ID, body, false) {
 		p.skip("tool result without its call")
 	}
-	said := firstNonEmpty(tag(body, "feedback"), tag(body, "user_message"), tag(body, "answer"))
+	said := cmp.Or(tag(body, "feedback"), tag(body, "user_message"), tag(body, "answer"))
 	if said == "" {
 		return
 	}
@@ -577,7 +510,7 @@ func (p *parser) toolResultText(c *conv, id, tool, body string, mode string, at 
 	case "attempt_completion", "plan_mode_respond":
 		p.prompt(c, id, said, mode, at)
 	default:
-		if c.child {
+		if c.actor != nil {
 			p.message(c, id, "system", said, at)
 		} else {
 			p.message(c, id, "user", said, at)
@@ -585,10 +518,10 @@ func (p *parser) toolResultText(c *conv, id, tool, body string, mode string, at 
 	}
 }
 
-func (p *parser) popPending(tool string) *step {
+func (p *parser) popPending(tool string) *adapters.Step {
 	idx := -1
 	for i, s := range p.pending {
-		if s.call.name == tool {
+		if s.Call.(*call).name == tool {
 			idx = i
 			break
 		}
@@ -606,8 +539,8 @@ func (p *parser) popPending(tool string) *step {
 
 func (p *parser) assistantMessage(c *conv, base string, m apiMessage, at adapters.Time) {
 	p.pending = nil
-	if mode := m.ModelInfo.Mode; mode != "" && !c.child && p.turn != nil && p.turn.Mode == "" {
-		p.turn.Mode = mode
+	if t := p.b.Turn(); m.ModelInfo.Mode != "" && c.actor == nil && t != nil && t.Mode == "" {
+		t.Mode = m.ModelInfo.Mode
 	}
 	blocks := contentBlocks(m.Content)
 	if len(blocks) == 0 {
@@ -631,11 +564,11 @@ func (p *parser) assistantMessage(c *conv, base string, m apiMessage, at adapter
 				p.toolCall(c, fmt.Sprintf("%s.t%d", id, k), call.name, call.args, nil, at)
 			}
 		case "thinking", "reasoning":
-			if text := firstNonEmpty(b.Thinking, b.Text); text != "" {
+			if text := cmp.Or(b.Thinking, b.Text); text != "" {
 				p.message(c, id, "thinking", text, at)
 			}
 		case "tool_use":
-			p.toolCall(c, firstNonEmpty(b.ID, id), firstNonEmpty(b.Name, "unknown"), stringArgs(b.Input), b.Input, at)
+			p.toolCall(c, cmp.Or(b.ID, id), cmp.Or(b.Name, "unknown"), stringArgs(b.Input), b.Input, at)
 		default:
 			p.skip(b.Type)
 		}
@@ -643,146 +576,47 @@ func (p *parser) assistantMessage(c *conv, base string, m apiMessage, at adapter
 }
 
 func (p *parser) toolCall(c *conv, id, name string, args map[string]string, input json.RawMessage, at adapters.Time) {
-	if p.tools[id] != nil {
+	if p.b.Called(id) {
 		p.skip("repeated tool call")
 		return
 	}
 	cl := &call{name: name, args: args, input: input}
 	st := store.Step{ID: id}
 	startTool(&st, cl, p.cwd)
-	s := p.addStep(c, st, at)
-	s.call = cl
-	p.tools[id] = s
+	s := c.s.Add(c.actor, st, at)
+	s.Call = cl
+	p.b.Call(id, s)
 	p.pending = append(p.pending, s)
 	if name == "condense" || name == "summarize_task" {
-		p.newSegment("compaction", at)
+		p.b.NewSegment("compaction", at)
 	}
 }
 
-func (p *parser) complete(s *step, body string, isError bool) {
-	if s.call.done {
-		return
+// complete gives call id its result; false when no call has this id.
+func (p *parser) complete(id, body string, isError bool) bool {
+	steps, known := p.b.Result(id)
+	for _, s := range steps {
+		finishTool(s.St, s.Call.(*call), body, isError)
 	}
-	finishTool(&s.st, s.call, body, isError)
+	return known
 }
 
-func (p *parser) message(c *conv, id, role, text string, at adapters.Time) *step {
-	st := store.Step{
-		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
-		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
-	}
-	return p.addStep(c, st, at)
+func (p *parser) message(c *conv, id, role, text string, at adapters.Time) {
+	c.s.Message(c.actor, id, role, text, at)
 }
 
-func (p *parser) addStep(c *conv, st store.Step, at adapters.Time) *step {
-	st.ContentStatus = store.ContentInline
-	st.Channels = p.channel
-	s := &step{st: st, at: at, conv: c, child: c.child}
-	if !c.child {
-		if p.turn == nil {
-			p.newTurn(st.ID, "", at)
-		}
-		s.turn, s.seg = p.turn, p.currentSegment().Index
-	}
-	c.steps = append(c.steps, s)
-	return s
-}
-
-func (p *parser) newTurn(id, mode string, at adapters.Time) {
-	p.ensureSegment(at)
-	t := &turn{Turn: store.Turn{
-		ID: "turn-" + id, SegmentIndex: p.currentSegment().Index, ActorID: rootActor,
-		Index: int64(len(p.turns) + 1), Mode: mode,
-	}, at: at}
-	p.turns = append(p.turns, t)
-	p.turn = t
-}
-
-func (p *parser) ensureSegment(at adapters.Time) {
-	if len(p.segments) == 0 {
-		p.segments = append(p.segments, &segment{Segment: store.Segment{Index: 0, StartReason: "start"}, at: p.start})
-	}
-}
-
-func (p *parser) newSegment(reason string, at adapters.Time) {
-	p.ensureSegment(at)
-	p.segments = append(p.segments, &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at})
-}
-
-func (p *parser) currentSegment() *segment {
-	p.ensureSegment(p.start)
-	return p.segments[len(p.segments)-1]
-}
-
-// finish places the subagents' steps, numbers the steps and cuts batches.
-func (p *parser) finish(children []*conv) *adapters.Session {
-	total := 0
-	for _, l := range p.lists {
-		total += len(l)
-	}
-	p.sess.Usage = p.reported.usage()
-	if total == 0 || p.sess.ID == "" {
-		return p.sess
-	}
-	p.ensureSegment(p.start)
-	if len(p.turns) == 0 {
-		p.newTurn("start", "", p.start)
-	}
-	for _, t := range p.turns {
-		if t.Mode == "" {
-			t.Mode = p.modeAt(t.at)
-		}
-		t.StartedAt = t.at.Text
-	}
-	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
-	for _, c := range children {
-		if len(c.steps) > 0 {
-			actors = append(actors, store.Actor{ID: c.actor, ParentID: rootActor, Type: "subagent", Label: "subagent"})
-		}
-	}
-	ordered := adapters.MergeByTime(p.lists, func(s *step) time.Time { return s.at.At })
-	steps := make([]store.Step, len(ordered))
-	for i, s := range ordered {
-		if s.child {
-			s.turn, s.seg = p.turnAt(s.at), p.segmentAt(s.at)
-		}
-		s.st.At = s.at.Text
-		s.st.TurnID = s.turn.ID
-		s.st.SegmentIndex = s.seg
-		s.st.ActorID = s.conv.actor
-		steps[i] = s.st
-	}
-	files := []string{}
-	for _, f := range p.paths {
-		if f != "" && !slices.Contains(files, f) {
-			files = append(files, f)
-		}
-	}
-	var segments []store.Segment
-	for i, g := range p.segments {
-		g.StartedAt = g.at.Text
-		if i+1 < len(p.segments) {
-			g.EndedAt = p.segments[i+1].at.Text
-		}
-		g.SourceFiles = files
-		segments = append(segments, g.Segment)
-	}
-	var turns []store.Turn
-	for _, t := range p.turns {
-		turns = append(turns, t.Turn)
-	}
-	h := store.SessionHeader{
-		ID:        p.sess.ID,
-		Agent:     store.Agent{Kind: Kind, Version: firstNonEmpty(p.version, "unknown")},
-		Workspace: store.Workspace{Root: firstNonEmpty(p.cwd, "unknown")},
-		StartedAt: p.start.Text,
-		EndedAt:   p.ended.Text,
-		Source:    "import:" + Kind,
-		Metrics:   p.reported.metrics(),
-	}
-	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
-	p.sess.Steps = len(steps)
-	return p.sess
+// finish hands the session to the builder: its header, start and modes.
+func (p *parser) finish() *adapters.Session {
+	p.b.Session().Usage = p.reported.usage()
+	h := &p.b.Header
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.cwd, "unknown")}
+	h.EndedAt = p.ended.Text
+	h.Source = "import:" + Kind
+	h.Metrics = p.reported.metrics()
+	p.b.SetStart(p.start)
+	p.b.ModeAt = p.modeAt
+	return p.b.Finish()
 }
 
 // modeAt is the mode task_metadata.json recorded last before t (its first
@@ -795,28 +629,6 @@ func (p *parser) modeAt(t adapters.Time) string {
 		}
 	}
 	return mode
-}
-
-func (p *parser) turnAt(t adapters.Time) *turn {
-	found := p.turns[0]
-	for _, tr := range p.turns {
-		if tr.at.At.After(t.At) {
-			break
-		}
-		found = tr
-	}
-	return found
-}
-
-func (p *parser) segmentAt(t adapters.Time) int64 {
-	var found int64
-	for _, g := range p.segments {
-		if g.at.At.After(t.At) {
-			break
-		}
-		found = g.Index
-	}
-	return found
 }
 
 // reported sums the usage Cline reported, per API request or per reply.

@@ -1,6 +1,7 @@
 package cline
 
 import (
+	"cmp"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -16,7 +17,6 @@ type call struct {
 	name  string
 	args  map[string]string
 	input json.RawMessage // the tool_use input; nil for an XML call
-	done  bool
 }
 
 // talkTools are how Cline speaks to the user; they are message steps.
@@ -66,7 +66,7 @@ func startTool(st *store.Step, c *call, cwd string) {
 		}
 		return
 	case c.name == "apply_patch":
-		if files := adapters.PatchFiles(firstNonEmpty(c.args["input"], c.args["patch"])); len(files) == 1 {
+		if files := adapters.PatchFiles(cmp.Or(c.args["input"], c.args["patch"])); len(files) == 1 {
 			st.Type = store.TypeEdit
 			st.Payload = store.Payload{Path: filePath(files[0].Path, cwd), IsFullWrite: adapters.Bool(files[0].Op == "add")}
 			st.Payload.StructuredPatch, _ = json.Marshal(files[0].Text)
@@ -107,7 +107,6 @@ var (
 
 // finishTool completes a call with the text Cline sent back to the model.
 func finishTool(st *store.Step, c *call, body string, isError bool) {
-	c.done = true
 	if st.Type == store.TypeMessage {
 		return // a talk tool: its result is the user's reply
 	}
@@ -115,11 +114,10 @@ func finishTool(st *store.Step, c *call, body string, isError bool) {
 	st.Decision, st.Outcome = adapters.DecisionAccepted, adapters.OutcomeOK
 	switch {
 	case strings.HasPrefix(body, "The user denied this operation"):
-		st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
-		st.Error = &store.StepError{Type: "rejected", Message: firstLine(body)}
+		adapters.Reject(st, firstLine(body))
 	case strings.HasPrefix(body, "The tool execution failed with the following error:"):
 		st.Outcome = adapters.OutcomeFailed
-		st.Error = &store.StepError{Type: "tool_error", Message: firstNonEmpty(tag(body, "error"), body)}
+		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(tag(body, "error"), body)}
 	case isError:
 		st.Outcome = adapters.OutcomeFailed
 		st.Error = &store.StepError{Type: "tool_error", Message: body}

@@ -2,21 +2,18 @@ package codex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
-
-const rootActor = "root"
 
 var channels = []string{"rollout"}
 
@@ -94,13 +91,11 @@ type line struct {
 // the last total counts each response once) but no cost, and metrics need a
 // cost: the session has no metrics and the tokens go to Session.Usage.
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
-	p := &parser{
-		sess:  &adapters.Session{ID: u.ID, Skipped: map[string]int{}},
-		tools: map[string][]*step{},
-	}
+	b := adapters.NewBuilder(u, channels...)
+	p := &parser{b: b, s: b.Stream("")}
 	var lines []*line
 	for _, f := range files {
-		p.paths = append(p.paths, f.Path)
+		b.Files(f.Path)
 		lines = append(lines, p.read(f)...)
 	}
 	for _, ln := range lines {
@@ -116,12 +111,6 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 			p.start = ln.at
 		}
 	}
-	if p.start.IsZero() {
-		p.start = adapters.TimeOf(u.ModTime)
-		if u.ModTime.IsZero() {
-			p.start = adapters.TimeOf(time.Unix(0, 0))
-		}
-	}
 	last := p.start
 	for _, ln := range lines {
 		if ln.at.IsZero() {
@@ -134,8 +123,8 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 }
 
 type parser struct {
-	sess  *adapters.Session
-	paths []string
+	b *adapters.Builder
+	s *adapters.Stream
 
 	id, root, cwd, version, repo string
 	start                        adapters.Time
@@ -145,36 +134,11 @@ type parser struct {
 	hasReplies                   bool
 	hasReasoning                 bool
 
-	segments []*segment
-	turns    []*turn
-	turn     *turn
-	steps    []*step
-	tools    map[string][]*step // call_id -> its steps
-
 	usage    *adapters.Usage
 	lastInfo string
 }
 
-type segment struct {
-	store.Segment
-	at    adapters.Time
-	steps int
-}
-
-type turn struct {
-	store.Turn
-	at adapters.Time
-}
-
-type step struct {
-	st   store.Step
-	at   adapters.Time
-	turn *turn
-	seg  int64
-	done bool
-}
-
-func (p *parser) skip(kind string) { p.sess.Skipped[kind]++ }
+func (p *parser) skip(kind string) { p.b.Skip(kind) }
 
 // read decodes a rollout's lines; broken lines are reported, a broken last
 // line without its newline marks the file as still being written.
@@ -192,14 +156,14 @@ func (p *parser) read(f adapters.File) []*line {
 		var typ *json.UnmarshalTypeError
 		if err != nil && !(errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))) {
 			if !terminated {
-				p.sess.Incomplete = append(p.sess.Incomplete, f.Path)
+				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
 				return
 			}
 			msg := "invalid JSON"
 			if json.Valid(b) {
 				msg = "not a JSON object"
 			}
-			p.sess.Problems = append(p.sess.Problems, adapters.Problem{Path: f.Path, Line: n, Message: msg})
+			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: msg})
 			return
 		}
 		if t, ok := adapters.ParseTime(ln.rec.Timestamp); ok {
@@ -207,7 +171,7 @@ func (p *parser) read(f adapters.File) []*line {
 		}
 		out = append(out, ln)
 	})
-	p.sess.Problems = append(p.sess.Problems, problems...)
+	p.b.Problem(problems...)
 	return out
 }
 
@@ -220,8 +184,8 @@ func (p *parser) line(ln *line) {
 	switch ln.rec.Type {
 	case "session_meta":
 		if p.metaSeen {
-			if p.current().steps > 0 {
-				p.newSegment("resume", ln.at)
+			if p.b.SegmentSteps() > 0 {
+				p.b.NewSegment("resume", ln.at)
 			}
 			if pl.CLIVersion != "" {
 				p.version = pl.CLIVersion // the CLI that wrote the latest lines
@@ -240,19 +204,19 @@ func (p *parser) line(ln *line) {
 		if pl.ApprovalPolicy != "" {
 			p.policy = pl.ApprovalPolicy
 		}
-		if mode := pl.CollaborationMode.Mode; mode != "" && p.turn != nil && p.turn.Mode == "" {
-			p.turn.Mode = mode
+		if t := p.b.Turn(); t != nil && t.Mode == "" {
+			t.Mode = pl.CollaborationMode.Mode
 		}
 	case "response_item":
 		p.responseItem(ln)
 	case "event_msg":
 		p.event(ln)
 	case "compacted":
-		if p.current().steps > 0 {
-			p.newSegment("compaction", ln.at)
+		if p.b.SegmentSteps() > 0 {
+			p.b.NewSegment("compaction", ln.at)
 		}
 	default:
-		p.skip(nonEmpty(ln.rec.Type, "untyped line"))
+		p.skip(cmp.Or(ln.rec.Type, "untyped line"))
 	}
 }
 
@@ -283,24 +247,24 @@ func (p *parser) responseItem(ln *line) {
 		if json.Unmarshal(pl.Arguments, &args) != nil {
 			args = string(pl.Arguments)
 		}
-		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), args, false, ln.at)
+		p.toolCall(cmp.Or(pl.CallID, id), cmp.Or(pl.Name, "unknown"), args, false, ln.at)
 	case "custom_tool_call":
 		var input string
 		if json.Unmarshal(pl.Input, &input) != nil {
 			input = string(pl.Input)
 		}
-		p.toolCall(nonEmpty(pl.CallID, id), nonEmpty(pl.Name, "unknown"), input, true, ln.at)
+		p.toolCall(cmp.Or(pl.CallID, id), cmp.Or(pl.Name, "unknown"), input, true, ln.at)
 	case "local_shell_call":
-		callID := nonEmpty(pl.CallID, id)
-		p.command(callID, shellCommand(pl.Action.Command), nonEmpty(pl.Action.WorkingDirectory, p.cwd), ln.at)
+		callID := cmp.Or(pl.CallID, id)
+		p.command(callID, shellCommand(pl.Action.Command), cmp.Or(pl.Action.WorkingDirectory, p.cwd), ln.at)
 	case "function_call_output", "custom_tool_call_output":
 		p.result(pl.CallID, pl.Output)
 	case "web_search_call":
-		st := store.Step{ID: nonEmpty(pl.CallID, id), Type: store.TypeOther, Decision: p.decision(), Outcome: adapters.OutcomeOK,
+		st := store.Step{ID: cmp.Or(pl.CallID, id), Type: store.TypeOther, Decision: p.decision(), Outcome: adapters.OutcomeOK,
 			Payload: store.Payload{ToolName: "web_search", Raw: adapters.Raw(map[string]any{"item": json.RawMessage(ln.rec.Payload)})}}
-		p.addStep(st, ln.at)
+		p.s.Add(nil, st, ln.at)
 	default:
-		p.skip("response_item:" + nonEmpty(pl.Type, "?"))
+		p.skip("response_item:" + cmp.Or(pl.Type, "?"))
 	}
 }
 
@@ -325,13 +289,13 @@ func (p *parser) event(ln *line) {
 	case "token_count":
 		p.tokens(pl.Info)
 	case "context_compacted":
-		if p.current().steps > 0 {
-			p.newSegment("compaction", ln.at)
+		if p.b.SegmentSteps() > 0 {
+			p.b.NewSegment("compaction", ln.at)
 		}
 	case "turn_aborted":
-		p.message(id, "system", "turn aborted: "+nonEmpty(pl.Reason, "unknown reason"), ln.at)
+		p.message(id, "system", "turn aborted: "+cmp.Or(pl.Reason, "unknown reason"), ln.at)
 	default:
-		p.skip("event_msg:" + nonEmpty(pl.Type, "?"))
+		p.skip("event_msg:" + cmp.Or(pl.Type, "?"))
 	}
 }
 
@@ -369,54 +333,12 @@ func contentText(raw json.RawMessage) string {
 }
 
 func (p *parser) prompt(id, text string, at adapters.Time) {
-	p.ensureSegment()
-	t := &turn{Turn: store.Turn{ID: "turn-" + id, SegmentIndex: p.current().Index, ActorID: rootActor, Index: int64(len(p.turns) + 1)}, at: at}
-	p.turns = append(p.turns, t)
-	p.turn = t
+	p.b.NewTurn(id, "", at)
 	p.message(id, "user", text, at)
 }
 
 func (p *parser) message(id, role, text string, at adapters.Time) {
-	p.addStep(store.Step{
-		ID: id, Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
-		Payload: store.Payload{Role: role, Text: adapters.Text(text)},
-	}, at)
-}
-
-func (p *parser) addStep(st store.Step, at adapters.Time) *step {
-	p.ensureSegment()
-	if p.turn == nil {
-		p.prompt0(st.ID, at)
-	}
-	st.ContentStatus = store.ContentInline
-	st.Channels = channels
-	s := &step{st: st, at: at, turn: p.turn, seg: p.current().Index}
-	p.current().steps++
-	p.steps = append(p.steps, s)
-	return s
-}
-
-// prompt0 opens a turn for steps that come before any prompt.
-func (p *parser) prompt0(id string, at adapters.Time) {
-	t := &turn{Turn: store.Turn{ID: "turn-" + id, SegmentIndex: p.current().Index, ActorID: rootActor, Index: int64(len(p.turns) + 1)}, at: at}
-	p.turns = append(p.turns, t)
-	p.turn = t
-}
-
-func (p *parser) ensureSegment() {
-	if len(p.segments) == 0 {
-		p.segments = append(p.segments, &segment{Segment: store.Segment{Index: 0, StartReason: "start"}, at: p.start})
-	}
-}
-
-func (p *parser) newSegment(reason string, at adapters.Time) {
-	p.ensureSegment()
-	p.segments = append(p.segments, &segment{Segment: store.Segment{Index: int64(len(p.segments)), StartReason: reason}, at: at})
-}
-
-func (p *parser) current() *segment {
-	p.ensureSegment()
-	return p.segments[len(p.segments)-1]
+	p.s.Message(nil, id, role, text, at)
 }
 
 // decision is how a call Codex ran was allowed: by nobody when the policy
@@ -430,7 +352,7 @@ func (p *parser) decision() string {
 
 // toolCall maps a function_call or custom_tool_call by tool name.
 func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Time) {
-	if p.tools[callID] != nil {
+	if p.b.Called(callID) {
 		p.skip("repeated call")
 		return
 	}
@@ -452,7 +374,7 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 			cmd = shellCommand(argv)
 		}
 		if cmd != "" || obj != nil {
-			p.command(callID, cmd, nonEmpty(argString(obj, "workdir"), p.cwd), at)
+			p.command(callID, cmd, cmp.Or(argString(obj, "workdir"), p.cwd), at)
 			return
 		}
 	case "apply_patch":
@@ -466,9 +388,8 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 		}
 	case "view_image":
 		if path := argString(obj, "path"); path != "" {
-			s := p.addStep(store.Step{ID: callID, Type: store.TypeRead, Decision: adapters.DecisionUnknown,
-				Outcome: adapters.OutcomeUnknown, Payload: store.Payload{Path: path}}, at)
-			p.tools[callID] = []*step{s}
+			p.b.Call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeRead, Decision: adapters.DecisionUnknown,
+				Outcome: adapters.OutcomeUnknown, Payload: store.Payload{Path: path}}, at))
 			return
 		}
 	}
@@ -476,9 +397,8 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 	if obj != nil {
 		input = json.RawMessage(args)
 	}
-	s := p.addStep(store.Step{ID: callID, Type: store.TypeOther, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
-		Payload: store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"input": input})}}, at)
-	p.tools[callID] = []*step{s}
+	p.b.Call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeOther, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+		Payload: store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"input": input})}}, at))
 }
 
 func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
@@ -487,12 +407,12 @@ func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
 	if cwd != "" {
 		st.Payload.Cwd = adapters.Text(cwd)
 	}
-	p.tools[callID] = []*step{p.addStep(st, at)}
+	p.b.Call(callID, p.s.Add(nil, st, at))
 }
 
 // patch adds one edit step per file of an apply_patch patch.
 func (p *parser) patch(callID, patch string, at adapters.Time) {
-	var steps []*step
+	var steps []*adapters.Step
 	for i, f := range adapters.PatchFiles(patch) {
 		id := callID
 		if i > 0 {
@@ -501,9 +421,9 @@ func (p *parser) patch(callID, patch string, at adapters.Time) {
 		sp, _ := json.Marshal(f.Text)
 		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
 			Payload: store.Payload{Path: f.Path, IsFullWrite: adapters.Bool(f.Op == "add"), StructuredPatch: sp}}
-		steps = append(steps, p.addStep(st, at))
+		steps = append(steps, p.s.Add(nil, st, at))
 	}
-	p.tools[callID] = steps
+	p.b.Call(callID, steps...)
 }
 
 // shellCommand joins an argv, unwrapping `bash -lc "..."`.
@@ -584,24 +504,19 @@ func readOutput(raw json.RawMessage) output {
 
 // result completes the steps of a call with its output.
 func (p *parser) result(callID string, raw json.RawMessage) {
-	steps := p.tools[callID]
-	if len(steps) == 0 {
+	steps, known := p.b.Result(callID)
+	if !known {
 		p.skip("output without its call")
 		return
 	}
 	o := readOutput(raw)
 	for _, s := range steps {
-		if s.done {
-			continue
-		}
-		s.done = true
-		st := &s.st
+		st := s.St
 		st.Decision, st.Outcome = p.decision(), adapters.OutcomeOK
 		rejected := strings.Contains(o.text, "rejected by user")
 		switch {
 		case rejected:
-			st.Decision, st.Outcome = adapters.DecisionRejected, adapters.OutcomeNotRun
-			st.Error = &store.StepError{Type: "rejected", Message: strings.TrimSpace(o.text)}
+			adapters.Reject(st, strings.TrimSpace(o.text))
 		case o.exitCode != nil && *o.exitCode != 0:
 			st.Outcome = adapters.OutcomeFailed
 			st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *o.exitCode)}
@@ -665,53 +580,16 @@ func (p *parser) tokens(raw json.RawMessage) {
 	p.usage.Input, p.usage.Output, p.usage.CacheRead = t.Input-t.Cached, t.Output, t.Cached
 }
 
+// finish names the session and hands it to the builder.
 func (p *parser) finish() *adapters.Session {
-	if p.sess.ID == "" {
-		p.sess.ID = p.id
+	h := &p.b.Header
+	if h.ID == "" {
+		h.ID = p.id
 	}
-	p.sess.Usage = p.usage
-	if len(p.steps) == 0 || p.sess.ID == "" {
-		return p.sess
-	}
-	files := slices.Clone(p.paths)
-	var segments []store.Segment
-	for i, g := range p.segments {
-		g.StartedAt = g.at.Text
-		if i+1 < len(p.segments) {
-			g.EndedAt = p.segments[i+1].at.Text
-		}
-		g.SourceFiles = files
-		segments = append(segments, g.Segment)
-	}
-	var turns []store.Turn
-	for _, t := range p.turns {
-		t.StartedAt = t.at.Text
-		turns = append(turns, t.Turn)
-	}
-	steps := make([]store.Step, len(p.steps))
-	for i, s := range p.steps {
-		s.st.At = s.at.Text
-		s.st.TurnID = s.turn.ID
-		s.st.SegmentIndex = s.seg
-		s.st.ActorID = rootActor
-		steps[i] = s.st
-	}
-	h := store.SessionHeader{
-		ID:        p.sess.ID,
-		Agent:     store.Agent{Kind: Kind, Version: nonEmpty(p.version, "unknown")},
-		Workspace: store.Workspace{Root: nonEmpty(p.root, nonEmpty(p.cwd, "unknown")), Repo: p.repo},
-		StartedAt: p.start.Text,
-		Source:    "import:" + Kind,
-	}
-	actors := []store.Actor{{ID: rootActor, Type: "root", Label: "main"}}
-	p.sess.Batches = adapters.Split(adapters.Records{Header: h, Segments: segments, Actors: actors, Turns: turns, Steps: steps})
-	p.sess.Steps = len(steps)
-	return p.sess
-}
-
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.root, cmp.Or(p.cwd, "unknown")), Repo: p.repo}
+	h.Source = "import:" + Kind
+	p.b.SetStart(p.start)
+	p.b.Session().Usage = p.usage
+	return p.b.Finish()
 }

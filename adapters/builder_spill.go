@@ -1,0 +1,75 @@
+package adapters
+
+// EnableSpill makes the builder spill finished steps once more than after
+// bytes were read (Read), so a session of any size is built in the memory
+// of its steps' outlines. 0 spills from the first byte.
+func (b *Builder) EnableSpill(after int) {
+	b.spillAfter = after
+	b.noSpill = false
+	b.spillOn = true
+}
+
+// Read counts n bytes of the agent's files read, and starts spilling past
+// EnableSpill's limit, with every step finished so far. A spill that
+// cannot be made leaves the steps in memory.
+func (b *Builder) Read(n int) {
+	b.read += n
+	if !b.spillOn || b.spill != nil || b.noSpill || b.read <= b.spillAfter {
+		return
+	}
+	sp, err := NewSpill()
+	if err != nil {
+		b.noSpill = true
+		return
+	}
+	b.spill = sp
+	for _, s := range b.streams {
+		for i, st := range s.steps {
+			if i < len(s.steps)-1 {
+				b.seal(st)
+			}
+		}
+	}
+}
+
+// seal moves a finished step to the spill, when there is one; a call
+// still waiting for its result stays.
+func (b *Builder) seal(s *Step) {
+	if s.Done() {
+		b.spillStep(s)
+	}
+}
+
+// sealPending seals the calls whose results were given out since the last
+// call to the builder (the adapter has completed them since), unless one
+// is still the last step of its stream.
+func (b *Builder) sealPending() {
+	for _, s := range b.toSeal {
+		if b.streams[s.stream].Last() != s {
+			b.seal(s)
+		}
+	}
+	b.toSeal = b.toSeal[:0]
+}
+
+// spillStep moves a step to the spill, when there is one, with what is
+// known of its place: its time and actor, and a root step's turn and
+// segment (a subagent's are known once the session is read).
+func (b *Builder) spillStep(s *Step) {
+	if b.spill == nil || s.St == nil {
+		return
+	}
+	s.St.At, s.St.ActorID, s.noTime = s.At.Text, RootActor, s.At.IsZero()
+	if s.actor != nil {
+		s.St.ActorID = s.actor.ID
+	} else {
+		s.St.TurnID, s.St.SegmentIndex = s.turn.ID, int64(s.seg)
+	}
+	rejectedNotRun(s.St)
+	out, err := b.spill.Put(s.St)
+	if err != nil {
+		b.spillErr = err
+		return
+	}
+	s.St, s.out, s.At.Text = nil, out, ""
+}

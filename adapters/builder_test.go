@@ -1,0 +1,150 @@
+package adapters_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+func mustTime(t testing.TB, s string) adapters.Time {
+	t.Helper()
+	at, ok := adapters.ParseTime(s)
+	if !ok {
+		t.Fatalf("ParseTime(%q) failed", s)
+	}
+	return at
+}
+
+// built finishes b and returns its records, each batch checked by the
+// store's validation.
+func built(t *testing.T, b *adapters.Builder) (*adapters.Session, *store.Batch) {
+	t.Helper()
+	b.Header.Agent = store.Agent{Kind: "test", Version: "1"}
+	b.Header.Workspace = store.Workspace{Root: "/w"}
+	b.Header.Source = "import:test"
+	sess := b.Finish()
+	if len(sess.Batches) != 1 {
+		t.Fatalf("Finish gave %d batches; want 1", len(sess.Batches))
+	}
+	mustParse(t, sess.Batches[0])
+	return sess, sess.Batches[0]
+}
+
+func stepByID(t *testing.T, b *store.Batch, id string) store.Step {
+	t.Helper()
+	for _, st := range b.Steps {
+		if st.ID == id {
+			return st
+		}
+	}
+	t.Fatalf("no step %q in %+v", id, b.Steps)
+	return store.Step{}
+}
+
+// TestBuilderRules checks the rules the builder applies to every agent:
+// the first segment starts with the session, a turn without a mode takes
+// the one before, steps of two streams are ordered by time and numbered,
+// a step with no time gets the session's start, and a rejected call is
+// not_run.
+func TestBuilderRules(t *testing.T) {
+	b := adapters.NewBuilder(adapters.Unit{ID: "s1"}, "test")
+	t0, t1, t2, t3 := mustTime(t, "2026-01-02T03:04:00Z"), mustTime(t, "2026-01-02T03:04:01Z"),
+		mustTime(t, "2026-01-02T03:04:02Z"), mustTime(t, "2026-01-02T03:04:03Z")
+	b.Observe(t1)
+	b.Observe(t0)
+	main, other := b.Stream("a.jsonl"), b.Stream("b.jsonl")
+	b.NewTurn("p1", "plan", t1)
+	main.Message(nil, "p1", "user", "first", t1)
+	call := main.Add(nil, store.Step{ID: "c1", Type: store.TypeCommand, Decision: adapters.DecisionUnknown,
+		Outcome: adapters.OutcomeUnknown, Payload: store.Payload{Command: adapters.Text("rm -rf /tmp/x")}}, t3)
+	b.Call("c1", call)
+	other.Message(nil, "o1", "assistant", "between", t2)
+	other.Message(nil, "o2", "assistant", "no time", adapters.Time{})
+	b.NewSegment("compaction", t3)
+	b.NewTurn("p2", "", t3)
+	main.Message(nil, "p2", "user", "second", t3)
+	steps, known := b.Result("c1")
+	if !known || len(steps) != 1 {
+		t.Fatalf("Result(c1) = %d steps, %v; want 1, true", len(steps), known)
+	}
+	steps[0].St.Decision = adapters.DecisionRejected // set by hand: Finish makes it not_run
+	if again, _ := b.Result("c1"); len(again) != 0 {
+		t.Errorf("second Result(c1) = %d steps; want none", len(again))
+	}
+	_, batch := built(t, b)
+
+	if got := batch.Session.StartedAt; got != t0.Text {
+		t.Errorf("session started_at = %s; want the earliest observed %s", got, t0.Text)
+	}
+	if got := batch.Segments[0].StartedAt; got != t0.Text {
+		t.Errorf("first segment started_at = %s; want the session's start %s", got, t0.Text)
+	}
+	if got := batch.Segments[0].EndedAt; got != t3.Text {
+		t.Errorf("first segment ended_at = %s; want the next one's start %s", got, t3.Text)
+	}
+	if got := batch.Segments[1].SourceFiles; len(got) != 1 || got[0] != "a.jsonl" {
+		t.Errorf("second segment's source files = %v; want [a.jsonl]", got)
+	}
+	if got := batch.Turns[1].Mode; got != "plan" {
+		t.Errorf("second turn's mode = %q; want plan carried from the first", got)
+	}
+	var order []string
+	for _, st := range batch.Steps {
+		order = append(order, st.ID)
+	}
+	want := []string{"p1", "o1", "o2", "c1", "p2"}
+	if len(order) != len(want) {
+		t.Fatalf("steps %v; want %v", order, want)
+	}
+	for i := range want {
+		if order[i] != want[i] || batch.Steps[i].Seq != int64(i+1) {
+			t.Fatalf("steps %v; want %v numbered 1..%d", order, want, len(want))
+		}
+	}
+	if got := stepByID(t, batch, "o2").At; got != t0.Text {
+		t.Errorf("o2 (no time) at = %s; want the session's start %s", got, t0.Text)
+	}
+	c1 := stepByID(t, batch, "c1")
+	if c1.Outcome != adapters.OutcomeNotRun {
+		t.Errorf("rejected call's outcome = %s; want not_run", c1.Outcome)
+	}
+	if len(c1.Flags) == 0 {
+		t.Errorf("rm -rf step has no flags; want dangerous_command")
+	}
+}
+
+// TestBuilderSubagent checks that a subagent's steps join the turn of the
+// call that spawned it, under that call's actor, and without a call the
+// turn current when it started.
+func TestBuilderSubagent(t *testing.T) {
+	b := adapters.NewBuilder(adapters.Unit{ID: "s2", ModTime: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}, "test")
+	t1, t2, t3 := mustTime(t, "2026-01-02T03:04:01Z"), mustTime(t, "2026-01-02T03:04:02Z"), mustTime(t, "2026-01-02T03:04:03Z")
+	main, sub, lost := b.Stream("main"), b.Stream("sub"), b.Stream("lost")
+	b.NewTurn("p1", "", t1)
+	spawn := main.Add(nil, store.Step{ID: "task", Type: store.TypeOther, Decision: adapters.DecisionAuto, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{ToolName: "Task", Raw: adapters.Raw(map[string]any{})}}, t1)
+	b.NewTurn("p2", "", t2)
+	main.Message(nil, "p2", "user", "next", t2)
+	a := b.Subagent("agent-1")
+	a.Label = "explorer"
+	sub.Message(a, "a1", "task", "look", t3) // after p2 started, but spawned in p1
+	a.SpawnedBy(spawn)
+	orphan := b.Subagent("agent-2")
+	lost.Message(orphan, "o1", "task", "alone", t3)
+	_, batch := built(t, b)
+
+	if got := stepByID(t, batch, "a1"); got.TurnID != "turn-p1" || got.ActorID != "agent-1" {
+		t.Errorf("spawned subagent step in turn %s as %s; want turn-p1 as agent-1", got.TurnID, got.ActorID)
+	}
+	if got := stepByID(t, batch, "o1"); got.TurnID != "turn-p2" {
+		t.Errorf("unspawned subagent step in turn %s; want turn-p2, current at its time", got.TurnID)
+	}
+	if len(batch.Actors) != 3 || batch.Actors[1].ParentID != adapters.RootActor || batch.Actors[1].Label != "explorer" {
+		t.Errorf("actors = %+v; want root, agent-1 (explorer) and agent-2 under root", batch.Actors)
+	}
+	if got, want := batch.Session.StartedAt, "2026-01-02T00:00:00Z"; got != want {
+		t.Errorf("started_at = %s; want the files' modification time %s (no time observed)", got, want)
+	}
+}
