@@ -1,0 +1,356 @@
+package geminicli
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+var channels = []string{"chat"}
+
+// conversation is a legacy session file, or the header line of a JSONL one.
+type conversation struct {
+	SessionID   string            `json:"sessionId"`
+	ProjectHash string            `json:"projectHash"`
+	StartTime   string            `json:"startTime"`
+	Messages    []json.RawMessage `json:"messages"`
+}
+
+// message is a MessageRecord: a user prompt, a gemini reply (with its
+// thoughts, tokens and tool calls), or an info, warning or error line.
+type message struct {
+	ID             string          `json:"id"`
+	Timestamp      string          `json:"timestamp"`
+	Type           string          `json:"type"`
+	Content        json.RawMessage `json:"content"`
+	DisplayContent json.RawMessage `json:"displayContent"`
+	Thoughts       []struct {
+		Subject     string `json:"subject"`
+		Description string `json:"description"`
+		Timestamp   string `json:"timestamp"`
+	} `json:"thoughts"`
+	Tokens *struct {
+		Input  int64 `json:"input"`
+		Output int64 `json:"output"`
+		Cached int64 `json:"cached"`
+	} `json:"tokens"`
+	ToolCalls []toolCall `json:"toolCalls"`
+}
+
+type toolCall struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Args          json.RawMessage `json:"args"`
+	Result        json.RawMessage `json:"result"`
+	Status        string          `json:"status"`
+	Timestamp     string          `json:"timestamp"`
+	ResultDisplay json.RawMessage `json:"resultDisplay"`
+}
+
+// record is one line of a JSONL session: the header, a message, or a
+// {"$set": {...}} update of the header.
+type record struct {
+	message
+	SessionID   string          `json:"sessionId"`
+	ProjectHash string          `json:"projectHash"`
+	StartTime   string          `json:"startTime"`
+	Set         json.RawMessage `json:"$set"`
+}
+
+// Parse reads one session's files, in order.
+//
+// Mapping: the last record of each message id wins (Gemini writes a message
+// again as it grows), in the place of its first. A user message starts a
+// turn; its text is what the user typed (displayContent) when it holds
+// text, else what was sent. A gemini message gives a thinking step of its
+// thoughts, an assistant step of its text, and a step per tool call, whose
+// result is in the call: run_shell_command is a command (exit code from
+// "Exit Code: N" in its output), replace and edit are edits and write_file
+// a full write (structured patch: resultDisplay.fileDiff), read_file a
+// read, any other tool an other step. A call's status success is ok, error
+// failed, cancelled rejected (not run); Gemini records no approvals, so the
+// decision of a call that ran is unknown. info, warning and error messages
+// are system messages. The workspace is the folder whose SHA-256 is the
+// project hash, found among the absolute paths the calls name. Gemini
+// reports tokens per reply but no cost, and metrics need a cost: the
+// tokens go to Session.Usage (input less cached, output without thoughts).
+func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
+	b := adapters.NewBuilder(u, channels...)
+	p := &parser{b: b, byID: map[string]int{}, used: map[string]bool{}, streams: map[string]*adapters.Stream{}}
+	for _, f := range files {
+		b.Files(f.Path)
+		if strings.HasSuffix(f.Path, ".jsonl") {
+			p.readLines(f)
+		} else {
+			p.readDocument(f)
+		}
+	}
+	for _, m := range p.msgs {
+		p.message(m)
+	}
+	return p.finish()
+}
+
+type parser struct {
+	b       *adapters.Builder
+	s       *adapters.Stream
+	streams map[string]*adapters.Stream
+
+	id, hash string
+	start    adapters.Time
+	msgs     []*entry
+	byID     map[string]int // message id to its place in msgs
+	used     map[string]bool
+	paths    []string // absolute paths the calls name, for the workspace
+	usage    *adapters.Usage
+}
+
+// entry is a message and the file it was last read from.
+type entry struct {
+	path string
+	m    message
+}
+
+func (p *parser) header(id, hash, start string) {
+	if p.id == "" {
+		p.id = id
+	}
+	if p.hash == "" {
+		p.hash = hash
+	}
+	if t, ok := adapters.ParseTime(start); ok && (p.start.IsZero() || t.At.Before(p.start.At)) {
+		p.start = t
+	}
+}
+
+// add keeps a message, replacing an earlier record of the same id in its
+// place; a message without an id is named for its file and place.
+func (p *parser) add(path, where string, m message) {
+	if m.ID == "" {
+		m.ID = filepath.Base(path) + ":" + where
+	}
+	if i, ok := p.byID[m.ID]; ok {
+		p.msgs[i] = &entry{path, m}
+		return
+	}
+	p.byID[m.ID] = len(p.msgs)
+	p.msgs = append(p.msgs, &entry{path, m})
+}
+
+// readLines reads a JSONL session: a broken line is reported, and a broken
+// last line without its newline marks the file as still being written.
+func (p *parser) readLines(f adapters.File) {
+	problems := adapters.ReadLines(f, func(n int, line []byte, terminated bool) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return
+		}
+		var r record
+		if err := decode(line, &r); err != nil {
+			if !terminated {
+				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
+				return
+			}
+			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: err.Error()})
+			return
+		}
+		switch {
+		case adapters.Present(r.Set):
+			p.b.Skip("$set")
+		case r.Type != "":
+			p.add(f.Path, fmt.Sprint(n), r.message)
+		case r.SessionID != "" || r.ProjectHash != "":
+			p.header(r.SessionID, r.ProjectHash, r.StartTime)
+		default:
+			p.b.Skip("untyped line")
+		}
+	})
+	p.b.Problem(problems...)
+}
+
+// readDocument reads a legacy session: one JSON object with every message.
+func (p *parser) readDocument(f adapters.File) {
+	body, err := adapters.ReadDocument(f.Body)
+	if err != nil {
+		p.b.Problem(adapters.Problem{Path: f.Path, Message: err.Error()})
+		return
+	}
+	var c conversation
+	if err := decode(body, &c); err != nil {
+		line := 0
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			line = bytes.Count(body[:min(int(syn.Offset), len(body))], []byte("\n")) + 1
+		}
+		p.b.Problem(adapters.Problem{Path: f.Path, Line: line, Message: err.Error()})
+		return
+	}
+	p.header(c.SessionID, c.ProjectHash, c.StartTime)
+	for i, raw := range c.Messages {
+		var m message
+		if err := decode(raw, &m); err != nil {
+			p.b.Problem(adapters.Problem{Path: f.Path, Message: fmt.Sprintf("message %d: %v", i+1, err)})
+			continue
+		}
+		p.add(f.Path, fmt.Sprintf("m%d", i+1), m)
+	}
+}
+
+// decode reads a JSON object; a field of an unexpected type is left empty
+// rather than losing the record.
+func decode(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")):
+		return nil
+	case json.Valid(b):
+		return errors.New("not a JSON object")
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return errors.New("invalid JSON")
+}
+
+// stepID is id, or when a step has it already, id with the first free
+// "#n" after it.
+func (p *parser) stepID(id string) string {
+	out := id
+	for i := 2; p.used[out]; i++ {
+		out = fmt.Sprintf("%s#%d", id, i)
+	}
+	p.used[out] = true
+	return out
+}
+
+func (p *parser) message(e *entry) {
+	m := &e.m
+	p.s = p.stream(e.path)
+	at, _ := adapters.ParseTime(m.Timestamp)
+	p.b.Observe(at)
+	switch m.Type {
+	case "user":
+		text := partsText(m.DisplayContent)
+		if strings.TrimSpace(text) == "" {
+			text = partsText(m.Content)
+		}
+		id := p.stepID(m.ID)
+		p.b.NewTurn(id, "", at)
+		p.s.Message(nil, id, "user", text, at)
+	case "gemini":
+		p.reply(m, at)
+	case "info", "warning", "error":
+		p.s.Message(nil, p.stepID(m.ID), "system", partsText(m.Content), at)
+	default:
+		p.b.Skip("message:" + m.Type)
+	}
+}
+
+// stream is the builder's stream of a file, one per file.
+func (p *parser) stream(path string) *adapters.Stream {
+	s := p.streams[path]
+	if s == nil {
+		s = p.b.Stream(path)
+		p.streams[path] = s
+	}
+	return s
+}
+
+func (p *parser) reply(m *message, at adapters.Time) {
+	if len(m.Thoughts) > 0 {
+		var parts []string
+		thoughtAt := at
+		for i, t := range m.Thoughts {
+			parts = append(parts, strings.TrimSpace(t.Subject+"\n"+t.Description))
+			if ta, ok := adapters.ParseTime(t.Timestamp); ok && i == 0 {
+				thoughtAt = ta
+			}
+		}
+		p.s.Message(nil, p.stepID(m.ID+"#thinking"), "thinking", strings.Join(parts, "\n\n"), thoughtAt)
+	}
+	if text := partsText(m.Content); strings.TrimSpace(text) != "" {
+		p.s.Message(nil, p.stepID(m.ID), "assistant", text, at)
+	}
+	for i, tc := range m.ToolCalls {
+		tat := at
+		if t, ok := adapters.ParseTime(tc.Timestamp); ok {
+			tat = t
+		}
+		id := cmp.Or(tc.ID, fmt.Sprintf("%s#tool%d", m.ID, i+1))
+		p.s.Add(nil, p.toolStep(p.stepID(id), tc), tat)
+	}
+	if t := m.Tokens; t != nil {
+		if p.usage == nil {
+			p.usage = &adapters.Usage{}
+		}
+		p.usage.APIRequests++
+		p.usage.Input += max(t.Input-t.Cached, 0)
+		p.usage.Output += t.Output
+		p.usage.CacheRead += t.Cached
+	}
+}
+
+// partsText is a message's text: a string, or the text of its parts.
+func partsText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, part := range parts {
+		b.WriteString(part.Text)
+	}
+	return b.String()
+}
+
+// finish names the session and hands it to the builder.
+func (p *parser) finish() *adapters.Session {
+	h := &p.b.Header
+	if p.id != "" {
+		h.ID = p.id
+	}
+	h.Agent = store.Agent{Kind: Kind, Version: "unknown"}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.workspace(), "unknown")}
+	h.Source = "import:" + Kind
+	p.b.SetStart(p.start)
+	p.b.Session().Usage = p.usage
+	return p.b.Finish()
+}
+
+// workspace is the folder, among those holding the absolute paths the
+// calls named, whose SHA-256 is the project hash Gemini names the
+// session's folder with; "" when none is.
+func (p *parser) workspace() string {
+	hash := strings.ToLower(p.hash)
+	if len(hash) != sha256.Size*2 {
+		return ""
+	}
+	tried := map[string]bool{}
+	for _, f := range p.paths {
+		for dir := path.Dir(f); !tried[dir]; dir = path.Dir(dir) {
+			tried[dir] = true
+			sum := sha256.Sum256([]byte(dir))
+			if hex.EncodeToString(sum[:]) == hash {
+				return dir
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,146 @@
+package geminicli
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+// args are the arguments of the tools the adapter maps to a step type.
+type args struct {
+	Command      string `json:"command"`
+	DirPath      string `json:"dir_path"`
+	Directory    string `json:"directory"`
+	FilePath     string `json:"file_path"`
+	AbsolutePath string `json:"absolute_path"`
+	Path         string `json:"path"`
+	OldString    string `json:"old_string"`
+	NewString    string `json:"new_string"`
+	Content      string `json:"content"`
+	Offset       *int64 `json:"offset"`
+	Limit        *int64 `json:"limit"`
+	StartLine    *int64 `json:"start_line"`
+	EndLine      *int64 `json:"end_line"`
+}
+
+// display is resultDisplay when it is an object: an edit's diff.
+type display struct {
+	FileDiff string `json:"fileDiff"`
+	FilePath string `json:"filePath"`
+}
+
+var exitCodeRE = regexp.MustCompile(`(?m)^Exit Code: (-?\d{1,9})`)
+
+// toolStep maps a tool call, with the result Gemini recorded in it, to a
+// step (see Parse).
+func (p *parser) toolStep(id string, tc toolCall) store.Step {
+	var a args
+	json.Unmarshal(tc.Args, &a)
+	var d display
+	json.Unmarshal(tc.ResultDisplay, &d)
+	out, errText := resultText(tc.Result)
+	for _, f := range []string{d.FilePath, a.FilePath, a.AbsolutePath, a.DirPath, a.Directory, a.Path} {
+		if strings.HasPrefix(f, "/") {
+			p.paths = append(p.paths, f)
+		}
+	}
+	st := store.Step{ID: id, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown}
+	filePath := cmp.Or(d.FilePath, a.FilePath, a.AbsolutePath, a.Path)
+	switch {
+	case tc.Name == "run_shell_command" && a.Command != "":
+		st.Type = store.TypeCommand
+		st.Payload = store.Payload{Command: adapters.Text(a.Command), Stdout: adapters.Text(out)}
+		if cwd := cmp.Or(a.DirPath, a.Directory); cwd != "" {
+			st.Payload.Cwd = adapters.Text(cwd)
+		}
+		if m := exitCodeRE.FindStringSubmatch(out); m != nil {
+			if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+				st.Payload.ExitCode = &code
+			}
+		}
+	case (tc.Name == "replace" || tc.Name == "edit" || tc.Name == "write_file") && filePath != "":
+		st.Type = store.TypeEdit
+		st.Payload = store.Payload{Path: filePath, IsFullWrite: adapters.Bool(tc.Name == "write_file")}
+		if tc.Name == "write_file" {
+			st.Payload.NewString = adapters.Text(a.Content)
+		} else {
+			st.Payload.OldString, st.Payload.NewString = adapters.Text(a.OldString), adapters.Text(a.NewString)
+		}
+		if d.FileDiff != "" {
+			st.Payload.StructuredPatch, _ = json.Marshal(d.FileDiff)
+		}
+	case tc.Name == "read_file" && filePath != "":
+		st.Type = store.TypeRead
+		st.Payload = store.Payload{Path: filePath}
+		switch {
+		case a.StartLine != nil && a.EndLine != nil:
+			st.Payload.Range = &[2]int64{*a.StartLine, *a.EndLine}
+		case a.Offset != nil && a.Limit != nil && *a.Limit > 0:
+			st.Payload.Range = &[2]int64{*a.Offset + 1, *a.Offset + *a.Limit}
+		}
+	default:
+		st.Type = store.TypeOther
+		raw := map[string]any{}
+		for k, v := range map[string]json.RawMessage{"input": tc.Args, "output": tc.Result, "display": tc.ResultDisplay} {
+			if adapters.Present(v) {
+				raw[k] = v
+			}
+		}
+		st.Payload = store.Payload{ToolName: cmp.Or(tc.Name, "unknown"), Raw: adapters.Raw(raw)}
+	}
+	switch tc.Status {
+	case "success":
+		st.Outcome = adapters.OutcomeOK
+		if c := st.Payload.ExitCode; c != nil && *c != 0 {
+			st.Outcome = adapters.OutcomeFailed
+			st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *c)}
+		}
+	case "error":
+		st.Outcome = adapters.OutcomeFailed
+		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(errText, out, "error")}
+	case "cancelled":
+		adapters.Reject(&st, cmp.Or(errText, "cancelled"))
+	}
+	return st
+}
+
+// resultText is the output (or error) of a call's functionResponse parts.
+func resultText(raw json.RawMessage) (output, errText string) {
+	var parts []struct {
+		FunctionResponse struct {
+			Response struct {
+				Output json.RawMessage `json:"output"`
+				Error  json.RawMessage `json:"error"`
+			} `json:"response"`
+		} `json:"functionResponse"`
+	}
+	json.Unmarshal(raw, &parts)
+	var outs, errs []string
+	for _, part := range parts {
+		if s := jsonText(part.FunctionResponse.Response.Output); s != "" {
+			outs = append(outs, s)
+		}
+		if s := jsonText(part.FunctionResponse.Response.Error); s != "" {
+			errs = append(errs, s)
+		}
+	}
+	return strings.Join(outs, "\n"), strings.Join(errs, "\n")
+}
+
+// jsonText is a JSON string's text, or any other present value as JSON.
+func jsonText(raw json.RawMessage) string {
+	if !adapters.Present(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
