@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
 
@@ -21,6 +22,7 @@ type ImportCmd struct {
 	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
 	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the VS Code extension's task folders)."`
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
+	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 }
 
 // importFlags are what every import takes.
@@ -45,6 +47,11 @@ type ImportCodexCmd struct {
 	Flags importFlags `embed:""`
 }
 
+// ImportGeminiCLICmd is `service import gemini-cli`.
+type ImportGeminiCLICmd struct {
+	Flags importFlags `embed:""`
+}
+
 // Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
@@ -58,6 +65,11 @@ func (c *ImportClineCmd) Run(e *env) error {
 // Run imports Codex rollouts.
 func (c *ImportCodexCmd) Run(e *env) error {
 	return runImport(e, codex.Agent, c.Flags, codexFolders)
+}
+
+// Run imports Gemini CLI sessions.
+func (c *ImportGeminiCLICmd) Run(e *env) error {
+	return runImport(e, geminicli.Agent, c.Flags, geminiFolders)
 }
 
 // runImport reads the given paths (or the agent's own folders that exist)
@@ -173,4 +185,17 @@ func codexFolders() ([]string, error) {
 		return nil, fmt.Errorf("find the home folder: %w", err)
 	}
 	return []string{filepath.Join(home, ".codex", "sessions")}, nil
+}
+
+// geminiFolders is where Gemini CLI keeps sessions, under its home
+// ($GEMINI_CLI_HOME, else the home folder): .gemini/tmp/<project>/chats.
+func geminiFolders() ([]string, error) {
+	home := os.Getenv("GEMINI_CLI_HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+	}
+	return []string{filepath.Join(home, ".gemini", "tmp")}, nil
 }
