@@ -22,6 +22,7 @@ import (
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
 
@@ -37,7 +38,9 @@ type Capture struct {
 	// from when they appear.
 	ClaudeRoots []string
 	ClineRoots  []string
-	Log         *slog.Logger
+	// Roots are the folders of the agents in watchers, by kind.
+	Roots map[string][]string
+	Log   *slog.Logger
 	// Debounce is how long a file stays quiet before its session is read
 	// again, and the first wait before a half-written file is read again
 	// (250 ms when zero).
@@ -94,7 +97,24 @@ const (
 	jobTelemetry                 // telemetry of a Claude Code session arrived
 	jobScanClaude                // every Claude Code session under a root
 	jobScanCline                 // every Cline session under a root
+	jobAgentFile                 // a session file of an agent in watchers changed
+	jobScanAgent                 // every session of an agent in watchers under a root
 )
+
+// A watcher is an agent whose session files capture follows with the
+// import runner alone: a changed file's session is read again whole.
+type watcher struct {
+	agent adapters.Agent
+	// file reports whether a path under one of its roots may be a session
+	// file.
+	file func(path string) bool
+}
+
+// watchers are the agents followed by their files alone, by kind; their
+// folders are Capture.Roots.
+var watchers = map[string]watcher{
+	geminicli.Kind: geminiWatcher,
+}
 
 // maxTries is how often a job whose files are half written, or that met a
 // problem, is tried again (waits of Debounce, doubling) before what is
@@ -155,7 +175,10 @@ func (c *Capture) do(ctx context.Context, j job, final bool) result {
 		return c.syncCline(ctx, j.key, final)
 	case jobTelemetry:
 		return c.syncTelemetry(ctx, j.key)
-	case jobScanClaude, jobScanCline:
+	case jobAgentFile:
+		r, _ := rootOf(c.fileRoots(), j.key)
+		return c.syncFile(ctx, watchers[r.kind].agent, j.key, final)
+	case jobScanClaude, jobScanCline, jobScanAgent:
 		return c.scan(j)
 	}
 	return result{}
@@ -164,8 +187,12 @@ func (c *Capture) do(ctx context.Context, j job, final bool) result {
 // scan queues every session under a root, behind the live changes.
 func (c *Capture) scan(j job) result {
 	discover, kind := claudecode.Discover, jobClaudeFile
-	if j.kind == jobScanCline {
+	switch j.kind {
+	case jobScanCline:
 		discover, kind = cline.Discover, jobClineFile
+	case jobScanAgent:
+		r, _ := rootOf(c.fileRoots(), j.key)
+		discover, kind = watchers[r.kind].agent.Discover, jobAgentFile
 	}
 	units, problems := discover([]string{j.key})
 	for _, u := range units {
@@ -206,12 +233,17 @@ func endsWithNewline(path string) bool {
 	return b[0] == '\n'
 }
 
-// syncCline reads the Cline session a changed file belongs to. Cline
-// rewrites a whole JSON file on each save, so a file that is not valid JSON
-// is most likely being written: the session is read again shortly after
-// instead, and only the final try reads (and reports) it as it is.
+// syncCline reads the Cline session a changed file belongs to.
 func (c *Capture) syncCline(ctx context.Context, path string, final bool) result {
-	agent := cline.Agent
+	return c.syncFile(ctx, cline.Agent, path, final)
+}
+
+// syncFile reads the session of agent a changed file belongs to. Agents
+// that rewrite a whole JSON file on each save (Cline, Gemini CLI's older
+// sessions) leave it invalid for a moment, and agents that append JSON
+// Lines may be mid-line: such a session is read again shortly after
+// instead, and only the final try reads (and reports) it as it is.
+func (c *Capture) syncFile(ctx context.Context, agent adapters.Agent, path string, final bool) result {
 	discover := agent.Discover
 	agent.Discover = func(roots []string) ([]adapters.Unit, []adapters.Problem) {
 		units, problems := discover(roots)
@@ -223,7 +255,7 @@ func (c *Capture) syncCline(ctx context.Context, path string, final bool) result
 	}
 	if !final {
 		for _, p := range units[0].Paths {
-			if strings.HasSuffix(p, ".json") && !wholeJSON(p) {
+			if (strings.HasSuffix(p, ".json") && !wholeJSON(p)) || (strings.HasSuffix(p, ".jsonl") && !endsWithNewline(p)) {
 				return result{unsettled: true}
 			}
 		}

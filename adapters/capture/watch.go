@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +20,21 @@ const rootPoll = 2 * time.Second
 // root is a folder the watcher follows and the agent whose files it holds.
 type root struct {
 	path  string
-	agent jobKind // jobClaudeFile or jobClineFile
+	agent jobKind // jobClaudeFile, jobClineFile or jobAgentFile
+	kind  string  // for jobAgentFile, the agent's kind in watchers
+}
+
+// fileRoots are the roots of the agents in watchers.
+func (c *Capture) fileRoots() []root {
+	var roots []root
+	for _, kind := range slices.Sorted(maps.Keys(c.Roots)) {
+		if _, ok := watchers[kind]; ok {
+			for _, p := range c.Roots[kind] {
+				roots = append(roots, root{filepath.Clean(p), jobAgentFile, kind})
+			}
+		}
+	}
+	return roots
 }
 
 // watch follows the roots with fsnotify until ctx ends. Every folder under
@@ -36,11 +52,12 @@ func (c *Capture) watch(ctx context.Context) error {
 	defer w.Close()
 	var roots []root
 	for _, p := range c.ClaudeRoots {
-		roots = append(roots, root{filepath.Clean(p), jobClaudeFile})
+		roots = append(roots, root{path: filepath.Clean(p), agent: jobClaudeFile})
 	}
 	for _, p := range c.ClineRoots {
-		roots = append(roots, root{filepath.Clean(p), jobClineFile})
+		roots = append(roots, root{path: filepath.Clean(p), agent: jobClineFile})
 	}
+	roots = append(roots, c.fileRoots()...)
 	missing := map[root]bool{}
 	for _, r := range roots {
 		if !c.addRoot(w, r) {
@@ -93,8 +110,11 @@ func (c *Capture) watch(ctx context.Context) error {
 }
 
 func scanJob(r root) job {
-	if r.agent == jobClaudeFile {
+	switch r.agent {
+	case jobClaudeFile:
 		return job{jobScanClaude, r.path}
+	case jobAgentFile:
+		return job{jobScanAgent, r.path}
 	}
 	return job{jobScanCline, r.path}
 }
@@ -154,10 +174,14 @@ func (c *Capture) addTree(w *fsnotify.Watcher, r root, dir string, readFiles boo
 }
 
 // sessionFile reports whether a file may be part of a session: a Claude
-// Code transcript, or one of the JSON files of a Cline task or session.
+// Code transcript, one of the JSON files of a Cline task or session, or a
+// session file of an agent in watchers.
 func sessionFile(r root, path string) bool {
-	if r.agent == jobClaudeFile {
+	switch r.agent {
+	case jobClaudeFile:
 		return strings.HasSuffix(path, ".jsonl")
+	case jobAgentFile:
+		return watchers[r.kind].file(path)
 	}
 	return strings.HasSuffix(path, ".json")
 }

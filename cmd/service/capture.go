@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters/capture"
+	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
 
@@ -36,6 +37,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	gemini, err := geminiFolders()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(e.ctx, dbPath)
 	if err != nil {
 		return err
@@ -46,7 +51,8 @@ func (c *CaptureCmd) Run(e *env) error {
 		return fmt.Errorf("listen for telemetry: %w (another capture running? use --otlp-port)", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Log: log}
+	roots := map[string][]string{geminicli.Kind: gemini}
+	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -58,6 +64,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  telemetry:   http://%s (OTLP/HTTP logs and metrics)\n", ln.Addr())
 	fmt.Fprintf(e.stdout, "  claude code: %v\n", claude)
 	fmt.Fprintf(e.stdout, "  cline:       %v\n", cline)
+	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)
