@@ -176,8 +176,9 @@ func (c *Capture) do(ctx context.Context, j job, final bool) result {
 	case jobTelemetry:
 		return c.syncTelemetry(ctx, j.key)
 	case jobAgentFile:
-		r, _ := rootOf(c.fileRoots(), j.key)
-		return c.syncFile(ctx, watchers[r.kind].agent, j.key, final)
+		if r, ok := rootOf(c.fileRoots(), j.key); ok {
+			return c.syncFile(ctx, watchers[r.kind].agent, j.key, final)
+		}
 	case jobScanClaude, jobScanCline, jobScanAgent:
 		return c.scan(j)
 	}
@@ -191,7 +192,10 @@ func (c *Capture) scan(j job) result {
 	case jobScanCline:
 		discover, kind = cline.Discover, jobClineFile
 	case jobScanAgent:
-		r, _ := rootOf(c.fileRoots(), j.key)
+		r, ok := rootOf(c.fileRoots(), j.key)
+		if !ok {
+			return result{}
+		}
 		discover, kind = watchers[r.kind].agent.Discover, jobAgentFile
 	}
 	units, problems := discover([]string{j.key})

@@ -86,7 +86,7 @@ type record struct {
 // tokens go to Session.Usage (input less cached, output without thoughts).
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
-	p := &parser{b: b, byID: map[string]int{}, used: map[string]bool{}, streams: map[string]*adapters.Stream{}}
+	p := &parser{b: b, byID: map[string]int{}, used: map[string]bool{}, repeats: map[string]int{}, streams: map[string]*adapters.Stream{}}
 	for _, f := range files {
 		b.Files(f.Path)
 		if strings.HasSuffix(f.Path, ".jsonl") {
@@ -111,6 +111,7 @@ type parser struct {
 	msgs     []*entry
 	byID     map[string]int // message id to its place in msgs
 	used     map[string]bool
+	repeats  map[string]int
 	paths    []string // absolute paths the calls name, for the workspace
 	usage    *adapters.Usage
 }
@@ -225,12 +226,14 @@ func decode(b []byte, v any) error {
 	return errors.New("invalid JSON")
 }
 
-// stepID is id, or when a step has it already, id with the first free
-// "#n" after it.
+// stepID is id, or when a step has it already, id with the next free
+// "#n" after it; the count of each id is kept, so many repeats of one id
+// cost no more than as many different ids.
 func (p *parser) stepID(id string) string {
 	out := id
-	for i := 2; p.used[out]; i++ {
-		out = fmt.Sprintf("%s#%d", id, i)
+	for p.used[out] {
+		p.repeats[id]++
+		out = fmt.Sprintf("%s#%d", id, p.repeats[id]+1)
 	}
 	p.used[out] = true
 	return out

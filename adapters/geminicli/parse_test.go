@@ -142,3 +142,19 @@ func TestWorkspaceUnknown(t *testing.T) {
 		t.Errorf("workspace = %q; want unknown", root)
 	}
 }
+
+// TestRepeatedCallIDs: Gemini's short call ids may repeat in a session;
+// each call is still a step of its own, under a unique id.
+func TestRepeatedCallIDs(t *testing.T) {
+	call := `{"id":"c","name":"glob","args":{"pattern":"*"},"status":"success"}`
+	s := parseText(t, "session-e.jsonl", header+
+		`{"id":"g1","timestamp":"2026-05-01T10:00:02.000Z","type":"gemini","content":"","toolCalls":[`+call+`,`+call+`]}`+"\n"+
+		`{"id":"g2","timestamp":"2026-05-01T10:00:03.000Z","type":"gemini","content":"","toolCalls":[`+call+`]}`+"\n")
+	var got []string
+	for _, st := range steps(s) {
+		got = append(got, st.ID)
+	}
+	if want := "c c#2 c#3"; strings.Join(got, " ") != want {
+		t.Errorf("step ids = %v; want %s", got, want)
+	}
+}
