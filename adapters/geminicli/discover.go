@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,11 +43,31 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 	})
 	var units []adapters.Unit
 	for id, paths := range groups {
+		paths = withProjectRoot(paths)
 		slices.Sort(paths) // session file names start with their time
 		units = append(units, adapters.Unit{ID: id, Paths: paths})
 	}
 	slices.SortFunc(units, func(a, b adapters.Unit) int { return strings.Compare(a.ID, b.ID) })
 	return units, problems
+}
+
+// ProjectRootFile is the file newer Gemini CLI versions write beside a
+// project's chats folder, holding the project's folder.
+const ProjectRootFile = ".project_root"
+
+// withProjectRoot adds to a session's files the ProjectRootFile of the
+// project folders they lie in, where there is one.
+func withProjectRoot(paths []string) []string {
+	for _, p := range paths {
+		if filepath.Base(filepath.Dir(p)) != "chats" {
+			continue
+		}
+		root := filepath.Join(filepath.Dir(filepath.Dir(p)), ProjectRootFile)
+		if fi, err := os.Stat(root); err == nil && fi.Mode().IsRegular() && !slices.Contains(paths, root) {
+			paths = append(paths, root)
+		}
+	}
+	return paths
 }
 
 // sessionID is the sessionId at the top of a session file (the JSONL

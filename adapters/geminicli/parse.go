@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"strings"
@@ -81,7 +82,8 @@ type record struct {
 // failed, cancelled rejected (not run); Gemini records no approvals, so the
 // decision of a call that ran is unknown. info, warning and error messages
 // are system messages. The workspace is the folder whose SHA-256 is the
-// project hash, found among the absolute paths the calls name. Gemini
+// project hash, found among the absolute paths the calls name, unless the
+// project folder has a .project_root file (newer versions) naming it. Gemini
 // reports tokens per reply but no cost, and metrics need a cost: the
 // tokens go to Session.Usage (input less cached, output without thoughts).
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
@@ -89,7 +91,9 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{b: b, byID: map[string]int{}, used: map[string]bool{}, repeats: map[string]int{}, streams: map[string]*adapters.Stream{}}
 	for _, f := range files {
 		b.Files(f.Path)
-		if strings.HasSuffix(f.Path, ".jsonl") {
+		if filepath.Base(f.Path) == ProjectRootFile {
+			p.readProjectRoot(f)
+		} else if strings.HasSuffix(f.Path, ".jsonl") {
 			p.readLines(f)
 		} else {
 			p.readDocument(f)
@@ -113,6 +117,7 @@ type parser struct {
 	used     map[string]bool
 	repeats  map[string]int
 	paths    []string // absolute paths the calls name, for the workspace
+	root     string   // the folder a ProjectRootFile names
 	usage    *adapters.Usage
 }
 
@@ -203,6 +208,21 @@ func (p *parser) readDocument(f adapters.File) {
 			continue
 		}
 		p.add(f.Path, fmt.Sprintf("m%d", i+1), m)
+	}
+}
+
+// readProjectRoot reads the folder a ProjectRootFile names: one absolute
+// path, within a line's length.
+func (p *parser) readProjectRoot(f adapters.File) {
+	b, err := io.ReadAll(io.LimitReader(f.Body, 64<<10))
+	root := strings.TrimSpace(string(b))
+	switch {
+	case err != nil:
+		p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+	case !filepath.IsAbs(root) || strings.ContainsAny(root, "\n\x00"):
+		p.b.Problem(adapters.Problem{Path: f.Path, Message: "not a folder's absolute path"})
+	default:
+		p.root = root
 	}
 }
 
@@ -330,7 +350,7 @@ func (p *parser) finish() *adapters.Session {
 		h.ID = p.id
 	}
 	h.Agent = store.Agent{Kind: Kind, Version: "unknown"}
-	h.Workspace = store.Workspace{Root: cmp.Or(p.workspace(), "unknown")}
+	h.Workspace = store.Workspace{Root: cmp.Or(p.root, p.workspace(), "unknown")}
 	h.Source = "import:" + Kind
 	p.b.SetStart(p.start)
 	p.b.Session().Usage = p.usage

@@ -158,3 +158,27 @@ func TestRepeatedCallIDs(t *testing.T) {
 		t.Errorf("step ids = %v; want %s", got, want)
 	}
 }
+
+// TestProjectRootFile: newer Gemini CLI versions name a project's folder by
+// a slug and write its path in .project_root beside chats/; that path is
+// the workspace, and the file is one of the session's.
+func TestProjectRootFile(t *testing.T) {
+	slug := filepath.Join(t.TempDir(), "tmp", "weather-cli")
+	if err := os.MkdirAll(filepath.Join(slug, "chats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(slug, ".project_root"), []byte("/home/dev/src/weather-cli\n"), 0o644)
+	path := filepath.Join(slug, "chats", "session-f.jsonl")
+	os.WriteFile(path, []byte(header+`{"id":"u","timestamp":"2026-05-01T10:00:01.000Z","type":"user","content":"hi"}`+"\n"), 0o644)
+	sessions := parseRoots(t, filepath.Dir(slug))
+	s := sessions["s1"]
+	if s == nil || len(s.Batches) == 0 {
+		t.Fatalf("sessions = %v; want s1", sessions)
+	}
+	if root := s.Batches[0].Session.Workspace.Root; root != "/home/dev/src/weather-cli" {
+		t.Errorf("workspace = %q; want the path in .project_root", root)
+	}
+	if files := s.Batches[0].Segments[0].SourceFiles; len(files) != 2 {
+		t.Errorf("source files = %v; want the session file and .project_root", files)
+	}
+}
