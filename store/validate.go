@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -9,162 +11,59 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxProblems is the most problems an InvalidError lists; the rest are counted.
 const MaxProblems = 100
 
-// ParseBatch decodes a request body and runs the envelope and schema checks
-// of a v1.2 batch. It returns ErrNotJSON, ErrNotObject, a *TooManyError or
-// an *InvalidError; the reference checks need the store and run in Apply.
-func ParseBatch(body []byte) (*Batch, error) {
-	v, err := decodeTree(body)
-	if err != nil {
-		return nil, ErrNotJSON
-	}
-	top, ok := v.(map[string]any)
-	if !ok {
-		return nil, ErrNotObject
-	}
-	for _, kind := range []string{"segments", "actors", "turns", "steps"} {
-		if a, ok := top[kind].([]any); ok && len(a) > MaxItems {
-			return nil, &TooManyError{Kind: kind, Count: len(a)}
+// itemKinds are a batch's kinds of records, in the order they are checked.
+var itemKinds = []string{"segments", "actors", "turns", "steps"}
+
+// Validate checks a batch against the v1.2 schema: the number of records
+// of each kind, then every field's rules. Apply calls it for every writer
+// (ingest, import, capture, the hook, the demo), so a batch built in Go
+// meets the same rules as one pushed as JSON. It returns a *TooManyError
+// or an *InvalidError whose paths are those of the batch's JSON, e.g.
+// steps[3].payload.path; the reference checks need the store and run in
+// Apply.
+func (b *Batch) Validate() error { return b.validate(nil) }
+
+// validate reports, in the order of the batch's fields, the problems of
+// the JSON it was decoded from (found, nil for a batch built in Go) where
+// they are, and the value rules' problems everywhere else.
+func (b *Batch) validate(found *jsonProblems) error {
+	for i, n := range []int{len(b.Segments), len(b.Actors), len(b.Turns), len(b.Steps)} {
+		if err := checkCount(itemKinds[i], n); err != nil {
+			return err
 		}
 	}
-	c := &checker{}
-	b := c.batch(&object{c: c, m: top})
-	if len(c.problems) > 0 {
-		return nil, newInvalidError(c.problems)
+	v := &validator{json: found}
+	v.batch(b)
+	if found != nil {
+		v.problems = append(v.problems, found.rest()...)
 	}
-	return b, nil
-}
-
-// checker walks a decoded JSON tree, building records and collecting every
-// problem with its path into the request body.
-type checker struct {
-	problems []Problem
-}
-
-func (c *checker) add(path, msg string) {
-	c.problems = append(c.problems, Problem{Path: path, Message: msg})
-}
-
-// object is one JSON object under validation. Reading a field marks it
-// known; done reports the fields nobody read as unknown.
-type object struct {
-	c       *checker
-	path    string
-	m       map[string]any
-	seen    []string
-	present int // fields read that were in m: when all of m, none is unknown
-}
-
-func (o *object) at(name string) string {
-	if o.path == "" {
-		return name
-	}
-	return o.path + "." + name
-}
-
-// get returns the field's value; ok is false when it is missing or null,
-// in which case the problem has been recorded.
-func (o *object) get(name string, required bool) (v any, ok bool) {
-	v, present := o.m[name]
-	if present && !slices.Contains(o.seen, name) {
-		o.present++
-	}
-	o.seen = append(o.seen, name)
-	switch {
-	case !present && required:
-		o.c.add(o.at(name), "required")
-	case present && v == nil && !required:
-		o.c.add(o.at(name), "must be omitted, not null")
-	case present && v == nil:
-		o.c.add(o.at(name), "expected a value, got null")
-	case present:
-		return v, true
-	}
-	return nil, false
-}
-
-func (o *object) done() {
-	if o.present == len(o.m) {
-		return
-	}
-	var unknown []string
-	for k := range o.m {
-		if !slices.Contains(o.seen, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		o.c.add(o.at(k), "unknown field")
-	}
-}
-
-func jsonType(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	case openShape:
-		return map[jsontext.Kind]string{'{': "object", '[': "array", '"': "string", '0': "number", 't': "boolean", 'f': "boolean"}[jsontext.Value(x).Kind()]
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func (o *object) wrongType(name, want string, v any) {
-	o.c.add(o.at(name), fmt.Sprintf("expected %s, got %s", want, jsonType(v)))
-}
-
-// text reads a string field. Content fields may be empty; all others must not.
-func (o *object) text(name string, required, mayBeEmpty bool) (string, bool) {
-	v, ok := o.get(name, required)
-	if !ok {
-		return "", false
-	}
-	s, isStr := v.(string)
-	if !isStr {
-		o.wrongType(name, "string", v)
-		return "", false
-	}
-	if s == "" && !mayBeEmpty {
-		o.c.add(o.at(name), "must not be empty")
-		return "", false
-	}
-	return s, true
-}
-
-func (o *object) reqString(name string) string { s, _ := o.text(name, true, false); return s }
-func (o *object) optString(name string) string { s, _ := o.text(name, false, false); return s }
-
-// optContent reads an optional field that may hold an empty string.
-func (o *object) optContent(name string) *string {
-	if s, ok := o.text(name, false, true); ok {
-		return &s
+	if len(v.problems) > 0 {
+		return newInvalidError(v.problems)
 	}
 	return nil
 }
 
-func (o *object) enum(name string, values []string) string {
-	s, ok := o.text(name, true, true)
-	if ok && !slices.Contains(values, s) {
-		o.c.add(o.at(name), fmt.Sprintf("expected one of %s, got %q", strings.Join(values, ", "), s))
-		return ""
+// checkCount refuses more than MaxItems records of one kind.
+func checkCount(kind string, n int) error {
+	if n > MaxItems {
+		return &TooManyError{Kind: kind, Count: n}
 	}
-	return s
+	return nil
+}
+
+// The value rules. Each returns the problem's message, or "" when the value
+// meets the rule.
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return ""
 }
 
 // timestampRE is an ISO 8601 date-time with a zone and optional fractions.
@@ -179,311 +78,370 @@ func ParseTimestamp(s string) (time.Time, bool) {
 	return t, err == nil
 }
 
-func (o *object) timestamp(name string, required bool) string {
-	v, ok := o.get(name, required)
-	if !ok {
-		return ""
+func isoTimestamp(s string) string {
+	if _, ok := ParseTimestamp(s); !ok {
+		return "expected ISO 8601 date-time with timezone"
 	}
-	s, isStr := v.(string)
-	if _, valid := ParseTimestamp(s); !isStr || !valid {
-		o.c.add(o.at(name), "expected ISO 8601 date-time with timezone")
-		return ""
-	}
-	return s
+	return ""
 }
 
-// integer checks a JSON number is whole (1, 1.0 and 1e3 are; 1.5 is not).
-func integer(v any) (int64, string) {
-	n, isNum := v.(json.Number)
-	if !isNum {
-		return 0, "expected integer, got " + jsonType(v)
+// optTimestamp is the rule of an optional timestamp: empty is left out.
+func optTimestamp(s string) string {
+	if s == "" {
+		return ""
 	}
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, ""
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, "expected integer, got " + string(n)
-	}
-	return int64(f), ""
+	return isoTimestamp(s)
 }
 
-func (o *object) int(name string, required, nonNegative bool) (int64, bool) {
-	v, ok := o.get(name, required)
-	if !ok {
-		return 0, false
+func nonNegative(i int64) string {
+	if i < 0 {
+		return fmt.Sprintf("expected integer >= 0, got %d", i)
 	}
-	i, msg := integer(v)
-	if msg == "" && nonNegative && i < 0 {
-		msg = fmt.Sprintf("expected integer >= 0, got %d", i)
+	return ""
+}
+
+func oneOf(s string, values []string) string {
+	if !slices.Contains(values, s) {
+		return fmt.Sprintf("expected one of %s, got %q", strings.Join(values, ", "), s)
+	}
+	return ""
+}
+
+// wrongVersion is the schema_version problem; got is the value as JSON.
+func wrongVersion(got []byte) string {
+	return fmt.Sprintf("expected %q, got %s", SchemaVersion, got)
+}
+
+func costProblem(got string) string { return "expected number >= 0, got " + got }
+
+func cost(f float64) string {
+	if f >= 0 && !math.IsInf(f, 0) { // false for NaN too
+		return ""
+	}
+	return costProblem(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// rawType names the JSON type of an encoded value.
+func rawType(r json.RawMessage) string {
+	r = bytes.TrimLeft(r, " \t\r\n")
+	if len(r) == 0 {
+		return "nothing"
+	}
+	switch r[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// anyJSON is the rule of structured_patch: any JSON value, not inspected.
+func anyJSON(r json.RawMessage) string {
+	if len(r) > 0 && !json.Valid(r) {
+		return "expected a JSON value"
+	}
+	return ""
+}
+
+// rawObject is the rule of an other step's raw: a JSON object, not inspected.
+func rawObject(r json.RawMessage) string {
+	switch {
+	case len(r) == 0:
+		return "required"
+	case rawType(r) != "object":
+		return "expected object, got " + rawType(r)
+	}
+	return anyJSON(r)
+}
+
+// rest returns the problems no field of the batch took, by path: none
+// unless a field Validate walks is missing from its walk.
+func (j *jsonProblems) rest() []Problem {
+	var ps []Problem
+	for path, msg := range j.at {
+		ps = append(ps, Problem{Path: path, Message: msg})
+	}
+	for _, paths := range j.unknown {
+		for _, path := range paths {
+			ps = append(ps, Problem{Path: path, Message: "unknown field"})
+		}
+	}
+	slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	return ps
+}
+
+// validator walks a batch field by field, in the order of the v1.2 schema,
+// collecting every problem with its path.
+type validator struct {
+	problems []Problem
+	json     *jsonProblems
+}
+
+func join(obj, name string) string {
+	if obj == "" {
+		return name
+	}
+	return obj + "." + name
+}
+
+func index(array string, i int) string { return array + "[" + strconv.Itoa(i) + "]" }
+
+// field reports the problem of one field: decoding's if it found one,
+// otherwise msg, the field's rule applied to its value ("" for none).
+// It returns false when decoding found a problem, so the caller skips
+// what lies inside the field.
+func (v *validator) field(obj, name, msg string) bool {
+	if v.json != nil {
+		path := join(obj, name)
+		if m, ok := v.json.at[path]; ok {
+			delete(v.json.at, path)
+			v.problems = append(v.problems, Problem{Path: path, Message: m})
+			return false
+		}
 	}
 	if msg != "" {
-		o.c.add(o.at(name), msg)
-		return 0, false
+		v.problems = append(v.problems, Problem{Path: join(obj, name), Message: msg})
 	}
-	return i, true
+	return true
 }
 
-func (o *object) count(name string) int64 { i, _ := o.int(name, true, true); return i }
-
-func (o *object) bool(name string, required bool) *bool {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
+// end reports the unknown fields of the object at path.
+func (v *validator) end(path string) {
+	if v.json == nil {
+		return
 	}
-	b, isBool := v.(bool)
-	if !isBool {
-		o.wrongType(name, "boolean", v)
-		return nil
+	for _, p := range v.json.unknown[path] {
+		v.problems = append(v.problems, Problem{Path: p, Message: "unknown field"})
 	}
-	return &b
+	delete(v.json.unknown, path)
 }
 
-func (o *object) object(name string, required bool) *object {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
+func (v *validator) strings(obj, name string, values []string) {
+	if !v.field(obj, name, "") || v.json == nil && !slices.Contains(values, "") {
+		return
 	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		o.wrongType(name, "object", v)
-		return nil
-	}
-	return &object{c: o.c, path: o.at(name), m: m}
-}
-
-func (o *object) array(name string, required bool) []any {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
-	}
-	a, isArr := v.([]any)
-	if !isArr {
-		o.wrongType(name, "array", v)
-		return nil
-	}
-	return a
-}
-
-// strings reads a required array of non-empty strings (possibly empty).
-func (o *object) strings(name string) []string {
-	a := o.array(name, true)
-	out := make([]string, 0, len(a))
-	for i, v := range a {
-		s, isStr := v.(string)
-		switch {
-		case !isStr:
-			o.c.add(fmt.Sprintf("%s[%d]", o.at(name), i), "expected string, got "+jsonType(v))
-		case s == "":
-			o.c.add(fmt.Sprintf("%s[%d]", o.at(name), i), "must not be empty")
-		default:
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// items calls each for every element of an array of objects.
-func (o *object) items(name string, required bool, each func(*object)) {
-	for i, v := range o.array(name, required) {
-		path := fmt.Sprintf("%s[%d]", o.at(name), i)
-		m, isObj := v.(map[string]any)
-		if !isObj {
-			o.c.add(path, "expected object, got "+jsonType(v))
-			continue
-		}
-		item := &object{c: o.c, path: path, m: m}
-		each(item)
-		item.done()
+	array := join(obj, name)
+	for i, s := range values {
+		v.field("", index(array, i), nonEmpty(s))
 	}
 }
 
-// raw renders a decoded value as compact JSON: an open shape as it came.
-func raw(v any) json.RawMessage {
-	if o, ok := v.(openShape); ok {
-		return json.RawMessage(o)
+func (v *validator) batch(b *Batch) {
+	version := ""
+	if b.SchemaVersion != SchemaVersion {
+		version = wrongVersion(raw(b.SchemaVersion))
 	}
-	b, _ := json.Marshal(v) // a decoded tree always marshals
-	return b
-}
-
-func (c *checker) batch(top *object) *Batch {
-	b := &Batch{}
-	if v, ok := top.get("schema_version", true); ok {
-		if s, _ := v.(string); s != SchemaVersion {
-			c.add("schema_version", fmt.Sprintf("expected %q, got %s", SchemaVersion, raw(v)))
-		}
-		b.SchemaVersion = SchemaVersion
+	v.field("", "schema_version", version)
+	if v.field("", "session", "") {
+		v.session(&b.Session)
+		v.end("session")
 	}
-	if s := top.object("session", true); s != nil {
-		b.Session = s.session()
-		s.done()
-	}
-	top.items("segments", false, func(o *object) { b.Segments = append(b.Segments, o.segment()) })
-	top.items("actors", false, func(o *object) { b.Actors = append(b.Actors, o.actor()) })
-	top.items("turns", false, func(o *object) { b.Turns = append(b.Turns, o.turn()) })
-	top.items("steps", false, func(o *object) { b.Steps = append(b.Steps, o.step()) })
-	top.done()
-	return b
-}
-
-func (o *object) session() SessionHeader {
-	h := SessionHeader{ID: o.reqString("id")}
-	if a := o.object("agent", true); a != nil {
-		h.Agent = Agent{Kind: a.reqString("kind"), Version: a.reqString("version"), FormatVersion: a.optString("format_version")}
-		a.done()
-	}
-	if w := o.object("workspace", true); w != nil {
-		h.Workspace = Workspace{Root: w.reqString("root"), Repo: w.optString("repo")}
-		w.done()
-	}
-	h.StartedAt = o.timestamp("started_at", true)
-	h.EndedAt = o.timestamp("ended_at", false)
-	h.Source = o.optString("source")
-	if m := o.object("metrics", false); m != nil {
-		h.Metrics = &Metrics{APIRequests: m.count("api_requests")}
-		if v, ok := m.get("cost_usd", true); ok {
-			f, err := strconv.ParseFloat(string(asNumber(v)), 64)
-			if err != nil || f < 0 {
-				m.c.add(m.at("cost_usd"), fmt.Sprintf("expected number >= 0, got %s", raw(v)))
+	if v.field("", "segments", "") {
+		for i := range b.Segments {
+			if obj := index("segments", i); v.field("", obj, "") {
+				v.segment(obj, &b.Segments[i])
+				v.end(obj)
 			}
-			h.Metrics.CostUSD = f
 		}
-		if t := m.object("tokens", true); t != nil {
-			h.Metrics.Tokens = Tokens{Input: t.count("input"), Output: t.count("output"), CacheRead: t.count("cache_read"), CacheCreation: t.count("cache_creation")}
-			t.done()
+	}
+	if v.field("", "actors", "") {
+		for i := range b.Actors {
+			if obj := index("actors", i); v.field("", obj, "") {
+				v.actor(obj, &b.Actors[i])
+				v.end(obj)
+			}
 		}
-		m.done()
 	}
-	return h
+	if v.field("", "turns", "") {
+		for i := range b.Turns {
+			if obj := index("turns", i); v.field("", obj, "") {
+				v.turn(obj, &b.Turns[i])
+				v.end(obj)
+			}
+		}
+	}
+	if v.field("", "steps", "") {
+		for i := range b.Steps {
+			if obj := index("steps", i); v.field("", obj, "") {
+				v.step(obj, &b.Steps[i])
+				v.end(obj)
+			}
+		}
+	}
+	v.end("")
 }
 
-func asNumber(v any) json.Number {
-	n, _ := v.(json.Number)
-	return n
-}
-
-func (o *object) segment() Segment {
-	return Segment{
-		Index:       o.count("index"),
-		StartReason: o.reqString("start_reason"),
-		StartedAt:   o.timestamp("started_at", true),
-		EndedAt:     o.timestamp("ended_at", false),
-		SourceFiles: o.strings("source_files"),
+func (v *validator) session(h *SessionHeader) {
+	const obj = "session"
+	v.field(obj, "id", nonEmpty(h.ID))
+	if v.field(obj, "agent", "") {
+		const agent = obj + ".agent"
+		v.field(agent, "kind", nonEmpty(h.Agent.Kind))
+		v.field(agent, "version", nonEmpty(h.Agent.Version))
+		v.field(agent, "format_version", "")
+		v.end(agent)
+	}
+	if v.field(obj, "workspace", "") {
+		const ws = obj + ".workspace"
+		v.field(ws, "root", nonEmpty(h.Workspace.Root))
+		v.field(ws, "repo", "")
+		v.end(ws)
+	}
+	v.field(obj, "started_at", isoTimestamp(h.StartedAt))
+	v.field(obj, "ended_at", optTimestamp(h.EndedAt))
+	v.field(obj, "source", "")
+	if v.field(obj, "metrics", "") && h.Metrics != nil {
+		const m = obj + ".metrics"
+		v.field(m, "api_requests", nonNegative(h.Metrics.APIRequests))
+		v.field(m, "cost_usd", cost(h.Metrics.CostUSD))
+		if v.field(m, "tokens", "") {
+			const t = m + ".tokens"
+			tk := &h.Metrics.Tokens
+			v.field(t, "input", nonNegative(tk.Input))
+			v.field(t, "output", nonNegative(tk.Output))
+			v.field(t, "cache_read", nonNegative(tk.CacheRead))
+			v.field(t, "cache_creation", nonNegative(tk.CacheCreation))
+			v.end(t)
+		}
+		v.end(m)
 	}
 }
 
-func (o *object) actor() Actor {
-	return Actor{ID: o.reqString("id"), ParentID: o.optString("parent_id"), Type: o.reqString("type"), Label: o.optString("label")}
+func (v *validator) segment(obj string, g *Segment) {
+	v.field(obj, "index", nonNegative(g.Index))
+	v.field(obj, "start_reason", nonEmpty(g.StartReason))
+	v.field(obj, "started_at", isoTimestamp(g.StartedAt))
+	v.field(obj, "ended_at", optTimestamp(g.EndedAt))
+	v.strings(obj, "source_files", g.SourceFiles)
 }
 
-func (o *object) turn() Turn {
-	t := Turn{
-		ID:           o.reqString("id"),
-		SessionID:    o.reqString("session_id"),
-		SegmentIndex: o.count("segment_index"),
-		ActorID:      o.reqString("actor_id"),
-		Index:        o.count("index"),
-		PromptID:     o.optString("prompt_id"),
-		Mode:         o.optString("mode"),
-		StartedAt:    o.timestamp("started_at", true),
-	}
-	o.array("step_ids", true) // required, but the store rebuilds it
-	return t
+func (v *validator) actor(obj string, a *Actor) {
+	v.field(obj, "id", nonEmpty(a.ID))
+	v.field(obj, "parent_id", "")
+	v.field(obj, "type", nonEmpty(a.Type))
+	v.field(obj, "label", "")
 }
 
-func (o *object) step() Step {
-	st := Step{
-		ID:            o.reqString("id"),
-		SessionID:     o.reqString("session_id"),
-		SegmentIndex:  o.count("segment_index"),
-		TurnID:        o.reqString("turn_id"),
-		ActorID:       o.reqString("actor_id"),
-		Seq:           o.count("seq"),
-		At:            o.timestamp("at", true),
-		Type:          o.enum("type", StepTypes),
-		Decision:      o.reqString("decision"),
-		Outcome:       o.reqString("outcome"),
-		ContentStatus: o.enum("content_status", contentStatuses),
-		Channels:      o.strings("channels"),
-		Flags:         []Flag{},
-	}
-	if e := o.object("error", false); e != nil {
-		st.Error = &StepError{Type: e.reqString("type")}
-		st.Error.Message, _ = e.text("message", true, true)
-		e.done()
-	}
-	o.items("flags", true, func(f *object) {
-		st.Flags = append(st.Flags, Flag{Kind: f.reqString("kind"), Severity: f.enum("severity", severities), Reason: f.reqString("reason")})
-	})
-	if p := o.object("payload", true); p != nil {
-		st.Payload = p.payload(st.Type)
-		p.done()
-	}
-	return st
+func (v *validator) turn(obj string, t *Turn) {
+	v.field(obj, "id", nonEmpty(t.ID))
+	v.field(obj, "session_id", nonEmpty(t.SessionID))
+	v.field(obj, "segment_index", nonNegative(t.SegmentIndex))
+	v.field(obj, "actor_id", nonEmpty(t.ActorID))
+	v.field(obj, "index", nonNegative(t.Index))
+	v.field(obj, "prompt_id", "")
+	v.field(obj, "mode", "")
+	v.field(obj, "started_at", isoTimestamp(t.StartedAt))
+	v.field(obj, "step_ids", "") // the store rebuilds it
 }
 
-// payload reads the fields of one step type; with an unknown type only the
-// type error is reported.
-func (o *object) payload(typ string) Payload {
-	var p Payload
+func (v *validator) step(obj string, st *Step) {
+	v.field(obj, "id", nonEmpty(st.ID))
+	v.field(obj, "session_id", nonEmpty(st.SessionID))
+	v.field(obj, "segment_index", nonNegative(st.SegmentIndex))
+	v.field(obj, "turn_id", nonEmpty(st.TurnID))
+	v.field(obj, "actor_id", nonEmpty(st.ActorID))
+	v.field(obj, "seq", nonNegative(st.Seq))
+	v.field(obj, "at", isoTimestamp(st.At))
+	typeKnown := v.field(obj, "type", oneOf(st.Type, StepTypes)) && slices.Contains(StepTypes, st.Type)
+	v.field(obj, "decision", nonEmpty(st.Decision))
+	v.field(obj, "outcome", nonEmpty(st.Outcome))
+	v.field(obj, "content_status", oneOf(st.ContentStatus, contentStatuses))
+	v.strings(obj, "channels", st.Channels)
+	if v.field(obj, "error", "") && st.Error != nil {
+		e := obj + ".error"
+		v.field(e, "type", nonEmpty(st.Error.Type))
+		v.field(e, "message", "") // may be empty
+		v.end(e)
+	}
+	if v.field(obj, "flags", "") {
+		flags := obj + ".flags"
+		for i, f := range st.Flags {
+			if fo := index(flags, i); v.field("", fo, "") {
+				v.field(fo, "kind", nonEmpty(f.Kind))
+				v.field(fo, "severity", oneOf(f.Severity, severities))
+				v.field(fo, "reason", nonEmpty(f.Reason))
+				v.end(fo)
+			}
+		}
+	}
+	if v.field(obj, "payload", "") {
+		p := obj + ".payload"
+		if typeKnown {
+			v.payload(p, st.Type, &st.Payload)
+		}
+		v.end(p)
+	}
+}
+
+// payload checks the fields of one step type.
+func (v *validator) payload(obj, typ string, p *Payload) {
 	switch typ {
 	case TypeCommand:
-		p.Command = o.optContent("command")
-		p.Stdout = o.optContent("stdout")
-		p.Stderr = o.optContent("stderr")
-		if i, ok := o.int("exit_code", false, false); ok {
-			p.ExitCode = &i
+		for _, name := range []string{"command", "stdout", "stderr", "exit_code", "cwd", "output_ref"} {
+			v.field(obj, name, "") // content: any string, or any integer
 		}
-		p.Cwd = o.optContent("cwd")
-		p.OutputRef = o.optContent("output_ref")
 	case TypeEdit:
-		p.Path = o.reqString("path")
-		p.OldString = o.optContent("old_string")
-		p.NewString = o.optContent("new_string")
-		if v, ok := o.get("structured_patch", false); ok {
-			p.StructuredPatch = raw(v)
+		v.field(obj, "path", nonEmpty(p.Path))
+		v.field(obj, "old_string", "")
+		v.field(obj, "new_string", "")
+		v.field(obj, "structured_patch", anyJSON(p.StructuredPatch))
+		required := ""
+		if p.IsFullWrite == nil {
+			required = "required"
 		}
-		p.IsFullWrite = o.bool("is_full_write", true)
-		p.LandedInFinalState = o.bool("landed_in_final_state", false)
+		v.field(obj, "is_full_write", required)
+		v.field(obj, "landed_in_final_state", "")
 	case TypeRead:
-		p.Path = o.reqString("path")
-		if v, ok := o.get("range", false); ok {
-			p.Range = o.lineRange(v)
+		v.field(obj, "path", nonEmpty(p.Path))
+		if v.field(obj, "range", "") {
+			v.field(obj, "range[0]", "")
+			v.field(obj, "range[1]", "")
 		}
 	case TypeMessage:
-		p.Role = o.reqString("role")
-		p.Text = o.optContent("text")
-		p.TextRef = o.optContent("text_ref")
+		v.field(obj, "role", nonEmpty(p.Role))
+		v.field(obj, "text", "")
+		v.field(obj, "text_ref", "")
 	case TypeOther:
-		p.ToolName = o.reqString("tool_name")
-		if v, ok := o.get("raw", true); ok {
-			if jsonType(v) != "object" {
-				o.wrongType("raw", "object", v)
-			} else {
-				p.Raw = raw(v) // an open shape: not inspected
-			}
-		}
-	default:
-		o.present = len(o.m) // with an unknown type, only the type error is reported
+		v.field(obj, "tool_name", nonEmpty(p.ToolName))
+		v.field(obj, "raw", rawObject(p.Raw))
 	}
-	return p
 }
 
-func (o *object) lineRange(v any) *[2]int64 {
-	a, isArr := v.([]any)
-	if !isArr || len(a) != 2 {
-		o.c.add(o.at("range"), "expected array of exactly two integers, got "+jsonType(v))
-		return nil
+// describe adds the first problems of an invalid or unresolved batch to
+// its error's text, for writers that print it (import, capture, the hook);
+// errors.As still finds the error, whose own text the ingest answer keeps.
+func describe(err error) error {
+	var (
+		inv     *InvalidError
+		ref     *ReferenceError
+		ps      []Problem
+		omitted int
+	)
+	switch {
+	case errors.As(err, &inv):
+		ps, omitted = inv.Problems, inv.Omitted
+	case errors.As(err, &ref):
+		ps, omitted = ref.Problems, ref.Omitted
+	default:
+		return err
 	}
-	var r [2]int64
-	for i, x := range a {
-		n, msg := integer(x)
-		if msg != "" {
-			o.c.add(fmt.Sprintf("%s[%d]", o.at("range"), i), msg)
-			return nil
+	const shown = 3
+	var b strings.Builder
+	for i, p := range ps[:min(len(ps), shown)] {
+		if i > 0 {
+			b.WriteString("; ")
 		}
-		r[i] = n
+		fmt.Fprintf(&b, "%s: %s", p.Path, p.Message)
 	}
-	return &r
+	if more := len(ps) + omitted - shown; more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
+	}
+	return fmt.Errorf("%w: %s", err, b.String())
 }
