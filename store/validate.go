@@ -380,37 +380,61 @@ func (v *validator) step(obj string, st *Step) {
 	}
 }
 
-// payload checks the fields of one step type.
-func (v *validator) payload(obj, typ string, p *Payload) {
-	switch typ {
-	case TypeCommand:
-		for _, name := range []string{"command", "stdout", "stderr", "exit_code", "cwd", "output_ref"} {
-			v.field(obj, name, "") // content: any string, or any integer
-		}
-	case TypeEdit:
-		v.field(obj, "path", nonEmpty(p.Path))
-		v.field(obj, "old_string", "")
-		v.field(obj, "new_string", "")
-		v.field(obj, "structured_patch", anyJSON(p.StructuredPatch))
-		required := ""
+// payloadField is one field of a step payload: the step types that have
+// it, whether a batch sets it, and its rule ("" for none).
+type payloadField struct {
+	name  string
+	types []string
+	set   func(*Payload) bool
+	rule  func(*Payload) string
+}
+
+// payloadFields are every payload field in the schema's order, which is
+// also the order decoding reads each type's fields.
+var payloadFields = []payloadField{
+	{"command", []string{TypeCommand}, func(p *Payload) bool { return p.Command != nil }, nil},
+	{"stdout", []string{TypeCommand}, func(p *Payload) bool { return p.Stdout != nil }, nil},
+	{"stderr", []string{TypeCommand}, func(p *Payload) bool { return p.Stderr != nil }, nil},
+	{"exit_code", []string{TypeCommand}, func(p *Payload) bool { return p.ExitCode != nil }, nil},
+	{"cwd", []string{TypeCommand}, func(p *Payload) bool { return p.Cwd != nil }, nil},
+	{"output_ref", []string{TypeCommand}, func(p *Payload) bool { return p.OutputRef != nil }, nil},
+	{"path", []string{TypeEdit, TypeRead}, func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
+	{"old_string", []string{TypeEdit}, func(p *Payload) bool { return p.OldString != nil }, nil},
+	{"new_string", []string{TypeEdit}, func(p *Payload) bool { return p.NewString != nil }, nil},
+	{"structured_patch", []string{TypeEdit}, func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
+	{"is_full_write", []string{TypeEdit}, func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
 		if p.IsFullWrite == nil {
-			required = "required"
+			return "required"
 		}
-		v.field(obj, "is_full_write", required)
-		v.field(obj, "landed_in_final_state", "")
-	case TypeRead:
-		v.field(obj, "path", nonEmpty(p.Path))
-		if v.field(obj, "range", "") {
-			v.field(obj, "range[0]", "")
-			v.field(obj, "range[1]", "")
+		return ""
+	}},
+	{"landed_in_final_state", []string{TypeEdit}, func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
+	{"range", []string{TypeRead}, func(p *Payload) bool { return p.Range != nil }, nil},
+	{"role", []string{TypeMessage}, func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
+	{"text", []string{TypeMessage}, func(p *Payload) bool { return p.Text != nil }, nil},
+	{"text_ref", []string{TypeMessage}, func(p *Payload) bool { return p.TextRef != nil }, nil},
+	{"tool_name", []string{TypeOther}, func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
+	{"raw", []string{TypeOther}, func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
+}
+
+// payload checks the fields of one step type. A field of another type is
+// unknown, as in JSON; only a batch built in Go can set one, since
+// decoding reads only the type's own fields.
+func (v *validator) payload(obj, typ string, p *Payload) {
+	for _, f := range payloadFields {
+		switch {
+		case slices.Contains(f.types, typ):
+			msg := ""
+			if f.rule != nil {
+				msg = f.rule(p)
+			}
+			if v.field(obj, f.name, msg) && f.name == "range" {
+				v.field(obj, "range[0]", "")
+				v.field(obj, "range[1]", "")
+			}
+		case f.set(p):
+			v.field(obj, f.name, "unknown field")
 		}
-	case TypeMessage:
-		v.field(obj, "role", nonEmpty(p.Role))
-		v.field(obj, "text", "")
-		v.field(obj, "text_ref", "")
-	case TypeOther:
-		v.field(obj, "tool_name", nonEmpty(p.ToolName))
-		v.field(obj, "raw", rawObject(p.Raw))
 	}
 }
 
