@@ -223,8 +223,17 @@ func (v *validator) end(path string) {
 	delete(v.json.unknown, path)
 }
 
+// required is the rule of a required array, which a batch built in Go
+// may leave nil.
+func required[T any](a []T) string {
+	if a == nil {
+		return "required"
+	}
+	return ""
+}
+
 func (v *validator) strings(obj, name string, values []string) {
-	if !v.field(obj, name, "") || v.json == nil && !slices.Contains(values, "") {
+	if !v.field(obj, name, required(values)) || v.json == nil && !slices.Contains(values, "") {
 		return
 	}
 	array := join(obj, name)
@@ -360,7 +369,7 @@ func (v *validator) step(obj string, st *Step) {
 		v.field(e, "message", "") // may be empty
 		v.end(e)
 	}
-	if v.field(obj, "flags", "") {
+	if v.field(obj, "flags", required(st.Flags)) {
 		flags := obj + ".flags"
 		for i, f := range st.Flags {
 			if fo := index(flags, i); v.field("", fo, "") {

@@ -599,6 +599,13 @@ func TestValidateBuiltBatch(t *testing.T) {
 		{"raw not an object", func(b *store.Batch) { b.Steps[4].Payload.Raw = json.RawMessage(` ["x"]`) }, []problem{{"steps[4].payload.raw", "expected object, got array"}}},
 		{"raw not JSON", func(b *store.Batch) { b.Steps[4].Payload.Raw = json.RawMessage(`{"url"}`) }, []problem{{"steps[4].payload.raw", "expected a JSON value"}}},
 		{"error type", func(b *store.Batch) { b.Steps[2].Error.Type = "" }, []problem{{"steps[2].error.type", "must not be empty"}}},
+		{"arrays left nil", func(b *store.Batch) {
+			b.Segments[0].SourceFiles = nil
+			b.Steps[0].Channels = nil
+			b.Steps[0].Flags = nil
+		}, []problem{
+			{"segments[0].source_files", "required"}, {"steps[0].channels", "required"}, {"steps[0].flags", "required"},
+		}},
 		{"field of another step type", func(b *store.Batch) { b.Steps[1].Payload.Text = ptr(""); b.Steps[0].Payload.Path = "/x" }, []problem{
 			{"steps[0].payload.path", "unknown field"}, {"steps[1].payload.text", "unknown field"},
 		}},
