@@ -82,7 +82,12 @@ type object struct {
 	present int // fields read that were in m: when all of m, none is unknown
 }
 
-func (o *object) at(name string) string { return join(o.path, name) }
+func (o *object) at(name string) string {
+	if o.path == "" {
+		return name
+	}
+	return o.path + "." + name
+}
 
 // get returns the field's value; ok is false when it is missing or null,
 // in which case the problem has been noted.
@@ -312,10 +317,10 @@ func raw(v any) json.RawMessage {
 	return b
 }
 
-// records decodes an array of objects into a batch's slice of one kind,
-// one record per element. A missing or empty optional array stays nil, as
+// decodeRecords decodes an array of objects into a batch's slice of one
+// kind, one record per element. A missing or empty optional array stays nil, as
 // in a batch that leaves the kind out; a required one is never nil.
-func records[T any](o *object, name string, required bool, each func(rec *T, item *object)) []T {
+func decodeRecords[T any](o *object, name string, required bool, each func(rec *T, item *object)) []T {
 	var recs []T
 	if a, ok := o.m[name].([]any); ok && (len(a) > 0 || required) {
 		recs = make([]T, len(a))
@@ -339,10 +344,10 @@ func (top *object) batch() *Batch {
 		b.Session = s.session()
 		s.done()
 	}
-	b.Segments = records(top, "segments", false, func(g *Segment, o *object) { *g = o.segment() })
-	b.Actors = records(top, "actors", false, func(a *Actor, o *object) { *a = o.actor() })
-	b.Turns = records(top, "turns", false, func(t *Turn, o *object) { *t = o.turn() })
-	b.Steps = records(top, "steps", false, func(st *Step, o *object) { *st = o.step() })
+	b.Segments = decodeRecords(top, "segments", false, func(g *Segment, o *object) { *g = o.segment() })
+	b.Actors = decodeRecords(top, "actors", false, func(a *Actor, o *object) { *a = o.actor() })
+	b.Turns = decodeRecords(top, "turns", false, func(t *Turn, o *object) { *t = o.turn() })
+	b.Steps = decodeRecords(top, "steps", false, func(st *Step, o *object) { *st = o.step() })
 	top.done()
 	return b
 }
@@ -427,7 +432,7 @@ func (o *object) step() Step {
 		st.Error = &StepError{Type: e.reqString("type"), Message: e.reqString("message")}
 		e.done()
 	}
-	st.Flags = records(o, "flags", true, func(f *Flag, o *object) {
+	st.Flags = decodeRecords(o, "flags", true, func(f *Flag, o *object) {
 		*f = Flag{Kind: o.reqString("kind"), Severity: o.reqString("severity"), Reason: o.reqString("reason")}
 	})
 	if p := o.object("payload", true); p != nil {

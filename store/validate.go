@@ -178,49 +178,106 @@ func (j *jsonProblems) rest() []Problem {
 }
 
 // validator walks a batch field by field, in the order of the v1.2 schema,
-// collecting every problem with its path.
+// collecting every problem with its path. The path of the field at hand is
+// built in one buffer and made a string only for a problem, so a valid
+// batch costs no allocation per record.
 type validator struct {
 	problems []Problem
 	json     *jsonProblems
+	path     []byte
+	entered  []int // the path's length before each object entered
 }
 
-func join(obj, name string) string {
-	if obj == "" {
-		return name
+func (v *validator) push(name string) int {
+	n := len(v.path)
+	if n > 0 {
+		v.path = append(v.path, '.')
 	}
-	return obj + "." + name
+	v.path = append(v.path, name...)
+	return n
 }
 
-func index(array string, i int) string { return array + "[" + strconv.Itoa(i) + "]" }
+func (v *validator) pushIndex(i int) int {
+	n := len(v.path)
+	v.path = append(v.path, '[')
+	v.path = strconv.AppendInt(v.path, int64(i), 10)
+	v.path = append(v.path, ']')
+	return n
+}
 
-// field reports the problem of one field: decoding's if it found one,
-// otherwise msg, the field's rule applied to its value ("" for none).
-// It returns false when decoding found a problem, so the caller skips
-// what lies inside the field.
-func (v *validator) field(obj, name, msg string) bool {
+// check reports the problem at the path: decoding's if it found one,
+// otherwise msg, the field's rule applied to its value ("" for none). It
+// returns false when decoding found a problem, so the caller skips what
+// lies inside the field.
+func (v *validator) check(msg string) bool {
 	if v.json != nil {
-		path := join(obj, name)
-		if m, ok := v.json.at[path]; ok {
+		if m, ok := v.json.at[string(v.path)]; ok {
+			path := string(v.path)
 			delete(v.json.at, path)
 			v.problems = append(v.problems, Problem{Path: path, Message: m})
 			return false
 		}
 	}
 	if msg != "" {
-		v.problems = append(v.problems, Problem{Path: join(obj, name), Message: msg})
+		v.problems = append(v.problems, Problem{Path: string(v.path), Message: msg})
 	}
 	return true
 }
 
-// end reports the unknown fields of the object at path.
-func (v *validator) end(path string) {
+// field checks one field of the object at hand.
+func (v *validator) field(name, msg string) bool {
+	n := v.push(name)
+	ok := v.check(msg)
+	v.path = v.path[:n]
+	return ok
+}
+
+// item checks one element of the array at hand.
+func (v *validator) item(i int, msg string) bool {
+	n := v.pushIndex(i)
+	ok := v.check(msg)
+	v.path = v.path[:n]
+	return ok
+}
+
+// enter checks a field holding an object or array and, when decoding
+// found nothing wrong with it, makes it the one at hand until leave.
+func (v *validator) enter(name, msg string) bool { return v.entering(v.push(name), msg) }
+
+// enterItem is enter for an element of the array at hand.
+func (v *validator) enterItem(i int) bool { return v.entering(v.pushIndex(i), "") }
+
+func (v *validator) entering(n int, msg string) bool {
+	if !v.check(msg) {
+		v.path = v.path[:n]
+		return false
+	}
+	v.entered = append(v.entered, n)
+	return true
+}
+
+// leave reports the unknown fields of the object at hand and returns to
+// its parent.
+func (v *validator) leave() {
+	v.unknownFields()
+	last := len(v.entered) - 1
+	v.path = v.path[:v.entered[last]]
+	v.entered = v.entered[:last]
+}
+
+// unknownFields reports the fields decoding found in the object at hand
+// that the schema does not have.
+func (v *validator) unknownFields() {
 	if v.json == nil {
 		return
 	}
-	for _, p := range v.json.unknown[path] {
+	paths, ok := v.json.unknown[string(v.path)]
+	for _, p := range paths {
 		v.problems = append(v.problems, Problem{Path: p, Message: "unknown field"})
 	}
-	delete(v.json.unknown, path)
+	if ok {
+		delete(v.json.unknown, string(v.path))
+	}
 }
 
 // required is the rule of a required array, which a batch built in Go
@@ -232,13 +289,12 @@ func required[T any](a []T) string {
 	return ""
 }
 
-func (v *validator) strings(obj, name string, values []string) {
-	if !v.field(obj, name, required(values)) || v.json == nil && !slices.Contains(values, "") {
-		return
-	}
-	array := join(obj, name)
-	for i, s := range values {
-		v.field("", index(array, i), nonEmpty(s))
+func (v *validator) strings(name string, values []string) {
+	if v.enter(name, required(values)) {
+		for i, s := range values {
+			v.item(i, nonEmpty(s))
+		}
+		v.leave()
 	}
 }
 
@@ -247,145 +303,126 @@ func (v *validator) batch(b *Batch) {
 	if b.SchemaVersion != SchemaVersion {
 		version = wrongVersion(raw(b.SchemaVersion))
 	}
-	v.field("", "schema_version", version)
-	if v.field("", "session", "") {
+	v.field("schema_version", version)
+	if v.enter("session", "") {
 		v.session(&b.Session)
-		v.end("session")
+		v.leave()
 	}
-	if v.field("", "segments", "") {
-		for i := range b.Segments {
-			if obj := index("segments", i); v.field("", obj, "") {
-				v.segment(obj, &b.Segments[i])
-				v.end(obj)
+	records(v, "segments", b.Segments, (*validator).segment)
+	records(v, "actors", b.Actors, (*validator).actor)
+	records(v, "turns", b.Turns, (*validator).turn)
+	records(v, "steps", b.Steps, (*validator).step)
+	v.unknownFields()
+}
+
+// records checks the records of one kind, each as the object at hand.
+func records[T any](v *validator, name string, recs []T, check func(*validator, *T)) {
+	if v.enter(name, "") {
+		for i := range recs {
+			if v.enterItem(i) {
+				check(v, &recs[i])
+				v.leave()
 			}
 		}
+		v.leave()
 	}
-	if v.field("", "actors", "") {
-		for i := range b.Actors {
-			if obj := index("actors", i); v.field("", obj, "") {
-				v.actor(obj, &b.Actors[i])
-				v.end(obj)
-			}
-		}
-	}
-	if v.field("", "turns", "") {
-		for i := range b.Turns {
-			if obj := index("turns", i); v.field("", obj, "") {
-				v.turn(obj, &b.Turns[i])
-				v.end(obj)
-			}
-		}
-	}
-	if v.field("", "steps", "") {
-		for i := range b.Steps {
-			if obj := index("steps", i); v.field("", obj, "") {
-				v.step(obj, &b.Steps[i])
-				v.end(obj)
-			}
-		}
-	}
-	v.end("")
 }
 
 func (v *validator) session(h *SessionHeader) {
-	const obj = "session"
-	v.field(obj, "id", nonEmpty(h.ID))
-	if v.field(obj, "agent", "") {
-		const agent = obj + ".agent"
-		v.field(agent, "kind", nonEmpty(h.Agent.Kind))
-		v.field(agent, "version", nonEmpty(h.Agent.Version))
-		v.field(agent, "format_version", "")
-		v.end(agent)
+	v.field("id", nonEmpty(h.ID))
+	if v.enter("agent", "") {
+		v.field("kind", nonEmpty(h.Agent.Kind))
+		v.field("version", nonEmpty(h.Agent.Version))
+		v.field("format_version", "")
+		v.leave()
 	}
-	if v.field(obj, "workspace", "") {
-		const ws = obj + ".workspace"
-		v.field(ws, "root", nonEmpty(h.Workspace.Root))
-		v.field(ws, "repo", "")
-		v.end(ws)
+	if v.enter("workspace", "") {
+		v.field("root", nonEmpty(h.Workspace.Root))
+		v.field("repo", "")
+		v.leave()
 	}
-	v.field(obj, "started_at", isoTimestamp(h.StartedAt))
-	v.field(obj, "ended_at", optTimestamp(h.EndedAt))
-	v.field(obj, "source", "")
-	if v.field(obj, "metrics", "") && h.Metrics != nil {
-		const m = obj + ".metrics"
-		v.field(m, "api_requests", nonNegative(h.Metrics.APIRequests))
-		v.field(m, "cost_usd", cost(h.Metrics.CostUSD))
-		if v.field(m, "tokens", "") {
-			const t = m + ".tokens"
-			tk := &h.Metrics.Tokens
-			v.field(t, "input", nonNegative(tk.Input))
-			v.field(t, "output", nonNegative(tk.Output))
-			v.field(t, "cache_read", nonNegative(tk.CacheRead))
-			v.field(t, "cache_creation", nonNegative(tk.CacheCreation))
-			v.end(t)
-		}
-		v.end(m)
-	}
-}
-
-func (v *validator) segment(obj string, g *Segment) {
-	v.field(obj, "index", nonNegative(g.Index))
-	v.field(obj, "start_reason", nonEmpty(g.StartReason))
-	v.field(obj, "started_at", isoTimestamp(g.StartedAt))
-	v.field(obj, "ended_at", optTimestamp(g.EndedAt))
-	v.strings(obj, "source_files", g.SourceFiles)
-}
-
-func (v *validator) actor(obj string, a *Actor) {
-	v.field(obj, "id", nonEmpty(a.ID))
-	v.field(obj, "parent_id", "")
-	v.field(obj, "type", nonEmpty(a.Type))
-	v.field(obj, "label", "")
-}
-
-func (v *validator) turn(obj string, t *Turn) {
-	v.field(obj, "id", nonEmpty(t.ID))
-	v.field(obj, "session_id", nonEmpty(t.SessionID))
-	v.field(obj, "segment_index", nonNegative(t.SegmentIndex))
-	v.field(obj, "actor_id", nonEmpty(t.ActorID))
-	v.field(obj, "index", nonNegative(t.Index))
-	v.field(obj, "prompt_id", "")
-	v.field(obj, "mode", "")
-	v.field(obj, "started_at", isoTimestamp(t.StartedAt))
-	v.field(obj, "step_ids", "") // the store rebuilds it
-}
-
-func (v *validator) step(obj string, st *Step) {
-	v.field(obj, "id", nonEmpty(st.ID))
-	v.field(obj, "session_id", nonEmpty(st.SessionID))
-	v.field(obj, "segment_index", nonNegative(st.SegmentIndex))
-	v.field(obj, "turn_id", nonEmpty(st.TurnID))
-	v.field(obj, "actor_id", nonEmpty(st.ActorID))
-	v.field(obj, "seq", nonNegative(st.Seq))
-	v.field(obj, "at", isoTimestamp(st.At))
-	typeKnown := v.field(obj, "type", oneOf(st.Type, StepTypes)) && slices.Contains(StepTypes, st.Type)
-	v.field(obj, "decision", nonEmpty(st.Decision))
-	v.field(obj, "outcome", nonEmpty(st.Outcome))
-	v.field(obj, "content_status", oneOf(st.ContentStatus, contentStatuses))
-	v.strings(obj, "channels", st.Channels)
-	if v.field(obj, "error", "") && st.Error != nil {
-		e := obj + ".error"
-		v.field(e, "type", nonEmpty(st.Error.Type))
-		v.field(e, "message", "") // may be empty
-		v.end(e)
-	}
-	if v.field(obj, "flags", required(st.Flags)) {
-		flags := obj + ".flags"
-		for i, f := range st.Flags {
-			if fo := index(flags, i); v.field("", fo, "") {
-				v.field(fo, "kind", nonEmpty(f.Kind))
-				v.field(fo, "severity", oneOf(f.Severity, severities))
-				v.field(fo, "reason", nonEmpty(f.Reason))
-				v.end(fo)
+	v.field("started_at", isoTimestamp(h.StartedAt))
+	v.field("ended_at", optTimestamp(h.EndedAt))
+	v.field("source", "")
+	if v.enter("metrics", "") {
+		if m := h.Metrics; m != nil {
+			v.field("api_requests", nonNegative(m.APIRequests))
+			v.field("cost_usd", cost(m.CostUSD))
+			if v.enter("tokens", "") {
+				v.field("input", nonNegative(m.Tokens.Input))
+				v.field("output", nonNegative(m.Tokens.Output))
+				v.field("cache_read", nonNegative(m.Tokens.CacheRead))
+				v.field("cache_creation", nonNegative(m.Tokens.CacheCreation))
+				v.leave()
 			}
 		}
+		v.leave()
 	}
-	if v.field(obj, "payload", "") {
-		p := obj + ".payload"
-		if typeKnown {
-			v.payload(p, st.Type, &st.Payload)
+}
+
+func (v *validator) segment(g *Segment) {
+	v.field("index", nonNegative(g.Index))
+	v.field("start_reason", nonEmpty(g.StartReason))
+	v.field("started_at", isoTimestamp(g.StartedAt))
+	v.field("ended_at", optTimestamp(g.EndedAt))
+	v.strings("source_files", g.SourceFiles)
+}
+
+func (v *validator) actor(a *Actor) {
+	v.field("id", nonEmpty(a.ID))
+	v.field("parent_id", "")
+	v.field("type", nonEmpty(a.Type))
+	v.field("label", "")
+}
+
+func (v *validator) turn(t *Turn) {
+	v.field("id", nonEmpty(t.ID))
+	v.field("session_id", nonEmpty(t.SessionID))
+	v.field("segment_index", nonNegative(t.SegmentIndex))
+	v.field("actor_id", nonEmpty(t.ActorID))
+	v.field("index", nonNegative(t.Index))
+	v.field("prompt_id", "")
+	v.field("mode", "")
+	v.field("started_at", isoTimestamp(t.StartedAt))
+	v.field("step_ids", "") // the store rebuilds it
+}
+
+func (v *validator) step(st *Step) {
+	v.field("id", nonEmpty(st.ID))
+	v.field("session_id", nonEmpty(st.SessionID))
+	v.field("segment_index", nonNegative(st.SegmentIndex))
+	v.field("turn_id", nonEmpty(st.TurnID))
+	v.field("actor_id", nonEmpty(st.ActorID))
+	v.field("seq", nonNegative(st.Seq))
+	v.field("at", isoTimestamp(st.At))
+	typeKnown := v.field("type", oneOf(st.Type, StepTypes)) && slices.Contains(StepTypes, st.Type)
+	v.field("decision", nonEmpty(st.Decision))
+	v.field("outcome", nonEmpty(st.Outcome))
+	v.field("content_status", oneOf(st.ContentStatus, contentStatuses))
+	v.strings("channels", st.Channels)
+	if v.enter("error", "") {
+		if st.Error != nil {
+			v.field("type", nonEmpty(st.Error.Type))
+			v.field("message", "") // may be empty
 		}
-		v.end(p)
+		v.leave()
+	}
+	if v.enter("flags", required(st.Flags)) {
+		for i := range st.Flags {
+			if f := &st.Flags[i]; v.enterItem(i) {
+				v.field("kind", nonEmpty(f.Kind))
+				v.field("severity", oneOf(f.Severity, severities))
+				v.field("reason", nonEmpty(f.Reason))
+				v.leave()
+			}
+		}
+		v.leave()
+	}
+	if v.enter("payload", "") {
+		if typeKnown {
+			v.payload(st.Type, &st.Payload)
+		}
+		v.leave()
 	}
 }
 
@@ -429,7 +466,7 @@ var payloadFields = []payloadField{
 // payload checks the fields of one step type. A field of another type is
 // unknown, as in JSON; only a batch built in Go can set one, since
 // decoding reads only the type's own fields.
-func (v *validator) payload(obj, typ string, p *Payload) {
+func (v *validator) payload(typ string, p *Payload) {
 	for _, f := range payloadFields {
 		switch {
 		case slices.Contains(f.types, typ):
@@ -437,12 +474,17 @@ func (v *validator) payload(obj, typ string, p *Payload) {
 			if f.rule != nil {
 				msg = f.rule(p)
 			}
-			if v.field(obj, f.name, msg) && f.name == "range" {
-				v.field(obj, "range[0]", "")
-				v.field(obj, "range[1]", "")
+			if f.name == "range" {
+				if v.enter(f.name, msg) {
+					v.item(0, "")
+					v.item(1, "")
+					v.leave()
+				}
+			} else {
+				v.field(f.name, msg)
 			}
 		case f.set(p):
-			v.field(obj, f.name, "unknown field")
+			v.field(f.name, "unknown field")
 		}
 	}
 }
