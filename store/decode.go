@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -70,6 +71,22 @@ func (j *jsonProblems) orNil() *jsonProblems {
 		return nil
 	}
 	return j
+}
+
+// rest returns the problems no field of the batch took, by path: none
+// unless a field Validate walks is missing from its walk.
+func (j *jsonProblems) rest() []Problem {
+	var ps []Problem
+	for path, msg := range j.at {
+		ps = append(ps, Problem{Path: path, Message: msg})
+	}
+	for _, paths := range j.unknown {
+		for _, path := range paths {
+			ps = append(ps, Problem{Path: path, Message: "unknown field"})
+		}
+	}
+	slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	return ps
 }
 
 // object is one JSON object being decoded. Reading a field marks it

@@ -161,22 +161,6 @@ func rawObject(r json.RawMessage) string {
 	return anyJSON(r)
 }
 
-// rest returns the problems no field of the batch took, by path: none
-// unless a field Validate walks is missing from its walk.
-func (j *jsonProblems) rest() []Problem {
-	var ps []Problem
-	for path, msg := range j.at {
-		ps = append(ps, Problem{Path: path, Message: msg})
-	}
-	for _, paths := range j.unknown {
-		for _, path := range paths {
-			ps = append(ps, Problem{Path: path, Message: "unknown field"})
-		}
-	}
-	slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
-	return ps
-}
-
 // validator walks a batch field by field, in the order of the v1.2 schema,
 // collecting every problem with its path. The path of the field at hand is
 // built in one buffer and made a string only for a problem, so a valid
