@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,16 +65,51 @@ func nonEmpty(s string) string {
 	return ""
 }
 
-// timestampRE is an ISO 8601 date-time with a zone and optional fractions.
-var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
-
 // ParseTimestamp parses a v1.2 timestamp.
 func ParseTimestamp(s string) (time.Time, bool) {
-	if !timestampRE.MatchString(s) {
+	if !timestampShape(s) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
+}
+
+// timestampShape reports whether s is an ISO 8601 date-time with a zone
+// and optional fractions, the regular expression
+// \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}), matched by
+// hand: every record has a timestamp, and a regexp was most of the cost
+// of validating a batch.
+func timestampShape(s string) bool {
+	const head = "dddd-dd-ddTdd:dd:dd"
+	if len(s) <= len(head) || !digits(s[:len(head)], head) {
+		return false
+	}
+	rest := s[len(head):]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	return rest == "Z" || len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && digits(rest[1:], "dd:dd")
+}
+
+// digits matches s against a pattern where d stands for an ASCII digit and
+// any other byte for itself.
+func digits(s, pattern string) bool {
+	if len(s) != len(pattern) {
+		return false
+	}
+	for i := range len(pattern) {
+		if c := s[i]; pattern[i] == 'd' && (c < '0' || c > '9') || pattern[i] != 'd' && c != pattern[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func isoTimestamp(s string) string {
@@ -414,46 +448,58 @@ func (v *validator) step(st *Step) {
 // it, whether a batch sets it, and its rule ("" for none).
 type payloadField struct {
 	name  string
-	types []string
+	types typeSet
 	set   func(*Payload) bool
 	rule  func(*Payload) string
+}
+
+// typeSet is a set of step types, one bit per type in StepTypes.
+type typeSet uint8
+
+func typesOf(types ...string) typeSet {
+	var ts typeSet
+	for _, t := range types {
+		ts |= 1 << slices.Index(StepTypes, t)
+	}
+	return ts
 }
 
 // payloadFields are every payload field in the schema's order, which is
 // also the order decoding reads each type's fields.
 var payloadFields = []payloadField{
-	{"command", []string{TypeCommand}, func(p *Payload) bool { return p.Command != nil }, nil},
-	{"stdout", []string{TypeCommand}, func(p *Payload) bool { return p.Stdout != nil }, nil},
-	{"stderr", []string{TypeCommand}, func(p *Payload) bool { return p.Stderr != nil }, nil},
-	{"exit_code", []string{TypeCommand}, func(p *Payload) bool { return p.ExitCode != nil }, nil},
-	{"cwd", []string{TypeCommand}, func(p *Payload) bool { return p.Cwd != nil }, nil},
-	{"output_ref", []string{TypeCommand}, func(p *Payload) bool { return p.OutputRef != nil }, nil},
-	{"path", []string{TypeEdit, TypeRead}, func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
-	{"old_string", []string{TypeEdit}, func(p *Payload) bool { return p.OldString != nil }, nil},
-	{"new_string", []string{TypeEdit}, func(p *Payload) bool { return p.NewString != nil }, nil},
-	{"structured_patch", []string{TypeEdit}, func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
-	{"is_full_write", []string{TypeEdit}, func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
+	{"command", typesOf(TypeCommand), func(p *Payload) bool { return p.Command != nil }, nil},
+	{"stdout", typesOf(TypeCommand), func(p *Payload) bool { return p.Stdout != nil }, nil},
+	{"stderr", typesOf(TypeCommand), func(p *Payload) bool { return p.Stderr != nil }, nil},
+	{"exit_code", typesOf(TypeCommand), func(p *Payload) bool { return p.ExitCode != nil }, nil},
+	{"cwd", typesOf(TypeCommand), func(p *Payload) bool { return p.Cwd != nil }, nil},
+	{"output_ref", typesOf(TypeCommand), func(p *Payload) bool { return p.OutputRef != nil }, nil},
+	{"path", typesOf(TypeEdit, TypeRead), func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
+	{"old_string", typesOf(TypeEdit), func(p *Payload) bool { return p.OldString != nil }, nil},
+	{"new_string", typesOf(TypeEdit), func(p *Payload) bool { return p.NewString != nil }, nil},
+	{"structured_patch", typesOf(TypeEdit), func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
+	{"is_full_write", typesOf(TypeEdit), func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
 		if p.IsFullWrite == nil {
 			return "required"
 		}
 		return ""
 	}},
-	{"landed_in_final_state", []string{TypeEdit}, func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
-	{"range", []string{TypeRead}, func(p *Payload) bool { return p.Range != nil }, nil},
-	{"role", []string{TypeMessage}, func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
-	{"text", []string{TypeMessage}, func(p *Payload) bool { return p.Text != nil }, nil},
-	{"text_ref", []string{TypeMessage}, func(p *Payload) bool { return p.TextRef != nil }, nil},
-	{"tool_name", []string{TypeOther}, func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
-	{"raw", []string{TypeOther}, func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
+	{"landed_in_final_state", typesOf(TypeEdit), func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
+	{"range", typesOf(TypeRead), func(p *Payload) bool { return p.Range != nil }, nil},
+	{"role", typesOf(TypeMessage), func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
+	{"text", typesOf(TypeMessage), func(p *Payload) bool { return p.Text != nil }, nil},
+	{"text_ref", typesOf(TypeMessage), func(p *Payload) bool { return p.TextRef != nil }, nil},
+	{"tool_name", typesOf(TypeOther), func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
+	{"raw", typesOf(TypeOther), func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
 }
 
 // payload checks the fields of one step type. A field of another type is
 // unknown, as in JSON; only a batch built in Go can set one, since
 // decoding reads only the type's own fields.
 func (v *validator) payload(typ string, p *Payload) {
+	this := typesOf(typ)
 	for _, f := range payloadFields {
 		switch {
-		case slices.Contains(f.types, typ):
+		case f.types&this != 0:
 			msg := ""
 			if f.rule != nil {
 				msg = f.rule(p)

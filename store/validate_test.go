@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 )
@@ -656,4 +658,27 @@ func TestValidateParsedBatch(t *testing.T) {
 	if err := mustParse(t, newBatch("sess")).Validate(); err != nil {
 		t.Errorf("Validate(parsed batch) = %v%s; want nil", err, problems(err))
 	}
+}
+
+// timestampRE is the v1.2 timestamp shape as the spec states it, the
+// oracle for ParseTimestamp's hand-written matcher.
+var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+
+// FuzzParseTimestamp checks ParseTimestamp accepts exactly the strings of
+// the spec's shape that are real instants.
+func FuzzParseTimestamp(f *testing.F) {
+	for _, s := range []string{
+		tStart, "2026-01-02T10:00:00.123456789+05:30", "2026-01-02T10:00:00-00:00", "2026-01-02T10:00:00.Z",
+		"2026-01-02 10:00:00", "2026-01-02T10:00:00", "2026-01-02t10:00:00z", "2026-13-02T10:00:00Z",
+		"2026-01-02T10:00:00+0530", "2026-01-02T10:00:00+05:30x", "２026-01-02T10:00:00Z", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		want := timestampRE.MatchString(s) && err == nil
+		if _, got := store.ParseTimestamp(s); got != want {
+			t.Errorf("ParseTimestamp(%q) ok = %v; want %v", s, got, want)
+		}
+	})
 }
