@@ -37,7 +37,7 @@ func ParseBatch(body []byte) (*Batch, error) {
 		}
 	}
 	found := &jsonProblems{}
-	b := (&object{d: found, m: top}).batch()
+	b := (&object{found: found, m: top}).batch()
 	if err := b.validate(found.orNil()); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (j *jsonProblems) rest() []Problem {
 // object is one JSON object being decoded. Reading a field marks it
 // known; done notes the fields nobody read as unknown.
 type object struct {
-	d       *jsonProblems
+	found   *jsonProblems // where the problems of the JSON go
 	path    string
 	m       map[string]any
 	seen    []string
@@ -116,11 +116,11 @@ func (o *object) get(name string, required bool) (v any, ok bool) {
 	o.seen = append(o.seen, name)
 	switch {
 	case !present && required:
-		o.d.add(o.at(name), "required")
+		o.found.add(o.at(name), "required")
 	case present && v == nil && !required:
-		o.d.add(o.at(name), "must be omitted, not null")
+		o.found.add(o.at(name), "must be omitted, not null")
 	case present && v == nil:
-		o.d.add(o.at(name), "expected a value, got null")
+		o.found.add(o.at(name), "expected a value, got null")
 	case present:
 		return v, true
 	}
@@ -138,11 +138,11 @@ func (o *object) done() {
 		}
 	}
 	slices.Sort(unknown)
-	if o.d.unknown == nil {
-		o.d.unknown = map[string][]string{}
+	if o.found.unknown == nil {
+		o.found.unknown = map[string][]string{}
 	}
 	for _, k := range unknown {
-		o.d.unknown[o.path] = append(o.d.unknown[o.path], o.at(k))
+		o.found.unknown[o.path] = append(o.found.unknown[o.path], o.at(k))
 	}
 }
 
@@ -167,7 +167,7 @@ func jsonType(v any) string {
 }
 
 func (o *object) wrongType(name, want string, v any) {
-	o.d.add(o.at(name), fmt.Sprintf("expected %s, got %s", want, jsonType(v)))
+	o.found.add(o.at(name), fmt.Sprintf("expected %s, got %s", want, jsonType(v)))
 }
 
 // text reads a string field. An optional one sent empty gets the problem
@@ -184,7 +184,7 @@ func (o *object) text(name string, required bool, rule func(string) string) stri
 		return ""
 	}
 	if s == "" && !required && rule != nil {
-		o.d.add(o.at(name), rule(s))
+		o.found.add(o.at(name), rule(s))
 	}
 	return s
 }
@@ -215,11 +215,11 @@ func (o *object) timestamp(name string, required bool) string {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		o.d.add(o.at(name), isoTimestamp(""))
+		o.found.add(o.at(name), isoTimestamp(""))
 		return ""
 	}
 	if s == "" && !required {
-		o.d.add(o.at(name), isoTimestamp(s))
+		o.found.add(o.at(name), isoTimestamp(s))
 	}
 	return s
 }
@@ -247,7 +247,7 @@ func (o *object) int(name string, required bool) (int64, bool) {
 	}
 	i, msg := integer(v)
 	if msg != "" {
-		o.d.add(o.at(name), msg)
+		o.found.add(o.at(name), msg)
 		return 0, false
 	}
 	return i, true
@@ -278,7 +278,7 @@ func (o *object) object(name string, required bool) *object {
 		o.wrongType(name, "object", v)
 		return nil
 	}
-	return &object{d: o.d, path: o.at(name), m: m}
+	return &object{found: o.found, path: o.at(name), m: m}
 }
 
 func (o *object) array(name string, required bool) []any {
@@ -301,7 +301,7 @@ func (o *object) strings(name string) []string {
 	for i, v := range a {
 		s, isStr := v.(string)
 		if !isStr {
-			o.d.add(fmt.Sprintf("%s[%d]", o.at(name), i), "expected string, got "+jsonType(v))
+			o.found.add(fmt.Sprintf("%s[%d]", o.at(name), i), "expected string, got "+jsonType(v))
 		}
 		out[i] = s
 	}
@@ -316,10 +316,10 @@ func (o *object) items(name string, required bool, each func(i int, item *object
 		path := fmt.Sprintf("%s[%d]", o.at(name), i)
 		m, isObj := v.(map[string]any)
 		if !isObj {
-			o.d.add(path, "expected object, got "+jsonType(v))
+			o.found.add(path, "expected object, got "+jsonType(v))
 			continue
 		}
-		item := &object{d: o.d, path: path, m: m}
+		item := &object{found: o.found, path: path, m: m}
 		each(i, item)
 		item.done()
 	}
@@ -353,7 +353,7 @@ func (top *object) batch() *Batch {
 	if v, ok := top.get("schema_version", true); ok {
 		s, isStr := v.(string)
 		if !isStr {
-			top.d.add("schema_version", wrongVersion(raw(v)))
+			top.found.add("schema_version", wrongVersion(raw(v)))
 		}
 		b.SchemaVersion = s
 	}
@@ -388,7 +388,7 @@ func (o *object) session() SessionHeader {
 			n, _ := v.(json.Number)
 			f, err := strconv.ParseFloat(string(n), 64)
 			if err != nil {
-				m.d.add(m.at("cost_usd"), costProblem(string(raw(v))))
+				m.found.add(m.at("cost_usd"), costProblem(string(raw(v))))
 			}
 			h.Metrics.CostUSD = f
 		}
@@ -505,14 +505,14 @@ func (o *object) payload(typ string) Payload {
 func (o *object) lineRange(v any) *[2]int64 {
 	a, isArr := v.([]any)
 	if !isArr || len(a) != 2 {
-		o.d.add(o.at("range"), "expected array of exactly two integers, got "+jsonType(v))
+		o.found.add(o.at("range"), "expected array of exactly two integers, got "+jsonType(v))
 		return nil
 	}
 	var r [2]int64
 	for i, x := range a {
 		n, msg := integer(x)
 		if msg != "" {
-			o.d.add(fmt.Sprintf("%s[%d]", o.at("range"), i), msg)
+			o.found.add(fmt.Sprintf("%s[%d]", o.at("range"), i), msg)
 			return nil
 		}
 		r[i] = n
