@@ -313,3 +313,66 @@ func TestSplitFlagsSecretsInOutput(t *testing.T) {
 		t.Errorf("flags of a clean message = %+v; want none", f)
 	}
 }
+
+// An adapter bug that builds an invalid batch fails that session's import
+// with the path and rule of the bad field, and the store keeps what it had:
+// Apply validates every batch, not only those pushed as JSON.
+func TestImporterRefusesInvalidBatch(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "good"), []byte("2"), 0o600)
+	st := mustOpen(t)
+	parsed := 0
+	good := fakeAgent(dir, &parsed)
+	im := &adapters.Importer{Store: st}
+	if _, err := im.Run(ctx, good, nil); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	state := func() string {
+		t.Helper()
+		l, err := st.List(ctx, store.ListQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := st.Detail(ctx, "good", store.DetailQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamp, err := st.LatestStamp(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := st.ImportedFiles(ctx, "fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal([]any{l, d, stamp, files})
+		return string(b)
+	}
+	before := state()
+
+	os.WriteFile(filepath.Join(dir, "bad"), []byte("3"), 0o600)
+	buggy := good
+	buggy.Parse = func(u adapters.Unit, files []adapters.File) *adapters.Session {
+		s := good.Parse(u, files)
+		if u.ID == "bad" {
+			s.Batches[0].Steps[2].At = "2026-01-02 03:04:05" // no zone: not v1.2
+		}
+		return s
+	}
+	sum, err := im.Run(ctx, buggy, nil)
+	var inv *store.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Run(invalid batch) = %v; want an *InvalidError", err)
+	}
+	want := "session bad: store: apply batch: invalid batch: steps[2].at: expected ISO 8601 date-time with timezone"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("Run(invalid batch) error = %q; want it to say %q", err, want)
+	}
+	if len(sum.Failed) != 1 || sum.New != 0 {
+		t.Errorf("Run(invalid batch) summary = %+v; want one failed session, none new", sum)
+	}
+	if after := state(); after != before {
+		t.Errorf("the store changed on a refused import:\nbefore %s\nafter  %s", before, after)
+	}
+}

@@ -25,11 +25,14 @@ type ApplyResult struct {
 	Changed bool `json:"-"`
 }
 
-// Apply writes a batch that passed ParseBatch in one transaction, all or
-// nothing. It returns a *DeletedError for a deleted session, a
-// *ReferenceError when a record points at nothing, and a *ConflictError
-// when a step seq is held by another step.
+// Apply validates a batch (Validate) and writes it in one transaction, all
+// or nothing. It returns Validate's errors, a *DeletedError for a deleted
+// session, a *ReferenceError when a record points at nothing, and a
+// *ConflictError when a step seq is held by another step.
 func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
+	if err := b.Validate(); err != nil {
+		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
+	}
 	res := ApplyResult{
 		SessionID: b.Session.ID,
 		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
@@ -60,7 +63,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 		return err
 	})
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", err)
+		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
 	}
 	return res, nil
 }

@@ -2,8 +2,9 @@ package store_test
 
 // Benchmarks of the write path without HTTP, and the floor they are
 // measured against: the same rows inserted straight into SQLite with
-// prepared statements. BenchmarkRawInsert5000, BenchmarkApply5000 and
-// BenchmarkParseBatch5000 split the cost of handlers' BenchmarkIngest5000Gzip.
+// prepared statements. BenchmarkRawInsert5000, BenchmarkApply5000,
+// BenchmarkParseBatch5000 and BenchmarkValidate5000 split the cost of
+// handlers' BenchmarkIngest5000Gzip.
 // docs/performance.md records the numbers; run them with
 //
 //	go test -run '^$' -bench . -benchmem -count 6 ./store/ ./handlers/
@@ -41,6 +42,23 @@ func BenchmarkParseBatch5000(b *testing.B) {
 	for range b.N {
 		if _, err := store.ParseBatch(body); err != nil {
 			b.Fatalf("ParseBatch = %v; want no error", err)
+		}
+	}
+	benchReportSteps(b, benchSteps)
+}
+
+// BenchmarkValidate5000 is Batch.Validate of a parsed 5000-step batch: the
+// check Apply runs for every writer, and a second time for ingest.
+func BenchmarkValidate5000(b *testing.B) {
+	batch, err := store.ParseBatch(benchBody(b, benchSessionID(0)))
+	if err != nil {
+		b.Fatalf("ParseBatch = %v; want no error", err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := batch.Validate(); err != nil {
+			b.Fatalf("Validate = %v; want no error", err)
 		}
 	}
 	benchReportSteps(b, benchSteps)

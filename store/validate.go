@@ -1,489 +1,552 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MaxProblems is the most problems an InvalidError lists; the rest are counted.
 const MaxProblems = 100
 
-// ParseBatch decodes a request body and runs the envelope and schema checks
-// of a v1.2 batch. It returns ErrNotJSON, ErrNotObject, a *TooManyError or
-// an *InvalidError; the reference checks need the store and run in Apply.
-func ParseBatch(body []byte) (*Batch, error) {
-	v, err := decodeTree(body)
-	if err != nil {
-		return nil, ErrNotJSON
-	}
-	top, ok := v.(map[string]any)
-	if !ok {
-		return nil, ErrNotObject
-	}
-	for _, kind := range []string{"segments", "actors", "turns", "steps"} {
-		if a, ok := top[kind].([]any); ok && len(a) > MaxItems {
-			return nil, &TooManyError{Kind: kind, Count: len(a)}
+// itemKinds are a batch's kinds of records, in the order they are checked.
+var itemKinds = []string{"segments", "actors", "turns", "steps"}
+
+// Validate checks a batch against the v1.2 schema: the number of records
+// of each kind, then every field's rules. Apply calls it for every writer
+// (ingest, import, capture, the hook, the demo), so a batch built in Go
+// meets the same rules as one pushed as JSON. It returns a *TooManyError
+// or an *InvalidError whose paths are those of the batch's JSON, e.g.
+// steps[3].payload.path; the reference checks need the store and run in
+// Apply.
+func (b *Batch) Validate() error { return b.validate(nil) }
+
+// validate reports, in the order of the batch's fields, the problems of
+// the JSON it was decoded from (found, nil for a batch built in Go) where
+// they are, and the value rules' problems everywhere else.
+func (b *Batch) validate(found *jsonProblems) error {
+	for i, n := range []int{len(b.Segments), len(b.Actors), len(b.Turns), len(b.Steps)} {
+		if err := checkCount(itemKinds[i], n); err != nil {
+			return err
 		}
 	}
-	c := &checker{}
-	b := c.batch(&object{c: c, m: top})
-	if len(c.problems) > 0 {
-		return nil, newInvalidError(c.problems)
+	v := &validator{json: found}
+	v.batch(b)
+	if found != nil {
+		v.problems = append(v.problems, found.rest()...)
 	}
-	return b, nil
-}
-
-// checker walks a decoded JSON tree, building records and collecting every
-// problem with its path into the request body.
-type checker struct {
-	problems []Problem
-}
-
-func (c *checker) add(path, msg string) {
-	c.problems = append(c.problems, Problem{Path: path, Message: msg})
-}
-
-// object is one JSON object under validation. Reading a field marks it
-// known; done reports the fields nobody read as unknown.
-type object struct {
-	c       *checker
-	path    string
-	m       map[string]any
-	seen    []string
-	present int // fields read that were in m: when all of m, none is unknown
-}
-
-func (o *object) at(name string) string {
-	if o.path == "" {
-		return name
-	}
-	return o.path + "." + name
-}
-
-// get returns the field's value; ok is false when it is missing or null,
-// in which case the problem has been recorded.
-func (o *object) get(name string, required bool) (v any, ok bool) {
-	v, present := o.m[name]
-	if present && !slices.Contains(o.seen, name) {
-		o.present++
-	}
-	o.seen = append(o.seen, name)
-	switch {
-	case !present && required:
-		o.c.add(o.at(name), "required")
-	case present && v == nil && !required:
-		o.c.add(o.at(name), "must be omitted, not null")
-	case present && v == nil:
-		o.c.add(o.at(name), "expected a value, got null")
-	case present:
-		return v, true
-	}
-	return nil, false
-}
-
-func (o *object) done() {
-	if o.present == len(o.m) {
-		return
-	}
-	var unknown []string
-	for k := range o.m {
-		if !slices.Contains(o.seen, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		o.c.add(o.at(k), "unknown field")
-	}
-}
-
-func jsonType(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	case openShape:
-		return map[jsontext.Kind]string{'{': "object", '[': "array", '"': "string", '0': "number", 't': "boolean", 'f': "boolean"}[jsontext.Value(x).Kind()]
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func (o *object) wrongType(name, want string, v any) {
-	o.c.add(o.at(name), fmt.Sprintf("expected %s, got %s", want, jsonType(v)))
-}
-
-// text reads a string field. Content fields may be empty; all others must not.
-func (o *object) text(name string, required, mayBeEmpty bool) (string, bool) {
-	v, ok := o.get(name, required)
-	if !ok {
-		return "", false
-	}
-	s, isStr := v.(string)
-	if !isStr {
-		o.wrongType(name, "string", v)
-		return "", false
-	}
-	if s == "" && !mayBeEmpty {
-		o.c.add(o.at(name), "must not be empty")
-		return "", false
-	}
-	return s, true
-}
-
-func (o *object) reqString(name string) string { s, _ := o.text(name, true, false); return s }
-func (o *object) optString(name string) string { s, _ := o.text(name, false, false); return s }
-
-// optContent reads an optional field that may hold an empty string.
-func (o *object) optContent(name string) *string {
-	if s, ok := o.text(name, false, true); ok {
-		return &s
+	if len(v.problems) > 0 {
+		return newInvalidError(v.problems)
 	}
 	return nil
 }
 
-func (o *object) enum(name string, values []string) string {
-	s, ok := o.text(name, true, true)
-	if ok && !slices.Contains(values, s) {
-		o.c.add(o.at(name), fmt.Sprintf("expected one of %s, got %q", strings.Join(values, ", "), s))
-		return ""
+// checkCount refuses more than MaxItems records of one kind.
+func checkCount(kind string, n int) error {
+	if n > MaxItems {
+		return &TooManyError{Kind: kind, Count: n}
 	}
-	return s
+	return nil
 }
 
-// timestampRE is an ISO 8601 date-time with a zone and optional fractions.
-var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+// The value rules. Each returns the problem's message, or "" when the value
+// meets the rule.
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	return ""
+}
 
 // ParseTimestamp parses a v1.2 timestamp.
 func ParseTimestamp(s string) (time.Time, bool) {
-	if !timestampRE.MatchString(s) {
+	if !timestampShape(s) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
 }
 
-func (o *object) timestamp(name string, required bool) string {
-	v, ok := o.get(name, required)
-	if !ok {
+// timestampShape reports whether s is an ISO 8601 date-time with a zone
+// and optional fractions, the regular expression
+// \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}), matched by
+// hand: every record has a timestamp, and a regexp was most of the cost
+// of validating a batch.
+func timestampShape(s string) bool {
+	const head = "dddd-dd-ddTdd:dd:dd"
+	if len(s) <= len(head) || !digits(s[:len(head)], head) {
+		return false
+	}
+	rest := s[len(head):]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	return rest == "Z" || len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && digits(rest[1:], "dd:dd")
+}
+
+// digits matches s against a pattern where d stands for an ASCII digit and
+// any other byte for itself.
+func digits(s, pattern string) bool {
+	if len(s) != len(pattern) {
+		return false
+	}
+	for i := range len(pattern) {
+		if c := s[i]; pattern[i] == 'd' && (c < '0' || c > '9') || pattern[i] != 'd' && c != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isoTimestamp(s string) string {
+	if _, ok := ParseTimestamp(s); !ok {
+		return "expected ISO 8601 date-time with timezone"
+	}
+	return ""
+}
+
+// optTimestamp is the rule of an optional timestamp: empty is left out.
+func optTimestamp(s string) string {
+	if s == "" {
 		return ""
 	}
-	s, isStr := v.(string)
-	if _, valid := ParseTimestamp(s); !isStr || !valid {
-		o.c.add(o.at(name), "expected ISO 8601 date-time with timezone")
+	return isoTimestamp(s)
+}
+
+func nonNegative(i int64) string {
+	if i < 0 {
+		return fmt.Sprintf("expected integer >= 0, got %d", i)
+	}
+	return ""
+}
+
+func oneOf(s string, values []string) string {
+	if !slices.Contains(values, s) {
+		return fmt.Sprintf("expected one of %s, got %q", strings.Join(values, ", "), s)
+	}
+	return ""
+}
+
+// wrongVersion is the schema_version problem; got is the value as JSON.
+func wrongVersion(got []byte) string {
+	return fmt.Sprintf("expected %q, got %s", SchemaVersion, got)
+}
+
+func costProblem(got string) string { return "expected number >= 0, got " + got }
+
+func cost(f float64) string {
+	if f >= 0 && !math.IsInf(f, 0) { // false for NaN too
 		return ""
 	}
-	return s
+	return costProblem(strconv.FormatFloat(f, 'g', -1, 64))
 }
 
-// integer checks a JSON number is whole (1, 1.0 and 1e3 are; 1.5 is not).
-func integer(v any) (int64, string) {
-	n, isNum := v.(json.Number)
-	if !isNum {
-		return 0, "expected integer, got " + jsonType(v)
+// rawType names the JSON type of an encoded value.
+func rawType(r json.RawMessage) string {
+	r = bytes.TrimLeft(r, " \t\r\n")
+	if len(r) == 0 {
+		return "nothing"
 	}
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, ""
+	switch r[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, "expected integer, got " + string(n)
-	}
-	return int64(f), ""
+	return "number"
 }
 
-func (o *object) int(name string, required, nonNegative bool) (int64, bool) {
-	v, ok := o.get(name, required)
-	if !ok {
-		return 0, false
+// anyJSON is the rule of structured_patch: any JSON value, not inspected.
+func anyJSON(r json.RawMessage) string {
+	if len(r) > 0 && !json.Valid(r) {
+		return "expected a JSON value"
 	}
-	i, msg := integer(v)
-	if msg == "" && nonNegative && i < 0 {
-		msg = fmt.Sprintf("expected integer >= 0, got %d", i)
-	}
-	if msg != "" {
-		o.c.add(o.at(name), msg)
-		return 0, false
-	}
-	return i, true
+	return ""
 }
 
-func (o *object) count(name string) int64 { i, _ := o.int(name, true, true); return i }
-
-func (o *object) bool(name string, required bool) *bool {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
+// rawObject is the rule of an other step's raw: a JSON object, not inspected.
+func rawObject(r json.RawMessage) string {
+	switch {
+	case len(r) == 0:
+		return "required"
+	case rawType(r) != "object":
+		return "expected object, got " + rawType(r)
 	}
-	b, isBool := v.(bool)
-	if !isBool {
-		o.wrongType(name, "boolean", v)
-		return nil
-	}
-	return &b
+	return anyJSON(r)
 }
 
-func (o *object) object(name string, required bool) *object {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
-	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		o.wrongType(name, "object", v)
-		return nil
-	}
-	return &object{c: o.c, path: o.at(name), m: m}
+// validator walks a batch field by field, in the order of the v1.2 schema,
+// collecting every problem with its path. The path of the field at hand is
+// built in one buffer and made a string only for a problem, so a valid
+// batch costs no allocation per record.
+type validator struct {
+	problems []Problem
+	json     *jsonProblems
+	path     []byte
+	entered  []int // the path's length before each object entered
 }
 
-func (o *object) array(name string, required bool) []any {
-	v, ok := o.get(name, required)
-	if !ok {
-		return nil
+func (v *validator) push(name string) int {
+	n := len(v.path)
+	if n > 0 {
+		v.path = append(v.path, '.')
 	}
-	a, isArr := v.([]any)
-	if !isArr {
-		o.wrongType(name, "array", v)
-		return nil
-	}
-	return a
-}
-
-// strings reads a required array of non-empty strings (possibly empty).
-func (o *object) strings(name string) []string {
-	a := o.array(name, true)
-	out := make([]string, 0, len(a))
-	for i, v := range a {
-		s, isStr := v.(string)
-		switch {
-		case !isStr:
-			o.c.add(fmt.Sprintf("%s[%d]", o.at(name), i), "expected string, got "+jsonType(v))
-		case s == "":
-			o.c.add(fmt.Sprintf("%s[%d]", o.at(name), i), "must not be empty")
-		default:
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// items calls each for every element of an array of objects.
-func (o *object) items(name string, required bool, each func(*object)) {
-	for i, v := range o.array(name, required) {
-		path := fmt.Sprintf("%s[%d]", o.at(name), i)
-		m, isObj := v.(map[string]any)
-		if !isObj {
-			o.c.add(path, "expected object, got "+jsonType(v))
-			continue
-		}
-		item := &object{c: o.c, path: path, m: m}
-		each(item)
-		item.done()
-	}
-}
-
-// raw renders a decoded value as compact JSON: an open shape as it came.
-func raw(v any) json.RawMessage {
-	if o, ok := v.(openShape); ok {
-		return json.RawMessage(o)
-	}
-	b, _ := json.Marshal(v) // a decoded tree always marshals
-	return b
-}
-
-func (c *checker) batch(top *object) *Batch {
-	b := &Batch{}
-	if v, ok := top.get("schema_version", true); ok {
-		if s, _ := v.(string); s != SchemaVersion {
-			c.add("schema_version", fmt.Sprintf("expected %q, got %s", SchemaVersion, raw(v)))
-		}
-		b.SchemaVersion = SchemaVersion
-	}
-	if s := top.object("session", true); s != nil {
-		b.Session = s.session()
-		s.done()
-	}
-	top.items("segments", false, func(o *object) { b.Segments = append(b.Segments, o.segment()) })
-	top.items("actors", false, func(o *object) { b.Actors = append(b.Actors, o.actor()) })
-	top.items("turns", false, func(o *object) { b.Turns = append(b.Turns, o.turn()) })
-	top.items("steps", false, func(o *object) { b.Steps = append(b.Steps, o.step()) })
-	top.done()
-	return b
-}
-
-func (o *object) session() SessionHeader {
-	h := SessionHeader{ID: o.reqString("id")}
-	if a := o.object("agent", true); a != nil {
-		h.Agent = Agent{Kind: a.reqString("kind"), Version: a.reqString("version"), FormatVersion: a.optString("format_version")}
-		a.done()
-	}
-	if w := o.object("workspace", true); w != nil {
-		h.Workspace = Workspace{Root: w.reqString("root"), Repo: w.optString("repo")}
-		w.done()
-	}
-	h.StartedAt = o.timestamp("started_at", true)
-	h.EndedAt = o.timestamp("ended_at", false)
-	h.Source = o.optString("source")
-	if m := o.object("metrics", false); m != nil {
-		h.Metrics = &Metrics{APIRequests: m.count("api_requests")}
-		if v, ok := m.get("cost_usd", true); ok {
-			f, err := strconv.ParseFloat(string(asNumber(v)), 64)
-			if err != nil || f < 0 {
-				m.c.add(m.at("cost_usd"), fmt.Sprintf("expected number >= 0, got %s", raw(v)))
-			}
-			h.Metrics.CostUSD = f
-		}
-		if t := m.object("tokens", true); t != nil {
-			h.Metrics.Tokens = Tokens{Input: t.count("input"), Output: t.count("output"), CacheRead: t.count("cache_read"), CacheCreation: t.count("cache_creation")}
-			t.done()
-		}
-		m.done()
-	}
-	return h
-}
-
-func asNumber(v any) json.Number {
-	n, _ := v.(json.Number)
+	v.path = append(v.path, name...)
 	return n
 }
 
-func (o *object) segment() Segment {
-	return Segment{
-		Index:       o.count("index"),
-		StartReason: o.reqString("start_reason"),
-		StartedAt:   o.timestamp("started_at", true),
-		EndedAt:     o.timestamp("ended_at", false),
-		SourceFiles: o.strings("source_files"),
-	}
+func (v *validator) pushIndex(i int) int {
+	n := len(v.path)
+	v.path = append(v.path, '[')
+	v.path = strconv.AppendInt(v.path, int64(i), 10)
+	v.path = append(v.path, ']')
+	return n
 }
 
-func (o *object) actor() Actor {
-	return Actor{ID: o.reqString("id"), ParentID: o.optString("parent_id"), Type: o.reqString("type"), Label: o.optString("label")}
-}
-
-func (o *object) turn() Turn {
-	t := Turn{
-		ID:           o.reqString("id"),
-		SessionID:    o.reqString("session_id"),
-		SegmentIndex: o.count("segment_index"),
-		ActorID:      o.reqString("actor_id"),
-		Index:        o.count("index"),
-		PromptID:     o.optString("prompt_id"),
-		Mode:         o.optString("mode"),
-		StartedAt:    o.timestamp("started_at", true),
-	}
-	o.array("step_ids", true) // required, but the store rebuilds it
-	return t
-}
-
-func (o *object) step() Step {
-	st := Step{
-		ID:            o.reqString("id"),
-		SessionID:     o.reqString("session_id"),
-		SegmentIndex:  o.count("segment_index"),
-		TurnID:        o.reqString("turn_id"),
-		ActorID:       o.reqString("actor_id"),
-		Seq:           o.count("seq"),
-		At:            o.timestamp("at", true),
-		Type:          o.enum("type", StepTypes),
-		Decision:      o.reqString("decision"),
-		Outcome:       o.reqString("outcome"),
-		ContentStatus: o.enum("content_status", contentStatuses),
-		Channels:      o.strings("channels"),
-		Flags:         []Flag{},
-	}
-	if e := o.object("error", false); e != nil {
-		st.Error = &StepError{Type: e.reqString("type")}
-		st.Error.Message, _ = e.text("message", true, true)
-		e.done()
-	}
-	o.items("flags", true, func(f *object) {
-		st.Flags = append(st.Flags, Flag{Kind: f.reqString("kind"), Severity: f.enum("severity", severities), Reason: f.reqString("reason")})
-	})
-	if p := o.object("payload", true); p != nil {
-		st.Payload = p.payload(st.Type)
-		p.done()
-	}
-	return st
-}
-
-// payload reads the fields of one step type; with an unknown type only the
-// type error is reported.
-func (o *object) payload(typ string) Payload {
-	var p Payload
-	switch typ {
-	case TypeCommand:
-		p.Command = o.optContent("command")
-		p.Stdout = o.optContent("stdout")
-		p.Stderr = o.optContent("stderr")
-		if i, ok := o.int("exit_code", false, false); ok {
-			p.ExitCode = &i
+// check reports the problem at the path: decoding's if it found one,
+// otherwise msg, the field's rule applied to its value ("" for none). It
+// returns false when decoding found a problem, so the caller skips what
+// lies inside the field.
+func (v *validator) check(msg string) bool {
+	if v.json != nil {
+		if m, ok := v.json.at[string(v.path)]; ok {
+			path := string(v.path)
+			delete(v.json.at, path)
+			v.problems = append(v.problems, Problem{Path: path, Message: m})
+			return false
 		}
-		p.Cwd = o.optContent("cwd")
-		p.OutputRef = o.optContent("output_ref")
-	case TypeEdit:
-		p.Path = o.reqString("path")
-		p.OldString = o.optContent("old_string")
-		p.NewString = o.optContent("new_string")
-		if v, ok := o.get("structured_patch", false); ok {
-			p.StructuredPatch = raw(v)
+	}
+	if msg != "" {
+		v.problems = append(v.problems, Problem{Path: string(v.path), Message: msg})
+	}
+	return true
+}
+
+// field checks one field of the object at hand.
+func (v *validator) field(name, msg string) bool {
+	n := v.push(name)
+	ok := v.check(msg)
+	v.path = v.path[:n]
+	return ok
+}
+
+// item checks one element of the array at hand.
+func (v *validator) item(i int, msg string) bool {
+	n := v.pushIndex(i)
+	ok := v.check(msg)
+	v.path = v.path[:n]
+	return ok
+}
+
+// enter checks a field holding an object or array and, when decoding
+// found nothing wrong with it, makes it the one at hand until leave.
+func (v *validator) enter(name, msg string) bool { return v.entering(v.push(name), msg) }
+
+// enterItem is enter for an element of the array at hand.
+func (v *validator) enterItem(i int) bool { return v.entering(v.pushIndex(i), "") }
+
+func (v *validator) entering(n int, msg string) bool {
+	if !v.check(msg) {
+		v.path = v.path[:n]
+		return false
+	}
+	v.entered = append(v.entered, n)
+	return true
+}
+
+// leave reports the unknown fields of the object at hand and returns to
+// its parent.
+func (v *validator) leave() {
+	v.unknownFields()
+	last := len(v.entered) - 1
+	v.path = v.path[:v.entered[last]]
+	v.entered = v.entered[:last]
+}
+
+// unknownFields reports the fields decoding found in the object at hand
+// that the schema does not have.
+func (v *validator) unknownFields() {
+	if v.json == nil {
+		return
+	}
+	paths, ok := v.json.unknown[string(v.path)]
+	for _, p := range paths {
+		v.problems = append(v.problems, Problem{Path: p, Message: "unknown field"})
+	}
+	if ok {
+		delete(v.json.unknown, string(v.path))
+	}
+}
+
+// required is the rule of a required array, which a batch built in Go
+// may leave nil.
+func required[T any](a []T) string {
+	if a == nil {
+		return "required"
+	}
+	return ""
+}
+
+func (v *validator) strings(name string, values []string) {
+	if v.enter(name, required(values)) {
+		for i, s := range values {
+			v.item(i, nonEmpty(s))
 		}
-		p.IsFullWrite = o.bool("is_full_write", true)
-		p.LandedInFinalState = o.bool("landed_in_final_state", false)
-	case TypeRead:
-		p.Path = o.reqString("path")
-		if v, ok := o.get("range", false); ok {
-			p.Range = o.lineRange(v)
-		}
-	case TypeMessage:
-		p.Role = o.reqString("role")
-		p.Text = o.optContent("text")
-		p.TextRef = o.optContent("text_ref")
-	case TypeOther:
-		p.ToolName = o.reqString("tool_name")
-		if v, ok := o.get("raw", true); ok {
-			if jsonType(v) != "object" {
-				o.wrongType("raw", "object", v)
-			} else {
-				p.Raw = raw(v) // an open shape: not inspected
+		v.leave()
+	}
+}
+
+func (v *validator) batch(b *Batch) {
+	version := ""
+	if b.SchemaVersion != SchemaVersion {
+		version = wrongVersion(raw(b.SchemaVersion))
+	}
+	v.field("schema_version", version)
+	if v.enter("session", "") {
+		v.session(&b.Session)
+		v.leave()
+	}
+	records(v, "segments", b.Segments, (*validator).segment)
+	records(v, "actors", b.Actors, (*validator).actor)
+	records(v, "turns", b.Turns, (*validator).turn)
+	records(v, "steps", b.Steps, (*validator).step)
+	v.unknownFields()
+}
+
+// records checks the records of one kind, each as the object at hand.
+func records[T any](v *validator, name string, recs []T, check func(*validator, *T)) {
+	if v.enter(name, "") {
+		for i := range recs {
+			if v.enterItem(i) {
+				check(v, &recs[i])
+				v.leave()
 			}
 		}
-	default:
-		o.present = len(o.m) // with an unknown type, only the type error is reported
+		v.leave()
 	}
-	return p
 }
 
-func (o *object) lineRange(v any) *[2]int64 {
-	a, isArr := v.([]any)
-	if !isArr || len(a) != 2 {
-		o.c.add(o.at("range"), "expected array of exactly two integers, got "+jsonType(v))
-		return nil
+func (v *validator) session(h *SessionHeader) {
+	v.field("id", nonEmpty(h.ID))
+	if v.enter("agent", "") {
+		v.field("kind", nonEmpty(h.Agent.Kind))
+		v.field("version", nonEmpty(h.Agent.Version))
+		v.field("format_version", "")
+		v.leave()
 	}
-	var r [2]int64
-	for i, x := range a {
-		n, msg := integer(x)
-		if msg != "" {
-			o.c.add(fmt.Sprintf("%s[%d]", o.at("range"), i), msg)
-			return nil
+	if v.enter("workspace", "") {
+		v.field("root", nonEmpty(h.Workspace.Root))
+		v.field("repo", "")
+		v.leave()
+	}
+	v.field("started_at", isoTimestamp(h.StartedAt))
+	v.field("ended_at", optTimestamp(h.EndedAt))
+	v.field("source", "")
+	if v.enter("metrics", "") {
+		if m := h.Metrics; m != nil {
+			v.field("api_requests", nonNegative(m.APIRequests))
+			v.field("cost_usd", cost(m.CostUSD))
+			if v.enter("tokens", "") {
+				v.field("input", nonNegative(m.Tokens.Input))
+				v.field("output", nonNegative(m.Tokens.Output))
+				v.field("cache_read", nonNegative(m.Tokens.CacheRead))
+				v.field("cache_creation", nonNegative(m.Tokens.CacheCreation))
+				v.leave()
+			}
 		}
-		r[i] = n
+		v.leave()
 	}
-	return &r
+}
+
+func (v *validator) segment(g *Segment) {
+	v.field("index", nonNegative(g.Index))
+	v.field("start_reason", nonEmpty(g.StartReason))
+	v.field("started_at", isoTimestamp(g.StartedAt))
+	v.field("ended_at", optTimestamp(g.EndedAt))
+	v.strings("source_files", g.SourceFiles)
+}
+
+func (v *validator) actor(a *Actor) {
+	v.field("id", nonEmpty(a.ID))
+	v.field("parent_id", "")
+	v.field("type", nonEmpty(a.Type))
+	v.field("label", "")
+}
+
+func (v *validator) turn(t *Turn) {
+	v.field("id", nonEmpty(t.ID))
+	v.field("session_id", nonEmpty(t.SessionID))
+	v.field("segment_index", nonNegative(t.SegmentIndex))
+	v.field("actor_id", nonEmpty(t.ActorID))
+	v.field("index", nonNegative(t.Index))
+	v.field("prompt_id", "")
+	v.field("mode", "")
+	v.field("started_at", isoTimestamp(t.StartedAt))
+	v.field("step_ids", "") // the store rebuilds it
+}
+
+func (v *validator) step(st *Step) {
+	v.field("id", nonEmpty(st.ID))
+	v.field("session_id", nonEmpty(st.SessionID))
+	v.field("segment_index", nonNegative(st.SegmentIndex))
+	v.field("turn_id", nonEmpty(st.TurnID))
+	v.field("actor_id", nonEmpty(st.ActorID))
+	v.field("seq", nonNegative(st.Seq))
+	v.field("at", isoTimestamp(st.At))
+	typeKnown := v.field("type", oneOf(st.Type, StepTypes)) && slices.Contains(StepTypes, st.Type)
+	v.field("decision", nonEmpty(st.Decision))
+	v.field("outcome", nonEmpty(st.Outcome))
+	v.field("content_status", oneOf(st.ContentStatus, contentStatuses))
+	v.strings("channels", st.Channels)
+	if v.enter("error", "") {
+		if st.Error != nil {
+			v.field("type", nonEmpty(st.Error.Type))
+			v.field("message", "") // may be empty
+		}
+		v.leave()
+	}
+	if v.enter("flags", required(st.Flags)) {
+		for i := range st.Flags {
+			if f := &st.Flags[i]; v.enterItem(i) {
+				v.field("kind", nonEmpty(f.Kind))
+				v.field("severity", oneOf(f.Severity, severities))
+				v.field("reason", nonEmpty(f.Reason))
+				v.leave()
+			}
+		}
+		v.leave()
+	}
+	if v.enter("payload", "") {
+		if typeKnown {
+			v.payload(st.Type, &st.Payload)
+		}
+		v.leave()
+	}
+}
+
+// payloadField is one field of a step payload: the step types that have
+// it, whether a batch sets it, and its rule ("" for none).
+type payloadField struct {
+	name  string
+	types typeSet
+	set   func(*Payload) bool
+	rule  func(*Payload) string
+}
+
+// typeSet is a set of step types, one bit per type in StepTypes.
+type typeSet uint8
+
+func typesOf(types ...string) typeSet {
+	var ts typeSet
+	for _, t := range types {
+		ts |= 1 << slices.Index(StepTypes, t)
+	}
+	return ts
+}
+
+// payloadFields are every payload field in the schema's order, which is
+// also the order decoding reads each type's fields.
+var payloadFields = []payloadField{
+	{"command", typesOf(TypeCommand), func(p *Payload) bool { return p.Command != nil }, nil},
+	{"stdout", typesOf(TypeCommand), func(p *Payload) bool { return p.Stdout != nil }, nil},
+	{"stderr", typesOf(TypeCommand), func(p *Payload) bool { return p.Stderr != nil }, nil},
+	{"exit_code", typesOf(TypeCommand), func(p *Payload) bool { return p.ExitCode != nil }, nil},
+	{"cwd", typesOf(TypeCommand), func(p *Payload) bool { return p.Cwd != nil }, nil},
+	{"output_ref", typesOf(TypeCommand), func(p *Payload) bool { return p.OutputRef != nil }, nil},
+	{"path", typesOf(TypeEdit, TypeRead), func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
+	{"old_string", typesOf(TypeEdit), func(p *Payload) bool { return p.OldString != nil }, nil},
+	{"new_string", typesOf(TypeEdit), func(p *Payload) bool { return p.NewString != nil }, nil},
+	{"structured_patch", typesOf(TypeEdit), func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
+	{"is_full_write", typesOf(TypeEdit), func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
+		if p.IsFullWrite == nil {
+			return "required"
+		}
+		return ""
+	}},
+	{"landed_in_final_state", typesOf(TypeEdit), func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
+	{"range", typesOf(TypeRead), func(p *Payload) bool { return p.Range != nil }, nil},
+	{"role", typesOf(TypeMessage), func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
+	{"text", typesOf(TypeMessage), func(p *Payload) bool { return p.Text != nil }, nil},
+	{"text_ref", typesOf(TypeMessage), func(p *Payload) bool { return p.TextRef != nil }, nil},
+	{"tool_name", typesOf(TypeOther), func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
+	{"raw", typesOf(TypeOther), func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
+}
+
+// payload checks the fields of one step type. A field of another type is
+// unknown, as in JSON; only a batch built in Go can set one, since
+// decoding reads only the type's own fields.
+func (v *validator) payload(typ string, p *Payload) {
+	this := typesOf(typ)
+	for _, f := range payloadFields {
+		switch {
+		case f.types&this != 0:
+			msg := ""
+			if f.rule != nil {
+				msg = f.rule(p)
+			}
+			if f.name == "range" {
+				if v.enter(f.name, msg) {
+					v.item(0, "")
+					v.item(1, "")
+					v.leave()
+				}
+			} else {
+				v.field(f.name, msg)
+			}
+		case f.set(p):
+			v.field(f.name, "unknown field")
+		}
+	}
+}
+
+// describe adds the first problems of an invalid or unresolved batch to
+// its error's text, for writers that print it (import, capture, the hook);
+// errors.As still finds the error, whose own text the ingest answer keeps.
+func describe(err error) error {
+	var (
+		inv     *InvalidError
+		ref     *ReferenceError
+		ps      []Problem
+		omitted int
+	)
+	switch {
+	case errors.As(err, &inv):
+		ps, omitted = inv.Problems, inv.Omitted
+	case errors.As(err, &ref):
+		ps, omitted = ref.Problems, ref.Omitted
+	default:
+		return err
+	}
+	const shown = 3
+	var b strings.Builder
+	for i, p := range ps[:min(len(ps), shown)] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", p.Path, p.Message)
+	}
+	if more := len(ps) + omitted - shown; more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
+	}
+	return fmt.Errorf("%w: %s", err, b.String())
 }

@@ -1,12 +1,16 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 )
@@ -553,4 +557,128 @@ func TestParseBatchKeepsContent(t *testing.T) {
 	if !strings.Contains(string(mustJSON(t, got.Steps[1].Payload)), `"stdout":""`) {
 		t.Errorf("Payload JSON %s; want the empty stdout kept", mustJSON(t, got.Steps[1].Payload))
 	}
+}
+
+// A batch built in Go meets the same rules as one pushed as JSON, with the
+// paths its JSON would have; Apply refuses it before writing anything.
+// Steps 0..4 of newBatch are message, command, edit, read and other.
+func TestValidateBuiltBatch(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*store.Batch)
+		want []problem
+	}{
+		{"schema version", func(b *store.Batch) { b.SchemaVersion = "" }, []problem{{"schema_version", `expected "1.2", got ""`}}},
+		{"empty required string", func(b *store.Batch) { b.Steps[2].Payload.Path = "" }, []problem{{"steps[2].payload.path", "must not be empty"}}},
+		{"header", func(b *store.Batch) { b.Session.Agent = store.Agent{}; b.Session.EndedAt = "yesterday" }, []problem{
+			{"session.agent.kind", "must not be empty"}, {"session.agent.version", "must not be empty"},
+			{"session.ended_at", "expected ISO 8601 date-time with timezone"},
+		}},
+		{"timestamp without zone", func(b *store.Batch) { b.Steps[1].At = "2026-01-02 10:00:00" }, []problem{{"steps[1].at", "expected ISO 8601 date-time with timezone"}}},
+		{"negative integers", func(b *store.Batch) { b.Steps[0].Seq = -1; b.Session.Metrics.Tokens.CacheRead = -2 }, []problem{
+			{"session.metrics.tokens.cache_read", "expected integer >= 0, got -2"}, {"steps[0].seq", "expected integer >= 0, got -1"},
+		}},
+		{"cost not a number", func(b *store.Batch) { b.Session.Metrics.CostUSD = math.NaN() }, []problem{{"session.metrics.cost_usd", "expected number >= 0, got NaN"}}},
+		{"cost infinite", func(b *store.Batch) { b.Session.Metrics.CostUSD = math.Inf(1) }, []problem{{"session.metrics.cost_usd", "expected number >= 0, got +Inf"}}},
+		{"enums", func(b *store.Batch) {
+			b.Steps[1].Type = "shell"
+			b.Steps[1].Flags[0].Severity = "high"
+			b.Steps[3].ContentStatus = ""
+		}, []problem{
+			{"steps[1].type", `expected one of command, edit, read, message, other, got "shell"`},
+			{"steps[1].flags[0].severity", `expected one of info, warn, danger, got "high"`},
+			{"steps[3].content_status", `expected one of inline, reference_only, got ""`},
+		}},
+		{"empty strings in arrays", func(b *store.Batch) {
+			b.Steps[0].Channels = []string{"hook", ""}
+			b.Segments[0].SourceFiles = []string{""}
+		}, []problem{
+			{"segments[0].source_files[0]", "must not be empty"}, {"steps[0].channels[1]", "must not be empty"},
+		}},
+		{"edit without is_full_write", func(b *store.Batch) { b.Steps[2].Payload.IsFullWrite = nil }, []problem{{"steps[2].payload.is_full_write", "required"}}},
+		{"patch not JSON", func(b *store.Batch) { b.Steps[2].Payload.StructuredPatch = json.RawMessage(`{"lines":`) }, []problem{{"steps[2].payload.structured_patch", "expected a JSON value"}}},
+		{"raw missing", func(b *store.Batch) { b.Steps[4].Payload.Raw = nil }, []problem{{"steps[4].payload.raw", "required"}}},
+		{"raw not an object", func(b *store.Batch) { b.Steps[4].Payload.Raw = json.RawMessage(` ["x"]`) }, []problem{{"steps[4].payload.raw", "expected object, got array"}}},
+		{"raw not JSON", func(b *store.Batch) { b.Steps[4].Payload.Raw = json.RawMessage(`{"url"}`) }, []problem{{"steps[4].payload.raw", "expected a JSON value"}}},
+		{"error type", func(b *store.Batch) { b.Steps[2].Error.Type = "" }, []problem{{"steps[2].error.type", "must not be empty"}}},
+		{"arrays left nil", func(b *store.Batch) {
+			b.Segments[0].SourceFiles = nil
+			b.Steps[0].Channels = nil
+			b.Steps[0].Flags = nil
+		}, []problem{
+			{"segments[0].source_files", "required"}, {"steps[0].channels", "required"}, {"steps[0].flags", "required"},
+		}},
+		{"field of another step type", func(b *store.Batch) { b.Steps[1].Payload.Text = ptr(""); b.Steps[0].Payload.Path = "/x" }, []problem{
+			{"steps[0].payload.path", "unknown field"}, {"steps[1].payload.text", "unknown field"},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			b := mustParse(t, newBatch("sess"))
+			tc.edit(b)
+			err := b.Validate()
+			var inv *store.InvalidError
+			if !errors.As(err, &inv) {
+				t.Fatalf("Validate() = %v; want *InvalidError", err)
+			}
+			if !reflect.DeepEqual(inv.Problems, tc.want) {
+				t.Errorf("Validate() problems = %+v; want %+v", inv.Problems, tc.want)
+			}
+
+			before := snapshot(t, s)
+			_, err = s.Apply(context.Background(), b)
+			if !errors.As(err, &inv) || !reflect.DeepEqual(inv.Problems, tc.want) {
+				t.Fatalf("Apply() = %v%s; want *InvalidError %+v", err, problems(err), tc.want)
+			}
+			// A writer that prints the error names the bad field.
+			if want := tc.want[0].Path + ": " + tc.want[0].Message; !strings.Contains(err.Error(), want) {
+				t.Errorf("Apply() error %q; want it to name %q", err, want)
+			}
+			assertUnchanged(t, s, before)
+		})
+	}
+}
+
+func TestValidateBuiltBatchTooMany(t *testing.T) {
+	s := mustOpen(t)
+	b := mustParse(t, newBatch("sess"))
+	b.Actors = make([]store.Actor, store.MaxItems+1)
+	before := snapshot(t, s)
+	_, err := s.Apply(context.Background(), b)
+	var tm *store.TooManyError
+	if !errors.As(err, &tm) || tm.Kind != "actors" || tm.Count != store.MaxItems+1 {
+		t.Fatalf("Apply(%d actors) = %v; want *TooManyError for actors", store.MaxItems+1, err)
+	}
+	assertUnchanged(t, s, before)
+}
+
+// A batch that ParseBatch accepts passes Validate as it is: they are one check.
+func TestValidateParsedBatch(t *testing.T) {
+	if err := mustParse(t, newBatch("sess")).Validate(); err != nil {
+		t.Errorf("Validate(parsed batch) = %v%s; want nil", err, problems(err))
+	}
+}
+
+// timestampRE is the v1.2 timestamp shape as the spec states it, the
+// oracle for ParseTimestamp's hand-written matcher.
+var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+
+// FuzzParseTimestamp checks ParseTimestamp accepts exactly the strings of
+// the spec's shape that are real instants.
+func FuzzParseTimestamp(f *testing.F) {
+	for _, s := range []string{
+		tStart, "2026-01-02T10:00:00.123456789+05:30", "2026-01-02T10:00:00-00:00", "2026-01-02T10:00:00.Z",
+		"2026-01-02 10:00:00", "2026-01-02T10:00:00", "2026-01-02t10:00:00z", "2026-13-02T10:00:00Z",
+		"2026-01-02T10:00:00+0530", "2026-01-02T10:00:00+05:30x", "２026-01-02T10:00:00Z", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		want := timestampRE.MatchString(s) && err == nil
+		if _, got := store.ParseTimestamp(s); got != want {
+			t.Errorf("ParseTimestamp(%q) ok = %v; want %v", s, got, want)
+		}
+	})
 }
