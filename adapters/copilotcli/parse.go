@@ -1,0 +1,272 @@
+package copilotcli
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+var channels = []string{"transcript"}
+
+// event is one line of events.jsonl: {type, data, id, timestamp, parentId}.
+type event struct {
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	ID        string          `json:"id"`
+	Timestamp string          `json:"timestamp"`
+}
+
+// data holds the fields of every event kind the adapter reads.
+type data struct {
+	// session.start
+	SessionID      string `json:"sessionId"`
+	CopilotVersion string `json:"copilotVersion"`
+	StartTime      string `json:"startTime"`
+	Context        struct {
+		Cwd        string `json:"cwd"`
+		GitRoot    string `json:"gitRoot"`
+		Repository string `json:"repository"`
+	} `json:"context"`
+	// session.mode_changed
+	NewMode string `json:"newMode"`
+	// user.message, assistant.message
+	Content            string `json:"content"`
+	TransformedContent string `json:"transformedContent"`
+	AgentMode          string `json:"agentMode"`
+	ReasoningText      string `json:"reasoningText"`
+	ToolRequests       []struct {
+		ToolCallID string          `json:"toolCallId"`
+		Name       string          `json:"name"`
+		Arguments  json.RawMessage `json:"arguments"`
+	} `json:"toolRequests"`
+	// tool.execution_start, tool.execution_complete
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Success    *bool           `json:"success"`
+	Result     json.RawMessage `json:"result"`
+	Error      json.RawMessage `json:"error"`
+	// session.shutdown
+	ModelMetrics map[string]struct {
+		Requests struct {
+			Count int64 `json:"count"`
+		} `json:"requests"`
+		Usage struct {
+			Input      int64 `json:"inputTokens"`
+			Output     int64 `json:"outputTokens"`
+			CacheRead  int64 `json:"cacheReadTokens"`
+			CacheWrite int64 `json:"cacheWriteTokens"`
+		} `json:"usage"`
+	} `json:"modelMetrics"`
+}
+
+// Parse reads one session: an events.jsonl log, or a legacy
+// history-session-state JSON file (history.go).
+//
+// Mapping of events.jsonl: session.start gives the session's id, start,
+// Copilot version and workspace (the git root, else the cwd; the GitHub
+// repository). Each user.message starts a turn whose mode is its agentMode
+// (else the last session.mode_changed); its content is the user's prompt,
+// and a message with no content (Copilot's own autopilot nudge) is a
+// system message of its transformedContent. An assistant.message gives a
+// thinking message (reasoningText; reasoningOpaque is encrypted and
+// skipped), a reply (content) and a step per toolRequest; a
+// tool.execution_start for a call not requested before adds its step;
+// tool.execution_complete completes it (tools.go). Copilot does not write
+// approvals: in autopilot mode a call is auto, otherwise unknown.
+// session.resume starts a segment. Step ids are the toolCallId of tool
+// calls and the event id of everything else.
+//
+// Copilot reports tokens and premium requests (session.shutdown's
+// modelMetrics, per process run, so the runs of a resumed session add up)
+// but no cost, and metrics need a cost: the session has no metrics and the
+// tokens go to Session.Usage.
+func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
+	b := adapters.NewBuilder(u, channels...)
+	b.Header.Source = "import:" + Kind
+	for _, f := range files {
+		b.Files(f.Path)
+		if strings.HasSuffix(f.Path, ".json") {
+			parseHistory(b, f)
+			continue
+		}
+		p := &parser{b: b, s: b.Stream(f.Path)}
+		p.read(f)
+	}
+	h := &b.Header
+	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(h.Agent.Version, "unknown")}
+	h.Workspace.Root = cmp.Or(h.Workspace.Root, "unknown")
+	return b.Finish()
+}
+
+type parser struct {
+	b    *adapters.Builder
+	s    *adapters.Stream
+	mode string
+	cwd  string
+}
+
+// read decodes the log's lines in order; a broken line is reported with
+// its path and number, a broken last line without its newline marks the
+// file as still being written.
+func (p *parser) read(f adapters.File) {
+	problems := adapters.ReadLines(f, func(n int, line []byte, terminated bool) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return
+		}
+		var ev event
+		var d data
+		err := json.Unmarshal(line, &ev)
+		if err == nil && adapters.Present(ev.Data) {
+			err = json.Unmarshal(ev.Data, &d)
+		}
+		if err != nil {
+			if !terminated {
+				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
+				return
+			}
+			msg := "invalid JSON"
+			if json.Valid(line) {
+				msg = "not a Copilot event: " + err.Error()
+			}
+			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: msg})
+			return
+		}
+		at, _ := adapters.ParseTime(ev.Timestamp)
+		p.b.Observe(at)
+		p.event(&ev, &d, at)
+	})
+	p.b.Problem(problems...)
+}
+
+// event maps one event (see Parse).
+func (p *parser) event(ev *event, d *data, at adapters.Time) {
+	b := p.b
+	switch ev.Type {
+	case "session.start":
+		h := &b.Header
+		if d.SessionID != "" && store.PlainID(d.SessionID) {
+			h.ID = d.SessionID
+		}
+		h.Agent.Version = cmp.Or(d.CopilotVersion, h.Agent.Version)
+		h.Workspace.Root = cmp.Or(d.Context.GitRoot, d.Context.Cwd, h.Workspace.Root)
+		if d.Context.Repository != "" {
+			h.Workspace.Repo = d.Context.Repository
+		}
+		p.cwd = cmp.Or(d.Context.Cwd, p.cwd)
+		if t, ok := adapters.ParseTime(d.StartTime); ok {
+			b.SetStart(t)
+		}
+	case "session.resume":
+		if b.SegmentSteps() > 0 {
+			b.NewSegment("resume", at)
+		}
+	case "session.mode_changed":
+		p.mode = cmp.Or(d.NewMode, p.mode)
+	case "user.message":
+		p.mode = cmp.Or(d.AgentMode, p.mode)
+		b.NewTurn(ev.ID, p.mode, at)
+		if d.Content != "" {
+			p.s.Message(nil, ev.ID, "user", d.Content, at)
+		} else {
+			p.s.Message(nil, ev.ID, "system", stripDatetime(d.TransformedContent), at)
+		}
+	case "assistant.message":
+		if strings.TrimSpace(d.ReasoningText) != "" {
+			p.s.Message(nil, ev.ID+":thinking", "thinking", d.ReasoningText, at)
+		}
+		if strings.TrimSpace(d.Content) != "" {
+			p.s.Message(nil, ev.ID, "assistant", d.Content, at)
+		}
+		for _, r := range d.ToolRequests {
+			p.call(r.ToolCallID, r.Name, r.Arguments, at)
+		}
+	case "tool.execution_start":
+		p.call(d.ToolCallID, d.ToolName, d.Arguments, at)
+	case "tool.execution_complete":
+		p.result(d)
+	case "session.shutdown":
+		p.usage(d)
+		b.Header.EndedAt = at.Text
+	default:
+		b.Skip(cmp.Or(ev.Type, "untyped event"))
+	}
+}
+
+var datetimeRE = regexp.MustCompile(`^\s*<current_datetime>[^<]*</current_datetime>\s*`)
+
+func stripDatetime(s string) string { return datetimeRE.ReplaceAllString(s, "") }
+
+// decision is how a call was allowed: Copilot runs every tool without
+// asking in autopilot mode and does not record approvals otherwise.
+func (p *parser) decision() string {
+	if p.mode == "autopilot" {
+		return adapters.DecisionAuto
+	}
+	return adapters.DecisionUnknown
+}
+
+func (p *parser) call(id, name string, raw json.RawMessage, at adapters.Time) {
+	if id == "" || p.b.Called(id) {
+		p.b.Skip("repeated call")
+		return
+	}
+	p.b.Call(id, p.s.Add(nil, toolStep(id, name, raw, p.cwd), at))
+}
+
+// result completes a call with tool.execution_complete's result, whose
+// content is what the model saw (detailedContent, a diff for views and
+// edits, is left out).
+func (p *parser) result(d *data) {
+	steps, known := p.b.Result(d.ToolCallID)
+	if !known {
+		p.b.Skip("result without its call")
+		return
+	}
+	var res struct {
+		Content string `json:"content"`
+	}
+	json.Unmarshal(d.Result, &res)
+	errText := errorText(d.Error)
+	ok := d.Success == nil || *d.Success
+	for _, s := range steps {
+		complete(s.St, p.decision(), ok, res.Content, errText, d.Result)
+	}
+}
+
+// errorText is an error given as a string or as {message}.
+func errorText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var e struct {
+		Message string `json:"message"`
+	}
+	json.Unmarshal(raw, &e)
+	return e.Message
+}
+
+// usage adds a shutdown's reported tokens and requests, over its models.
+func (p *parser) usage(d *data) {
+	if len(d.ModelMetrics) == 0 {
+		return
+	}
+	sess := p.b.Session()
+	if sess.Usage == nil {
+		sess.Usage = &adapters.Usage{}
+	}
+	for _, m := range d.ModelMetrics {
+		u := sess.Usage
+		u.APIRequests += m.Requests.Count
+		u.Input += m.Usage.Input
+		u.Output += m.Usage.Output
+		u.CacheRead += m.Usage.CacheRead
+		u.CacheCreation += m.Usage.CacheWrite
+	}
+}
