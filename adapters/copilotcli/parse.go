@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -137,6 +139,7 @@ func (p *parser) read(f adapters.File) {
 			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: msg})
 			return
 		}
+		ev.ID = cmp.Or(ev.ID, fmt.Sprintf("%s:%d", filepath.Base(f.Path), n))
 		at, _ := adapters.ParseTime(ev.Timestamp)
 		p.b.Observe(at)
 		p.event(&ev, &d, at)
@@ -183,11 +186,11 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		if strings.TrimSpace(d.Content) != "" {
 			p.s.Message(nil, ev.ID, "assistant", d.Content, at)
 		}
-		for _, r := range d.ToolRequests {
-			p.call(r.ToolCallID, r.Name, r.Arguments, at)
+		for i, r := range d.ToolRequests {
+			p.call(cmp.Or(r.ToolCallID, fmt.Sprintf("%s#%d", ev.ID, i)), r.Name, r.Arguments, at)
 		}
 	case "tool.execution_start":
-		p.call(d.ToolCallID, d.ToolName, d.Arguments, at)
+		p.call(cmp.Or(d.ToolCallID, ev.ID), d.ToolName, d.Arguments, at)
 	case "tool.execution_complete":
 		p.result(d)
 	case "session.shutdown":
@@ -212,7 +215,7 @@ func (p *parser) decision() string {
 }
 
 func (p *parser) call(id, name string, raw json.RawMessage, at adapters.Time) {
-	if id == "" || p.b.Called(id) {
+	if p.b.Called(id) {
 		p.b.Skip("repeated call")
 		return
 	}

@@ -1,0 +1,136 @@
+package copilotcli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+)
+
+// handmade is an events.jsonl made by hand (the real sample has no failed
+// call): a failed command, a refused edit, a broken line and a resume.
+var handmade = strings.Join([]string{
+	`{"type":"session.start","data":{"sessionId":"h-1","copilotVersion":"1.0.40","startTime":"2026-05-01T10:00:00.000Z","context":{"cwd":"/w/app/sub","gitRoot":"/w/app"}},"id":"e0","timestamp":"2026-05-01T10:00:00.000Z"}`,
+	`{"type":"user.message","data":{"content":"run the tests","agentMode":"interactive"},"id":"e1","timestamp":"2026-05-01T10:00:01.000Z"}`,
+	`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c1","name":"bash","arguments":{"command":"go test ./..."}},{"toolCallId":"c2","name":"edit","arguments":{"path":"/w/app/a.go","old_str":"a","new_str":"b"}}]},"id":"e2","timestamp":"2026-05-01T10:00:02.000Z"}`,
+	`{"type":"tool.execution_start","data":{"toolCallId":"c1","toolName":"bash","arguments":{"command":"go test ./..."}},"id":"e3","timestamp":"2026-05-01T10:00:02.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c1","success":true,"result":{"content":"FAIL\n<exited with exit code 1>"}},"id":"e4","timestamp":"2026-05-01T10:00:03.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c2","success":false,"error":{"message":"The user rejected this tool call."}},"id":"e5","timestamp":"2026-05-01T10:00:04.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c9","success":true},"id":"e6","timestamp":"2026-05-01T10:00:04.000Z"}`,
+	`{"type":"user.message", broken`,
+	`{"type":"session.resume","data":{},"id":"e7","timestamp":"2026-05-02T09:00:00.000Z"}`,
+	`{"type":"user.message","data":{"content":"again"},"id":"e8","timestamp":"2026-05-02T09:00:01.000Z"}`,
+	`{"type":"assistant.message","data":{"content":"done","toolRequests":[{"toolCallId":"c3","name":"view","arguments":{"path":"/w/app/a.go"}}]},"id":"e9","timestamp":"2026-05-02T09:00:02.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c3","success":false,"error":"no such file"},"id":"e10","timestamp":"2026-05-02T09:00:03.000Z"}`,
+}, "\n") + "\n"
+
+func parseText(text string) *adapters.Session {
+	return Parse(adapters.Unit{ID: "u"}, []adapters.File{{Path: "/c/session-state/h-1/events.jsonl", Body: strings.NewReader(text)}})
+}
+
+// TestParseOutcomes checks the mapping of results: a command's exit code
+// from Copilot's "<exited with exit code N>", a call the user refused is
+// rejected and not run, a failed view failed with its error; a broken line
+// is reported by path and line and the rest is read; session.resume starts
+// a segment, and the mode of a turn is carried to the next.
+func TestParseOutcomes(t *testing.T) {
+	s := parseText(handmade)
+	if len(s.Problems) != 1 || s.Problems[0].Line != 8 || s.Problems[0].Path != "/c/session-state/h-1/events.jsonl" {
+		t.Errorf("Problems = %v; want line 8 of the file", s.Problems)
+	}
+	b := s.Batches[0]
+	if b.Session.ID != "h-1" || b.Session.Workspace.Root != "/w/app" || b.Session.Agent.Version != "1.0.40" {
+		t.Errorf("header = %+v", b.Session)
+	}
+	byID := map[string]store.Step{}
+	for _, st := range b.Steps {
+		byID[st.ID] = st
+	}
+	c1, c2, c3 := byID["c1"], byID["c2"], byID["c3"]
+	if c1.Outcome != "failed" || c1.Payload.ExitCode == nil || *c1.Payload.ExitCode != 1 || *c1.Payload.Stdout != "FAIL" || *c1.Payload.Cwd != "/w/app/sub" {
+		t.Errorf("command = %+v %+v; want failed with exit code 1, stdout FAIL", c1, c1.Payload)
+	}
+	if c2.Decision != "rejected" || c2.Outcome != "not_run" || c2.Error == nil {
+		t.Errorf("refused edit = %+v; want rejected, not_run", c2)
+	}
+	if c3.Outcome != "failed" || c3.Error == nil || c3.Error.Message != "no such file" {
+		t.Errorf("failed view = %+v; want failed: no such file", c3)
+	}
+	if len(b.Segments) != 2 || b.Segments[1].StartReason != "resume" {
+		t.Errorf("segments = %+v; want start and resume", b.Segments)
+	}
+	if len(b.Turns) != 2 || b.Turns[0].Mode != "interactive" || b.Turns[1].Mode != "interactive" {
+		t.Errorf("turns = %+v; want 2 in interactive mode", b.Turns)
+	}
+	if s.Skipped["result without its call"] != 1 {
+		t.Errorf("Skipped = %v; want the result without its call", s.Skipped)
+	}
+}
+
+// TestParseHalfWritten: a last line without its newline is being written:
+// it is left for the next read, not reported, and the file is incomplete.
+func TestParseHalfWritten(t *testing.T) {
+	s := parseText(handmade + `{"type":"assistant.message","data":{"content":"hal`)
+	if len(s.Problems) != 1 || len(s.Incomplete) != 1 {
+		t.Errorf("Problems = %v, Incomplete = %v; want only the broken line 8 and the file incomplete", s.Problems, s.Incomplete)
+	}
+}
+
+// TestImportBadFileWritesNothing: a legacy file that is not JSON, or an
+// event log with no event, is reported with its path and stores nothing.
+func TestImportBadFileWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bad := filepath.Join(dir, "history-session-state", "x.json")
+	mustWrite(t, bad, `{"sessionId": "x", "timeline": [`)
+	mustWrite(t, filepath.Join(dir, "session-state", "y", "events.jsonl"), "not json\n")
+	sum, err := (&adapters.Importer{Store: st}).Run(ctx, Agent, []string{dir})
+	if err != nil || sum.Sessions != 0 || len(sum.Problems) != 2 {
+		t.Fatalf("Run = %v, %v; want 2 problems and no session", sum, err)
+	}
+	for _, p := range sum.Problems {
+		if !strings.HasPrefix(p.Path, dir) {
+			t.Errorf("problem %v names no file", p)
+		}
+	}
+	list, err := st.List(ctx, store.ListQuery{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Errorf("List = %d sessions, %v; want none", len(list.Sessions), err)
+	}
+}
+
+// TestHistoryResult: a legacy tool call whose result is not "success"
+// failed with its log as the error.
+func TestHistoryResult(t *testing.T) {
+	doc, _ := json.Marshal(map[string]any{"sessionId": "h2", "startTime": "2025-10-01T00:00:00Z", "timeline": []any{
+		map[string]any{"id": "u1", "type": "user", "text": "go", "timestamp": "2025-10-01T00:00:01Z"},
+		map[string]any{"id": "t1", "type": "tool_call_completed", "callId": "k1", "name": "bash", "timestamp": "2025-10-01T00:00:02Z",
+			"arguments": map[string]any{"command": "cd /w/x && make"}, "result": map[string]any{"type": "failure", "log": "make: *** no rule"}},
+	}})
+	s := Parse(adapters.Unit{ID: "u"}, []adapters.File{{Path: "/c/history-session-state/h2.json", Body: bytes.NewReader(doc)}})
+	st := s.Batches[0].Steps[1]
+	if st.Outcome != "failed" || st.Error == nil || st.Error.Message != "make: *** no rule" || s.Batches[0].Session.Workspace.Root != "/w/x" {
+		t.Errorf("step = %+v, workspace %q; want failed with the log, workspace /w/x", st, s.Batches[0].Session.Workspace.Root)
+	}
+}
+
+func mustWrite(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
