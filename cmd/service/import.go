@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
@@ -23,6 +24,7 @@ type ImportCmd struct {
 	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the VS Code extension's task folders)."`
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
+	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
 }
 
 // importFlags are what every import takes.
@@ -52,6 +54,11 @@ type ImportGeminiCLICmd struct {
 	Flags importFlags `embed:""`
 }
 
+// ImportCopilotCLICmd is `service import copilot-cli`.
+type ImportCopilotCLICmd struct {
+	Flags importFlags `embed:""`
+}
+
 // Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
@@ -70,6 +77,11 @@ func (c *ImportCodexCmd) Run(e *env) error {
 // Run imports Gemini CLI sessions.
 func (c *ImportGeminiCLICmd) Run(e *env) error {
 	return runImport(e, geminicli.Agent, c.Flags, geminiFolders)
+}
+
+// Run imports Copilot CLI sessions.
+func (c *ImportCopilotCLICmd) Run(e *env) error {
+	return runImport(e, copilotcli.Agent, c.Flags, copilotCLIFolders)
 }
 
 // runImport reads the given paths (or the agent's own folders that exist)
@@ -198,4 +210,19 @@ func geminiFolders() ([]string, error) {
 		}
 	}
 	return []string{filepath.Join(home, ".gemini", "tmp")}, nil
+}
+
+// copilotCLIFolders is where Copilot CLI keeps sessions: session-state
+// (events.jsonl logs) and history-session-state (older JSON files) in
+// $COPILOT_HOME, else ~/.copilot.
+func copilotCLIFolders() ([]string, error) {
+	dir := os.Getenv("COPILOT_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+		dir = filepath.Join(home, ".copilot")
+	}
+	return []string{filepath.Join(dir, "session-state"), filepath.Join(dir, "history-session-state")}, nil
 }
