@@ -22,6 +22,7 @@ import (
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
@@ -113,7 +114,8 @@ type watcher struct {
 // watchers are the agents followed by their files alone, by kind; their
 // folders are Capture.Roots.
 var watchers = map[string]watcher{
-	geminicli.Kind: geminiWatcher,
+	geminicli.Kind:  geminiWatcher,
+	copilotcli.Kind: copilotWatcher,
 }
 
 // maxTries is how often a job whose files are half written, or that met a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters/capture"
+	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
@@ -41,6 +42,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	copilot, err := copilotCLIFolders()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(e.ctx, dbPath)
 	if err != nil {
 		return err
@@ -51,7 +56,7 @@ func (c *CaptureCmd) Run(e *env) error {
 		return fmt.Errorf("listen for telemetry: %w (another capture running? use --otlp-port)", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	roots := map[string][]string{geminicli.Kind: gemini}
+	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
@@ -65,6 +70,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  claude code: %v\n", claude)
 	fmt.Fprintf(e.stdout, "  cline:       %v\n", cline)
 	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
+	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)
