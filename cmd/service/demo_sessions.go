@@ -121,6 +121,7 @@ func rejected(s *store.Step) {
 func demoSessions(now time.Time) []*store.Batch {
 	return []*store.Batch{rateLimiter(now), clineRefactor(now), codexFix(now), unrecorded(now),
 		geminiDocs(now),
+		copilotResearch(now),
 	}
 }
 
