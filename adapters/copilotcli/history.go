@@ -82,7 +82,11 @@ func parseHistory(b *adapters.Builder, f adapters.File) {
 				errText = cmp.Or(strings.TrimSpace(e.Result.Log), e.Result.Type)
 			}
 			raw, _ := json.Marshal(e.Result)
-			complete(st.St, adapters.DecisionUnknown, ok, e.Result.Log, errText, raw)
+			decision := adapters.DecisionUnknown
+			if !ok && refused(e.Result.Type, errText) {
+				decision = adapters.DecisionRejected
+			}
+			complete(st.St, decision, ok, e.Result.Log, errText, raw)
 			if st.St.Type == store.TypeCommand {
 				if c := bashCwd(*st.St.Payload.Command); c != "" {
 					cwds = append(cwds, c)

@@ -40,6 +40,7 @@ type data struct {
 	Content            string `json:"content"`
 	TransformedContent string `json:"transformedContent"`
 	AgentMode          string `json:"agentMode"`
+	AutopilotNudge     bool   `json:"isAutopilotContinuation"`
 	ReasoningText      string `json:"reasoningText"`
 	ToolRequests       []struct {
 		ToolCallID string          `json:"toolCallId"`
@@ -51,7 +52,7 @@ type data struct {
 	ToolName   string          `json:"toolName"`
 	Arguments  json.RawMessage `json:"arguments"`
 	Success    *bool           `json:"success"`
-	Result     json.RawMessage `json:"result"`
+	Result     json.RawMessage `json:"result"` // a permission.completed's too
 	Error      json.RawMessage `json:"error"`
 	// session.shutdown
 	ModelMetrics map[string]struct {
@@ -74,15 +75,17 @@ type data struct {
 // Copilot version and workspace (the git root, else the cwd; the GitHub
 // repository). Each user.message starts a turn whose mode is its agentMode
 // (else the last session.mode_changed); its content is the user's prompt,
-// and a message with no content (Copilot's own autopilot nudge) is a
-// system message of its transformedContent. An assistant.message gives a
+// and a message with no content or isAutopilotContinuation (Copilot's own
+// autopilot nudge) is a system message. An assistant.message gives a
 // thinking message (reasoningText; reasoningOpaque is encrypted and
 // skipped), a reply (content) and a step per toolRequest; a
 // tool.execution_start for a call not requested before adds its step;
-// tool.execution_complete completes it (tools.go). Copilot does not write
-// approvals: in autopilot mode a call is auto, otherwise unknown.
-// session.resume starts a segment. Step ids are the toolCallId of tool
-// calls and the event id of everything else.
+// tool.execution_complete completes it (tools.go). A permission.completed
+// gives the call's decision (approved: accepted, denied: rejected and not
+// run); without one a call is auto in autopilot mode, otherwise unknown.
+// session.resume, session.compaction_complete and session.context_cleared
+// start segments. Step ids are the toolCallId of tool calls and the event
+// id of everything else.
 //
 // Copilot reports tokens and premium requests (session.shutdown's
 // modelMetrics, per process run, so the runs of a resumed session add up)
@@ -97,7 +100,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 			parseHistory(b, f)
 			continue
 		}
-		p := &parser{b: b, s: b.Stream(f.Path)}
+		p := &parser{b: b, s: b.Stream(f.Path), asked: map[string]string{}}
 		p.read(f)
 	}
 	h := &b.Header
@@ -111,6 +114,8 @@ type parser struct {
 	s    *adapters.Stream
 	mode string
 	cwd  string
+	// asked is the user's answer to a call's permission request, by call.
+	asked map[string]string
 }
 
 // read decodes the log's lines in order; a broken line is reported with
@@ -165,19 +170,19 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		if t, ok := adapters.ParseTime(d.StartTime); ok {
 			b.SetStart(t)
 		}
-	case "session.resume":
+	case "session.resume", "session.compaction_complete", "session.context_cleared":
 		if b.SegmentSteps() > 0 {
-			b.NewSegment("resume", at)
+			b.NewSegment(segmentReasons[ev.Type], at)
 		}
 	case "session.mode_changed":
 		p.mode = cmp.Or(d.NewMode, p.mode)
 	case "user.message":
 		p.mode = cmp.Or(d.AgentMode, p.mode)
 		b.NewTurn(ev.ID, p.mode, at)
-		if d.Content != "" {
+		if d.Content != "" && !d.AutopilotNudge {
 			p.s.Message(nil, ev.ID, "user", d.Content, at)
 		} else {
-			p.s.Message(nil, ev.ID, "system", stripDatetime(d.TransformedContent), at)
+			p.s.Message(nil, ev.ID, "system", stripDatetime(cmp.Or(d.TransformedContent, d.Content)), at)
 		}
 	case "assistant.message":
 		if strings.TrimSpace(d.ReasoningText) != "" {
@@ -191,6 +196,8 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		}
 	case "tool.execution_start":
 		p.call(cmp.Or(d.ToolCallID, ev.ID), d.ToolName, d.Arguments, at)
+	case "permission.completed":
+		p.permission(d)
 	case "tool.execution_complete":
 		p.result(d)
 	case "session.shutdown":
@@ -201,17 +208,45 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 	}
 }
 
+var segmentReasons = map[string]string{
+	"session.resume": "resume", "session.compaction_complete": "compaction", "session.context_cleared": "clear",
+}
+
 var datetimeRE = regexp.MustCompile(`^\s*<current_datetime>[^<]*</current_datetime>\s*`)
 
 func stripDatetime(s string) string { return datetimeRE.ReplaceAllString(s, "") }
 
-// decision is how a call was allowed: Copilot runs every tool without
-// asking in autopilot mode and does not record approvals otherwise.
-func (p *parser) decision() string {
-	if p.mode == "autopilot" {
+// decision is how a call was allowed: as its permission.completed says
+// when Copilot wrote one, else auto in autopilot mode (Copilot runs every
+// tool without asking), else unknown.
+func (p *parser) decision(callID string) string {
+	switch {
+	case p.asked[callID] != "":
+		return p.asked[callID]
+	case p.mode == "autopilot":
 		return adapters.DecisionAuto
 	}
 	return adapters.DecisionUnknown
+}
+
+// permission keeps the answer to a call's permission request: any
+// "approved…" kind is accepted, any "denied…" kind (by the user, a rule,
+// a hook or a policy) rejected.
+func (p *parser) permission(d *data) {
+	var res struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(d.Result, &res)
+	switch {
+	case d.ToolCallID == "":
+		p.b.Skip("permission.completed")
+	case strings.HasPrefix(res.Kind, "approved"):
+		p.asked[d.ToolCallID] = adapters.DecisionAccepted
+	case strings.HasPrefix(res.Kind, "denied"):
+		p.asked[d.ToolCallID] = adapters.DecisionRejected
+	default:
+		p.b.Skip("permission.completed")
+	}
 }
 
 func (p *parser) call(id, name string, raw json.RawMessage, at adapters.Time) {
@@ -235,24 +270,29 @@ func (p *parser) result(d *data) {
 		Content string `json:"content"`
 	}
 	json.Unmarshal(d.Result, &res)
-	errText := errorText(d.Error)
+	errText, code := errorText(d.Error)
 	ok := d.Success == nil || *d.Success
+	decision := p.decision(d.ToolCallID)
+	if !ok && decision != adapters.DecisionRejected && refused(code, errText) {
+		decision = adapters.DecisionRejected
+	}
 	for _, s := range steps {
-		complete(s.St, p.decision(), ok, res.Content, errText, d.Result)
+		complete(s.St, decision, ok, res.Content, errText, d.Result)
 	}
 }
 
-// errorText is an error given as a string or as {message}.
-func errorText(raw json.RawMessage) string {
+// errorText is an error given as a string or as {message, code}.
+func errorText(raw json.RawMessage) (message, code string) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		return s, ""
 	}
 	var e struct {
 		Message string `json:"message"`
+		Code    string `json:"code"`
 	}
 	json.Unmarshal(raw, &e)
-	return e.Message
+	return e.Message, e.Code
 }
 
 // usage adds a shutdown's reported tokens and requests, over its models.

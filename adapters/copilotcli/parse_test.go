@@ -28,6 +28,13 @@ var handmade = strings.Join([]string{
 	`{"type":"user.message","data":{"content":"again"},"id":"e8","timestamp":"2026-05-02T09:00:01.000Z"}`,
 	`{"type":"assistant.message","data":{"content":"done","toolRequests":[{"toolCallId":"c3","name":"view","arguments":{"path":"/w/app/a.go"}}]},"id":"e9","timestamp":"2026-05-02T09:00:02.000Z"}`,
 	`{"type":"tool.execution_complete","data":{"toolCallId":"c3","success":false,"error":"no such file"},"id":"e10","timestamp":"2026-05-02T09:00:03.000Z"}`,
+	`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c4","name":"bash","arguments":{"command":"rm -rf build"}},{"toolCallId":"c5","name":"bash","arguments":{"command":"ls"}}]},"id":"e11","timestamp":"2026-05-02T09:00:04.000Z"}`,
+	`{"type":"permission.completed","data":{"requestId":"r4","toolCallId":"c4","result":{"kind":"denied-interactively-by-user"}},"id":"e12","timestamp":"2026-05-02T09:00:05.000Z"}`,
+	`{"type":"permission.completed","data":{"requestId":"r5","toolCallId":"c5","result":{"kind":"approved"}},"id":"e13","timestamp":"2026-05-02T09:00:05.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c4","success":false,"error":{"message":"Tool call not run","code":"denied"}},"id":"e14","timestamp":"2026-05-02T09:00:06.000Z"}`,
+	`{"type":"tool.execution_complete","data":{"toolCallId":"c5","success":true,"result":{"content":"a.go\n<exited with exit code 0>"}},"id":"e15","timestamp":"2026-05-02T09:00:07.000Z"}`,
+	`{"type":"session.compaction_complete","data":{},"id":"e16","timestamp":"2026-05-02T09:01:00.000Z"}`,
+	`{"type":"user.message","data":{"content":"Continue until the task is done.","isAutopilotContinuation":true},"id":"e17","timestamp":"2026-05-02T09:01:01.000Z"}`,
 }, "\n") + "\n"
 
 func parseText(text string) *adapters.Session {
@@ -35,10 +42,12 @@ func parseText(text string) *adapters.Session {
 }
 
 // TestParseOutcomes checks the mapping of results: a command's exit code
-// from Copilot's "<exited with exit code N>", a call the user refused is
-// rejected and not run, a failed view failed with its error; a broken line
-// is reported by path and line and the rest is read; session.resume starts
-// a segment, and the mode of a turn is carried to the next.
+// from Copilot's "<exited with exit code N>", a call the user refused (by
+// its error, or at its permission request) is rejected and not run, an
+// approved one accepted, a failed view failed with its error; a broken
+// line is reported by path and line and the rest is read; resume and
+// compaction start segments, the mode of a turn is carried to the next,
+// and autopilot's continuation is a system message.
 func TestParseOutcomes(t *testing.T) {
 	s := parseText(handmade)
 	if len(s.Problems) != 1 || s.Problems[0].Line != 8 || s.Problems[0].Path != "/c/session-state/h-1/events.jsonl" {
@@ -62,11 +71,25 @@ func TestParseOutcomes(t *testing.T) {
 	if c3.Outcome != "failed" || c3.Error == nil || c3.Error.Message != "no such file" {
 		t.Errorf("failed view = %+v; want failed: no such file", c3)
 	}
-	if len(b.Segments) != 2 || b.Segments[1].StartReason != "resume" {
-		t.Errorf("segments = %+v; want start and resume", b.Segments)
+	c4, c5 := byID["c4"], byID["c5"]
+	if c4.Decision != "rejected" || c4.Outcome != "not_run" || c4.Payload.Stdout != nil {
+		t.Errorf("call denied at its permission request = %+v; want rejected, not_run, no output", c4)
 	}
-	if len(b.Turns) != 2 || b.Turns[0].Mode != "interactive" || b.Turns[1].Mode != "interactive" {
-		t.Errorf("turns = %+v; want 2 in interactive mode", b.Turns)
+	if c5.Decision != "accepted" || c5.Outcome != "ok" || *c5.Payload.Stdout != "a.go" || c1.Decision != "unknown" {
+		t.Errorf("approved call = %+v, unasked call decision %q; want accepted and ok, unknown", c5, c1.Decision)
+	}
+	var reasons []string
+	for _, g := range b.Segments {
+		reasons = append(reasons, g.StartReason)
+	}
+	if strings.Join(reasons, ",") != "start,resume,compaction" {
+		t.Errorf("segments start by %v; want start, resume, compaction", reasons)
+	}
+	if len(b.Turns) != 3 || b.Turns[0].Mode != "interactive" || b.Turns[2].Mode != "interactive" {
+		t.Errorf("turns = %+v; want 3 in interactive mode", b.Turns)
+	}
+	if nudge := byID["e17"]; nudge.Payload.Role != "system" {
+		t.Errorf("autopilot continuation = %+v; want a system message", nudge)
 	}
 	if s.Skipped["result without its call"] != 1 {
 		t.Errorf("Skipped = %v; want the result without its call", s.Skipped)

@@ -81,8 +81,7 @@ var exitRE = regexp.MustCompile(`<exited with exit code (-?\d{1,9})>\s*$`)
 
 // complete fills a call's step with its result: the output of a command
 // (with the exit code Copilot appends to it), the output of an other step.
-// A call that did not succeed failed, or was rejected when the error says
-// the user denied it.
+// A call that did not succeed failed, or did not run when it was rejected.
 func complete(st *store.Step, decision string, ok bool, output, errText string, rawResult json.RawMessage) {
 	st.Decision, st.Outcome = decision, adapters.OutcomeOK
 	var code *int64
@@ -93,8 +92,8 @@ func complete(st *store.Step, decision string, ok bool, output, errText string, 
 		output = strings.TrimRight(output[:m[0]], "\n")
 	}
 	switch {
-	case !ok && rejection(errText):
-		adapters.Reject(st, errText)
+	case decision == adapters.DecisionRejected:
+		adapters.Reject(st, cmp.Or(errText, "denied"))
 	case !ok:
 		st.Outcome = adapters.OutcomeFailed
 		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(errText, strings.TrimSpace(output), "failed")}
@@ -121,8 +120,11 @@ func complete(st *store.Step, decision string, ok bool, output, errText string, 
 	}
 }
 
-// rejection reports whether an error says the user refused the call.
-func rejection(errText string) bool {
-	t := strings.ToLower(errText)
-	return strings.Contains(t, "rejected") || strings.Contains(t, "denied") || strings.Contains(t, "declined")
+// refused reports whether a failed call's error says it was refused rather
+// than failed: its code names a denial, or its message a rejection or a
+// user's refusal. A bare "permission denied" is a file's, not the user's.
+func refused(code, message string) bool {
+	c, m := strings.ToLower(code), strings.ToLower(message)
+	return strings.Contains(c, "denied") || strings.Contains(c, "rejected") ||
+		strings.Contains(m, "rejected") || strings.Contains(m, "declined") || strings.Contains(m, "user denied") || strings.Contains(m, "denied by")
 }
