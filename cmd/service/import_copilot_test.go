@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -95,5 +96,51 @@ func TestImportCopilotCLIBinary(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImportCopilotCLIBoundedMemory runs the real binary's import on a
+// Copilot event log holding a 1 GiB line and a legacy file of 1 GiB: the
+// line is reported with its path and number and the rest of the log is
+// imported, the legacy file is reported and stores nothing, and the
+// process stays within maxImportRSS.
+func TestImportCopilotCLIBoundedMemory(t *testing.T) {
+	bin := mustBuild(t)
+	dir := t.TempDir()
+	const sid = "96ef38f0-9d09-45c3-8124-6448c36090ed"
+	log := filepath.Join(dir, "in", "session-state", sid, "events.jsonl")
+	writeWithHole(t, copilotSamples[sid], log, 2, endlessLine)
+	legacy := filepath.Join(dir, "in", "history-session-state", "0b2a81da-02cf-4cbb-ae14-07c597b84f4e.json")
+	copyTree(t, "../../adapters/copilotcli/testdata/history-session-state", filepath.Dir(legacy), ".json")
+	if err := os.Rename(filepath.Join(filepath.Dir(legacy), "test_conversation_copilot.json"), legacy); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(legacy, endlessLine); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "s.db")
+	cmd := exec.Command(bin, "import", "copilot-cli", "--db", db, filepath.Join(dir, "in"))
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s = %v\n%s", cmd, err, out)
+	}
+	for _, want := range []string{log + ":3: line longer than 64 MB: skipped", legacy + ": file larger than 256 MB: skipped", "1 session (1 new"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("import said %q; want %q", out, want)
+		}
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	t.Logf("import copilot-cli: peak RSS %d MB", rss>>20)
+	if rss > maxImportRSS {
+		t.Errorf("import peaked at %d MB of memory; want at most %d MB", rss>>20, maxImportRSS>>20)
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Detail(context.Background(), "0b2a81da-02cf-4cbb-ae14-07c597b84f4e", store.DetailQuery{}); err == nil {
+		t.Error("the legacy file past the limit stored a session")
 	}
 }
