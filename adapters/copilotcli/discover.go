@@ -22,8 +22,9 @@ var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
 // other .jsonl) in a folder under session-state, each .jsonl directly in
 // session-state (the flat layout of early versions), each .json directly
 // in history-session-state, and every .jsonl or .json file named as a
-// root. A session's id is its folder's name, else its file's; when an event
-// log and a legacy file have the same id, the event log is read.
+// root. A session's id is its folder's name, else its file's; of the files
+// with the same id, events.jsonl is read, else the first other log, else
+// the legacy file.
 func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 	byID := map[string]adapters.Unit{}
 	problems := adapters.Walk(roots, nil, func(p string, d fs.DirEntry, named bool) {
@@ -34,7 +35,7 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 		if !ok {
 			return
 		}
-		if old, seen := byID[id]; seen && isLog(old.Paths[0]) && !isLog(p) {
+		if old, seen := byID[id]; seen && rank(old.Paths[0]) >= rank(p) {
 			return
 		}
 		byID[id] = adapters.Unit{ID: id, Paths: []string{p}}
@@ -48,6 +49,18 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 }
 
 func isLog(path string) bool { return strings.HasSuffix(path, ".jsonl") }
+
+// rank orders the files that name the same session: events.jsonl, then
+// another log, then a legacy file.
+func rank(path string) int {
+	switch {
+	case filepath.Base(path) == "events.jsonl":
+		return 2
+	case isLog(path):
+		return 1
+	}
+	return 0
+}
 
 // sessionOf is the session id of a file, and whether it is a session file.
 func sessionOf(path string, named bool) (string, bool) {

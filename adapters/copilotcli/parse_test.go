@@ -157,3 +157,16 @@ func mustWrite(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiscoverOneFilePerSession: of the files naming one session, the
+// events.jsonl log is read, whatever else lies beside it.
+func TestDiscoverOneFilePerSession(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"session-state/s1/a.jsonl", "session-state/s1/events.jsonl", "session-state/s1/z.jsonl", "history-session-state/s1.json", "history-session-state/s2.json", "session-state/s2/notes.md"} {
+		mustWrite(t, filepath.Join(dir, p), "{}\n")
+	}
+	units, problems := Discover([]string{dir})
+	if len(problems) > 0 || len(units) != 2 || units[0].Paths[0] != filepath.Join(dir, "session-state/s1/events.jsonl") || units[1].Paths[0] != filepath.Join(dir, "history-session-state/s2.json") {
+		t.Errorf("Discover = %+v, %v; want s1's events.jsonl and s2's legacy file", units, problems)
+	}
+}
