@@ -18,6 +18,7 @@ var channels = []string{"transcript"}
 // event is one line of events.jsonl: {type, data, id, timestamp, parentId}.
 type event struct {
 	Type      string          `json:"type"`
+	AgentID   string          `json:"agentId"` // a subagent's events only
 	Data      json.RawMessage `json:"data"`
 	ID        string          `json:"id"`
 	Timestamp string          `json:"timestamp"`
@@ -48,12 +49,14 @@ type data struct {
 		Arguments  json.RawMessage `json:"arguments"`
 	} `json:"toolRequests"`
 	// tool.execution_start, tool.execution_complete
-	ToolCallID string          `json:"toolCallId"`
-	ToolName   string          `json:"toolName"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Success    *bool           `json:"success"`
-	Result     json.RawMessage `json:"result"` // a permission.completed's too
-	Error      json.RawMessage `json:"error"`
+	ToolCallID       string          `json:"toolCallId"`
+	ParentToolCallID string          `json:"parentToolCallId"` // older than agentId
+	AgentDisplayName string          `json:"agentDisplayName"`
+	ToolName         string          `json:"toolName"`
+	Arguments        json.RawMessage `json:"arguments"`
+	Success          *bool           `json:"success"`
+	Result           json.RawMessage `json:"result"` // a permission.completed's too
+	Error            json.RawMessage `json:"error"`
 	// session.shutdown
 	ModelMetrics map[string]struct {
 		Requests struct {
@@ -83,9 +86,11 @@ type data struct {
 // tool.execution_complete completes it (tools.go). A permission.completed
 // gives the call's decision (approved: accepted, denied: rejected and not
 // run); without one a call is auto in autopilot mode, otherwise unknown.
-// session.resume, session.compaction_complete and session.context_cleared
-// start segments. Step ids are the toolCallId of tool calls and the event
-// id of everything else.
+// Events with an agentId (older: a parentToolCallId) are a subagent's,
+// spawned by the call subagent.started names; its task prompt opens no
+// turn. session.resume, session.compaction_complete and
+// session.context_cleared start segments. Step ids are the toolCallId of
+// tool calls and the event id of everything else.
 //
 // Copilot reports tokens and premium requests (session.shutdown's
 // modelMetrics, per process run, so the runs of a resumed session add up)
@@ -176,26 +181,36 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		}
 	case "session.mode_changed":
 		p.mode = cmp.Or(d.NewMode, p.mode)
+	case "subagent.started":
+		if a := p.actor(ev.AgentID, d.ToolCallID); a != nil {
+			a.Label = cmp.Or(d.AgentDisplayName, a.Label)
+		}
 	case "user.message":
+		role := "user"
+		if d.Content == "" || d.AutopilotNudge {
+			role = "system"
+		}
+		text := cmp.Or(d.Content, stripDatetime(d.TransformedContent))
+		if a := p.actor(ev.AgentID, d.ParentToolCallID); a != nil {
+			p.s.Message(a, ev.ID, role, text, at) // the subagent's task
+			return
+		}
 		p.mode = cmp.Or(d.AgentMode, p.mode)
 		b.NewTurn(ev.ID, p.mode, at)
-		if d.Content != "" && !d.AutopilotNudge {
-			p.s.Message(nil, ev.ID, "user", d.Content, at)
-		} else {
-			p.s.Message(nil, ev.ID, "system", stripDatetime(cmp.Or(d.TransformedContent, d.Content)), at)
-		}
+		p.s.Message(nil, ev.ID, role, text, at)
 	case "assistant.message":
+		a := p.actor(ev.AgentID, d.ParentToolCallID)
 		if strings.TrimSpace(d.ReasoningText) != "" {
-			p.s.Message(nil, ev.ID+":thinking", "thinking", d.ReasoningText, at)
+			p.s.Message(a, ev.ID+":thinking", "thinking", d.ReasoningText, at)
 		}
 		if strings.TrimSpace(d.Content) != "" {
-			p.s.Message(nil, ev.ID, "assistant", d.Content, at)
+			p.s.Message(a, ev.ID, "assistant", d.Content, at)
 		}
 		for i, r := range d.ToolRequests {
-			p.call(cmp.Or(r.ToolCallID, fmt.Sprintf("%s#%d", ev.ID, i)), r.Name, r.Arguments, at)
+			p.call(a, cmp.Or(r.ToolCallID, fmt.Sprintf("%s#%d", ev.ID, i)), r.Name, r.Arguments, at)
 		}
 	case "tool.execution_start":
-		p.call(cmp.Or(d.ToolCallID, ev.ID), d.ToolName, d.Arguments, at)
+		p.call(p.actor(ev.AgentID, d.ParentToolCallID), cmp.Or(d.ToolCallID, ev.ID), d.ToolName, d.Arguments, at)
 	case "permission.completed":
 		p.permission(d)
 	case "tool.execution_complete":
@@ -249,12 +264,27 @@ func (p *parser) permission(d *data) {
 	}
 }
 
-func (p *parser) call(id, name string, raw json.RawMessage, at adapters.Time) {
+// actor is the subagent an event is from: the one with the event's
+// agentId, else (older logs) the one the call spawnerID started; nil for
+// the root agent. The subagent joins the turn of the call that spawned it.
+func (p *parser) actor(agentID, spawnerID string) *adapters.Actor {
+	id := cmp.Or(agentID, spawnerID)
+	if id == "" {
+		return nil
+	}
+	a := p.b.Subagent(id)
+	if steps := p.b.CallSteps(spawnerID); len(steps) > 0 {
+		a.SpawnedBy(steps[0])
+	}
+	return a
+}
+
+func (p *parser) call(a *adapters.Actor, id, name string, raw json.RawMessage, at adapters.Time) {
 	if p.b.Called(id) {
 		p.b.Skip("repeated call")
 		return
 	}
-	p.b.Call(id, p.s.Add(nil, toolStep(id, name, raw, p.cwd), at))
+	p.b.Call(id, p.s.Add(a, toolStep(id, name, raw, p.cwd), at))
 }
 
 // result completes a call with tool.execution_complete's result, whose

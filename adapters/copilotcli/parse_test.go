@@ -170,3 +170,44 @@ func TestDiscoverOneFilePerSession(t *testing.T) {
 		t.Errorf("Discover = %+v, %v; want s1's events.jsonl and s2's legacy file", units, problems)
 	}
 }
+
+// TestParseSubagent: a subagent's events (envelope agentId) are steps of
+// an actor under the root, spawned by the task call, in that call's turn;
+// its task prompt opens no turn of the root.
+func TestParseSubagent(t *testing.T) {
+	log := strings.Join([]string{
+		`{"type":"user.message","data":{"content":"explore the repo","agentMode":"autopilot"},"id":"u1","timestamp":"2026-05-01T10:00:00.000Z"}`,
+		`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"t1","name":"task","arguments":{"prompt":"list the packages"}}]},"id":"a1","timestamp":"2026-05-01T10:00:01.000Z"}`,
+		`{"type":"subagent.started","data":{"toolCallId":"t1","agentName":"explore","agentDisplayName":"Explore"},"agentId":"sa1","id":"s1","timestamp":"2026-05-01T10:00:02.000Z"}`,
+		`{"type":"user.message","data":{"content":"list the packages"},"agentId":"sa1","id":"u2","timestamp":"2026-05-01T10:00:02.000Z"}`,
+		`{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"v1","name":"view","arguments":{"path":"/w/go.mod"}}]},"agentId":"sa1","id":"a2","timestamp":"2026-05-01T10:00:03.000Z"}`,
+		`{"type":"tool.execution_complete","data":{"toolCallId":"v1","success":true,"result":{"content":"module x"}},"agentId":"sa1","id":"c1","timestamp":"2026-05-01T10:00:04.000Z"}`,
+		`{"type":"tool.execution_complete","data":{"toolCallId":"t1","success":true,"result":{"content":"one package"}},"id":"c2","timestamp":"2026-05-01T10:00:05.000Z"}`,
+	}, "\n") + "\n"
+	s := Parse(adapters.Unit{ID: "sub"}, []adapters.File{{Path: "/c/session-state/sub/events.jsonl", Body: strings.NewReader(log)}})
+	if len(s.Problems) > 0 || len(s.Batches) != 1 {
+		t.Fatalf("Parse = %v, %d batches", s.Problems, len(s.Batches))
+	}
+	b := s.Batches[0]
+	var sub *store.Actor
+	for i := range b.Actors {
+		if b.Actors[i].ID == "sa1" {
+			sub = &b.Actors[i]
+		}
+	}
+	if sub == nil || sub.ParentID != adapters.RootActor || sub.Label != "Explore" {
+		t.Fatalf("actors = %+v; want sa1 (Explore) under the root", b.Actors)
+	}
+	if len(b.Turns) != 1 {
+		t.Errorf("turns = %+v; want only the user's", b.Turns)
+	}
+	for _, st := range b.Steps {
+		wantActor := adapters.RootActor
+		if st.ID == "u2" || st.ID == "v1" {
+			wantActor = "sa1"
+		}
+		if st.ActorID != wantActor || st.TurnID != b.Turns[0].ID {
+			t.Errorf("step %s: actor %s, turn %s; want %s in %s", st.ID, st.ActorID, st.TurnID, wantActor, b.Turns[0].ID)
+		}
+	}
+}
