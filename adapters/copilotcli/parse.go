@@ -92,10 +92,11 @@ type data struct {
 // session.context_cleared start segments. Step ids are the toolCallId of
 // tool calls and the event id of everything else.
 //
-// Copilot reports tokens and premium requests (session.shutdown's
-// modelMetrics, per process run, so the runs of a resumed session add up)
-// but no cost, and metrics need a cost: the session has no metrics and the
-// tokens go to Session.Usage.
+// Copilot reports tokens and requests (session.shutdown's modelMetrics,
+// accumulated over the session, so the last shutdown's count) but no cost
+// in dollars, and metrics need one: the session has no metrics and the
+// tokens go to Session.Usage. A resume reopens the session (no ended_at
+// until the next shutdown).
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
 	b.Header.Source = "import:" + Kind
@@ -176,6 +177,9 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 			b.SetStart(t)
 		}
 	case "session.resume", "session.compaction_complete", "session.context_cleared":
+		if ev.Type == "session.resume" {
+			b.Header.EndedAt = ""
+		}
 		if b.SegmentSteps() > 0 {
 			b.NewSegment(segmentReasons[ev.Type], at)
 		}
@@ -325,17 +329,15 @@ func errorText(raw json.RawMessage) (message, code string) {
 	return e.Message, e.Code
 }
 
-// usage adds a shutdown's reported tokens and requests, over its models.
+// usage keeps the last shutdown's reported tokens and requests, over its
+// models: Copilot accumulates them over the session, resumes included.
 func (p *parser) usage(d *data) {
 	if len(d.ModelMetrics) == 0 {
 		return
 	}
-	sess := p.b.Session()
-	if sess.Usage == nil {
-		sess.Usage = &adapters.Usage{}
-	}
+	u := &adapters.Usage{}
+	p.b.Session().Usage = u
 	for _, m := range d.ModelMetrics {
-		u := sess.Usage
 		u.APIRequests += m.Requests.Count
 		u.Input += m.Usage.Input
 		u.Output += m.Usage.Output

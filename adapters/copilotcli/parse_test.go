@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -209,5 +210,29 @@ func TestParseSubagent(t *testing.T) {
 		if st.ActorID != wantActor || st.TurnID != b.Turns[0].ID {
 			t.Errorf("step %s: actor %s, turn %s; want %s in %s", st.ID, st.ActorID, st.TurnID, wantActor, b.Turns[0].ID)
 		}
+	}
+}
+
+// TestParseShutdowns: a resumed session's last shutdown gives its usage
+// (Copilot accumulates it over the session) and its end; a resume after a
+// shutdown reopens it.
+func TestParseShutdowns(t *testing.T) {
+	shutdown := func(id, at string, in int) string {
+		return `{"type":"session.shutdown","data":{"modelMetrics":{"m":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":` + strconv.Itoa(in) + `,"outputTokens":5}}}},"id":"` + id + `","timestamp":"` + at + `"}`
+	}
+	lines := []string{
+		`{"type":"user.message","data":{"content":"hi"},"id":"u1","timestamp":"2026-05-01T10:00:00.000Z"}`,
+		shutdown("x1", "2026-05-01T10:05:00.000Z", 100),
+		`{"type":"session.resume","data":{"eventCount":2},"id":"r1","timestamp":"2026-05-02T10:00:00.000Z"}`,
+		`{"type":"user.message","data":{"content":"again"},"id":"u2","timestamp":"2026-05-02T10:00:01.000Z"}`,
+	}
+	s := parseText(strings.Join(lines, "\n") + "\n")
+	if h := s.Batches[0].Session; h.EndedAt != "" || s.Usage == nil || s.Usage.Input != 100 {
+		t.Errorf("after a resume: ended %q, usage %+v; want open, input 100", h.EndedAt, s.Usage)
+	}
+	lines = append(lines, shutdown("x2", "2026-05-02T10:09:00.000Z", 250))
+	s = parseText(strings.Join(lines, "\n") + "\n")
+	if h := s.Batches[0].Session; h.EndedAt != "2026-05-02T10:09:00.000Z" || s.Usage.Input != 250 || s.Usage.APIRequests != 2 {
+		t.Errorf("after the second shutdown: ended %q, usage %+v; want its time, input 250, 2 requests", h.EndedAt, s.Usage)
 	}
 }

@@ -108,10 +108,8 @@ func scanEvents(t *testing.T, path string) rawCounts {
 			if d.Success != nil && !*d.Success {
 				c.failed++
 			}
-		case "session.shutdown":
-			if c.usage == nil {
-				c.usage = &adapters.Usage{}
-			}
+		case "session.shutdown": // accumulated over the session: the last counts
+			c.usage = &adapters.Usage{}
 			for _, m := range d.ModelMetrics {
 				c.usage.APIRequests += m.Requests.Count
 				c.usage.Input += m.Usage.InputTokens
