@@ -79,7 +79,9 @@ func sessionOf(path string, named bool) (string, bool) {
 }
 
 // IsSessionFile reports whether a changed file may be part of a session, for
-// capture: a .jsonl or .json file.
+// capture: a file Discover finds in a folder walk (not, say, another JSON
+// file Copilot keeps beside events.jsonl).
 func IsSessionFile(path string) bool {
-	return strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json")
+	_, ok := sessionOf(path, false)
+	return ok
 }

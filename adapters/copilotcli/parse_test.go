@@ -236,3 +236,20 @@ func TestParseShutdowns(t *testing.T) {
 		t.Errorf("after the second shutdown: ended %q, usage %+v; want its time, input 250, 2 requests", h.EndedAt, s.Usage)
 	}
 }
+
+// TestIsSessionFile: capture follows the files Discover reads, not the
+// other files of a session folder.
+func TestIsSessionFile(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/h/.copilot/session-state/s1/events.jsonl":            true,
+		"/h/.copilot/session-state/s1.jsonl":                   true,
+		"/h/.copilot/history-session-state/s1.json":            true,
+		"/h/.copilot/session-state/s1/vscode.metadata.json":    false,
+		"/h/.copilot/session-state/s1/checkpoints/index.jsonl": false,
+		"/h/.copilot/session-state/s1/workspace.yaml":          false,
+	} {
+		if got := IsSessionFile(path); got != want {
+			t.Errorf("IsSessionFile(%s) = %v; want %v", path, got, want)
+		}
+	}
+}
