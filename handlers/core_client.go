@@ -46,7 +46,7 @@ func (c CoreClient) get(ctx context.Context, path string, query url.Values, v an
 func (c CoreClient) List(ctx context.Context, lq store.ListQuery) (store.SessionList, error) {
 	var l store.SessionList
 	q := url.Values{}
-	for name, v := range map[string]string{"agent": lq.Agent, "after": lq.After} {
+	for name, v := range map[string]string{"agent": lq.Agent, "verdict": lq.Verdict, "after": lq.After} {
 		if v != "" {
 			q.Set(name, v)
 		}

@@ -20,6 +20,7 @@ type Store interface {
 	Applier
 	Reader
 	Deleter
+	Reviewer
 }
 
 // Deps is what the routes are built from.
@@ -75,7 +76,7 @@ func Routes(d Deps) http.Handler {
 		// UI development server: the core answers every /api route.
 		pages = CoreClient{Base: d.Core, HTTP: &http.Client{Timeout: 30 * time.Second}}
 		proxy := coreProxy(d.Core)
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			r.Handler(m, "/api/*path", proxy)
 		}
 	} else {
@@ -83,7 +84,12 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodPost, "/api/ingest", write(ingest(d.Store, d.Hub, d.Auth, d.Log)))
 		r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
-		r.Handler(http.MethodDelete, "/api/sessions/:id", write(deleteSession(d.Store, d.Hub, d.Log)))
+		r.Handler(http.MethodDelete, "/api/sessions/:id", write(appOnly(deleteSession(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPut, "/api/sessions/:id/verdict", write(appOnly(putVerdict(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodDelete, "/api/sessions/:id/verdict", write(appOnly(deleteVerdict(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPost, "/api/sessions/:id/notes", write(appOnly(addNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPut, "/api/sessions/:id/notes/:note", write(appOnly(editNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodDelete, "/api/sessions/:id/notes/:note", write(appOnly(deleteNote(d.Store, d.Hub, d.Log))))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 

@@ -18,7 +18,7 @@ type Reader interface {
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 }
 
-// listSessions is GET /api/sessions[?agent=<kind>][&limit=N][&after=<next>]:
+// listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&limit=N][&after=<next>]:
 // every session, or a page of them with a cursor to the next.
 func listSessions(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +90,7 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 
 // parseListQuery reads a ListQuery from query parameters.
 func parseListQuery(v url.Values) (store.ListQuery, error) {
-	q := store.ListQuery{Agent: v.Get("agent"), After: v.Get("after")}
+	q := store.ListQuery{Agent: v.Get("agent"), Verdict: v.Get("verdict"), After: v.Get("after")}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
