@@ -35,6 +35,9 @@ type Deps struct {
 	// Core, when set, makes this the UI development server: pages are
 	// rendered from the core's JSON routes and /api is proxied there.
 	Core *url.URL
+	// Reviewer is the name the app fills in for verdicts and notes until
+	// the reviewer types another (git's user.name, else the OS user).
+	Reviewer string
 }
 
 // Routes returns the service's handler: every URL it serves is here.
@@ -101,9 +104,9 @@ func Routes(d Deps) http.Handler {
 	// Pages and the fragments they refetch
 	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Log, false))
 	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Log, true))
-	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Log))
-	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Log))
-	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Reviewer, d.Log))
+	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
+	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))
 

@@ -92,7 +92,7 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
 // turn, for links to a step.
-func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
+func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
@@ -108,7 +108,7 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		p := views.SessionPage{
 			Session: sessionView(d, headChars), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo,
+			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
 		}
 		if !demo {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
@@ -118,13 +118,14 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
 		linkSteps(&p.Session, d.ID, true, nil)
+		attachNotes(&p.Session, !demo)
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
 
 // earlierTurnsFragment is GET /session/turns?id=&before=: the 50 turns
 // before turn position before.
-func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
+func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before, err := strconv.Atoi(r.URL.Query().Get("before"))
 		if err != nil || before <= 0 {
@@ -138,6 +139,7 @@ func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars)
 		linkSteps(&v, d.ID, true, nil)
+		attachNotes(&v, !demo)
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -150,7 +152,7 @@ func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
 // updatesFragment is GET /session/updates?id=&since=&open=: the summary,
 // report and every turn changed since the page's stamp, with the steps the
 // reader has open rendered open. The new stamp is in X-Session-Stamp.
-func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
+func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		since, ok := store.ParseTimestamp(r.URL.Query().Get("since"))
 		if !ok {
@@ -170,6 +172,7 @@ func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars)
 		linkSteps(&v, d.ID, true, open)
+		attachNotes(&v, !demo)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns))
 	})
