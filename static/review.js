@@ -77,6 +77,7 @@
     document.getElementById('note-dialog-seq').textContent = seq;
     const area = dialog.querySelector('textarea');
     area.value = text || '';
+    dialog.querySelector('input[name="author"]').value = reviewer();
     dialog.showModal();
     area.focus();
   }
@@ -113,7 +114,9 @@
     editing = null;
     if (dialog.returnValue !== 'save') return;
     const text = dialog.querySelector('textarea').value;
-    const body = { author: reviewer(), text: text };
+    const author = dialog.querySelector('input[name="author"]').value.trim();
+    remember(author);
+    const body = { author: author, text: text };
     let err;
     if (what.noteID) {
       err = await send('PUT', dialog.dataset.notesUrl + '/' + what.noteID, body);

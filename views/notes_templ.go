@@ -365,7 +365,7 @@ func NoteDialog(f ReviewForms) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\" aria-labelledby=\"note-dialog-title\"><form method=\"dialog\"><h2 id=\"note-dialog-title\">Note on step <span id=\"note-dialog-seq\"></span></h2><textarea name=\"text\" rows=\"5\" maxlength=\"10000\" aria-label=\"Note\" data-testid=\"note-text-input\"></textarea><div class=\"dialog-buttons\"><button value=\"cancel\" formnovalidate>Cancel</button> <button value=\"save\" data-testid=\"note-save\">Save note</button></div></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\" aria-labelledby=\"note-dialog-title\"><form method=\"dialog\"><h2 id=\"note-dialog-title\">Note on step <span id=\"note-dialog-seq\"></span></h2><textarea name=\"text\" rows=\"5\" maxlength=\"10000\" aria-label=\"Note\" data-testid=\"note-text-input\"></textarea> <label class=\"note-author\">Author <input name=\"author\" maxlength=\"100\" data-testid=\"note-author-input\"></label><div class=\"dialog-buttons\"><button value=\"cancel\" formnovalidate>Cancel</button> <button value=\"save\" data-testid=\"note-save\">Save note</button></div></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
