@@ -1,8 +1,12 @@
 package handlers
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +26,7 @@ func TestBrowserReview(t *testing.T) {
 	}{
 		{"VerdictInOtherTabs", browserVerdictInOtherTabs},
 		{"NoteSurvivesUpdateAndExports", browserNoteSurvivesUpdateAndExports},
+		{"ChangesOfASample", browserChangesOfASample},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
 	}
@@ -173,4 +178,103 @@ func browserNoteSurvivesUpdateAndExports(t *testing.T, b *browser) {
 			t.Errorf("export's note %s = %q; want it with the key masked", what, got)
 		}
 	}
+}
+
+// browserChangesOfASample: the Changes section of a recorded Claude Code
+// session (the adapter's batch for testdata/agentlogs_crud.jsonl) shows
+// JOKE.md created, edited and removed, and its diff is the file's content
+// worked out here from the raw Write and Edit inputs of the transcript.
+func browserChangesOfASample(t *testing.T, b *browser) {
+	const sample = "../adapters/claudecode/testdata/agentlogs_crud.jsonl"
+	const golden = "../adapters/claudecode/testdata/golden/agentlogs_crud.json"
+	var batches []obj
+	raw, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &batches); err != nil || len(batches) != 1 {
+		t.Fatalf("golden %s: %v", golden, err)
+	}
+	s := newTestService(t)
+	s.mustPush(batches[0], http.StatusCreated)
+	sid := batches[0]["session"].(map[string]any)["id"].(string)
+
+	// The file's content after the session, from the transcript's own tool
+	// inputs: a Write sets it, an Edit replaces old_string by new_string.
+	f, err := os.Open(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var path, after string
+	var writes int
+	lines := bufio.NewScanner(f)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		var rec struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(lines.Bytes(), &rec) != nil {
+			continue
+		}
+		var items []struct {
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Input struct {
+				FilePath  string `json:"file_path"`
+				Content   string `json:"content"`
+				OldString string `json:"old_string"`
+				NewString string `json:"new_string"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(rec.Message.Content, &items) != nil {
+			continue
+		}
+		for _, it := range items {
+			switch {
+			case it.Type == "tool_use" && it.Name == "Write":
+				path, after = it.Input.FilePath, it.Input.Content
+				writes++
+			case it.Type == "tool_use" && it.Name == "Edit" && it.Input.FilePath == path:
+				if !strings.Contains(after, it.Input.OldString) {
+					t.Fatalf("the sample's edit does not apply: %q", it.Input.OldString)
+				}
+				after = strings.Replace(after, it.Input.OldString, it.Input.NewString, 1)
+			}
+		}
+	}
+	if writes != 1 || !strings.HasSuffix(path, "/JOKE.md") {
+		t.Fatalf("the sample writes %d files (%s); want JOKE.md once", writes, path)
+	}
+	var want []string // created: every line of the content after is added
+	for _, l := range strings.Split(strings.TrimSuffix(after, "\n"), "\n") {
+		want = append(want, "+"+l)
+	}
+
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+	change := `[data-testid="change"][data-path=` + jsString(path) + `]`
+	if p.count(change) != 1 {
+		t.Fatalf("Changes lists %v; want %s", p.texts(`[data-testid="change-path"]`), path)
+	}
+	got := evalJS[[]string](p, `Array.from(document.querySelectorAll(`+jsString(change+` [data-testid="change-diff"] .dl`)+`), e => e.textContent)`)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Changes diff of %s =\n%s\nwant the content from the transcript's edits\n%s", path, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, want := p.text(change+` [data-testid="change-added"]`), fmt.Sprintf("+%d", len(want)); got != want {
+		t.Errorf("lines added = %s; want %s", got, want)
+	}
+	if got := p.text(change + ` [data-testid="change-removed"]`); got != "−0" {
+		t.Errorf("lines removed = %s; want −0", got)
+	}
+	if got := p.text(change + ` [data-testid="change-status"]`); got != "created, removed at step 14" {
+		t.Errorf("status = %q; want created, removed at step 14", got)
+	}
+	if got := p.texts(change + ` [data-testid="change-step"]`); strings.Join(got, " ") != "5 11" {
+		t.Errorf("steps linked = %v; want 5 11", got)
+	}
+	p.click(change + ` [data-testid="change-step"]:last-child`)
+	p.waitFor("the link opens step 11", `document.getElementById('step-11').open`)
 }

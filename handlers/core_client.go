@@ -88,3 +88,10 @@ func coreProxy(core *url.URL) http.Handler {
 		FlushInterval: -1, // event streams flush at once
 	}
 }
+
+// FileChanges is GET /api/sessions/<id>/changes.
+func (c CoreClient) FileChanges(ctx context.Context, id string) ([]store.FileChange, error) {
+	var a changesAnswer
+	err := c.get(ctx, "/api/sessions/"+url.PathEscape(id)+"/changes", nil, &a)
+	return a.Files, err
+}

@@ -212,3 +212,48 @@ func TestReviewRoutesWrite(t *testing.T) {
 		t.Errorf("GET after the deletes = verdict %+v, notes %+v; want none", d.Verdict, d.Notes)
 	}
 }
+
+func TestFileChangesRoute(t *testing.T) {
+	_, srv, _ := reviewService(t)
+	code, body := call(t, srv, http.MethodGet, "/api/sessions/s1/changes", "", nil)
+	var a changesAnswer
+	if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil || a.SessionID != "s1" || len(a.Files) != 1 {
+		t.Fatalf("GET changes = %d %s; want the one file s1 edited", code, body)
+	}
+	if f := a.Files[0]; f.Path != "/tmp/ws/main.go" || f.Known || len(f.Edits) != 1 || f.Edits[0].Seq != 3 || f.Edits[0].New == nil {
+		t.Errorf("GET changes = %+v; want main.go's one edit, step 3", f)
+	}
+	for _, id := range []string{"gone", "never-stored"} {
+		if code, _ := call(t, srv, http.MethodGet, "/api/sessions/"+id+"/changes", "", nil); code != http.StatusNotFound {
+			t.Errorf("GET changes of %s = %d; want 404", id, code)
+		}
+	}
+}
+
+func TestChangeViews(t *testing.T) {
+	text := func(s string) *string { return &s }
+	before := "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"
+	files := []store.FileChange{
+		{Path: "/w/known.txt", Known: true, Before: before, After: strings.Replace(before, "e\n", "E\n", 1), Created: true,
+			Edits: []store.FileEdit{{Seq: 2, FullWrite: true}, {Seq: 3}}},
+		{Path: "/w/edited.txt", Failed: true, Edits: []store.FileEdit{
+			{Seq: 4, Old: text("x\ny"), New: text("x\nz\nw")},
+			{Seq: 5, Failed: true, Old: text("q"), New: text("r")},
+			{Seq: 6, Cut: true},
+		}},
+	}
+	v := changeViews(files)
+	known := v[0]
+	var diff []string
+	for _, l := range known.Net {
+		diff = append(diff, l.Text)
+	}
+	if got, want := strings.Join(diff, "|"), "…| b| c| d|-e|+E| f| g| h|…"; got != want || known.Added != 1 || known.Removed != 1 || known.Status != "created" {
+		t.Errorf("known file: diff %s, +%d −%d, %s; want %s, +1 −1, created", got, known.Added, known.Removed, known.Status, want)
+	}
+	edited := v[1]
+	if edited.NetShown || edited.Added != 2 || edited.Removed != 1 || !edited.Failed || len(edited.Edits) != 3 ||
+		len(edited.Edits[0].Diff) != 4 || len(edited.Edits[1].Diff) != 2 || !edited.Edits[2].Cut || edited.Edits[1].Href != "#step-5" {
+		t.Errorf("edited file = %+v; want each edit's diff, the failed one not counted", edited)
+	}
+}

@@ -93,6 +93,7 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodPost, "/api/sessions/:id/notes", write(appOnly(addNote(d.Store, d.Hub, d.Log))))
 		r.Handler(http.MethodPut, "/api/sessions/:id/notes/:note", write(appOnly(editNote(d.Store, d.Hub, d.Log))))
 		r.Handler(http.MethodDelete, "/api/sessions/:id/notes/:note", write(appOnly(deleteNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodGet, "/api/sessions/:id/changes", fileChanges(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 

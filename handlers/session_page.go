@@ -28,6 +28,7 @@ type PageSource interface {
 	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	Review(ctx context.Context, id string) (Review, error)
+	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 }
 
 // storeSource serves the pages from the store itself.
@@ -104,8 +105,14 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			writePageError(w, r, log, err)
 			return
 		}
+		files, err := src.FileChanges(r.Context(), id)
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
+			Changes: changeViews(files),
 			Session: sessionView(d, headChars), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
@@ -164,6 +171,11 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		files, err := src.FileChanges(r.Context(), d.ID)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
 		open := map[int64]bool{}
 		for _, s := range strings.Split(r.URL.Query().Get("open"), ",") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -174,7 +186,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		linkSteps(&v, d.ID, true, open)
 		attachNotes(&v, !demo)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
-		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns))
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changeViews(files)))
 	})
 }
 

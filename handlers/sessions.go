@@ -16,6 +16,7 @@ type Reader interface {
 	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
+	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 }
 
 // listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&limit=N][&after=<next>]:

@@ -43,3 +43,28 @@ type VerdictChip struct {
 	Count  int
 	Active bool
 }
+
+// FileChangeView is the net change of one file over the session.
+type FileChangeView struct {
+	Path    string
+	DOMID   string // change-<position>: a path may be of any length
+	Status  string // created, edited; ", removed" when a command removed it
+	Added   int
+	Removed int
+	Failed  bool // an edit of it failed or was rejected
+	// Net is the one diff from before the first edit to after the last,
+	// when the edits tell the content; else Edits holds each edit's diff.
+	Net      []DiffLine
+	NetShown bool
+	Edits    []EditChangeView
+	More     int // diff lines left out past the page's bound
+}
+
+// EditChangeView is one edit of a file, linked to its step.
+type EditChangeView struct {
+	Seq    int64
+	Href   string // #step-<seq>
+	Failed bool
+	Diff   []DiffLine // empty when shown in the net diff, or cut
+	Cut    bool       // its text was past the bound: open the step
+}
