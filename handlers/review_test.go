@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -255,5 +256,39 @@ func TestChangeViews(t *testing.T) {
 	if edited.NetShown || edited.Added != 2 || edited.Removed != 1 || !edited.Failed || len(edited.Edits) != 3 ||
 		len(edited.Edits[0].Diff) != 4 || len(edited.Edits[1].Diff) != 2 || !edited.Edits[2].Cut || edited.Edits[1].Href != "#step-5" {
 		t.Errorf("edited file = %+v; want each edit's diff, the failed one not counted", edited)
+	}
+}
+
+// The demo shows verdicts and notes but offers no form, and refuses the
+// routes that write them.
+func TestReviewInTheDemo(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("s1"), http.StatusCreated)
+	if err := s.store.SetVerdict(t.Context(), "s1", store.Verdict{State: "approved"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.AddNote(t.Context(), "s1", store.NoteInput{Seq: 1, Author: "Ann", Text: "fine"}); err != nil {
+		t.Fatal(err)
+	}
+	demo := httptest.NewServer(Routes(Deps{Store: s.store, Hub: s.hub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Demo: true, Reviewer: "Ann"}))
+	t.Cleanup(demo.Close)
+	code, page := call(t, demo, http.MethodGet, "/session?id=s1", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /session = %d", code)
+	}
+	for _, want := range []string{`data-testid="verdict-state"`, `data-testid="step-note"`, `data-testid="note-item"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("demo page has no %s", want)
+		}
+	}
+	for _, not := range []string{`data-testid="verdict-form"`, `data-testid="note-add"`, `data-testid="note-edit"`, `data-testid="note-dialog"`} {
+		if strings.Contains(page, not) {
+			t.Errorf("demo page offers %s", not)
+		}
+	}
+	for _, w := range reviewWrites("s1", "1") {
+		if code, body := call(t, demo, w.method, w.path, w.body, nil); code != http.StatusForbidden || !strings.Contains(body, "read-only") {
+			t.Errorf("demo %s %s = %d %s; want 403 read-only", w.method, w.path, code, body)
+		}
 	}
 }
