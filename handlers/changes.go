@@ -14,6 +14,7 @@ import (
 const (
 	changeContext = 3
 	changeLines   = 2000
+	changeEdits   = 200 // edits listed per file; the rest are counted
 )
 
 // fileChanges is GET /api/sessions/:id/changes: each file the session
@@ -76,7 +77,11 @@ func changeViews(files []store.FileChange) []views.FileChangeView {
 		if f.Known {
 			v.Net = show(lineDiff(splitLines(f.Before), splitLines(f.After)))
 		}
-		for _, e := range f.Edits {
+		for i, e := range f.Edits {
+			if i == changeEdits {
+				v.MoreEdits = len(f.Edits) - i
+				break
+			}
 			ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut}
 			if !f.Known && !e.Cut {
 				d := lineDiff(splitLines(deref(e.Old)), splitLines(deref(e.New)))

@@ -257,6 +257,14 @@ func TestChangeViews(t *testing.T) {
 		len(edited.Edits[0].Diff) != 4 || len(edited.Edits[1].Diff) != 2 || !edited.Edits[2].Cut || edited.Edits[1].Href != "#step-5" {
 		t.Errorf("edited file = %+v; want each edit's diff, the failed one not counted", edited)
 	}
+
+	many := store.FileChange{Path: "/w/many.txt"}
+	for i := range changeEdits + 50 {
+		many.Edits = append(many.Edits, store.FileEdit{Seq: int64(i + 1), Old: text("a"), New: text("b")})
+	}
+	if v := changeViews([]store.FileChange{many})[0]; len(v.Edits) != changeEdits || v.MoreEdits != 50 {
+		t.Errorf("a file of %d edits lists %d, %d more; want %d, 50 more", len(many.Edits), len(v.Edits), v.MoreEdits, changeEdits)
+	}
 }
 
 // The demo shows verdicts and notes but offers no form, and refuses the

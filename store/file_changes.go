@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -51,11 +53,14 @@ type FileEdit struct {
 func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error) {
 	var out []FileChange
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		var pk int64
+		var pk, stamp int64
 		var root string
-		err := sqlitex.Execute(conn, `SELECT pk, workspace_root FROM sessions WHERE id = ?`, &sqlitex.ExecOptions{
-			Args:       []any{id},
-			ResultFunc: func(st *sqlite.Stmt) error { pk, root = st.ColumnInt64(0), st.ColumnText(1); return nil },
+		err := sqlitex.Execute(conn, `SELECT pk, workspace_root, updated_at FROM sessions WHERE id = ?`, &sqlitex.ExecOptions{
+			Args: []any{id},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				pk, root, stamp = st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2)
+				return nil
+			},
 		})
 		if err != nil {
 			return err
@@ -63,8 +68,15 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 		if pk == 0 {
 			return ErrNotFound
 		}
-		out, err = readFileChanges(conn, pk, root)
-		return err
+		if out = s.changes.get(pk, stamp); out != nil {
+			return nil
+		}
+		if out, err = readFileChanges(conn, pk, root); err != nil {
+			return err
+		}
+		s.changes.put(pk, stamp, out)
+		out = cloneChanges(out)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: file changes of %s: %w", id, err)
@@ -221,6 +233,72 @@ func removedPaths(command, cwd, root string) []string {
 			}
 			out = append(out, path.Clean(a))
 		}
+	}
+	return out
+}
+
+// rememberedChangeBytes bounds the edit text changesCache holds.
+const rememberedChangeBytes = 32 << 20
+
+// changesCache remembers FileChanges per session and change stamp, as
+// wholeSession does the counts and report: the stamp changes with every
+// write, so a remembered value is never stale, and a page view or live
+// refresh of a long session that did not change costs no scan of its
+// edits. Nothing is stored on disk.
+type changesCache struct {
+	mu    sync.Mutex
+	byPK  map[int64]changesEntry
+	bytes int
+}
+
+type changesEntry struct {
+	stamp int64
+	files []FileChange
+	bytes int
+}
+
+// get returns a copy of the remembered changes, or nil.
+func (c *changesCache) get(pk, stamp int64) []FileChange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byPK[pk]; ok && e.stamp == stamp {
+		return cloneChanges(e.files)
+	}
+	return nil
+}
+
+func (c *changesCache) put(pk, stamp int64, files []FileChange) {
+	n := 0
+	for _, f := range files {
+		n += len(f.Path) + len(f.Before) + len(f.After)
+		for _, e := range f.Edits {
+			n += len(deref(e.Old)) + len(deref(e.New))
+		}
+	}
+	if n > rememberedChangeBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.byPK[pk]; ok {
+		c.bytes -= old.bytes
+	}
+	if c.byPK == nil || c.bytes+n > rememberedChangeBytes || len(c.byPK) >= rememberedSessions {
+		c.byPK, c.bytes = map[int64]changesEntry{}, 0 // simplest eviction: start over
+	}
+	c.byPK[pk] = changesEntry{stamp: stamp, files: files, bytes: n}
+	c.bytes += n
+}
+
+// cloneChanges copies the slices callers may change; the strings are
+// shared, as Go strings cannot change.
+func cloneChanges(files []FileChange) []FileChange {
+	out := slices.Clone(files)
+	if out == nil {
+		out = []FileChange{}
+	}
+	for i := range out {
+		out[i].Edits = slices.Clone(out[i].Edits)
 	}
 	return out
 }

@@ -103,6 +103,19 @@ func TestFileChanges(t *testing.T) {
 		t.Errorf("edits of new.go = %+v; want 4 and 5 failed, the strings kept", e)
 	}
 
+	// Remembered per change stamp: a later write shows at once, and what
+	// a caller changes in its copy is not remembered.
+	got[0].Edits[0].Seq = 99
+	mustApply(t, s, stepsBatch(sid, editStep(sid, 14, "/tmp/ws/old.go", ptr("x := 2"), "x := 3")))
+	again, err := s.FileChanges(context.Background(), sid)
+	if err != nil || len(again[1].Edits) != 2 || again[1].Edits[1].Seq != 14 || again[0].Edits[0].Seq != 2 {
+		t.Errorf("FileChanges after a push = %+v, %v; want old.go's new edit, step 14", again, err)
+	}
+	again[0].Edits[0].Seq = 99
+	if third, _ := s.FileChanges(context.Background(), sid); third[0].Edits[0].Seq != 2 {
+		t.Errorf("FileChanges remembered a caller's change: first edit seq %d", third[0].Edits[0].Seq)
+	}
+
 	if _, err := s.FileChanges(context.Background(), "never-stored"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("FileChanges(unknown) = %v; want ErrNotFound", err)
 	}

@@ -54,10 +54,11 @@ type FileChangeView struct {
 	Failed  bool // an edit of it failed or was rejected
 	// Net is the one diff from before the first edit to after the last,
 	// when the edits tell the content; else Edits holds each edit's diff.
-	Net      []DiffLine
-	NetShown bool
-	Edits    []EditChangeView
-	More     int // diff lines left out past the page's bound
+	Net       []DiffLine
+	NetShown  bool
+	Edits     []EditChangeView
+	More      int // diff lines left out past the page's bound
+	MoreEdits int // edits left out past the page's bound (their lines are not counted)
 }
 
 // EditChangeView is one edit of a file, linked to its step.
