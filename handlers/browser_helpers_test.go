@@ -193,9 +193,22 @@ func (p *tab) open(path string) {
 }
 
 // click clicks the first element matching a CSS selector, as a mouse does.
+// A live refresh may swap the element out between finding and clicking it;
+// a user would click the new one, so the click is tried again on that.
 func (p *tab) click(sel string) {
 	p.t.Helper()
-	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		p.t.Fatalf("click %s: %v", sel, err)
+	}
 }
 
 // pressEnter focuses the element matching sel and presses Enter on it.

@@ -46,7 +46,7 @@ func (c CoreClient) get(ctx context.Context, path string, query url.Values, v an
 func (c CoreClient) List(ctx context.Context, lq store.ListQuery) (store.SessionList, error) {
 	var l store.SessionList
 	q := url.Values{}
-	for name, v := range map[string]string{"agent": lq.Agent, "after": lq.After} {
+	for name, v := range map[string]string{"agent": lq.Agent, "verdict": lq.Verdict, "after": lq.After} {
 		if v != "" {
 			q.Set(name, v)
 		}
@@ -87,4 +87,11 @@ func coreProxy(core *url.URL) http.Handler {
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(core) },
 		FlushInterval: -1, // event streams flush at once
 	}
+}
+
+// FileChanges is GET /api/sessions/<id>/changes.
+func (c CoreClient) FileChanges(ctx context.Context, id string) ([]store.FileChange, error) {
+	var a changesAnswer
+	err := c.get(ctx, "/api/sessions/"+url.PathEscape(id)+"/changes", nil, &a)
+	return a.Files, err
 }

@@ -226,10 +226,11 @@ const exportBudget = 4 << 20
 // them. The download and the review both walk it, so they number the
 // placeholders alike and cannot disagree.
 type exportWalk struct {
-	st  Reader
-	m   *redact.Masker
-	d   store.SessionDetail // header, summary, report and turns, masked; no steps
-	err error               // the first failure; the walk stops there
+	st    Reader
+	m     *redact.Masker
+	d     store.SessionDetail        // header, summary, report, notes and turns, masked; no steps
+	notes map[int64][]views.NoteView // the masked notes, by step
+	err   error                      // the first failure; the walk stops there
 }
 
 func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, error) {
@@ -240,6 +241,7 @@ func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, erro
 	home, _ := os.UserHomeDir()
 	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
 	redact.Session(w.m, &w.d)
+	w.notes = notesBySeq(noteViews(w.d.Notes))
 	return w, nil
 }
 
@@ -270,7 +272,12 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 				for len(page) > 0 {
 					last := page[len(page)-1].Seq
 					for i := range page {
-						if !step(textBytes(page[i])) || !yield(stepView(page[i], 0)) {
+						if !step(textBytes(page[i])) {
+							return
+						}
+						v := stepView(page[i], 0)
+						v.Notes = w.notes[v.Seq]
+						if !yield(v) {
 							return
 						}
 						page[i] = store.Step{} // let it go before the next is read

@@ -34,7 +34,7 @@ func ingest(st Applier, hub *Hub, auth Auth, log *slog.Logger) http.Handler {
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "missing or invalid bearer token (see " + auth.TokenFile + ")"})
 			return
 		}
-		body, err := readBody(r)
+		body, err := readBody(r, MaxBody)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -100,8 +100,8 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 }
 
 // readBody checks the content type and encoding and reads the body, gzip
-// or plain, within MaxBody before and after decompression.
-func readBody(r *http.Request) ([]byte, error) {
+// or plain, within limit bytes before and after decompression.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("content-type must be application/json, got %q", ct)}
@@ -110,11 +110,11 @@ func readBody(r *http.Request) ([]byte, error) {
 	if enc != "" && enc != "gzip" {
 		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported content-encoding %q; use gzip or none", enc)}
 	}
-	tooLarge := &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody)}
-	if r.ContentLength > MaxBody {
+	tooLarge := &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit)}
+	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	raw := &cappedReader{r: r.Body, n: MaxBody}
+	raw := &cappedReader{r: r.Body, n: limit}
 	var src io.Reader = raw
 	if enc == "gzip" {
 		zr, err := gzip.NewReader(raw)
@@ -125,7 +125,7 @@ func readBody(r *http.Request) ([]byte, error) {
 			return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
 		}
 		defer zr.Close()
-		src = &cappedReader{r: zr, n: MaxBody}
+		src = &cappedReader{r: zr, n: limit}
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(src); err != nil {
@@ -133,7 +133,7 @@ func readBody(r *http.Request) ([]byte, error) {
 		case errors.Is(err, errTooLarge) && raw.n < 0:
 			return nil, tooLarge
 		case errors.Is(err, errTooLarge):
-			return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", MaxBody)}
+			return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", limit)}
 		case enc == "gzip":
 			// Corrupt or truncated data; a client that hung up mid-body
 			// never reads this answer anyway.

@@ -15,13 +15,13 @@ import (
 // region a live update redraws.
 func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		agent, after := r.URL.Query().Get("agent"), r.URL.Query().Get("after")
-		l, err := src.List(r.Context(), store.ListQuery{Agent: agent, After: after, Limit: pageSessions})
+		q := store.ListQuery{Agent: r.URL.Query().Get("agent"), Verdict: r.URL.Query().Get("verdict"), After: r.URL.Query().Get("after"), Limit: pageSessions}
+		l, err := src.List(r.Context(), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		p := listPageModel(l, agent, after, time.Now())
+		p := listPageModel(l, q, time.Now())
 		p.Demo = demo
 		if rowsOnly {
 			render(w, r, log, http.StatusOK, views.SessionRows(p))
@@ -31,33 +31,41 @@ func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.H
 	})
 }
 
-func listPageModel(l store.SessionList, agent, after string, now time.Time) views.ListPage {
-	p := views.ListPage{Agent: agent, Total: l.Total.Sessions, Cost: totalCost(l.Total)}
-	page := func(path, after string) string {
+func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
+	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total)}
+	// href is the list with the filters of q, changed by kv (an empty value drops one).
+	href := func(path string, kv ...string) string {
 		v := url.Values{}
-		if agent != "" {
-			v.Set("agent", agent)
+		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "after": q.After} {
+			if val != "" {
+				v.Set(name, val)
+			}
 		}
-		if after != "" {
-			v.Set("after", after)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				v.Del(kv[i])
+			} else {
+				v.Set(kv[i], kv[i+1])
+			}
 		}
 		if len(v) == 0 {
 			return path
 		}
 		return path + "?" + v.Encode()
 	}
-	p.RowsURL = page("/rows", after)
+	p.RowsURL = href("/rows")
 	if l.Next != "" {
-		p.OlderHref = page("/", l.Next)
+		p.OlderHref = href("/", "after", l.Next)
 	}
-	if after != "" {
-		p.NewestHref = page("/", "")
+	if q.After != "" {
+		p.NewestHref = href("/", "after", "")
 	}
 	for _, a := range l.Agents {
 		p.Chips = append(p.Chips, views.AgentChip{
-			Label: shorten(a.Kind, lineChars), Href: "/?agent=" + url.QueryEscape(a.Kind), Count: a.Sessions, Active: a.Kind == agent,
+			Label: shorten(a.Kind, lineChars), Href: href("/", "agent", a.Kind, "after", ""), Count: a.Sessions, Active: a.Kind == q.Agent,
 		})
 	}
+	p.VerdictChips = verdictChips(l.Verdicts, q.Verdict, func(state string) string { return href("/", "verdict", state, "after", "") })
 	for _, s := range l.Sessions {
 		p.Rows = append(p.Rows, sessionRow(s, now))
 	}
@@ -70,7 +78,7 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		AgentKind: shorten(s.Agent.Kind, lineChars), AgentVersion: shorten(s.Agent.Version, lineChars), Title: oneLine(s.Summary.Title),
 		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
 		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
-		Cost: cost(s.Metrics),
+		Cost: cost(s.Metrics), Verdict: verdictView(s.Verdict),
 	}
 	if t, ok := store.ParseTimestamp(s.StartedAt); ok {
 		r.StartedDate = t.Format("2006-01-02 15:04")

@@ -52,3 +52,19 @@ func loopbackOnly(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// appOnly lets only the review app itself change what is stored: a browser
+// request from another site is refused with 403 (Go's cross-origin
+// protection: Sec-Fetch-Site, then Origin against Host); terminal clients,
+// which send neither header, pass. Every route that deletes or writes from
+// the app (not ingest, which has its token) goes through it.
+func appOnly(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := cop.Check(r); err != nil {
+			writeJSON(w, http.StatusForbidden, errorBody{Error: "cross-site request refused: make changes from the review app"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -20,6 +20,7 @@ type Store interface {
 	Applier
 	Reader
 	Deleter
+	Reviewer
 }
 
 // Deps is what the routes are built from.
@@ -34,6 +35,9 @@ type Deps struct {
 	// Core, when set, makes this the UI development server: pages are
 	// rendered from the core's JSON routes and /api is proxied there.
 	Core *url.URL
+	// Reviewer is the name the app fills in for verdicts and notes until
+	// the reviewer types another (git's user.name, else the OS user).
+	Reviewer string
 }
 
 // Routes returns the service's handler: every URL it serves is here.
@@ -75,7 +79,7 @@ func Routes(d Deps) http.Handler {
 		// UI development server: the core answers every /api route.
 		pages = CoreClient{Base: d.Core, HTTP: &http.Client{Timeout: 30 * time.Second}}
 		proxy := coreProxy(d.Core)
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 			r.Handler(m, "/api/*path", proxy)
 		}
 	} else {
@@ -83,7 +87,13 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodPost, "/api/ingest", write(ingest(d.Store, d.Hub, d.Auth, d.Log)))
 		r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
-		r.Handler(http.MethodDelete, "/api/sessions/:id", write(deleteSession(d.Store, d.Hub, d.Log)))
+		r.Handler(http.MethodDelete, "/api/sessions/:id", write(appOnly(deleteSession(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPut, "/api/sessions/:id/verdict", write(appOnly(putVerdict(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodDelete, "/api/sessions/:id/verdict", write(appOnly(deleteVerdict(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPost, "/api/sessions/:id/notes", write(appOnly(addNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodPut, "/api/sessions/:id/notes/:note", write(appOnly(editNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodDelete, "/api/sessions/:id/notes/:note", write(appOnly(deleteNote(d.Store, d.Hub, d.Log))))
+		r.Handler(http.MethodGet, "/api/sessions/:id/changes", fileChanges(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 
@@ -95,9 +105,9 @@ func Routes(d Deps) http.Handler {
 	// Pages and the fragments they refetch
 	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Log, false))
 	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Log, true))
-	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Log))
-	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Log))
-	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Reviewer, d.Log))
+	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
+	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))
 

@@ -28,6 +28,7 @@ type PageSource interface {
 	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	Review(ctx context.Context, id string) (Review, error)
+	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 }
 
 // storeSource serves the pages from the store itself.
@@ -92,7 +93,7 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
 // turn, for links to a step.
-func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
+func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
@@ -104,11 +105,17 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writePageError(w, r, log, err)
 			return
 		}
+		files, err := src.FileChanges(r.Context(), id)
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
+			Changes: changeViews(files),
 			Session: sessionView(d, headChars), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo,
+			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
 		}
 		if !demo {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
@@ -118,13 +125,14 @@ func sessionPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
 		linkSteps(&p.Session, d.ID, true, nil)
+		attachNotes(&p.Session, !demo)
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
 
 // earlierTurnsFragment is GET /session/turns?id=&before=: the 50 turns
 // before turn position before.
-func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
+func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before, err := strconv.Atoi(r.URL.Query().Get("before"))
 		if err != nil || before <= 0 {
@@ -138,6 +146,7 @@ func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars)
 		linkSteps(&v, d.ID, true, nil)
+		attachNotes(&v, !demo)
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -150,7 +159,7 @@ func earlierTurnsFragment(src PageSource, log *slog.Logger) http.Handler {
 // updatesFragment is GET /session/updates?id=&since=&open=: the summary,
 // report and every turn changed since the page's stamp, with the steps the
 // reader has open rendered open. The new stamp is in X-Session-Stamp.
-func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
+func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		since, ok := store.ParseTimestamp(r.URL.Query().Get("since"))
 		if !ok {
@@ -158,6 +167,11 @@ func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
 			return
 		}
 		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Since: since.UnixMicro(), Head: headChars})
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		files, err := src.FileChanges(r.Context(), d.ID)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -170,8 +184,9 @@ func updatesFragment(src PageSource, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars)
 		linkSteps(&v, d.ID, true, open)
+		attachNotes(&v, !demo)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
-		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns))
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changeViews(files)))
 	})
 }
 

@@ -46,6 +46,8 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 		})
 	}
 	v.Turns = turnViews(d, limit)
+	v.Verdict, v.Notes = verdictView(d.Verdict), noteViews(d.Notes)
+	attachNotes(&v, false)
 	return v
 }
 

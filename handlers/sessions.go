@@ -16,9 +16,10 @@ type Reader interface {
 	List(ctx context.Context, q store.ListQuery) (store.SessionList, error)
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
+	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 }
 
-// listSessions is GET /api/sessions[?agent=<kind>][&limit=N][&after=<next>]:
+// listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&limit=N][&after=<next>]:
 // every session, or a page of them with a cursor to the next.
 func listSessions(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +91,7 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 
 // parseListQuery reads a ListQuery from query parameters.
 func parseListQuery(v url.Values) (store.ListQuery, error) {
-	q := store.ListQuery{Agent: v.Get("agent"), After: v.Get("after")}
+	q := store.ListQuery{Agent: v.Get("agent"), Verdict: v.Get("verdict"), After: v.Get("after")}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {

@@ -60,6 +60,12 @@ func Session(m *Masker, d *store.SessionDetail) {
 	for i := range d.Turns {
 		mask(&d.Turns[i].Mode, "turns["+strconv.Itoa(i)+"].mode")
 	}
+	for i := range d.Notes {
+		n := &d.Notes[i]
+		prefix := "step " + strconv.FormatInt(n.Seq, 10) + " "
+		mask(&n.Author, prefix+"note.author")
+		mask(&n.Text, prefix+"note.text")
+	}
 	for i := range d.Steps {
 		Step(m, &d.Steps[i])
 	}

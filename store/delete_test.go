@@ -122,6 +122,21 @@ func TestDeleteOverwrites(t *testing.T) {
 	set(b, "actors[0].label", m["label"])
 	set(b, "segments[0].source_files", arr{"/log/" + m["source-file"]})
 	mustApply(t, s, b)
+	// What a reviewer wrote goes with the session too: a note on a step,
+	// edited so its first text sits in an older page, and the verdict.
+	for _, place := range []string{"note", "note-edited", "verdict-note", "verdict-reviewer"} {
+		m[place] = marker(place)
+	}
+	n, err := s.AddNote(context.Background(), "gone", store.NoteInput{Seq: 2, Author: "ann", Text: "check " + m["note"]})
+	if err != nil {
+		t.Fatalf("AddNote = %v", err)
+	}
+	if _, err := s.AddNote(context.Background(), "gone", store.NoteInput{Seq: 3, Author: "ann", Text: "second"}); err != nil {
+		t.Fatalf("AddNote = %v", err)
+	}
+	if err := s.SetVerdict(context.Background(), "gone", store.Verdict{State: "needs_attention", Note: m["verdict-note"], Reviewer: m["verdict-reviewer"]}); err != nil {
+		t.Fatalf("SetVerdict = %v", err)
+	}
 	keepMarker := marker("keep")
 	k := newBatch("keep")
 	set(k, "steps[1].payload.stdout", keepMarker)
@@ -133,6 +148,9 @@ func TestDeleteOverwrites(t *testing.T) {
 	mustDelete(t, s, "other")
 	set(b, "steps[1].payload.stdout", big+m["stdout"]+big)
 	mustApply(t, s, b)
+	if _, err := s.EditNote(context.Background(), "gone", n.ID, store.NoteInput{Author: "ann", Text: "check " + m["note-edited"]}); err != nil {
+		t.Fatalf("EditNote = %v", err)
+	}
 
 	files := func() []byte {
 		var all []byte

@@ -27,9 +27,11 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// InvalidError reports every envelope and schema problem of a batch.
+// InvalidError reports every envelope and schema problem of a batch, or
+// of a verdict or note body (Subject names which; empty for a batch).
 // Problems holds at most MaxProblems; Omitted counts the rest.
 type InvalidError struct {
+	Subject  string
 	Problems []Problem
 	Omitted  int
 }
@@ -52,7 +54,12 @@ func capProblems(ps []Problem) ([]Problem, int) {
 	return ps[:MaxProblems], len(ps) - MaxProblems
 }
 
-func (e *InvalidError) Error() string { return "invalid batch" }
+func (e *InvalidError) Error() string {
+	if e.Subject == "" {
+		return "invalid batch"
+	}
+	return "invalid " + e.Subject
+}
 
 // ReferenceError reports records that point at nothing in the batch or the
 // store, records of another session, and ids repeated within a batch.

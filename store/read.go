@@ -57,7 +57,9 @@ type SessionOverview struct {
 type SessionList struct {
 	Sessions []SessionOverview `json:"sessions"`
 	Agents   []AgentCount      `json:"agents"` // every agent kind in the store, for filtering
-	Total    Total             `json:"total"`  // over every session the filter keeps
+	// Verdicts counts the sessions of each verdict state, for filtering.
+	Verdicts []VerdictCount `json:"verdicts"`
+	Total    Total          `json:"total"` // over every session the filter keeps
 	// Next, when set, asks for the following page (ListQuery.After).
 	Next string `json:"next,omitempty"`
 }
@@ -65,6 +67,12 @@ type SessionList struct {
 // AgentCount is how many sessions an agent kind has.
 type AgentCount struct {
 	Kind     string `json:"kind"`
+	Sessions int    `json:"sessions"`
+}
+
+// VerdictCount is how many sessions have a verdict state.
+type VerdictCount struct {
+	State    string `json:"state"`
 	Sessions int    `json:"sessions"`
 }
 
@@ -84,6 +92,7 @@ type SessionDetail struct {
 	Turns    []Turn    `json:"turns"`
 	Steps    []Step    `json:"steps"`
 	Report   Report    `json:"report"`
+	Notes    []Note    `json:"notes"` // every note of the session, however narrowed
 	// Window is set when the read was narrowed to some turns.
 	Window *TurnWindow `json:"window,omitempty"`
 }
@@ -200,15 +209,16 @@ func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64
 
 // ListQuery narrows the list. The zero value lists every session.
 type ListQuery struct {
-	Agent string // only sessions of this agent kind
-	Limit int    // at most this many sessions (0: all)
-	After string // a Next cursor of an earlier page: the sessions after it
+	Agent   string // only sessions of this agent kind
+	Verdict string // only sessions with this verdict state
+	Limit   int    // at most this many sessions (0: all)
+	After   string // a Next cursor of an earlier page: the sessions after it
 }
 
 // List returns stored sessions newest first, a page of them when q has a
 // limit; Total and Agents always cover every session the filter keeps.
 func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
-	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}}
+	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}, Verdicts: []VerdictCount{}}
 	afterNS, afterID, err := parseCursor(q.After)
 	if err != nil {
 		return l, err
@@ -220,10 +230,10 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks []int64
 		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
-			WHERE (:agent = '' OR s.agent_kind = :agent)
+			WHERE (:agent = '' OR s.agent_kind = :agent) AND (:verdict = '' OR s.verdict_state = :verdict)
 			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
 			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
-			Named: map[string]any{":agent": q.Agent, ":after": len(q.After), ":ns": afterNS, ":id": afterID, ":limit": limit},
+			Named: map[string]any{":agent": q.Agent, ":verdict": q.Verdict, ":after": len(q.After), ":ns": afterNS, ":id": afterID, ":limit": limit},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pk, o, err := scanSession(conn, st)
 				pks = append(pks, pk)
@@ -255,8 +265,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(metrics, '$.cost_usd')), 0), count(*) - count(metrics)
-			FROM sessions WHERE :agent = '' OR agent_kind = :agent`, &sqlitex.ExecOptions{
-			Named: map[string]any{":agent": q.Agent},
+			FROM sessions WHERE (:agent = '' OR agent_kind = :agent) AND (:verdict = '' OR verdict_state = :verdict)`, &sqlitex.ExecOptions{
+			Named: map[string]any{":agent": q.Agent, ":verdict": q.Verdict},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Total = Total{Sessions: st.ColumnInt(0), CostUSD: st.ColumnFloat(1), CostNotRecorded: st.ColumnInt(2)}
 				return nil
@@ -265,9 +275,18 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `SELECT agent_kind, count(*) FROM sessions GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+		err = sqlitex.Execute(conn, `SELECT agent_kind, count(*) FROM sessions GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Agents = append(l.Agents, AgentCount{Kind: st.ColumnText(0), Sessions: st.ColumnInt(1)})
+				return nil
+			},
+		})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `SELECT verdict_state, count(*) FROM sessions WHERE verdict_state IS NOT NULL GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error {
+				l.Verdicts = append(l.Verdicts, VerdictCount{State: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil
 			},
 		})
@@ -338,6 +357,9 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 			return ErrNotFound
 		}
 		if err := s.whole.get(conn, pk, d.UpdatedAt, &d.Summary, &d.Report); err != nil {
+			return err
+		}
+		if d.Notes, err = readNotes(conn, pk); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(conn, pk); err != nil {

@@ -40,6 +40,7 @@ type Store struct {
 	path       string
 	capturedOn string
 	whole      wholeSession
+	changes    changesCache       // FileChanges per change stamp (file_changes.go)
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber

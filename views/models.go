@@ -31,6 +31,8 @@ type ListPage struct {
 	Demo    bool
 	// OlderHref and NewestHref page through the list, 100 sessions a page.
 	OlderHref, NewestHref string
+	Verdict               string // the verdict state filtered on, or ""
+	VerdictChips          []VerdictChip
 }
 
 // AgentChip filters the list by one agent kind.
@@ -58,6 +60,7 @@ type SessionRow struct {
 	RefOnly      int
 	Flags        int
 	Cost         string // "not recorded" when the session has no metrics
+	Verdict      *VerdictView
 }
 
 // TypeCount is how many steps of one type a session has.
@@ -92,6 +95,8 @@ type SessionView struct {
 	Files        []FileRow
 	Commands     []CommandRow
 	Turns        []TurnView
+	Verdict      *VerdictView
+	Notes        []NoteView // every note, in step order
 }
 
 // FileRow is one file the session touched.
@@ -139,6 +144,8 @@ type StepView struct {
 	Open        bool
 	BodyURL     string // the step's details, up to the review app's cut
 	AllURL      string // the step's details, whole
+	Notes       []NoteView
+	CanNote     bool // the page offers to add and edit notes (not the export)
 }
 
 // IsCut reports whether any text of the step was cut.
@@ -223,6 +230,8 @@ type SessionPage struct {
 	PanelURL   string // the list of values the export masks
 	DeleteURL  string // empty in the demo: no delete button
 	Demo       bool
+	Review     ReviewForms // empty in the demo: no verdict or note forms
+	Changes    []FileChangeView
 }
 
 // ExportPanel lists every value the export masks, before the download.

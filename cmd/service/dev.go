@@ -24,6 +24,6 @@ func (c *DevCmd) Run(e *env) error {
 	}
 	return listenAndServe(e, c.Port, func(base string, log *slog.Logger) handlers.Deps {
 		fmt.Fprintf(e.stdout, "UI development server on %s/, pages from the core at %s\n", base, core)
-		return handlers.Deps{Log: log, Core: core}
+		return handlers.Deps{Log: log, Core: core, Reviewer: defaultReviewer(e.ctx)}
 	})
 }

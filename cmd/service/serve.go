@@ -52,7 +52,8 @@ func (c *ServeCmd) Run(e *env) error {
 		fmt.Fprintf(e.stdout, "  store:       %s\n", dbPath)
 		return handlers.Deps{
 			Store: st, Hub: handlers.NewHub(st, log), Log: log,
-			Auth: handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
+			Auth:     handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
+			Reviewer: defaultReviewer(e.ctx),
 		}
 	})
 }

@@ -1,0 +1,126 @@
+package handlers
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// Bounds of the Changes section: context lines kept around each change,
+// and diff lines shown per file.
+const (
+	changeContext = 3
+	changeLines   = 2000
+	changeEdits   = 200 // edits listed per file; the rest are counted
+)
+
+// fileChanges is GET /api/sessions/:id/changes: each file the session
+// created, edited or removed, with its edits and, where known, its content
+// before and after.
+func fileChanges(st Reader, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		files, err := st.FileChanges(r.Context(), sessionID(r))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, changesAnswer{SessionID: sessionID(r), Files: files})
+	})
+}
+
+// changesAnswer is the answer of the changes route.
+type changesAnswer struct {
+	SessionID string             `json:"session_id"`
+	Files     []store.FileChange `json:"files"`
+}
+
+// changeViews turns each file's change into what the Changes section
+// shows: one diff from the content before to after when it is known, else
+// each edit's own diff; every edit links to its step.
+func changeViews(files []store.FileChange) []views.FileChangeView {
+	out := make([]views.FileChangeView, 0, len(files))
+	for i, f := range files {
+		v := views.FileChangeView{Path: shorten(f.Path, headChars), DOMID: "change-" + strconv.Itoa(i+1), Failed: f.Failed, NetShown: f.Known}
+		switch {
+		case f.Created:
+			v.Status = "created"
+		case len(f.Edits) > 0:
+			v.Status = "edited"
+		}
+		if f.DeletedAt != nil {
+			if v.Status != "" {
+				v.Status += ", "
+			}
+			v.Status += "removed at step " + strconv.FormatInt(*f.DeletedAt, 10)
+		}
+		left := changeLines
+		show := func(d []views.DiffLine) []views.DiffLine {
+			for _, l := range d {
+				switch l.Kind {
+				case "add":
+					v.Added++
+				case "del":
+					v.Removed++
+				}
+			}
+			d = trimContext(d, changeContext)
+			if len(d) > left {
+				v.More += len(d) - left
+				d = d[:left]
+			}
+			left -= len(d)
+			return d
+		}
+		if f.Known {
+			v.Net = show(lineDiff(splitLines(f.Before), splitLines(f.After)))
+		}
+		for i, e := range f.Edits {
+			if i == changeEdits {
+				v.MoreEdits = len(f.Edits) - i
+				break
+			}
+			ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut}
+			if !f.Known && !e.Cut {
+				d := lineDiff(splitLines(deref(e.Old)), splitLines(deref(e.New)))
+				if e.Failed {
+					ev.Diff = trimContext(d, changeContext) // shown, but not counted: it changed nothing
+				} else {
+					ev.Diff = show(d)
+				}
+			}
+			v.Edits = append(v.Edits, ev)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// trimContext keeps the unchanged lines within n of a change; each run of
+// lines left out becomes one "…" line. Each line is cut at headChars: the
+// whole edit is one click away, on its step.
+func trimContext(d []views.DiffLine, n int) []views.DiffLine {
+	near := make([]bool, len(d))
+	for i, l := range d {
+		if l.Kind == "add" || l.Kind == "del" {
+			for j := max(0, i-n); j <= min(len(d)-1, i+n); j++ {
+				near[j] = true
+			}
+		}
+	}
+	var out []views.DiffLine
+	for i, l := range d {
+		if shown, more := clip(l.Text, headChars); more > 0 {
+			l.Text = shown + "… (" + strconv.Itoa(more) + " more characters)"
+		}
+		switch {
+		case near[i] || l.Kind != "ctx":
+			out = append(out, l)
+		case len(out) == 0 || out[len(out)-1].Kind != "hunk":
+			out = append(out, views.DiffLine{Kind: "hunk", Text: "…"})
+		}
+	}
+	return out
+}

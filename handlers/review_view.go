@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+func verdictView(v *store.Verdict) *views.VerdictView {
+	if v == nil {
+		return nil
+	}
+	return &views.VerdictView{State: v.State, Note: v.Note, Reviewer: v.Reviewer}
+}
+
+func noteViews(notes []store.Note) []views.NoteView {
+	out := make([]views.NoteView, len(notes))
+	for i, n := range notes {
+		out[i] = views.NoteView{ID: n.ID, Seq: n.Seq, StepRef: "#" + stepDOMID(n.Seq), Author: n.Author, Text: n.Text,
+			At: n.UpdatedAt, Edited: n.UpdatedAt != n.CreatedAt}
+	}
+	return out
+}
+
+func stepDOMID(seq int64) string { return "step-" + strconv.FormatInt(seq, 10) }
+
+// notesBySeq groups notes by the step they are on.
+func notesBySeq(notes []views.NoteView) map[int64][]views.NoteView {
+	by := map[int64][]views.NoteView{}
+	for _, n := range notes {
+		by[n.Seq] = append(by[n.Seq], n)
+	}
+	return by
+}
+
+// attachNotes puts each note under its step among the turns shown, and
+// offers the note controls on every step when canNote.
+func attachNotes(v *views.SessionView, canNote bool) {
+	by := notesBySeq(v.Notes)
+	for i := range v.Turns {
+		for j := range v.Turns[i].Steps {
+			s := &v.Turns[i].Steps[j]
+			s.Notes, s.CanNote = by[s.Seq], canNote
+		}
+	}
+}
+
+// reviewForms are the verdict and note routes of a session for the page's
+// forms; none in the demo.
+func reviewForms(id, reviewer string, demo bool) views.ReviewForms {
+	if demo {
+		return views.ReviewForms{}
+	}
+	base := "/api/sessions/" + url.PathEscape(id)
+	return views.ReviewForms{VerdictURL: base + "/verdict", NotesURL: base + "/notes", Reviewer: reviewer, States: store.VerdictStates}
+}
+
+// verdictChips filter the list by verdict: any, then each state the store
+// holds. A state filtered on that no session has keeps a chip, so the
+// filter shows.
+func verdictChips(counts []store.VerdictCount, active string, href func(state string) string) []views.VerdictChip {
+	chips := []views.VerdictChip{{Label: "Any verdict", Href: href(""), Active: active == ""}}
+	seen := false
+	for _, c := range counts {
+		seen = seen || c.State == active
+		chips = append(chips, views.VerdictChip{Label: shorten(c.State, lineChars), Href: href(c.State), Count: c.Sessions, Active: c.State == active})
+	}
+	if active != "" && !seen {
+		chips = append(chips, views.VerdictChip{Label: shorten(active, lineChars), Href: href(active), Active: true})
+	}
+	return chips
+}

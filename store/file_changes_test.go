@@ -1,0 +1,145 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+// editStep is an edit of path at seq: a full write of newText when old is
+// nil, else old replaced by newText.
+func editStep(sid string, seq int, path string, old *string, newText string) obj {
+	st := step(sid, seq, "edit")
+	st["outcome"] = "ok"
+	delete(st, "error")
+	p := obj{"path": path, "new_string": newText, "is_full_write": old == nil}
+	if old != nil {
+		p["old_string"] = *old
+	}
+	st["payload"] = p
+	return st
+}
+
+func commandStep(sid string, seq int, command, cwd string) obj {
+	st := step(sid, seq, "command")
+	st["payload"] = obj{"command": command, "cwd": cwd, "exit_code": 0}
+	return st
+}
+
+func readStep(sid string, seq int, path string) obj {
+	st := step(sid, seq, "read")
+	st["payload"] = obj{"path": path}
+	return st
+}
+
+func failedStep(st obj, outcome, decision string) obj {
+	st["outcome"], st["decision"] = outcome, decision
+	return st
+}
+
+func TestFileChanges(t *testing.T) {
+	s := mustOpen(t)
+	sid := "changes"
+	b := newBatch(sid)
+	b["steps"] = arr{
+		step(sid, 1, "message"),
+		// created, edited, one edit failed, one rejected, then removed
+		editStep(sid, 2, "/tmp/ws/new.go", nil, "package main\n\nfunc a() {}\n"),
+		editStep(sid, 3, "/tmp/ws/new.go", ptr("func a() {}"), "func a() { b() }"),
+		failedStep(editStep(sid, 4, "/tmp/ws/new.go", ptr("package main"), "package other"), "failed", "accepted"),
+		failedStep(editStep(sid, 5, "/tmp/ws/new.go", ptr("package main"), "package rejected"), "not_run", "rejected"),
+		editStep(sid, 6, "/tmp/ws/new.go", ptr("\n\n"), "\n\nimport \"fmt\"\n\n"),
+		commandStep(sid, 7, "go build && rm new.go", "/tmp/ws"),
+		// edited, never created here: only the edits are known
+		editStep(sid, 8, "/tmp/ws/old.go", ptr("x := 1"), "x := 2"),
+		// read first, then written whole: it existed before
+		readStep(sid, 9, "/tmp/ws/read.go"),
+		editStep(sid, 10, "/tmp/ws/read.go", nil, "whole\n"),
+		// created, then an edit whose old string is not in it
+		editStep(sid, 11, "/tmp/ws/lost.go", nil, "one\n"),
+		editStep(sid, 12, "/tmp/ws/lost.go", ptr("two"), "three"),
+		// removed files the session never read or edited are not listed
+		commandStep(sid, 13, "rm -rf /tmp/ws/build", "/tmp/ws"),
+	}
+	mustApply(t, s, b)
+
+	got, err := s.FileChanges(context.Background(), sid)
+	if err != nil {
+		t.Fatalf("FileChanges = %v", err)
+	}
+	seven := int64(7)
+	want := []store.FileChange{
+		{Path: "/tmp/ws/new.go", Known: true, After: "package main\n\nimport \"fmt\"\n\nfunc a() { b() }\n", Created: true, DeletedAt: &seven, Failed: true},
+		{Path: "/tmp/ws/old.go"},
+		{Path: "/tmp/ws/read.go"},
+		{Path: "/tmp/ws/lost.go", Created: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("FileChanges = %d files %+v; want %d", len(got), got, len(want))
+	}
+	edits := map[string][]int64{"/tmp/ws/new.go": {2, 3, 4, 5, 6}, "/tmp/ws/old.go": {8}, "/tmp/ws/read.go": {10}, "/tmp/ws/lost.go": {11, 12}}
+	for i, w := range want {
+		g := got[i]
+		var seqs []int64
+		for _, e := range g.Edits {
+			seqs = append(seqs, e.Seq)
+		}
+		w.Edits, g.Edits = nil, nil
+		gj, _ := json.Marshal(g)
+		wj, _ := json.Marshal(w)
+		if string(gj) != string(wj) {
+			t.Errorf("FileChanges()[%d] = %s; want %s", i, gj, wj)
+		}
+		if ws := edits[w.Path]; fmt.Sprint(seqs) != fmt.Sprint(ws) {
+			t.Errorf("edits of %s = %v; want %v", w.Path, seqs, ws)
+		}
+	}
+	if e := got[0].Edits; !e[2].Failed || !e[3].Failed || e[0].Failed || e[1].New == nil || *e[1].New != "func a() { b() }" {
+		t.Errorf("edits of new.go = %+v; want 4 and 5 failed, the strings kept", e)
+	}
+
+	// Remembered per change stamp: a later write shows at once, and what
+	// a caller changes in its copy is not remembered.
+	got[0].Edits[0].Seq = 99
+	mustApply(t, s, stepsBatch(sid, editStep(sid, 14, "/tmp/ws/old.go", ptr("x := 2"), "x := 3")))
+	again, err := s.FileChanges(context.Background(), sid)
+	if err != nil || len(again[1].Edits) != 2 || again[1].Edits[1].Seq != 14 || again[0].Edits[0].Seq != 2 {
+		t.Errorf("FileChanges after a push = %+v, %v; want old.go's new edit, step 14", again, err)
+	}
+	again[0].Edits[0].Seq = 99
+	if third, _ := s.FileChanges(context.Background(), sid); third[0].Edits[0].Seq != 2 {
+		t.Errorf("FileChanges remembered a caller's change: first edit seq %d", third[0].Edits[0].Seq)
+	}
+
+	if _, err := s.FileChanges(context.Background(), "never-stored"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FileChanges(unknown) = %v; want ErrNotFound", err)
+	}
+}
+
+// Edits longer than MaxChangeBytes are listed without their text, and the
+// file's content is then not known.
+func TestFileChangesBounded(t *testing.T) {
+	s := mustOpen(t)
+	sid := "big"
+	b := newBatch(sid)
+	big := strings.Repeat("line of a large generated file\n", store.MaxChangeBytes/31+1)
+	b["steps"] = arr{
+		step(sid, 1, "message"),
+		editStep(sid, 2, "/tmp/ws/gen.go", nil, "small\n"),
+		editStep(sid, 3, "/tmp/ws/gen.go", ptr("small\n"), big),
+	}
+	mustApply(t, s, b)
+	got, err := s.FileChanges(context.Background(), sid)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("FileChanges = %+v, %v", got, err)
+	}
+	f := got[0]
+	if f.Known || f.After != "" || f.Edits[1].New != nil || !f.Edits[1].Cut || f.Edits[0].New == nil {
+		t.Errorf("FileChanges past the bound: known %v, edits %+v; want the large edit cut and the content unknown", f.Known, f.Edits)
+	}
+}

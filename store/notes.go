@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// Note is a reviewer's note on one step of a session.
+type Note struct {
+	ID        int64  `json:"id"`
+	Seq       int64  `json:"seq"` // of the step it is on
+	Author    string `json:"author"`
+	Text      string `json:"text"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// NoteInput is what a reviewer writes: the step (for a new note), the
+// author and the text.
+type NoteInput struct {
+	Seq    int64
+	Author string
+	Text   string
+}
+
+// ParseNote decodes a note body: {"seq", "author", "text"} for a new note,
+// {"author", "text"} (withSeq false) for an edit. It returns ErrNotJSON,
+// ErrNotObject or an *InvalidError.
+func ParseNote(body []byte, withSeq bool) (NoteInput, error) {
+	var in NoteInput
+	err := parseReviewBody(body, "note", func(o *object) {
+		if withSeq {
+			in.Seq, _ = o.int("seq", true)
+		}
+		in.Author = o.reqString("author")
+		in.Text = o.reqString("text")
+	})
+	if err != nil {
+		return NoteInput{}, err
+	}
+	return in, in.check()
+}
+
+func (in NoteInput) check() error {
+	return checkAll("note", func(c *reviewProblems) {
+		for path, s := range map[string]string{"author": in.Author, "text": in.Text} {
+			if s == "" {
+				c.add(path, "required")
+			}
+		}
+		reviewText(c, "author", in.Author, MaxNameChars, true)
+		reviewText(c, "text", in.Text, MaxNoteChars, false)
+	})
+}
+
+// AddNote attaches a note to the step with in.Seq and stamps the session
+// and the step, so every tab showing it redraws its turn. It returns
+// ErrNotFound for an unknown or deleted session, and an *InvalidError for
+// a seq no step has, a note out of bounds, or a session at MaxNotes.
+func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, error) {
+	if err := in.check(); err != nil {
+		return Note{}, err
+	}
+	var n Note
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		pk, err := sessionPK(conn, id)
+		if err != nil || pk == 0 {
+			return notFound(err)
+		}
+		var stepPK, notes int64
+		err = sqlitex.Execute(conn, `SELECT (SELECT pk FROM steps WHERE session_pk = :pk AND seq = :seq),
+			  (SELECT count(*) FROM notes WHERE session_pk = :pk)`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":pk": pk, ":seq": in.Seq},
+			ResultFunc: func(st *sqlite.Stmt) error { stepPK, notes = st.ColumnInt64(0), st.ColumnInt64(1); return nil },
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case stepPK == 0:
+			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("no step of session %s has seq %d", id, in.Seq)}}}
+		case notes >= MaxNotes:
+			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("the session already has %d notes, the most it may hold", MaxNotes)}}}
+		}
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		n = Note{Seq: in.Seq, Author: in.Author, Text: in.Text, CreatedAt: now, UpdatedAt: now}
+		err = sqlitex.Execute(conn, `INSERT INTO notes (session_pk, step_pk, author, text, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{pk, stepPK, in.Author, in.Text, now, now}})
+		if err != nil {
+			return err
+		}
+		n.ID = conn.LastInsertRowID()
+		return stampNote(conn, pk, stepPK)
+	})
+	if err != nil {
+		return Note{}, fmt.Errorf("store: add note to %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// EditNote replaces a note's author and text (in.Seq is not used). It
+// returns ErrNotFound for an unknown or deleted session or a note that is
+// not one of the session's.
+func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in NoteInput) (Note, error) {
+	in.Seq = 0
+	if err := in.check(); err != nil {
+		return Note{}, err
+	}
+	var n Note
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		pk, stepPK, err := notePKs(conn, id, noteID)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		err = sqlitex.Execute(conn, `UPDATE notes SET author = ?, text = ?, updated_at = ? WHERE id = ?
+			RETURNING id, (SELECT seq FROM steps WHERE pk = step_pk), author, text, created_at, updated_at`, &sqlitex.ExecOptions{
+			Args:       []any{in.Author, in.Text, now, noteID},
+			ResultFunc: func(st *sqlite.Stmt) error { n = scanNote(st); return nil },
+		})
+		if err != nil {
+			return err
+		}
+		return stampNote(conn, pk, stepPK)
+	})
+	if err != nil {
+		return Note{}, fmt.Errorf("store: edit note %d of %s: %w", noteID, id, err)
+	}
+	return n, nil
+}
+
+// DeleteNote removes a note, overwritten on disk like a deleted session.
+// It returns ErrNotFound as EditNote does.
+func (s *Store) DeleteNote(ctx context.Context, id string, noteID int64) error {
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		pk, stepPK, err := notePKs(conn, id, noteID)
+		if err != nil {
+			return err
+		}
+		if err := sqlitex.Execute(conn, `DELETE FROM notes WHERE id = ?`, &sqlitex.ExecOptions{Args: []any{noteID}}); err != nil {
+			return err
+		}
+		return stampNote(conn, pk, stepPK)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete note %d of %s: %w", noteID, id, err)
+	}
+	return nil
+}
+
+func notFound(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrNotFound
+}
+
+// notePKs finds a note of a session: the session's and the step's keys.
+func notePKs(conn *sqlite.Conn, id string, noteID int64) (pk, stepPK int64, err error) {
+	err = sqlitex.Execute(conn, `SELECT n.session_pk, n.step_pk FROM notes n JOIN sessions s ON s.pk = n.session_pk
+		WHERE s.id = ? AND n.id = ?`, &sqlitex.ExecOptions{
+		Args:       []any{id, noteID},
+		ResultFunc: func(st *sqlite.Stmt) error { pk, stepPK = st.ColumnInt64(0), st.ColumnInt64(1); return nil },
+	})
+	if err == nil && pk == 0 {
+		err = ErrNotFound
+	}
+	return pk, stepPK, err
+}
+
+// stampNote gives the session and the noted step a new change stamp: the
+// live stream tells of the session, and a live update redraws the turn
+// that shows the note.
+func stampNote(conn *sqlite.Conn, pk, stepPK int64) error {
+	stamp, err := nextStamp(conn)
+	if err != nil {
+		return err
+	}
+	if err := sqlitex.Execute(conn, `UPDATE steps SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, stepPK}}); err != nil {
+		return err
+	}
+	return sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, pk}})
+}
+
+// readNotes reads every note of a session, in step order, then oldest first.
+func readNotes(conn *sqlite.Conn, pk int64) ([]Note, error) {
+	out := []Note{}
+	err := sqlitex.Execute(conn, `SELECT n.id, p.seq, n.author, n.text, n.created_at, n.updated_at
+		FROM notes n JOIN steps p ON p.pk = n.step_pk WHERE n.session_pk = ? ORDER BY p.seq, n.id`, &sqlitex.ExecOptions{
+		Args:       []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanNote(st)); return nil },
+	})
+	return out, err
+}
+
+func scanNote(st *sqlite.Stmt) Note {
+	return Note{ID: st.ColumnInt64(0), Seq: st.ColumnInt64(1), Author: st.ColumnText(2), Text: st.ColumnText(3),
+		CreatedAt: st.ColumnText(4), UpdatedAt: st.ColumnText(5)}
+}

@@ -1,0 +1,71 @@
+package views
+
+// VerdictView is a session's review verdict as shown.
+type VerdictView struct {
+	State    string // reviewed, approved, needs_attention or a reviewer's word
+	Note     string
+	Reviewer string
+}
+
+// StateClass is the CSS class of a verdict state: one per common state,
+// "custom" for any other word.
+func (v VerdictView) StateClass() string {
+	switch v.State {
+	case "reviewed", "approved", "needs_attention":
+		return "verdict-" + v.State
+	}
+	return "verdict-custom"
+}
+
+// ReviewForms are the routes and defaults the verdict and note forms use.
+type ReviewForms struct {
+	VerdictURL string   // PUT sets, DELETE clears
+	NotesURL   string   // POST adds; NotesURL/<id> edits and deletes
+	Reviewer   string   // the name filled in until the reviewer types one
+	States     []string // the common verdict states, offered first
+}
+
+// NoteView is a reviewer's note on a step.
+type NoteView struct {
+	ID      int64
+	Seq     int64
+	StepRef string // #step-<seq>
+	Author  string
+	Text    string
+	At      string // when it was written or last edited (RFC 3339)
+	Edited  bool
+}
+
+// VerdictChip filters the list by one verdict state.
+type VerdictChip struct {
+	Label  string
+	Href   string
+	Count  int
+	Active bool
+}
+
+// FileChangeView is the net change of one file over the session.
+type FileChangeView struct {
+	Path    string
+	DOMID   string // change-<position>: a path may be of any length
+	Status  string // created, edited; ", removed" when a command removed it
+	Added   int
+	Removed int
+	Failed  bool // an edit of it failed or was rejected
+	// Net is the one diff from before the first edit to after the last,
+	// when the edits tell the content; else Edits holds each edit's diff.
+	Net       []DiffLine
+	NetShown  bool
+	Edits     []EditChangeView
+	More      int // diff lines left out past the page's bound
+	MoreEdits int // edits left out past the page's bound (their lines are not counted)
+}
+
+// EditChangeView is one edit of a file, linked to its step.
+type EditChangeView struct {
+	Seq    int64
+	Href   string // #step-<seq>
+	Failed bool
+	Diff   []DiffLine // empty when shown in the net diff, or cut
+	Cut    bool       // its text was past the bound: open the step
+}
