@@ -30,9 +30,11 @@ const RootActor = "root"
 //     (Actor.SpawnedBy), else those current when its first step happened.
 //   - steps: added to a Stream (a file or a conversation, read in order);
 //     Finish interleaves the streams by time, keeping each stream's order,
-//     and Split numbers them 1, 2, 3, ... (seq), so a re-read of files that
-//     only grew keeps every earlier number. Every step is inline content
-//     on the builder's channels.
+//     and numbers them 1, 2, 3, ... (seq), so a re-read of files that only
+//     grew keeps every earlier number; where the store holds the session
+//     with other numbers (Unit.Stored), stored steps keep theirs
+//     (KeepStoredSeqs). A repeated step id gets a suffix. Every step is
+//     inline content on the builder's channels.
 //   - tool calls: Call registers a call's steps under its id; Result finds
 //     them when its result arrives (once: a repeated result finds none).
 //   - timestamps: the session starts at SetStart's time, else the earliest
@@ -73,9 +75,18 @@ type Builder struct {
 	// Decide, when set, is called for each subagent step once it is placed
 	// (its turn known); a non-empty result replaces the step's decision.
 	Decide func(*Step) string
+	// Join, when set, joins what the store keeps beside the session
+	// (Stored: the unit's lookup) with its records once they are numbered,
+	// before their seqs are reconciled with the stored ones and they are
+	// split: it may change steps and the header, and add steps that hold
+	// a provisional seq (ProvisionalSeq and above). spilled are the
+	// outlines of the steps in a spill; the function it returns, when not
+	// nil, joins each of them as its batch is built.
+	Join func(r *Records, spilled []*SpilledStep, stored Stored) func(*store.Step)
 
 	sess     *Session
 	modTime  time.Time
+	stored   func(sid string) (Stored, error)
 	channels []string
 	start    Time
 	earliest Time
@@ -160,6 +171,7 @@ func NewBuilder(u Unit, channels ...string) *Builder {
 		Header:   store.SessionHeader{ID: u.ID},
 		sess:     &Session{ID: u.ID, Skipped: map[string]int{}},
 		modTime:  u.ModTime,
+		stored:   u.Stored,
 		channels: channels,
 		byActor:  map[string]*Actor{},
 		calls:    map[string][]*Step{},
