@@ -40,8 +40,9 @@ const RootActor = "root"
 //   - timestamps: the session starts at SetStart's time, else the earliest
 //     time Observe saw, else the files' modification time, else 1970. A
 //     step, turn or segment with no time gets the session's start.
-//   - outcomes: a rejected call did not run (Reject; Finish makes every
-//     rejected step not_run, whoever set the decision).
+//   - outcomes: a rejected call did not run (Reject; Split makes every
+//     rejected step not_run, whoever set the decision: the agent's files
+//     or its telemetry).
 //   - flags: FlagStep and FlagDeadEnds, applied by Split to every step.
 //
 // How an adapter uses it:
@@ -417,11 +418,4 @@ func (s *Step) Actor() *Actor { return s.actor }
 func Reject(st *store.Step, message string) {
 	st.Decision, st.Outcome = DecisionRejected, OutcomeNotRun
 	st.Error = &store.StepError{Type: "rejected", Message: message}
-}
-
-// rejectedNotRun is the one rule for a rejected step, whoever decided it.
-func rejectedNotRun(st *store.Step) {
-	if st.Decision == DecisionRejected {
-		st.Outcome = OutcomeNotRun
-	}
 }

@@ -82,7 +82,6 @@ func (b *Builder) Finish() *Session {
 		if decision != "" {
 			s.St.Decision = decision
 		}
-		rejectedNotRun(s.St)
 		steps = append(steps, *s.St)
 	}
 	if b.spillErr != nil {

@@ -795,7 +795,7 @@ func (p *parser) finish() *adapters.Session {
 	// No transcript step yet: the session is what its telemetry says.
 	stored, err := p.u.Stored(sess.ID)
 	if err != nil {
-		p.problem(p.paths[0], 0, err.Error())
+		p.problem(cmp.Or(strings.Join(p.paths, ", "), sess.ID), 0, err.Error())
 		return sess
 	}
 	sess.Batches = TelemetryBatches(sess.ID, adapters.Records{}, stored.Telemetry, stored.Seqs)

@@ -138,7 +138,8 @@ func TestMergeKeepsTranscriptSteps(t *testing.T) {
 // session is split, with no wrapper around the agent. The call in both
 // gets the telemetry's decision and channel; the call only in the
 // telemetry is a reference-only step with a provisional seq; the metrics
-// are the telemetry's; the transcript's steps keep seqs 1..n.
+// are the telemetry's; the transcript's steps keep seqs 1..n; flags follow
+// the joined decision.
 func TestImportJoinsTelemetry(t *testing.T) {
 	for _, spill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in memory", true: "spilled"}[spill], func(t *testing.T) {
@@ -189,6 +190,9 @@ func TestImportJoinsTelemetry(t *testing.T) {
 			if s := byID["toolu_1"]; s.Decision != adapters.DecisionRejected || s.Outcome != adapters.OutcomeNotRun ||
 				!slices.Contains(s.Channels, "otel") || s.ContentStatus != store.ContentInline || s.Seq != 2 {
 				t.Errorf("joined step = %s %s %v %s seq %d; want rejected, not_run, otel, inline, seq 2", s.Decision, s.Outcome, s.Channels, s.ContentStatus, s.Seq)
+			}
+			if s := byID["toolu_1"]; !slices.ContainsFunc(s.Flags, func(f store.Flag) bool { return f.Kind == adapters.FlagRejected }) {
+				t.Errorf("joined step flags = %+v; want rejected (flags follow the joined decision)", s.Flags)
 			}
 			if s := byID["toolu_9"]; s.ContentStatus != store.ContentReferenceOnly || s.Seq != adapters.ProvisionalSeq+3 {
 				t.Errorf("telemetry-only step = %s seq %d; want reference_only at a provisional seq", s.ContentStatus, s.Seq)
