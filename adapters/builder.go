@@ -11,6 +11,10 @@ import (
 // talks to. Subagents are actors under it (Builder.Subagent).
 const RootActor = "root"
 
+// RootActorRecord is the record of the root actor, the first of every
+// session's actors.
+func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "root", Label: "main"} }
+
 // Builder builds one session from an agent's records. An adapter reads its
 // agent's files and tells the builder what it found; the builder owns the
 // bookkeeping every agent shares, so each rule below is written once:

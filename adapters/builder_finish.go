@@ -236,7 +236,7 @@ func (b *Builder) finishSegments() []store.Segment {
 // finishActors are the root actor and every subagent that has steps,
 // in the order they were first seen.
 func (b *Builder) finishActors() []store.Actor {
-	actors := []store.Actor{{ID: RootActor, Type: "root", Label: "main"}}
+	actors := []store.Actor{RootActorRecord()}
 	for _, a := range b.actors {
 		if len(a.steps) > 0 {
 			actors = append(actors, store.Actor{ID: a.ID, ParentID: a.Parent, Type: "subagent", Label: a.Label})

@@ -293,7 +293,7 @@ func joinTelemetry(r *adapters.Records, spilled []*adapters.SpilledStep, t *tele
 		start := t.first
 		r.Header = telemetryHeader(t.sessionID, t.resource, start)
 		r.Segments = []store.Segment{{Index: 0, StartReason: "start", StartedAt: start.Text, SourceFiles: []string{}}}
-		r.Actors = []store.Actor{{ID: adapters.RootActor, Type: "root", Label: "main"}}
+		r.Actors = []store.Actor{adapters.RootActorRecord()}
 	}
 	calls := map[string]*telemetryCall{}
 	for _, c := range t.calls {
