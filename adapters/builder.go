@@ -56,12 +56,14 @@ func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "ro
 //     files that make no steps of their own; SetStart or Observe for times.
 //  2. For each file or conversation, s := b.Stream(path); for each record,
 //     in order: NewTurn for a prompt, s.Message or s.Add for a step,
-//     s.Call for a tool call and b.Result when its result comes,
-//     NewSegment at a compaction, clear or resume, Skip and Problem for
+//     s.Add then b.Call(id, step) for a tool call and b.Result(id) when
+//     its result comes, NewSegment at a compaction, clear or resume,
+//     Subagent and Actor.SpawnedBy for subagents, Skip and Problem for
 //     what makes no step.
-//  3. return b.Finish(): it places subagents, orders and numbers the steps
-//     and cuts the batches. The session has no batches when it has no id
-//     or no step.
+//  3. Optionally set ModeAt, Decide or Join (see their fields), then
+//     return b.Finish(): it places subagents, orders and numbers the
+//     steps, joins what is stored and cuts the batches. The session has no
+//     batches when it has no id or no step.
 //
 // Memory: with EnableSpill, past a number of bytes read (Read), each
 // finished step (not a call still waiting for its result, and not the last
@@ -71,8 +73,8 @@ func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "ro
 // stream is added, or, for a call, until its result's steps are completed
 // and the adapter calls the builder again.
 type Builder struct {
-	// Header is the session's header; Finish sets its id (when empty) and
-	// started_at.
+	// Header is the session's header, its id the unit's (set it from the
+	// files when that is empty); Finish sets started_at.
 	Header store.SessionHeader
 	// ModeAt, when set, is the mode of a turn the agent recorded none for,
 	// by the turn's time, before the mode of the turn before is carried.
