@@ -25,6 +25,17 @@ type Unit struct {
 	ID      string
 	Paths   []string
 	ModTime time.Time
+	// Stored, when set (the Importer sets it), looks up what the store
+	// already holds of a session, for the builder to join with what the
+	// files say before the session is split into batches.
+	Stored func(sid string) (Stored, error)
+}
+
+// Stored is what the store holds of a session beside what its files say:
+// the seq of each stored step, by id, and the telemetry kept for it.
+type Stored struct {
+	Seqs      map[string]int64
+	Telemetry []store.TelemetryRecord
 }
 
 // Problem is a line or file that could not be read. It is skipped and the

@@ -117,6 +117,9 @@ func TestSplitRepeatedIDs(t *testing.T) {
 	mustParse(t, b)
 }
 
+// TestKeepStoredSeqs checks that the builder numbers a session so that it
+// agrees with the seqs the store holds for it (Unit.Stored), before it is
+// split, and that a step Join adds with a provisional seq keeps it.
 func TestKeepStoredSeqs(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -132,24 +135,44 @@ func TestKeepStoredSeqs(t *testing.T) {
 		{"only provisional steps stored", map[string]int64{"x": adapters.ProvisionalSeq + 1}, []string{"a", "x"}, []int64{1, 2}},
 		{"renumbering leaves provisional seqs", map[string]int64{"a": 7, "x": adapters.ProvisionalSeq + 1}, []string{"a", "x", "c"}, []int64{7, 8, 9}},
 	}
+	at := mustTime(t, "2026-01-02T03:04:05Z")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := &store.Batch{}
-			for i, id := range c.read {
-				b.Steps = append(b.Steps, store.Step{ID: id, Seq: int64(i + 1)})
+			u := adapters.Unit{ID: "s", Stored: func(string) (adapters.Stored, error) { return adapters.Stored{Seqs: c.stored}, nil }}
+			b := adapters.NewBuilder(u, "test")
+			s := b.Stream("f")
+			for _, id := range c.read {
+				s.Message(nil, id, "assistant", id, at)
 			}
-			// A step telemetry alone knows comes with its provisional seq.
-			b.Steps = append(b.Steps, store.Step{ID: "otel", Seq: adapters.ProvisionalSeq + 2})
-			adapters.KeepStoredSeqs(&adapters.Session{Batches: []*store.Batch{b}}, c.stored)
-			for i, s := range b.Steps[:len(c.read)] {
-				if s.Seq != c.want[i] {
+			b.Join = func(r *adapters.Records, _ []*adapters.SpilledStep, _ adapters.Stored) func(*store.Step) {
+				// A step telemetry alone knows comes with its provisional seq.
+				otel := r.Steps[0]
+				otel.ID, otel.Seq = "otel", adapters.ProvisionalSeq+2
+				r.Steps = append(r.Steps, otel)
+				return nil
+			}
+			_, batch := built(t, b)
+			for i, id := range c.read {
+				if s := stepByID(t, batch, id); s.Seq != c.want[i] {
 					t.Errorf("step %s got seq %d; want %d", s.ID, s.Seq, c.want[i])
 				}
 			}
-			if s := b.Steps[len(c.read)]; s.Seq != adapters.ProvisionalSeq+2 {
+			if s := stepByID(t, batch, "otel"); s.Seq != adapters.ProvisionalSeq+2 {
 				t.Errorf("a provisional step got seq %d; want it kept", s.Seq)
 			}
 		})
+	}
+}
+
+// TestStoredLookupFails checks that a session whose stored records cannot
+// be read is not written (it could undo them) and is reported.
+func TestStoredLookupFails(t *testing.T) {
+	u := adapters.Unit{ID: "s", Stored: func(string) (adapters.Stored, error) { return adapters.Stored{}, errors.New("store busy") }}
+	b := adapters.NewBuilder(u, "test")
+	b.Stream("f.jsonl").Message(nil, "a", "assistant", "hi", mustTime(t, "2026-01-02T03:04:05Z"))
+	sess := b.Finish()
+	if len(sess.Batches) != 0 || len(sess.Problems) != 1 || sess.Problems[0].Path != "f.jsonl" {
+		t.Errorf("Finish = %d batches, problems %v; want none and one problem naming f.jsonl", len(sess.Batches), sess.Problems)
 	}
 }
 
@@ -211,8 +234,8 @@ func TestSummaryString(t *testing.T) {
 	}
 }
 
-// fakeAgent serves sessions from memory: one unit per file in dir, whose
-// content is the session's step count.
+// fakeAgent serves sessions from memory, built with the builder: one unit
+// per file in dir, whose content is the session's step count.
 func fakeAgent(dir string, parsed *int) adapters.Agent {
 	return adapters.Agent{
 		Kind: "fake",
@@ -235,8 +258,13 @@ func fakeAgent(dir string, parsed *int) adapters.Agent {
 					r.Steps[i], r.Steps[j] = r.Steps[j], r.Steps[i]
 				}
 			}
-			b := adapters.Split(r)
-			return &adapters.Session{ID: u.ID, Batches: b, Steps: n}
+			b := adapters.NewBuilder(u, "test")
+			b.Header.Agent, b.Header.Workspace = r.Header.Agent, r.Header.Workspace
+			s := b.Stream("")
+			for _, st := range r.Steps {
+				s.Add(nil, st, adapters.TimeOf(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+			}
+			return b.Finish()
 		},
 	}
 }

@@ -19,7 +19,7 @@ type Records struct {
 	Steps    []store.Step
 }
 
-// Split numbers the steps, fills the fields every record of the session
+// Split numbers the steps that have no seq yet by their place, fills the fields every record of the session
 // shares, and cuts the records into batches of at most store.MaxItems of
 // each kind. Parents go first: every segment, then every actor (in the
 // order given, so list a parent actor before its children), then every
@@ -81,7 +81,9 @@ func Split(r Records) []*store.Batch {
 	steps := make([]store.Step, 0, len(r.Steps))
 	for i, st := range r.Steps {
 		st.ID = uniqueID(seenStep, st.ID)
-		st.Seq = int64(i + 1)
+		if st.Seq == 0 {
+			st.Seq = int64(i + 1)
+		}
 		finishStep(&st, sid, r.Header.Workspace.Root)
 		steps = append(steps, st)
 	}
@@ -107,10 +109,14 @@ func uniqueID(seen map[string]bool, id string) string {
 	return id
 }
 
-// finishStep fills the fields every step of a session shares and the flags
-// a step earns on its own (FlagStep).
+// finishStep fills the fields every step of a session shares, makes a
+// rejected step not_run (a refused call never ran, whoever reported the
+// refusal), and adds the flags a step earns on its own (FlagStep).
 func finishStep(st *store.Step, sid, root string) {
 	st.SessionID = sid
+	if st.Decision == DecisionRejected {
+		st.Outcome = OutcomeNotRun
+	}
 	if st.Channels == nil {
 		st.Channels = []string{}
 	}
@@ -121,18 +127,13 @@ func finishStep(st *store.Step, sid, root string) {
 }
 
 // SplitSpilled is Split for a session whose steps are in a spill: its
-// parents become batches as Split makes them, and its steps, given in
-// session order, are numbered and checked for dead ends from their
-// outlines; their batches are built as the session is written
-// (Session.Each).
+// parents (and r.Steps, steps not in the spill such as those joined from
+// telemetry, with provisional seqs) become batches as Split makes them,
+// and its spilled steps, given in session order, numbered and with unique
+// ids (Builder.Finish), are checked for dead ends from their outlines;
+// their batches are built as the session is written (Session.Each).
 func SplitSpilled(r Records, sp *Spill, steps []*SpilledStep) ([]*store.Batch, *Spilled) {
-	r.Steps = nil
 	batches := Split(r)
-	seen := map[string]bool{}
-	for i, o := range steps {
-		o.ID = uniqueID(seen, o.ID)
-		o.Seq = int64(i + 1)
-	}
 	flagSpilledDeadEnds(steps)
 	return batches, &Spilled{spill: sp, root: r.Header.Workspace.Root, Steps: steps}
 }
@@ -195,14 +196,14 @@ func (sp *Spilled) build(header store.SessionHeader, yield func(*store.Batch) bo
 			return err
 		}
 		o.restore(&st)
+		if sp.Join != nil {
+			sp.Join(&st)
+		}
 		finishStep(&st, header.ID, sp.root)
 		if o.later != nil {
 			for _, f := range o.later.flags {
 				addFlag(&st, f)
 			}
-		}
-		if sp.Join != nil {
-			sp.Join(&st)
 		}
 		if len(cur.Steps) > 0 && (len(cur.Steps) >= store.MaxItems || size+int(o.ref.N) > maxSpilledBatch) {
 			if !yield(cur) {
@@ -223,21 +224,6 @@ func (s *Session) Close() error {
 		return nil
 	}
 	return s.Spilled.spill.Close()
-}
-
-// stepSeqs calls fn with the id and a pointer to the seq of each step of
-// the session, spilled ones included, without reading their content.
-func (s *Session) stepSeqs(fn func(id string, seq *int64)) {
-	for _, b := range s.Batches {
-		for i := range b.Steps {
-			fn(b.Steps[i].ID, &b.Steps[i].Seq)
-		}
-	}
-	if s.Spilled != nil {
-		for _, o := range s.Spilled.Steps {
-			fn(o.ID, &o.Seq)
-		}
-	}
 }
 
 func newBatch(h store.SessionHeader) *store.Batch {

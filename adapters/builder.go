@@ -11,6 +11,10 @@ import (
 // talks to. Subagents are actors under it (Builder.Subagent).
 const RootActor = "root"
 
+// RootActorRecord is the record of the root actor, the first of every
+// session's actors.
+func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "root", Label: "main"} }
+
 // Builder builds one session from an agent's records. An adapter reads its
 // agent's files and tells the builder what it found; the builder owns the
 // bookkeeping every agent shares, so each rule below is written once:
@@ -30,16 +34,19 @@ const RootActor = "root"
 //     (Actor.SpawnedBy), else those current when its first step happened.
 //   - steps: added to a Stream (a file or a conversation, read in order);
 //     Finish interleaves the streams by time, keeping each stream's order,
-//     and Split numbers them 1, 2, 3, ... (seq), so a re-read of files that
-//     only grew keeps every earlier number. Every step is inline content
-//     on the builder's channels.
+//     and numbers them 1, 2, 3, ... (seq), so a re-read of files that only
+//     grew keeps every earlier number; where the store holds the session
+//     with other numbers (Unit.Stored), stored steps keep theirs
+//     (KeepStoredSeqs). A repeated step id gets a suffix. Every step is
+//     inline content on the builder's channels.
 //   - tool calls: Call registers a call's steps under its id; Result finds
 //     them when its result arrives (once: a repeated result finds none).
 //   - timestamps: the session starts at SetStart's time, else the earliest
 //     time Observe saw, else the files' modification time, else 1970. A
 //     step, turn or segment with no time gets the session's start.
-//   - outcomes: a rejected call did not run (Reject; Finish makes every
-//     rejected step not_run, whoever set the decision).
+//   - outcomes: a rejected call did not run (Reject; Split makes every
+//     rejected step not_run, whoever set the decision: the agent's files
+//     or its telemetry).
 //   - flags: FlagStep and FlagDeadEnds, applied by Split to every step.
 //
 // How an adapter uses it:
@@ -49,12 +56,14 @@ const RootActor = "root"
 //     files that make no steps of their own; SetStart or Observe for times.
 //  2. For each file or conversation, s := b.Stream(path); for each record,
 //     in order: NewTurn for a prompt, s.Message or s.Add for a step,
-//     s.Call for a tool call and b.Result when its result comes,
-//     NewSegment at a compaction, clear or resume, Skip and Problem for
+//     s.Add then b.Call(id, step) for a tool call and b.Result(id) when
+//     its result comes, NewSegment at a compaction, clear or resume,
+//     Subagent and Actor.SpawnedBy for subagents, Skip and Problem for
 //     what makes no step.
-//  3. return b.Finish(): it places subagents, orders and numbers the steps
-//     and cuts the batches. The session has no batches when it has no id
-//     or no step.
+//  3. Optionally set ModeAt, Decide or Join (see their fields), then
+//     return b.Finish(): it places subagents, orders and numbers the
+//     steps, joins what is stored and cuts the batches. The session has no
+//     batches when it has no id or no step.
 //
 // Memory: with EnableSpill, past a number of bytes read (Read), each
 // finished step (not a call still waiting for its result, and not the last
@@ -64,8 +73,8 @@ const RootActor = "root"
 // stream is added, or, for a call, until its result's steps are completed
 // and the adapter calls the builder again.
 type Builder struct {
-	// Header is the session's header; Finish sets its id (when empty) and
-	// started_at.
+	// Header is the session's header, its id the unit's (set it from the
+	// files when that is empty); Finish sets started_at.
 	Header store.SessionHeader
 	// ModeAt, when set, is the mode of a turn the agent recorded none for,
 	// by the turn's time, before the mode of the turn before is carried.
@@ -73,9 +82,18 @@ type Builder struct {
 	// Decide, when set, is called for each subagent step once it is placed
 	// (its turn known); a non-empty result replaces the step's decision.
 	Decide func(*Step) string
+	// Join, when set, joins what the store keeps beside the session
+	// (Stored: the unit's lookup) with its records once they are numbered,
+	// before their seqs are reconciled with the stored ones and they are
+	// split: it may change steps and the header, and add steps that hold
+	// a provisional seq (ProvisionalSeq and above). spilled are the
+	// outlines of the steps in a spill; the function it returns, when not
+	// nil, joins each of them as its batch is built.
+	Join func(r *Records, spilled []*SpilledStep, stored Stored) func(*store.Step)
 
 	sess     *Session
 	modTime  time.Time
+	stored   func(sid string) (Stored, error)
 	channels []string
 	start    Time
 	earliest Time
@@ -160,6 +178,7 @@ func NewBuilder(u Unit, channels ...string) *Builder {
 		Header:   store.SessionHeader{ID: u.ID},
 		sess:     &Session{ID: u.ID, Skipped: map[string]int{}},
 		modTime:  u.ModTime,
+		stored:   u.Stored,
 		channels: channels,
 		byActor:  map[string]*Actor{},
 		calls:    map[string][]*Step{},
@@ -405,11 +424,4 @@ func (s *Step) Actor() *Actor { return s.actor }
 func Reject(st *store.Step, message string) {
 	st.Decision, st.Outcome = DecisionRejected, OutcomeNotRun
 	st.Error = &store.StepError{Type: "rejected", Message: message}
-}
-
-// rejectedNotRun is the one rule for a rejected step, whoever decided it.
-func rejectedNotRun(st *store.Step) {
-	if st.Decision == DecisionRejected {
-		st.Outcome = OutcomeNotRun
-	}
 }

@@ -19,6 +19,17 @@ func (b *Builder) Finish() *Session {
 		b.spill.Close()
 		return sess
 	}
+	var stored Stored
+	if b.stored != nil {
+		var err error
+		if stored, err = b.stored(sess.ID); err != nil {
+			// Without what is stored, a write could undo it: write nothing
+			// this time, and the problem has the files read again.
+			b.Problem(Problem{Path: b.streams[0].path, Message: err.Error()})
+			b.spill.Close()
+			return sess
+		}
+	}
 	start := b.Start()
 	if start.IsZero() {
 		start = TimeOf(b.modTime)
@@ -44,7 +55,8 @@ func (b *Builder) Finish() *Session {
 	ordered := b.order(start)
 	var steps []store.Step
 	var outlines []*SpilledStep
-	for _, s := range ordered {
+	ids := map[string]bool{}
+	for i, s := range ordered {
 		actor := RootActor
 		decision := ""
 		if s.actor != nil {
@@ -61,14 +73,15 @@ func (b *Builder) Finish() *Session {
 			if s.actor != nil || s.noTime {
 				s.out.Place(s.turn.ID, int64(s.seg), s.At.Text, decision)
 			}
+			s.out.ID, s.out.Seq = uniqueID(ids, s.out.ID), int64(i+1)
 			outlines = append(outlines, s.out)
 			continue
 		}
+		s.St.ID, s.St.Seq = uniqueID(ids, s.St.ID), int64(i+1)
 		s.St.At, s.St.TurnID, s.St.SegmentIndex, s.St.ActorID = s.At.Text, s.turn.ID, int64(s.seg), actor
 		if decision != "" {
 			s.St.Decision = decision
 		}
-		rejectedNotRun(s.St)
 		steps = append(steps, *s.St)
 	}
 	if b.spillErr != nil {
@@ -76,14 +89,32 @@ func (b *Builder) Finish() *Session {
 		b.spill.Close()
 		return sess
 	}
+	ids = nil
 	b.Header.StartedAt = start.Text
 	r := Records{Header: b.Header, Segments: b.finishSegments(), Actors: b.finishActors(), Turns: b.finishTurnRecords(), Steps: steps}
+	var joinSpilled func(*store.Step)
+	if b.Join != nil {
+		joinSpilled = b.Join(&r, outlines, stored)
+	}
+	KeepStoredSeqs(func(yield func(id string, seq *int64) bool) {
+		for i := range r.Steps {
+			if !yield(r.Steps[i].ID, &r.Steps[i].Seq) {
+				return
+			}
+		}
+		for _, o := range outlines {
+			if !yield(o.ID, &o.Seq) {
+				return
+			}
+		}
+	}, stored.Seqs)
 	if b.spill != nil {
 		sess.Batches, sess.Spilled = SplitSpilled(r, b.spill, outlines)
+		sess.Spilled.Join = joinSpilled
 	} else {
 		sess.Batches = Split(r)
 	}
-	sess.Steps = len(ordered)
+	sess.Steps = len(r.Steps) + len(outlines)
 	return sess
 }
 
@@ -205,7 +236,7 @@ func (b *Builder) finishSegments() []store.Segment {
 // finishActors are the root actor and every subagent that has steps,
 // in the order they were first seen.
 func (b *Builder) finishActors() []store.Actor {
-	actors := []store.Actor{{ID: RootActor, Type: "root", Label: "main"}}
+	actors := []store.Actor{RootActorRecord()}
 	for _, a := range b.actors {
 		if len(a.steps) > 0 {
 			actors = append(actors, store.Actor{ID: a.ID, ParentID: a.Parent, Type: "subagent", Label: a.Label})

@@ -65,7 +65,6 @@ func (b *Builder) spillStep(s *Step) {
 	} else {
 		s.St.TurnID, s.St.SegmentIndex = s.turn.ID, int64(s.seg)
 	}
-	rejectedNotRun(s.St)
 	out, err := b.spill.Put(s.St)
 	if err != nil {
 		b.spillErr = err

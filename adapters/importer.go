@@ -111,6 +111,7 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 		return
 	}
 	u.Paths = paths
+	u.Stored = func(sid string) (Stored, error) { return im.stored(ctx, sid) }
 	sess, bad := parseUnit(a, u)
 	if sess != nil {
 		defer sess.Close()
@@ -175,14 +176,20 @@ func parseUnit(a Agent, u Unit) (*Session, []Problem) {
 	return a.Parse(u, files), problems
 }
 
+// stored is what the store holds of a session, for the builder to join
+// before it splits the session (Unit.Stored).
+func (im *Importer) stored(ctx context.Context, sid string) (Stored, error) {
+	seqs, err := im.Store.StepSeqs(ctx, sid)
+	if err != nil {
+		return Stored{}, err
+	}
+	tel, err := im.Store.Telemetry(ctx, sid)
+	return Stored{Seqs: seqs, Telemetry: tel}, err
+}
+
 // apply writes a session's batches. A session deleted in the service is
 // reported (deleted true), not an error.
 func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (deleted bool, err error) {
-	stored, err := im.Store.StepSeqs(ctx, sess.ID)
-	if err != nil {
-		return false, err
-	}
-	KeepStoredSeqs(sess, stored)
 	created, changed, first := false, false, true
 	err = sess.Each(func(b *store.Batch) error {
 		res, err := im.Store.Apply(ctx, b)
@@ -210,64 +217,6 @@ func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (del
 		sum.Unchanged++
 	}
 	return false, nil
-}
-
-// ProvisionalSeq is where provisional seqs start. A writer that knows a
-// step only from telemetry, before the agent's own record of it arrives,
-// numbers it from here (capture numbers such steps in arrival order). When
-// a parser reads the agent's record of that step, the step takes the seq
-// the parser gives it, so it finds its place in the session; no parser
-// numbers this high.
-const ProvisionalSeq int64 = 1 << 40
-
-// KeepStoredSeqs makes a re-read session agree with the seqs already
-// stored for it. A parser numbers steps in the order it reads them, which
-// stays the same when files only grow; if it changed anyway (two files of
-// a live session growing at once), writing the new numbers would collide
-// with stored steps. Then every stored step keeps its seq and new steps
-// are numbered after the last stored one, in reading order. Provisional
-// seqs (ProvisionalSeq and above) take no part: a stored step that holds
-// one is new to the parser's numbering, and a step the batch gives one
-// keeps it.
-func KeepStoredSeqs(sess *Session, stored map[string]int64) {
-	numbered := map[string]int64{} // stored steps with a parser's seq
-	taken := map[int64]bool{}
-	var last int64
-	for id, seq := range stored {
-		if seq < ProvisionalSeq {
-			numbered[id] = seq
-			taken[seq] = true
-			last = max(last, seq)
-		}
-	}
-	if len(numbered) == 0 {
-		return
-	}
-	stored = numbered
-	agree := true
-	sess.stepSeqs(func(id string, seq *int64) {
-		if *seq >= ProvisionalSeq {
-			return
-		}
-		was, ok := stored[id]
-		if (ok && was != *seq) || (!ok && taken[*seq]) {
-			agree = false
-		}
-	})
-	if agree {
-		return
-	}
-	sess.stepSeqs(func(id string, seq *int64) {
-		if *seq >= ProvisionalSeq {
-			return
-		}
-		if was, ok := stored[id]; ok {
-			*seq = was
-			return
-		}
-		last++
-		*seq = last
-	})
 }
 
 // String is the one-line summary the import command prints.

@@ -249,7 +249,7 @@ type Spilled struct {
 	root  string
 	Steps []*SpilledStep
 	// Join, when set, is called with each step as its batch is built,
-	// after the step is complete (capture joins telemetry this way).
+	// before its flags (Builder.Join's join of spilled steps).
 	Join func(*store.Step)
 }
 

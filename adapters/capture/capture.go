@@ -1,8 +1,9 @@
 // Package capture records coding-agent sessions while they run: an
 // OTLP/HTTP receiver for Claude Code's telemetry (otlp.go), watchers on
-// Claude Code's transcripts and Cline's task files (watch.go), and the join
-// of telemetry with transcripts (merge.go). It writes through the same
-// import runner and store Apply as every other writer.
+// Claude Code's transcripts and Cline's task files (watch.go). The join of
+// the telemetry it keeps with transcripts is the Claude Code adapter's
+// (claudecode/telemetry.go). It writes through the same import runner and
+// store Apply as every other writer.
 package capture
 
 import (
@@ -343,8 +344,7 @@ func createSession(ctx context.Context, st *store.Store, s sessionEvents) error 
 	for i := range recs {
 		recs[i].Ord = int64(i + 1)
 	}
-	t := decodeTelemetry(s.id, recs)
-	_, err := st.Apply(ctx, &store.Batch{SchemaVersion: store.SchemaVersion, Session: telemetryHeader(s.id, t.resource, t.first)})
+	_, err := st.Apply(ctx, &store.Batch{SchemaVersion: store.SchemaVersion, Session: claudecode.TelemetryHeader(s.id, recs)})
 	return err
 }
 
@@ -357,29 +357,31 @@ func applyTelemetry(ctx context.Context, st *store.Store, sid string) (written i
 	if err != nil {
 		return 0, err
 	}
-	sess := &adapters.Session{ID: sid}
+	var r adapters.Records
 	for _, seq := range stored {
 		if seq < adapters.ProvisionalSeq {
 			d, err := st.Detail(ctx, sid, store.DetailQuery{Turns: 1, Head: 1})
 			if err != nil {
 				return 0, err
 			}
-			h := store.SessionHeader{ID: sid, Agent: d.Agent, Workspace: d.Workspace, StartedAt: d.StartedAt}
-			sess.Batches = []*store.Batch{{SchemaVersion: store.SchemaVersion, Session: h, Turns: d.Turns}}
+			r.Header = store.SessionHeader{ID: sid, Agent: d.Agent, Workspace: d.Workspace, StartedAt: d.StartedAt}
+			r.Turns = d.Turns
 			break
 		}
 	}
-	merged, err := withTelemetry(ctx, st, sess)
+	recs, err := st.Telemetry(ctx, sid)
 	if err != nil {
 		return 0, err
 	}
-	err = merged.Each(func(b *store.Batch) error {
-		res, err := st.Apply(ctx, b)
-		if err == nil && res.Changed {
+	for _, b := range claudecode.TelemetryBatches(sid, r, recs, stored) {
+		res, applyErr := st.Apply(ctx, b)
+		if err = applyErr; err != nil {
+			break
+		}
+		if res.Changed {
 			written = 1
 		}
-		return err
-	})
+	}
 	var deleted *store.DeletedError
 	if errors.As(err, &deleted) {
 		return 0, nil
@@ -393,7 +395,7 @@ func applyTelemetry(ctx context.Context, st *store.Store, sid string) (written i
 // are read, and with rescan false only if one changed since the last
 // import. Hook and capture use it.
 func ImportClaudeSession(ctx context.Context, st *store.Store, sid, transcript string, rescan bool) (adapters.Summary, error) {
-	agent := ClaudeCode(ctx, st)
+	agent := claudecode.Agent
 	discover := agent.Discover
 	agent.Discover = func(roots []string) ([]adapters.Unit, []adapters.Problem) {
 		units, problems := discover(roots)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/store"
 )
 
@@ -38,8 +39,7 @@ func FuzzDecodeLogsJSON(f *testing.F) {
 				r.Ord = int64(i + 1)
 				recs[i] = r
 			}
-			sess := merge(&adapters.Session{ID: s.id}, decodeTelemetry(s.id, recs), nil)
-			for i, b := range sess.Batches {
+			for i, b := range claudecode.TelemetryBatches(s.id, adapters.Records{}, recs, nil) {
 				out, err := json.Marshal(b)
 				if err != nil {
 					t.Fatal(err)

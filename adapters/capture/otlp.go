@@ -23,6 +23,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/internal/loopback"
 	"github.com/agentreview/service/store"
 )
@@ -291,9 +292,9 @@ func sessionRecords(req *collogspb.ExportLogsServiceRequest, received time.Time)
 				}
 				if !described[sid] {
 					described[sid] = true
-					r := resource{Version: cmp.Or(version, text(attrs["app.version"])), Workspace: first(strs(attrs["workspace.host_paths"]))}
-					if r != (resource{}) {
-						add(sid, store.TelemetryRecord{Kind: kindResource, Key: "resource", Body: mustJSON(r)})
+					r := claudecode.Resource{Version: cmp.Or(version, text(attrs["app.version"])), Workspace: first(strs(attrs["workspace.host_paths"]))}
+					if r != (claudecode.Resource{}) {
+						add(sid, store.TelemetryRecord{Kind: claudecode.KindResource, Key: "resource", Body: mustJSON(r)})
 					}
 				}
 				add(sid, rec)
@@ -393,7 +394,7 @@ func eventRecord(name string, lr interface {
 	at := eventTime(lr, attrs, received).Text
 	switch name {
 	case "api_request":
-		q := request{
+		q := claudecode.APIRequest{
 			At: at, Model: text(attrs["model"]),
 			Input: integer(attrs["input_tokens"]), Output: integer(attrs["output_tokens"]),
 			CacheRead: integer(attrs["cache_read_tokens"]), CacheCreation: integer(attrs["cache_creation_tokens"]),
@@ -409,7 +410,7 @@ func eventRecord(name string, lr interface {
 		if key == "" {
 			key = "seq:" + text(attrs["event.sequence"]) + "@" + at
 		}
-		return store.TelemetryRecord{Kind: kindRequest, Key: key, Body: mustJSON(q)}, true
+		return store.TelemetryRecord{Kind: claudecode.KindAPIRequest, Key: key, Body: mustJSON(q)}, true
 	case "tool_decision", "tool_result":
 		id := text(attrs["tool_use_id"])
 		if id == "" {
@@ -418,7 +419,7 @@ func eventRecord(name string, lr interface {
 			// rather than shown twice.
 			return store.TelemetryRecord{}, false
 		}
-		e := toolEvent{
+		e := claudecode.ToolEvent{
 			At: at, PromptID: text(attrs["prompt.id"]),
 			ToolName:  cmp.Or(text(attrs["tool_name"]), text(attrs["name"])),
 			ErrorType: text(attrs["error_type"]), Error: text(attrs["error"]),
@@ -438,9 +439,9 @@ func eventRecord(name string, lr interface {
 			}
 		}
 		e.Parameters = jsonObject(attrs["tool_parameters"])
-		kind := kindResult
+		kind := claudecode.KindToolResult
 		if name == "tool_decision" {
-			kind = kindDecision
+			kind = claudecode.KindToolDecision
 		}
 		return store.TelemetryRecord{Kind: kind, Key: id, Body: mustJSON(e)}, true
 	}

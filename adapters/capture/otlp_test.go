@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -441,18 +442,28 @@ func TestDecodeClaudeCodeEvents(t *testing.T) {
 	for i := range recs {
 		recs[i].Ord = int64(i + 1)
 	}
-	tel := decodeTelemetry(sessions[0].id, recs)
-	if m := tel.metrics(); m == nil || m.CostUSD != 0.05 || m.Tokens.CacheCreation != 40 {
+	batches := claudecode.TelemetryBatches(sessions[0].id, adapters.Records{}, recs, nil)
+	if len(batches) != 1 {
+		t.Fatalf("TelemetryBatches = %d batches; want 1", len(batches))
+	}
+	if m := batches[0].Session.Metrics; m == nil || m.CostUSD != 0.05 || m.Tokens.CacheCreation != 40 {
 		t.Errorf("metrics = %+v; want cost 0.05 from the micros", m)
 	}
-	failed := tel.calls[1]
-	if outcome, e := failed.outcome(); failed.toolName() != "Edit" || outcome != adapters.OutcomeFailed || e == nil || e.Type != "tool_use_error" || failed.stepDecision() != adapters.DecisionAuto {
-		t.Errorf("older attribute names: %s %s %+v %s; want Edit failed tool_use_error auto", failed.toolName(), outcome, e, failed.stepDecision())
+	var failed store.Step
+	for _, st := range batches[0].Steps {
+		if st.ID == "toolu_2" {
+			failed = st
+		}
 	}
-	if p := string(tel.calls[0].result.Parameters); p != `{"bash_command":"npm","full_command":"npm test"}` {
+	if failed.Payload.ToolName != "Edit" || failed.Outcome != adapters.OutcomeFailed || failed.Error == nil || failed.Error.Type != "tool_use_error" || failed.Decision != adapters.DecisionAuto {
+		t.Errorf("older attribute names: %s %s %+v %s; want Edit failed tool_use_error auto", failed.Payload.ToolName, failed.Outcome, failed.Error, failed.Decision)
+	}
+	var result claudecode.ToolEvent
+	json.Unmarshal(recs[3].Body, &result) // tool_result/toolu_1
+	if p := string(result.Parameters); p != `{"bash_command":"npm","full_command":"npm test"}` {
 		t.Errorf("tool_parameters = %s", p)
 	}
-	if strings.Contains(string(mustJSON(tel.calls[0].result)), "tool_input") {
+	if strings.Contains(string(recs[3].Body), "tool_input") {
 		t.Error("tool_input was kept")
 	}
 

@@ -41,6 +41,7 @@ const transcript = "transcript"
 // counted once per model response into Session.Usage.
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	p := &parser{
+		u:      u,
 		b:      adapters.NewBuilder(u, transcript),
 		seen:   map[adapters.Key]struct{}{},
 		agents: map[string]*agent{},
@@ -77,6 +78,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 }
 
 type parser struct {
+	u     adapters.Unit
 	b     *adapters.Builder
 	paths []string
 
@@ -754,7 +756,8 @@ func (p *parser) newSegment(reason string, at adapters.Time, path string) {
 }
 
 // finish names the session, finds the calls that spawned its subagents and
-// hands it to the builder.
+// hands it to the builder, with the join of the telemetry the store keeps
+// for it (joinTelemetry).
 func (p *parser) finish() *adapters.Session {
 	h := &p.b.Header
 	if h.ID == "" {
@@ -782,7 +785,24 @@ func (p *parser) finish() *adapters.Session {
 		call.mode = s.Turn().Mode
 		return decisionFor(call)
 	}
-	return p.b.Finish()
+	p.b.Join = func(r *adapters.Records, spilled []*adapters.SpilledStep, stored adapters.Stored) func(*store.Step) {
+		return joinTelemetry(r, spilled, decodeTelemetry(r.Header.ID, stored.Telemetry), stored.Seqs)
+	}
+	sess := p.b.Finish()
+	if sess.ID == "" || p.b.Steps() > 0 || p.u.Stored == nil {
+		return sess
+	}
+	// No transcript step yet: the session is what its telemetry says.
+	stored, err := p.u.Stored(sess.ID)
+	if err != nil {
+		p.problem(cmp.Or(strings.Join(p.paths, ", "), sess.ID), 0, err.Error())
+		return sess
+	}
+	sess.Batches = TelemetryBatches(sess.ID, adapters.Records{}, stored.Telemetry, stored.Seqs)
+	for _, b := range sess.Batches {
+		sess.Steps += len(b.Steps)
+	}
+	return sess
 }
 
 // resolve finds the call that spawned a subagent: the Task call whose

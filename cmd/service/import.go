@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
-	"github.com/agentreview/service/adapters/capture"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -113,11 +112,6 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 		return err
 	}
 	defer st.Close()
-	if agent.Kind == claudecode.Kind {
-		// The telemetry capture kept joins the transcripts, so an import
-		// never undoes it.
-		agent = capture.ClaudeCode(e.ctx, st)
-	}
 	defer adapters.LimitMemory()()
 	im := &adapters.Importer{Store: st, Rescan: f.Rescan}
 	tty := isTerminal(e.stdout)

@@ -1,29 +1,27 @@
-package capture
+package claudecode
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentreview/service/adapters"
-	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/store"
 )
 
 // Kinds of the telemetry records kept for a Claude Code session.
 const (
-	kindRequest  = "api_request"
-	kindDecision = "tool_decision"
-	kindResult   = "tool_result"
-	kindResource = "resource"
+	KindAPIRequest   = "api_request"
+	KindToolDecision = "tool_decision"
+	KindToolResult   = "tool_result"
+	KindResource     = "resource"
 )
 
-// request is one api_request event: one model request with the cost and
+// APIRequest is one api_request event: one model request with the cost and
 // tokens Claude Code reported for it.
-type request struct {
+type APIRequest struct {
 	At            string   `json:"at"`
 	Model         string   `json:"model,omitempty"`
 	CostUSD       *float64 `json:"cost_usd,omitempty"`
@@ -34,8 +32,8 @@ type request struct {
 	CacheCreation int64    `json:"cache_creation_tokens"`
 }
 
-// toolEvent is a tool_decision or tool_result event of one tool call.
-type toolEvent struct {
+// ToolEvent is a tool_decision or tool_result event of one tool call.
+type ToolEvent struct {
 	At       string `json:"at"`
 	PromptID string `json:"prompt_id,omitempty"`
 	ToolName string `json:"tool_name,omitempty"`
@@ -52,9 +50,9 @@ type toolEvent struct {
 	Parameters json.RawMessage `json:"tool_parameters,omitempty"`
 }
 
-// resource is what the exporter says about the agent, for a session known
+// Resource is what the exporter says about the agent, for a session known
 // from telemetry alone.
-type resource struct {
+type Resource struct {
 	Version   string `json:"version,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
 }
@@ -62,25 +60,25 @@ type resource struct {
 // telemetry is what was kept for one session, in arrival order.
 type telemetry struct {
 	sessionID string
-	resource  resource
-	requests  []request
-	calls     []*toolCall
+	resource  Resource
+	requests  []APIRequest
+	calls     []*telemetryCall
 	first     adapters.Time // the earliest event
 }
 
-// toolCall is the telemetry of one tool call.
-type toolCall struct {
+// telemetryCall is the telemetry of one tool call.
+type telemetryCall struct {
 	id       string // the tool_use id
 	ord      int64  // arrival number of its first event
-	decision *toolEvent
-	result   *toolEvent
+	decision *ToolEvent
+	result   *ToolEvent
 }
 
 // decodeTelemetry reads the records kept for a session. A record whose body
 // does not decode is left out.
 func decodeTelemetry(sid string, recs []store.TelemetryRecord) *telemetry {
 	t := &telemetry{sessionID: sid}
-	calls := map[string]*toolCall{}
+	calls := map[string]*telemetryCall{}
 	seen := func(at string) {
 		if tm, ok := adapters.ParseTime(at); ok && (t.first.IsZero() || tm.At.Before(t.first.At)) {
 			t.first = tm
@@ -88,35 +86,35 @@ func decodeTelemetry(sid string, recs []store.TelemetryRecord) *telemetry {
 	}
 	for _, r := range recs {
 		switch r.Kind {
-		case kindRequest:
-			var q request
+		case KindAPIRequest:
+			var q APIRequest
 			if json.Unmarshal(r.Body, &q) == nil {
 				t.requests = append(t.requests, q)
 				seen(q.At)
 			}
-		case kindDecision, kindResult:
-			var e toolEvent
+		case KindToolDecision, KindToolResult:
+			var e ToolEvent
 			if json.Unmarshal(r.Body, &e) != nil || r.Key == "" {
 				continue
 			}
 			seen(e.At)
 			c := calls[r.Key]
 			if c == nil {
-				c = &toolCall{id: r.Key, ord: r.Ord}
+				c = &telemetryCall{id: r.Key, ord: r.Ord}
 				calls[r.Key] = c
 				t.calls = append(t.calls, c)
 			}
 			c.ord = min(c.ord, r.Ord)
-			if r.Kind == kindDecision {
+			if r.Kind == KindToolDecision {
 				c.decision = &e
 			} else {
 				c.result = &e
 			}
-		case kindResource:
+		case KindResource:
 			json.Unmarshal(r.Body, &t.resource)
 		}
 	}
-	slices.SortStableFunc(t.calls, func(a, b *toolCall) int { return cmp.Compare(a.ord, b.ord) })
+	slices.SortStableFunc(t.calls, func(a, b *telemetryCall) int { return cmp.Compare(a.ord, b.ord) })
 	if t.first.IsZero() {
 		t.first = adapters.TimeOf(time.Unix(0, 0))
 	}
@@ -166,8 +164,8 @@ func (t *telemetry) metrics() *store.Metrics {
 }
 
 // at is when the call was first seen.
-func (c *toolCall) at(fallback adapters.Time) adapters.Time {
-	for _, e := range []*toolEvent{c.decision, c.result} {
+func (c *telemetryCall) at(fallback adapters.Time) adapters.Time {
+	for _, e := range []*ToolEvent{c.decision, c.result} {
 		if e != nil {
 			if tm, ok := adapters.ParseTime(e.At); ok {
 				return tm
@@ -177,8 +175,8 @@ func (c *toolCall) at(fallback adapters.Time) adapters.Time {
 	return fallback
 }
 
-func (c *toolCall) toolName() string {
-	for _, e := range []*toolEvent{c.result, c.decision} {
+func (c *telemetryCall) toolName() string {
+	for _, e := range []*ToolEvent{c.result, c.decision} {
 		if e != nil && e.ToolName != "" {
 			return e.ToolName
 		}
@@ -186,8 +184,8 @@ func (c *toolCall) toolName() string {
 	return "unknown"
 }
 
-func (c *toolCall) promptID() string {
-	for _, e := range []*toolEvent{c.decision, c.result} {
+func (c *telemetryCall) promptID() string {
+	for _, e := range []*ToolEvent{c.decision, c.result} {
 		if e != nil && e.PromptID != "" {
 			return e.PromptID
 		}
@@ -197,8 +195,8 @@ func (c *toolCall) promptID() string {
 
 // decisionSource is the permission decision and who made it: the
 // tool_decision event's, else the one tool_result repeats.
-func (c *toolCall) decisionSource() (decision, source string) {
-	for _, e := range []*toolEvent{c.decision, c.result} {
+func (c *telemetryCall) decisionSource() (decision, source string) {
+	for _, e := range []*ToolEvent{c.decision, c.result} {
 		if e != nil && e.Decision != "" {
 			return e.Decision, e.Source
 		}
@@ -209,7 +207,7 @@ func (c *toolCall) decisionSource() (decision, source string) {
 // stepDecision maps Claude Code's decision to a step's: accepted when a
 // user allowed the call, auto when a rule, a hook or the mode did, rejected
 // when anyone refused it; "" when no decision was reported.
-func (c *toolCall) stepDecision() string {
+func (c *telemetryCall) stepDecision() string {
 	decision, source := c.decisionSource()
 	switch strings.ToLower(decision) {
 	case "":
@@ -225,7 +223,7 @@ func (c *toolCall) stepDecision() string {
 
 // outcome is ok or failed from the tool_result event (not_run for a
 // rejection); unknown without one.
-func (c *toolCall) outcome() (string, *store.StepError) {
+func (c *telemetryCall) outcome() (string, *store.StepError) {
 	if c.stepDecision() == adapters.DecisionRejected {
 		_, source := c.decisionSource()
 		return adapters.OutcomeNotRun, &store.StepError{Type: "rejected", Message: strings.TrimSpace("rejected " + source)}
@@ -243,21 +241,20 @@ func (c *toolCall) outcome() (string, *store.StepError) {
 	return adapters.OutcomeFailed, &store.StepError{Type: typ, Message: c.result.Error}
 }
 
-// ClaudeCode is the Claude Code adapter with the telemetry kept in st
-// joined to each parsed session. Every writer of Claude Code sessions
-// (capture, hook, import) uses it, so none undoes what another joined.
-//
 // How telemetry and transcripts become one session: Claude Code tells of a
 // tool call twice. Its OpenTelemetry events (tool_decision, tool_result)
 // reach the receiver within seconds, with the permission decision and the
 // outcome but no content; its transcript line holds the content. Both name
-// the call by its tool_use id, and the transcript adapter makes that id the
-// step's id (claudecode.ToolStepID), so the two are joined by step id and
-// always end up as one step.
+// the call by its tool_use id, and the parser makes that id the step's id
+// (ToolStepID), so the two are joined by step id and always end up as one
+// step.
 //
 // The receiver keeps every event in the store beside the session
-// (store.AddTelemetry; deleted with it), and the parsed records are joined
-// with what is kept before they are applied:
+// (store.AddTelemetry; deleted with it). Whoever reads the transcript
+// (import, capture, hook) reads it through Parse, whose builder joins the
+// kept events (adapters.Unit.Stored) to the parsed records before they are
+// split into batches (joinTelemetry), so no writer undoes what another
+// joined:
 //
 //   - a tool call in both gets the transcript's step (content inline, seq
 //     from the parser) with the telemetry's decision, and its outcome where
@@ -278,88 +275,52 @@ func (c *toolCall) outcome() (string, *store.StepError) {
 //     recorded.
 //
 // Without a transcript (not found, or holding nothing yet) the session is
-// made of the telemetry alone, with one turn per prompt.id.
-func ClaudeCode(ctx context.Context, st *store.Store) adapters.Agent {
-	a := claudecode.Agent
-	a.Parse = func(u adapters.Unit, files []adapters.File) *adapters.Session {
-		sess := claudecode.Parse(u, files)
-		if sess == nil || sess.ID == "" {
-			return sess
-		}
-		merged, err := withTelemetry(ctx, st, sess)
-		if err != nil {
-			// Applying the transcript alone would undo joined telemetry:
-			// write nothing this time, so the files are read again.
-			sess.Batches, sess.Steps = nil, 0
-			sess.Problems = append(sess.Problems, adapters.Problem{Path: firstPath(u), Message: err.Error()})
-			return sess
-		}
-		return merged
-	}
-	return a
-}
+// made of the telemetry alone, with one turn per prompt.id
+// (TelemetryBatches).
 
-func firstPath(u adapters.Unit) string {
-	if len(u.Paths) > 0 {
-		return u.Paths[0]
-	}
-	return u.ID
-}
-
-// withTelemetry joins the telemetry kept for a parsed session to it.
-func withTelemetry(ctx context.Context, st *store.Store, sess *adapters.Session) (*adapters.Session, error) {
-	recs, err := st.Telemetry(ctx, sess.ID)
-	if err != nil || len(recs) == 0 {
-		return sess, err
-	}
-	stored, err := st.StepSeqs(ctx, sess.ID)
-	if err != nil {
-		return sess, err
-	}
-	return merge(sess, decodeTelemetry(sess.ID, recs), stored), nil
-}
-
-// merge joins t to a parsed session (one without batches when the
-// transcript holds nothing yet) and returns it. stored are the step seqs
+// joinTelemetry joins the telemetry kept for a session to its records,
+// before they are split (the builder's Join). stored are the step seqs
 // already stored: a call whose step holds a parser's seq there was read
-// from a transcript before and is never made reference-only again.
-func merge(sess *adapters.Session, t *telemetry, stored map[string]int64) *adapters.Session {
+// from a transcript before and is never made reference-only again. Records
+// without a header (no transcript read) become a session of the telemetry
+// alone. The returned function joins the steps of a spill as their batches
+// are built; nil when none needs it.
+func joinTelemetry(r *adapters.Records, spilled []*adapters.SpilledStep, t *telemetry, stored map[string]int64) func(*store.Step) {
 	if t.empty() {
-		return sess
+		return nil
 	}
-	if len(sess.Batches) == 0 {
-		sess.Batches = []*store.Batch{telemetrySession(t)}
+	if r.Header.ID == "" {
+		start := t.first
+		r.Header = telemetryHeader(t.sessionID, t.resource, start)
+		r.Segments = []store.Segment{{Index: 0, StartReason: "start", StartedAt: start.Text, SourceFiles: []string{}}}
+		r.Actors = []store.Actor{adapters.RootActorRecord()}
 	}
-	calls := map[string]*toolCall{}
+	calls := map[string]*telemetryCall{}
 	for _, c := range t.calls {
 		calls[c.id] = c
 	}
-	var turns []store.Turn
 	joined := map[string]bool{}
-	for _, b := range sess.Batches {
-		turns = append(turns, b.Turns...)
-		for i := range b.Steps {
-			if c := calls[b.Steps[i].ID]; c != nil {
-				join(&b.Steps[i], c)
-				joined[c.id] = true
-			}
+	for i := range r.Steps {
+		if c := calls[r.Steps[i].ID]; c != nil {
+			join(&r.Steps[i], c)
+			joined[c.id] = true
 		}
 	}
-	if sp := sess.Spilled; sp != nil {
-		// The steps of a session too large for memory are joined as
-		// their batches are built.
-		for _, o := range sp.Steps {
-			if calls[o.ID] != nil {
-				joined[o.ID] = true
-			}
+	var joinSpilled func(*store.Step)
+	for _, o := range spilled {
+		if calls[o.ID] != nil {
+			joined[o.ID] = true
 		}
-		sp.Join = func(st *store.Step) {
+	}
+	if len(spilled) > 0 {
+		joinSpilled = func(st *store.Step) {
 			if c := calls[st.ID]; c != nil {
 				join(st, c)
 			}
 		}
 	}
 	at := func(tr store.Turn) time.Time { tm, _ := store.ParseTimestamp(tr.StartedAt); return tm }
+	turns := slices.Clone(r.Turns)
 	slices.SortStableFunc(turns, func(a, b store.Turn) int { return at(a).Compare(at(b)) })
 	for _, c := range t.calls {
 		seq, ok := stored[c.id]
@@ -377,22 +338,42 @@ func merge(sess *adapters.Session, t *telemetry, stored map[string]int64) *adapt
 				turn = tr
 			}
 		} else {
-			turn = otelTurn(sess.Batches[0], t, c)
+			turn = otelTurn(r, t, c)
 		}
-		addStep(sess, referenceStep(sess.ID, turn, c, when))
+		r.Steps = append(r.Steps, referenceStep(t.sessionID, turn, c, when))
 	}
 	if m := t.metrics(); m != nil {
-		for _, b := range sess.Batches {
-			b.Session.Metrics = m
-		}
+		r.Header.Metrics = m
 	}
-	return sess
+	return joinSpilled
+}
+
+// TelemetryBatches are the batches of a session whose transcript is not at
+// hand, made of the telemetry kept for session sid (recs) and, when the
+// transcript was read before, its header and turns (r; empty otherwise);
+// stored are
+// the step seqs already stored. Nil when the telemetry holds nothing.
+func TelemetryBatches(sid string, r adapters.Records, recs []store.TelemetryRecord, stored map[string]int64) []*store.Batch {
+	t := decodeTelemetry(sid, recs)
+	if t.empty() {
+		return nil
+	}
+	joinTelemetry(&r, nil, t, stored)
+	return adapters.Split(r)
+}
+
+// TelemetryHeader is the header of a session known so far from the
+// telemetry records recs alone; its transcript, once read, writes the
+// header again.
+func TelemetryHeader(sid string, recs []store.TelemetryRecord) store.SessionHeader {
+	t := decodeTelemetry(sid, recs)
+	return telemetryHeader(sid, t.resource, t.first)
 }
 
 // join adds a call's telemetry to its transcript step: the decision, and
 // the outcome while the transcript has none. A rejection the transcript
 // shows stays one.
-func join(st *store.Step, c *toolCall) {
+func join(st *store.Step, c *telemetryCall) {
 	if !slices.Contains(st.Channels, "otel") {
 		st.Channels = append(slices.Clip(st.Channels), "otel")
 	}
@@ -411,7 +392,7 @@ func join(st *store.Step, c *toolCall) {
 
 // referenceStep is a tool call known only from telemetry: no content, a
 // pointer to the event, and a provisional seq.
-func referenceStep(sid string, turn store.Turn, c *toolCall, when adapters.Time) store.Step {
+func referenceStep(sid string, turn store.Turn, c *telemetryCall, when adapters.Time) store.Step {
 	ref := "otel:tool_result/" + c.id
 	st := store.Step{
 		ID: c.id, SessionID: sid, SegmentIndex: turn.SegmentIndex, TurnID: turn.ID, ActorID: turn.ActorID,
@@ -424,7 +405,6 @@ func referenceStep(sid string, turn store.Turn, c *toolCall, when adapters.Time)
 	if name == "Bash" {
 		st.Type = store.TypeCommand
 		st.Payload = store.Payload{OutputRef: &ref}
-		adapters.FlagStep(&st, "")
 		return st
 	}
 	otel := map[string]any{}
@@ -436,63 +416,38 @@ func referenceStep(sid string, turn store.Turn, c *toolCall, when adapters.Time)
 	}
 	st.Type = store.TypeOther
 	st.Payload = store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"ref": ref, "otel": otel})}
-	adapters.FlagStep(&st, "")
 	return st
-}
-
-// addStep appends a step to the last batch, or to a new one when that is
-// full.
-func addStep(sess *adapters.Session, st store.Step) {
-	last := sess.Batches[len(sess.Batches)-1]
-	if len(last.Steps) >= store.MaxItems {
-		last = &store.Batch{SchemaVersion: store.SchemaVersion, Session: last.Session}
-		sess.Batches = append(sess.Batches, last)
-	}
-	last.Steps = append(last.Steps, st)
-	sess.Steps++
-}
-
-// telemetrySession is the first batch of a session known from telemetry
-// alone: its header, one segment and the root actor.
-func telemetrySession(t *telemetry) *store.Batch {
-	start := t.first
-	return &store.Batch{
-		SchemaVersion: store.SchemaVersion,
-		Session:       telemetryHeader(t.sessionID, t.resource, start),
-		Segments:      []store.Segment{{Index: 0, StartReason: "start", StartedAt: start.Text, SourceFiles: []string{}}},
-		Actors:        []store.Actor{{ID: adapters.RootActor, Type: "root", Label: "main"}},
-	}
 }
 
 // telemetryHeader is the header of a session known from telemetry alone;
 // its transcript, once read, writes the header again.
-func telemetryHeader(sid string, r resource, start adapters.Time) store.SessionHeader {
+func telemetryHeader(sid string, r Resource, start adapters.Time) store.SessionHeader {
 	return store.SessionHeader{
 		ID:        sid,
-		Agent:     store.Agent{Kind: claudecode.Kind, Version: cmp.Or(r.Version, "unknown")},
+		Agent:     store.Agent{Kind: Kind, Version: cmp.Or(r.Version, "unknown")},
 		Workspace: store.Workspace{Root: cmp.Or(r.Workspace, "unknown")},
 		StartedAt: start.Text,
-		Source:    "capture:" + claudecode.Kind,
+		Source:    "capture:" + Kind,
 	}
 }
 
 // otelTurn returns the turn of a call's prompt in a session without a
-// transcript, adding it to the first batch the first time: one turn per
-// prompt.id, in the order the prompts were first seen.
-func otelTurn(first *store.Batch, t *telemetry, c *toolCall) store.Turn {
+// transcript, adding it to r the first time: one turn per prompt.id, in the
+// order the prompts were first seen.
+func otelTurn(r *adapters.Records, t *telemetry, c *telemetryCall) store.Turn {
 	id := "turn-otel"
 	if p := c.promptID(); p != "" {
 		id += "-" + p
 	}
-	for _, tr := range first.Turns {
+	for _, tr := range r.Turns {
 		if tr.ID == id {
 			return tr
 		}
 	}
 	tr := store.Turn{
 		ID: id, SessionID: t.sessionID, SegmentIndex: 0, ActorID: adapters.RootActor,
-		Index: int64(len(first.Turns) + 1), PromptID: c.promptID(), StartedAt: c.at(t.first).Text, StepIDs: []string{},
+		Index: int64(len(r.Turns) + 1), PromptID: c.promptID(), StartedAt: c.at(t.first).Text, StepIDs: []string{},
 	}
-	first.Turns = append(first.Turns, tr)
+	r.Turns = append(r.Turns, tr)
 	return tr
 }
