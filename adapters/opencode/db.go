@@ -1,0 +1,190 @@
+package opencode
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// busyWait is how long a read waits while opencode holds its database
+// locked (a checkpoint, or a write on a database not in WAL mode).
+const busyWait = 2 * time.Second
+
+// openDB opens opencode's database read-only. opencode keeps it in WAL
+// mode, where a reader never blocks its writes; each read is one short
+// transaction (readSession), so a checkpoint is held back no longer.
+func openDB(path string) (*sqlite.Conn, error) {
+	f, err := adapters.Open(path) // a regular file only
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		return nil, fmt.Errorf("open read-only: %w", err)
+	}
+	conn.SetBusyTimeout(busyWait)
+	return conn, nil
+}
+
+// isDB reports whether a file starts with SQLite's header.
+func isDB(path string) bool {
+	f, err := adapters.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := f.Read(head)
+	return bytes.Equal(head[:n], []byte("SQLite format 3\x00"))
+}
+
+// dbUnits lists the sessions of a database, one unit each, in one read.
+func dbUnits(path string) ([]adapters.Unit, error) {
+	conn, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	paths := []string{path}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Mode().IsRegular() {
+		paths = append(paths, path+"-wal")
+	}
+	var units []adapters.Unit
+	err = sqlitex.Execute(conn, `SELECT id FROM session ORDER BY id`, &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			units = append(units, adapters.Unit{ID: stmt.ColumnText(0), Paths: paths})
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return units, nil
+}
+
+// maxRow is the largest data column read: a larger row is reported and
+// skipped, as a line longer than MaxLine is in a JSON Lines file.
+const maxRow = adapters.MaxLine
+
+// readDB reads one session from the database in one read transaction:
+// its row, its messages and their parts. metrics are the session's cost
+// and token columns (opencode 1.16 and later), nil when it has none.
+func readDB(b *adapters.Builder, path, id string) (rec *record, metrics *store.Metrics) {
+	conn, err := openDB(path)
+	if err != nil {
+		b.Problem(adapters.Problem{Path: path, Message: err.Error()})
+		return nil, nil
+	}
+	defer conn.Close()
+	err = readSession(conn, b, path, id, func(r *record, m *store.Metrics) { rec, metrics = r, m })
+	if err != nil {
+		b.Problem(adapters.Problem{Path: path, Message: fmt.Sprintf("session %s: %v", id, err)})
+		return nil, nil
+	}
+	return rec, metrics
+}
+
+func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string, done func(*record, *store.Metrics)) (err error) {
+	defer sqlitex.Save(conn)(&err) // one read transaction, ended at once
+	hasUsage := false
+	err = sqlitex.Execute(conn, `SELECT 1 FROM pragma_table_info('session') WHERE name = 'tokens_input'`, &sqlitex.ExecOptions{
+		ResultFunc: func(*sqlite.Stmt) error { hasUsage = true; return nil },
+	})
+	if err != nil {
+		return err
+	}
+	usage := `NULL, 0, 0, 0, 0, 0`
+	if hasUsage {
+		usage = `cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write`
+	}
+	rec := &record{}
+	var metrics *store.Metrics
+	found := false
+	err = sqlitex.Execute(conn, `SELECT id, version, project_id, directory, coalesce(parent_id, ''), title, time_created, time_updated, `+usage+
+		` FROM session WHERE id = ?`, &sqlitex.ExecOptions{
+		Args: []any{id},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			found = true
+			in := &rec.Info
+			in.ID, in.Version, in.ProjectID, in.Directory, in.ParentID, in.Title = s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3), s.ColumnText(4), s.ColumnText(5)
+			in.Time.Created, in.Time.Updated = s.ColumnInt64(6), s.ColumnInt64(7)
+			if s.ColumnType(8) != sqlite.TypeNull {
+				metrics = &store.Metrics{CostUSD: s.ColumnFloat(8), Tokens: store.Tokens{
+					Input: s.ColumnInt64(9), Output: s.ColumnInt64(10), CacheRead: s.ColumnInt64(12), CacheCreation: s.ColumnInt64(13)}}
+			}
+			return nil
+		},
+	})
+	if err != nil || !found {
+		return cmpErr(err, fmt.Errorf("no such session"))
+	}
+	byID := map[string]int{}
+	err = sqlitex.Execute(conn, `SELECT id, length(data), CASE WHEN length(data) <= ? THEN data END FROM message WHERE session_id = ? ORDER BY time_created, id`, &sqlitex.ExecOptions{
+		Args: []any{maxRow, id},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			mid := s.ColumnText(0)
+			var m messageInfo
+			if !rowJSON(b, path, "message", mid, s, &m) {
+				return nil
+			}
+			m.ID = mid
+			byID[mid] = len(rec.Messages)
+			rec.Messages = append(rec.Messages, message{Info: m})
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	err = sqlitex.Execute(conn, `SELECT id, length(data), CASE WHEN length(data) <= ? THEN data END, message_id FROM part WHERE session_id = ? ORDER BY message_id, id`, &sqlitex.ExecOptions{
+		Args: []any{maxRow, id},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			var p part
+			if !rowJSON(b, path, "part", s.ColumnText(0), s, &p) {
+				return nil
+			}
+			p.ID, p.MessageID = s.ColumnText(0), s.ColumnText(3)
+			if i, ok := byID[p.MessageID]; ok {
+				rec.Messages[i].Parts = append(rec.Messages[i].Parts, p)
+			} else {
+				b.Skip("part without its message")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	sortRecord(rec)
+	done(rec, metrics)
+	return nil
+}
+
+// rowJSON decodes a row's data column (column 2, its length in column 1),
+// reporting a row too large or not JSON.
+func rowJSON(b *adapters.Builder, path, table, id string, s *sqlite.Stmt, v any) bool {
+	if n := s.ColumnInt64(1); n > maxRow {
+		b.Problem(rowProblem(path, table, id, fmt.Sprintf("data larger than %d MB: skipped", maxRow>>20)))
+		return false
+	}
+	data := []byte(s.ColumnText(2))
+	if p := decode(path, data, v); p != nil {
+		b.Problem(rowProblem(path, table, id, p.Message))
+		return false
+	}
+	return true
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
