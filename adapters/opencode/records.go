@@ -182,10 +182,21 @@ func storageKind(path string) string {
 	return ""
 }
 
-// sortRecord puts messages and parts in the order opencode made them: its
+// sortRecord names records without an id and puts messages and parts in the order opencode made them: its
 // ids start with the time they were made, so they sort by time (an export
 // or a folder listing need not).
 func sortRecord(rec *record) {
+	for i := range rec.Messages { // ids for records that lack one, by position
+		m := &rec.Messages[i]
+		if m.Info.ID == "" {
+			m.Info.ID = fmt.Sprintf("message-%d", i+1)
+		}
+		for j := range m.Parts {
+			if m.Parts[j].ID == "" {
+				m.Parts[j].ID = fmt.Sprintf("%s-part-%d", m.Info.ID, j+1)
+			}
+		}
+	}
 	slices.SortStableFunc(rec.Messages, func(a, b message) int { return strings.Compare(a.Info.ID, b.Info.ID) })
 	for i := range rec.Messages {
 		slices.SortStableFunc(rec.Messages[i].Parts, func(a, b part) int { return strings.Compare(a.ID, b.ID) })

@@ -76,6 +76,7 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		st := base
 		st.Type, st.Payload.Path = store.TypeEdit, in.FilePath
 		st.Payload.OldString, st.Payload.NewString = adapters.Text(in.OldString), adapters.Text(in.NewString)
+		st.Payload.IsFullWrite = adapters.Bool(false)
 		if md.Diff != "" {
 			st.Payload.StructuredPatch, _ = json.Marshal(md.Diff)
 		}
