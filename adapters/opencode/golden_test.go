@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/adapters/opencode/opencodetest"
 	"github.com/agentreview/service/store"
 )
 
@@ -25,7 +26,7 @@ func TestGolden(t *testing.T) {
 		})
 	}
 	t.Run("sqlite", func(t *testing.T) {
-		db := mustDB(t, filepath.Join("testdata", "storage-derived", "storage"), t.TempDir(), false)
+		db := opencodetest.MustDB(t, filepath.Join("testdata", "storage-derived", "storage"), t.TempDir(), false)
 		got, want := outline(t, mustBatches(t, db)), outline(t, mustBatches(t, "testdata/storage-derived"))
 		if !bytes.Equal(got, want) {
 			t.Errorf("batches from opencode.db differ from those of the same records in storage/:\n%s\nwant\n%s", got, want)

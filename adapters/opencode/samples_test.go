@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/opencode/opencodetest"
 	"github.com/agentreview/service/store"
 )
 
@@ -26,7 +27,7 @@ func rawExport(t *testing.T, path string) []rawMessage {
 			Parts []map[string]any `json:"parts"`
 		} `json:"messages"`
 	}
-	mustJSON(t, path, &ex)
+	opencodetest.MustJSON(t, path, &ex)
 	var out []rawMessage
 	for _, m := range ex.Messages {
 		out = append(out, rawMessage{m.Info, m.Parts})
@@ -40,11 +41,11 @@ func rawStorage(t *testing.T, storage string) []rawMessage {
 	msgs, _ := filepath.Glob(filepath.Join(storage, "message", "*", "*.json"))
 	for _, mf := range msgs {
 		var m rawMessage
-		mustJSON(t, mf, &m.info)
+		opencodetest.MustJSON(t, mf, &m.info)
 		parts, _ := filepath.Glob(filepath.Join(storage, "part", m.info["id"].(string), "*.json"))
 		for _, pf := range parts {
 			var p map[string]any
-			mustJSON(t, pf, &p)
+			opencodetest.MustJSON(t, pf, &p)
 			m.parts = append(m.parts, p)
 		}
 		out = append(out, m)
@@ -136,8 +137,8 @@ func TestSamplesImport(t *testing.T) {
 		{"crud export", func(*testing.T) string { return "testdata/agentlogs_crud_export.json" }, rawExport(t, "testdata/agentlogs_crud_export.json"), false},
 		{"all tools export", func(*testing.T) string { return "testdata/agentlogs_all_tools_export.json" }, rawExport(t, "testdata/agentlogs_all_tools_export.json"), false},
 		{"storage 1.1", func(*testing.T) string { return "testdata/storage-derived" }, rawStorage(t, storage), false},
-		{"sqlite 1.2", func(t *testing.T) string { return mustDB(t, storage, t.TempDir(), false) }, rawStorage(t, storage), false},
-		{"sqlite 1.16", func(t *testing.T) string { return mustDB(t, storage, t.TempDir(), true) }, rawStorage(t, storage), true},
+		{"sqlite 1.2", func(t *testing.T) string { return opencodetest.MustDB(t, storage, t.TempDir(), false) }, rawStorage(t, storage), false},
+		{"sqlite 1.16", func(t *testing.T) string { return opencodetest.MustDB(t, storage, t.TempDir(), true) }, rawStorage(t, storage), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,8 +190,8 @@ func TestSamplesImport(t *testing.T) {
 			if d.Metrics.Tokens != tokens {
 				t.Errorf("stored tokens %+v; the raw files report %+v", d.Metrics.Tokens, tokens)
 			}
-			if tc.usage && d.Metrics.CostUSD != fixtureCost {
-				t.Errorf("stored cost %v; the session row reports %v", d.Metrics.CostUSD, fixtureCost)
+			if tc.usage && d.Metrics.CostUSD != opencodetest.FixtureCost {
+				t.Errorf("stored cost %v; the session row reports %v", d.Metrics.CostUSD, opencodetest.FixtureCost)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -21,6 +22,7 @@ type ImportCmd struct {
 	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
 	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the VS Code extension's task folders)."`
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
+	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
 }
 
 // importFlags are what every import takes.
@@ -45,6 +47,11 @@ type ImportCodexCmd struct {
 	Flags importFlags `embed:""`
 }
 
+// ImportOpencodeCmd is `service import opencode`.
+type ImportOpencodeCmd struct {
+	Flags importFlags `embed:""`
+}
+
 // Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
@@ -58,6 +65,11 @@ func (c *ImportClineCmd) Run(e *env) error {
 // Run imports Codex rollouts.
 func (c *ImportCodexCmd) Run(e *env) error {
 	return runImport(e, codex.Agent, c.Flags, codexFolders)
+}
+
+// Run imports opencode sessions.
+func (c *ImportOpencodeCmd) Run(e *env) error {
+	return runImport(e, opencode.Agent, c.Flags, opencodeFolders)
 }
 
 // runImport reads the given paths (or the agent's own folders that exist)
@@ -173,4 +185,28 @@ func codexFolders() ([]string, error) {
 		return nil, fmt.Errorf("find the home folder: %w", err)
 	}
 	return []string{filepath.Join(home, ".codex", "sessions")}, nil
+}
+
+// opencodeFolders is where opencode keeps sessions: its data folder
+// ($XDG_DATA_HOME/opencode, else ~/.local/share/opencode) holding
+// opencode.db (1.2 and later) and storage/ (up to 1.1), and the database
+// $OPENCODE_DB names (a relative name is in the data folder).
+func opencodeFolders() ([]string, error) {
+	data := os.Getenv("XDG_DATA_HOME")
+	if data == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	data = filepath.Join(data, "opencode")
+	folders := []string{data}
+	if db := os.Getenv("OPENCODE_DB"); db != "" && db != ":memory:" {
+		if !filepath.IsAbs(db) {
+			db = filepath.Join(data, db)
+		}
+		folders = append(folders, db)
+	}
+	return folders, nil
 }

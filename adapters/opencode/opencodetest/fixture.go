@@ -1,4 +1,6 @@
-package opencode
+// Package opencodetest makes opencode databases for tests: hand-made from
+// real records of the 1.1 storage layout, with opencode's own schema.
+package opencodetest
 
 import (
 	"encoding/json"
@@ -39,16 +41,16 @@ ALTER TABLE session ADD tokens_cache_read integer DEFAULT 0 NOT NULL;
 ALTER TABLE session ADD tokens_cache_write integer DEFAULT 0 NOT NULL;`
 )
 
-// fixtureCost is the session cost the 1.16 fixture reports; the samples
+// FixtureCost is the session cost the 1.16 fixture reports; the samples
 // (a subscription) report 0 on every message.
-const fixtureCost = 0.4321
+const FixtureCost = 0.4321
 
-// mustDB writes dir/opencode.db in WAL mode, as opencode 1.2 (usage
+// MustDB writes dir/opencode.db in WAL mode, as opencode 1.2 (usage
 // false) or 1.16 (usage true) would hold the sessions of the storage
 // folder: a hand-made fixture of the real records, see testdata/SOURCES.md.
 // With usage the session columns hold the sums of its messages, as
-// opencode's migration fills them, and fixtureCost.
-func mustDB(t testing.TB, storage, dir string, usage bool) string {
+// opencode's migration fills them, and FixtureCost.
+func MustDB(t testing.TB, storage, dir string, usage bool) string {
 	t.Helper()
 	path := filepath.Join(dir, "opencode.db")
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
@@ -71,15 +73,18 @@ func mustDB(t testing.TB, storage, dir string, usage bool) string {
 	}
 	sessions, _ := filepath.Glob(filepath.Join(storage, "session", "*", "*.json"))
 	for _, sf := range sessions {
-		var s sessionInfo
-		mustJSON(t, sf, &s)
+		var s struct {
+			ID, ProjectID, Directory, Title, Version string
+			Time                                     struct{ Created, Updated int64 }
+		}
+		MustJSON(t, sf, &s)
 		exec(`INSERT OR IGNORE INTO project (id) VALUES (?)`, s.ProjectID)
 		exec(`INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.ProjectID, "slug", s.Directory, s.Title, s.Version, s.Time.Created, s.Time.Updated)
 		msgs, _ := filepath.Glob(filepath.Join(storage, "message", s.ID, "*.json"))
 		for _, mf := range msgs {
 			var m map[string]any
-			mustJSON(t, mf, &m)
+			MustJSON(t, mf, &m)
 			id := m["id"].(string)
 			created := int64(m["time"].(map[string]any)["created"].(float64))
 			delete(m, "id")
@@ -89,7 +94,7 @@ func mustDB(t testing.TB, storage, dir string, usage bool) string {
 			parts, _ := filepath.Glob(filepath.Join(storage, "part", id, "*.json"))
 			for _, pf := range parts {
 				var p map[string]any
-				mustJSON(t, pf, &p)
+				MustJSON(t, pf, &p)
 				pid := p["id"].(string)
 				for _, k := range []string{"id", "sessionID", "messageID"} {
 					delete(p, k)
@@ -105,13 +110,14 @@ func mustDB(t testing.TB, storage, dir string, usage bool) string {
 				tokens_reasoning = (SELECT sum(json_extract(data, '$.tokens.reasoning')) FROM message WHERE session_id = session.id),
 				tokens_cache_read = (SELECT sum(json_extract(data, '$.tokens.cache.read')) FROM message WHERE session_id = session.id),
 				tokens_cache_write = (SELECT sum(json_extract(data, '$.tokens.cache.write')) FROM message WHERE session_id = session.id)
-				WHERE id = ?`, fixtureCost, s.ID)
+				WHERE id = ?`, FixtureCost, s.ID)
 		}
 	}
 	return path
 }
 
-func mustJSON(t testing.TB, path string, v any) {
+// MustJSON decodes the JSON file at path into v.
+func MustJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
