@@ -43,16 +43,22 @@ type Capture struct {
 	// (250 ms when zero).
 	Debounce time.Duration
 
+	// OpencodeRoots are opencode's data folders (opencode.db, storage/).
+	OpencodeRoots []string
+
 	once   sync.Once
 	q      *queue
 	mu     sync.Mutex
 	timers map[string]*time.Timer // debounce, by file
+
+	opencodeSince map[string]int64 // by database: the newest row read (worker only)
 }
 
 func (c *Capture) init() {
 	c.once.Do(func() {
 		c.q = newQueue()
 		c.timers = map[string]*time.Timer{}
+		c.opencodeSince = map[string]int64{}
 		if c.Debounce <= 0 {
 			c.Debounce = 250 * time.Millisecond
 		}
@@ -94,6 +100,7 @@ const (
 	jobTelemetry                 // telemetry of a Claude Code session arrived
 	jobScanClaude                // every Claude Code session under a root
 	jobScanCline                 // every Cline session under a root
+	jobOpencode                  // an opencode file changed, or a root to scan
 )
 
 // maxTries is how often a job whose files are half written, or that met a
@@ -157,6 +164,8 @@ func (c *Capture) do(ctx context.Context, j job, final bool) result {
 		return c.syncTelemetry(ctx, j.key)
 	case jobScanClaude, jobScanCline:
 		return c.scan(j)
+	case jobOpencode:
+		return c.syncOpencode(ctx, j.key, final)
 	}
 	return result{}
 }

@@ -41,6 +41,9 @@ func (c *Capture) watch(ctx context.Context) error {
 	for _, p := range c.ClineRoots {
 		roots = append(roots, root{filepath.Clean(p), jobClineFile})
 	}
+	for _, p := range c.OpencodeRoots {
+		roots = append(roots, root{filepath.Clean(p), jobOpencode})
+	}
 	missing := map[root]bool{}
 	for _, r := range roots {
 		if !c.addRoot(w, r) {
@@ -93,6 +96,9 @@ func (c *Capture) watch(ctx context.Context) error {
 }
 
 func scanJob(r root) job {
+	if r.agent == jobOpencode {
+		return job{jobOpencode, r.path}
+	}
 	if r.agent == jobClaudeFile {
 		return job{jobScanClaude, r.path}
 	}
@@ -121,10 +127,10 @@ func rootOf(roots []root, path string) (root, bool) {
 }
 
 // skipDir names folders that hold no session files: Claude Code's spilled
-// tool outputs and Cline's checkpoint repositories.
+// tool outputs, Cline's checkpoint repositories and opencode's snapshots.
 func skipDir(name string) bool {
 	switch name {
-	case "tool-results", "checkpoints", ".git", "node_modules":
+	case "tool-results", "checkpoints", ".git", "node_modules", "snapshot":
 		return true
 	}
 	return false
@@ -158,6 +164,9 @@ func (c *Capture) addTree(w *fsnotify.Watcher, r root, dir string, readFiles boo
 func sessionFile(r root, path string) bool {
 	if r.agent == jobClaudeFile {
 		return strings.HasSuffix(path, ".jsonl")
+	}
+	if r.agent == jobOpencode {
+		return opencodeFile(path)
 	}
 	return strings.HasSuffix(path, ".json")
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/adapters"
@@ -187,4 +189,48 @@ func cmpErr(err, otherwise error) error {
 		return err
 	}
 	return otherwise
+}
+
+// Changed lists the sessions of the database at path with a session,
+// message or part row updated at or after since (opencode's milliseconds),
+// in one read, and the newest update time it saw, for the next call.
+func Changed(path string, since int64) (ids []string, newest int64, err error) {
+	conn, err := openDB(path)
+	if err != nil {
+		return nil, since, err
+	}
+	defer conn.Close()
+	newest = since
+	err = sqlitex.Execute(conn, `SELECT session_id, max(t) FROM (
+		SELECT id AS session_id, time_updated AS t FROM session WHERE time_updated >= ?1
+		UNION ALL SELECT session_id, time_updated FROM message WHERE time_updated >= ?1
+		UNION ALL SELECT session_id, time_updated FROM part WHERE time_updated >= ?1)
+		GROUP BY session_id ORDER BY session_id`, &sqlitex.ExecOptions{
+		Args: []any{since},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			ids = append(ids, s.ColumnText(0))
+			newest = max(newest, s.ColumnInt64(1))
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, since, fmt.Errorf("%s: changed sessions: %w", path, err)
+	}
+	return ids, newest, nil
+}
+
+// IsDatabase reports whether a file name is one of opencode's databases
+// or their write-ahead log, and names the database.
+func IsDatabase(path string) (db string, ok bool) {
+	db = strings.TrimSuffix(strings.TrimSuffix(path, "-wal"), "-shm")
+	return db, isDBName(filepath.Base(db))
+}
+
+// IsStorageFile reports whether path is a JSON file of the 1.1 storage
+// layout, and names its storage folder.
+func IsStorageFile(path string) (storage string, ok bool) {
+	if storageKind(path) == "" || !strings.HasSuffix(path, ".json") {
+		return "", false
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(path))), true
 }

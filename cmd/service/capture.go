@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -36,6 +38,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	opencode, err := opencodeFolders()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(e.ctx, dbPath)
 	if err != nil {
 		return err
@@ -47,6 +53,12 @@ func (c *CaptureCmd) Run(e *env) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Log: log}
+	for _, p := range opencode { // the data folder, and the folder of $OPENCODE_DB
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			p = filepath.Dir(p)
+		}
+		cp.OpencodeRoots = append(cp.OpencodeRoots, p)
+	}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
 		ReadHeaderTimeout: 10 * time.Second,
