@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -53,12 +51,9 @@ func (c *CaptureCmd) Run(e *env) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Log: log}
-	for _, p := range opencode { // the data folder, and the folder of $OPENCODE_DB
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			p = filepath.Dir(p)
-		}
-		cp.OpencodeRoots = append(cp.OpencodeRoots, p)
-	}
+	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
+	// folder too large to watch (import reads it).
+	cp.OpencodeRoots = opencode[:1]
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
 		ReadHeaderTimeout: 10 * time.Second,
