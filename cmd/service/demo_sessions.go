@@ -119,7 +119,7 @@ func rejected(s *store.Step) {
 
 // demoSessions returns the example sessions of the demo, started before now.
 func demoSessions(now time.Time) []*store.Batch {
-	return []*store.Batch{rateLimiter(now), clineRefactor(now), codexFix(now), unrecorded(now)}
+	return []*store.Batch{rateLimiter(now), clineRefactor(now), codexFix(now), unrecorded(now), opencodeDocs(now)}
 }
 
 // rateLimiter is a long Claude Code session: many turns, failing and fixed
