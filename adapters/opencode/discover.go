@@ -44,7 +44,7 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 		// holds git repositories of the workspaces.
 		return name == "message" || name == "part" || name == "snapshot" || name == "node_modules" || name == ".git"
 	}
-	problems = adapters.Walk(roots, skip, func(p string, d fs.DirEntry, named bool) {
+	walked := adapters.Walk(roots, skip, func(p string, d fs.DirEntry, named bool) {
 		if d.IsDir() || !d.Type().IsRegular() {
 			return
 		}
@@ -67,6 +67,7 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 			}
 		}
 	})
+	problems = append(walked, problems...)
 	slices.SortFunc(units, func(a, b adapters.Unit) int {
 		return cmpStrings(a.Paths[0]+"\x00"+a.ID, b.Paths[0]+"\x00"+b.ID)
 	})

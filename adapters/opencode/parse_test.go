@@ -1,0 +1,154 @@
+package opencode
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/opencode/opencodetest"
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+const sampleSession = "ses_450b70e67ffeoaXH496F8i0fVA"
+
+var sampleStorage = filepath.Join("testdata", "storage-derived", "storage")
+
+func mustStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func copyStorage(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "storage")
+	err := filepath.WalkDir(sampleStorage, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(sampleStorage, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700)
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestBadInput imports broken opencode files: each problem names its file
+// (and line, or row) and the rest of the session is still read; a file that
+// holds no session writes nothing.
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		root    func(t *testing.T) string
+		problem string // a substring of the one problem reported
+		steps   int    // steps stored; -1: no session
+	}{
+		{"part file not JSON", func(t *testing.T) string {
+			storage := copyStorage(t)
+			part := filepath.Join(storage, "part", "msg_baf491597001p2f6KzIFRO4XYr", "prt_baf491905001Fg5dCvh54CMHzd.json")
+			os.WriteFile(part, []byte("{\n  \"id\": \"prt_baf491905001Fg5dCvh54CMHzd\",\n  \"type\": tool\n}"), 0o600)
+			return storage
+		}, "prt_baf491905001Fg5dCvh54CMHzd.json:3: invalid JSON", 5},
+		{"database not a database", func(t *testing.T) string {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "opencode.db"), []byte(strings.Repeat("not sqlite\n", 100)), 0o600)
+			return dir
+		}, "opencode.db: list sessions", -1},
+		{"part row not JSON", func(t *testing.T) string {
+			dir := t.TempDir()
+			db := opencodetest.MustDB(t, sampleStorage, dir, false)
+			mustExec(t, db, `UPDATE part SET data = '{"type": "tool", ' WHERE id = 'prt_baf491905001Fg5dCvh54CMHzd'`)
+			return dir
+		}, "opencode.db: part prt_baf491905001Fg5dCvh54CMHzd: invalid JSON", 5},
+		{"message row of the wrong shape", func(t *testing.T) string {
+			dir := t.TempDir()
+			db := opencodetest.MustDB(t, sampleStorage, dir, false)
+			mustExec(t, db, `UPDATE message SET data = '[1, 2]' WHERE id = 'msg_baf491597001p2f6KzIFRO4XYr'`)
+			return dir
+		}, "opencode.db: message msg_baf491597001p2f6KzIFRO4XYr: not a JSON object", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := mustStore(t)
+			im := &adapters.Importer{Store: st}
+			sum, err := im.Run(ctx, Agent, []string{tc.root(t)})
+			if err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			if len(sum.Problems) != 1 || !strings.Contains(sum.Problems[0].String(), tc.problem) {
+				t.Fatalf("Run problems = %v; want one with %q", sum.Problems, tc.problem)
+			}
+			d, err := st.Detail(ctx, sampleSession, store.DetailQuery{})
+			switch {
+			case tc.steps < 0 && err == nil:
+				t.Errorf("a session was stored: %d steps", len(d.Steps))
+			case tc.steps >= 0 && err != nil:
+				t.Fatalf("Detail = %v", err)
+			case tc.steps >= 0 && len(d.Steps) != tc.steps:
+				t.Errorf("stored %d steps; want %d", len(d.Steps), tc.steps)
+			}
+		})
+	}
+}
+
+func mustExec(t *testing.T, db, q string) {
+	t.Helper()
+	conn, err := sqlite.OpenConn(db, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := sqlitex.Execute(conn, q, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportWhileOpencodeWrites imports while opencode holds a write
+// transaction open: the import reads what was committed and takes no lock
+// that stops opencode from committing after it.
+func TestImportWhileOpencodeWrites(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := opencodetest.MustDB(t, sampleStorage, dir, false)
+	w, err := sqlite.OpenConn(db, sqlite.OpenReadWrite|sqlite.OpenWAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.SetBusyTimeout(0)
+	if err := sqlitex.ExecuteTransient(w, `BEGIN IMMEDIATE`, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitex.Execute(w, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_bb0000000000zzzzzzzzzzzzzz', 'msg_baf491bb5001iGYYlAIx76nKgI', ?, 1, 1, '{"type":"text","text":"later"}')`,
+		&sqlitex.ExecOptions{Args: []any{sampleSession}}); err != nil {
+		t.Fatal(err)
+	}
+	st := mustStore(t)
+	sum, err := (&adapters.Importer{Store: st}).Run(ctx, Agent, []string{dir})
+	if err != nil || len(sum.Problems) > 0 || sum.Steps != 6 {
+		t.Fatalf("Run during opencode's write = %s, %v; want the 6 committed steps", sum, err)
+	}
+	if err := sqlitex.ExecuteTransient(w, `COMMIT`, nil); err != nil {
+		t.Fatalf("opencode's COMMIT after the import = %v; want it to go through", err)
+	}
+	sum, err = (&adapters.Importer{Store: st, Rescan: true}).Run(ctx, Agent, []string{dir})
+	if err != nil || sum.Steps != 7 {
+		t.Fatalf("Run after the commit = %s, %v; want 7 steps", sum, err)
+	}
+}
