@@ -123,3 +123,24 @@ func copyDir(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpencodeReadsDoNotRetrigger checks that capture's own reads of
+// opencode.db (which write to its -shm file) do not count as changes.
+func TestOpencodeReadsDoNotRetrigger(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/d/opencode.db", true},
+		{"/d/opencode.db-wal", true},
+		{"/d/opencode.db-shm", false},
+		{"/d/opencode-beta.db", true},
+		{"/d/other.db", false},
+		{"/d/storage/part/msg_1/prt_1.json", true},
+		{"/d/storage/project/p.json", false},
+	} {
+		if got := opencodeFile(tc.path); got != tc.want {
+			t.Errorf("opencodeFile(%s) = %v; want %v", tc.path, got, tc.want)
+		}
+	}
+}

@@ -220,9 +220,10 @@ func Changed(path string, since int64) (ids []string, newest int64, err error) {
 }
 
 // IsDatabase reports whether a file name is one of opencode's databases
-// or their write-ahead log, and names the database.
+// or their write-ahead log, and names the database. The -shm file is not
+// one: every reader writes to it, a capture's own reads included.
 func IsDatabase(path string) (db string, ok bool) {
-	db = strings.TrimSuffix(strings.TrimSuffix(path, "-wal"), "-shm")
+	db = strings.TrimSuffix(path, "-wal")
 	return db, isDBName(filepath.Base(db))
 }
 
