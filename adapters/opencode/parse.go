@@ -21,7 +21,7 @@ const channel = "storage"
 // text is an assistant message, reasoning a thinking message (encrypted
 // reasoning has no text and is skipped), and a tool part is a step by tool
 // (tools.go). step-start, step-finish, snapshot and patch parts make no
-// step; a compaction part starts a segment. Step ids are opencode's part
+// step; a compaction part starts a segment and a turn, which holds the summary. Step ids are opencode's part
 // ids. A child session (a task's subagent) is imported as a session of its
 // own, as opencode keeps it.
 //
@@ -88,7 +88,7 @@ func (p *parser) message(m *message) {
 // prompt starts a turn with the user's text parts.
 func (p *parser) prompt(m *message, at adapters.Time) {
 	var text []string
-	id := m.Info.ID
+	id, opened := m.Info.ID, false
 	for _, pt := range m.Parts {
 		switch {
 		case pt.Type == "text" && !pt.Synthetic && strings.TrimSpace(pt.Text) != "":
@@ -97,9 +97,13 @@ func (p *parser) prompt(m *message, at adapters.Time) {
 			}
 			text = append(text, pt.Text)
 		case pt.Type == "compaction":
+			// The summary opencode writes next is the new segment's first
+			// turn, so no turn spans two segments.
 			if p.b.SegmentSteps() > 0 {
 				p.b.NewSegment("compaction", at)
 			}
+			p.b.NewTurn(m.Info.ID, cmp.Or(m.Info.Agent, m.Info.Mode), at)
+			opened = true
 		default:
 			p.b.Skip("user part:" + cmp.Or(pt.Type, "?"))
 		}
@@ -107,7 +111,9 @@ func (p *parser) prompt(m *message, at adapters.Time) {
 	if len(text) == 0 {
 		return
 	}
-	p.b.NewTurn(m.Info.ID, cmp.Or(m.Info.Agent, m.Info.Mode), at)
+	if !opened {
+		p.b.NewTurn(m.Info.ID, cmp.Or(m.Info.Agent, m.Info.Mode), at)
+	}
 	p.s.Message(nil, id, "user", strings.Join(text, "\n\n"), at)
 }
 

@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,51 @@ func TestImportWhileOpencodeWrites(t *testing.T) {
 	sum, err = (&adapters.Importer{Store: st, Rescan: true}).Run(ctx, Agent, []string{dir})
 	if err != nil || sum.Steps != 7 {
 		t.Fatalf("Run after the commit = %s, %v; want 7 steps", sum, err)
+	}
+}
+
+// TestCompaction reads a compaction (a user message with a compaction part,
+// then opencode's summary): it starts a segment, and the summary is in a
+// turn of that segment, so no turn spans two segments.
+func TestCompaction(t *testing.T) {
+	in := `{"info":{"id":"ses_1","directory":"/w","time":{"created":1}},"messages":[
+{"info":{"id":"msg_1","role":"user","time":{"created":2}},"parts":[{"id":"prt_1","type":"text","text":"hi"}]},
+{"info":{"id":"msg_2","role":"assistant","time":{"created":3}},"parts":[{"id":"prt_2","type":"text","text":"hello"}]},
+{"info":{"id":"msg_3","role":"user","time":{"created":4}},"parts":[{"id":"prt_3","type":"compaction","auto":true},{"id":"prt_3b","type":"text","text":"and then?"}]},
+{"info":{"id":"msg_4","role":"assistant","summary":true,"mode":"compaction","time":{"created":5}},"parts":[{"id":"prt_4","type":"text","text":"summary"}]}
+]}`
+	s := Parse(adapters.Unit{ID: "ses_1"}, []adapters.File{{Path: "/x/e.json", Body: strings.NewReader(in)}})
+	if len(s.Batches) != 1 {
+		t.Fatalf("Parse = %d batches; want 1", len(s.Batches))
+	}
+	b := s.Batches[0]
+	if len(b.Segments) != 2 || b.Segments[1].StartReason != "compaction" {
+		t.Fatalf("segments = %+v; want start, then compaction", b.Segments)
+	}
+	turnSeg := map[string]int64{}
+	for _, tn := range b.Turns {
+		turnSeg[tn.ID] = tn.SegmentIndex
+	}
+	if len(turnSeg) != 2 {
+		t.Errorf("turns = %+v; want 2", b.Turns)
+	}
+	for _, st := range b.Steps {
+		if turnSeg[st.TurnID] != st.SegmentIndex {
+			t.Errorf("step %s in segment %d, its turn %s in segment %d", st.ID, st.SegmentIndex, st.TurnID, turnSeg[st.TurnID])
+		}
+	}
+	mustValidBatches(t, s)
+}
+
+func mustValidBatches(t *testing.T, s *adapters.Session) {
+	t.Helper()
+	for i, b := range s.Batches {
+		body, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.ParseBatch(body); err != nil {
+			t.Fatalf("batch %d: ParseBatch = %v", i, err)
+		}
 	}
 }
