@@ -158,33 +158,44 @@ func TestImportWhileOpencodeWrites(t *testing.T) {
 // then opencode's summary): it starts a segment, and the summary is in a
 // turn of that segment, so no turn spans two segments.
 func TestCompaction(t *testing.T) {
-	in := `{"info":{"id":"ses_1","directory":"/w","time":{"created":1}},"messages":[
+	for _, tc := range []struct {
+		name, compaction string
+		turns            int
+	}{
+		{"compaction alone", `{"id":"prt_3","type":"compaction","auto":true}`, 3},
+		{"compaction with text", `{"id":"prt_3","type":"compaction","auto":true},{"id":"prt_3b","type":"text","text":"and then?"}`, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := `{"info":{"id":"ses_1","directory":"/w","time":{"created":1}},"messages":[
 {"info":{"id":"msg_1","role":"user","time":{"created":2}},"parts":[{"id":"prt_1","type":"text","text":"hi"}]},
 {"info":{"id":"msg_2","role":"assistant","time":{"created":3}},"parts":[{"id":"prt_2","type":"text","text":"hello"}]},
-{"info":{"id":"msg_3","role":"user","time":{"created":4}},"parts":[{"id":"prt_3","type":"compaction","auto":true},{"id":"prt_3b","type":"text","text":"and then?"}]},
-{"info":{"id":"msg_4","role":"assistant","summary":true,"mode":"compaction","time":{"created":5}},"parts":[{"id":"prt_4","type":"text","text":"summary"}]}
+{"info":{"id":"msg_3","role":"user","time":{"created":4}},"parts":[` + tc.compaction + `]},
+{"info":{"id":"msg_4","role":"assistant","summary":true,"mode":"compaction","time":{"created":5}},"parts":[{"id":"prt_4","type":"text","text":"summary"}]},
+{"info":{"id":"msg_5","role":"user","time":{"created":6}},"parts":[{"id":"prt_5","type":"text","text":"go on"}]}
 ]}`
-	s := Parse(adapters.Unit{ID: "ses_1"}, []adapters.File{{Path: "/x/e.json", Body: strings.NewReader(in)}})
-	if len(s.Batches) != 1 {
-		t.Fatalf("Parse = %d batches; want 1", len(s.Batches))
+			s := Parse(adapters.Unit{ID: "ses_1"}, []adapters.File{{Path: "/x/e.json", Body: strings.NewReader(in)}})
+			if len(s.Batches) != 1 {
+				t.Fatalf("Parse = %d batches; want 1", len(s.Batches))
+			}
+			b := s.Batches[0]
+			if len(b.Segments) != 2 || b.Segments[1].StartReason != "compaction" {
+				t.Fatalf("segments = %+v; want start, then compaction", b.Segments)
+			}
+			turnSeg := map[string]int64{}
+			for _, tn := range b.Turns {
+				turnSeg[tn.ID] = tn.SegmentIndex
+			}
+			if len(b.Turns) != tc.turns || len(turnSeg) != tc.turns {
+				t.Errorf("turns = %+v; want %d, with distinct ids", b.Turns, tc.turns)
+			}
+			for _, st := range b.Steps {
+				if turnSeg[st.TurnID] != st.SegmentIndex {
+					t.Errorf("step %s in segment %d, its turn %s in segment %d", st.ID, st.SegmentIndex, st.TurnID, turnSeg[st.TurnID])
+				}
+			}
+			mustValidBatches(t, s)
+		})
 	}
-	b := s.Batches[0]
-	if len(b.Segments) != 2 || b.Segments[1].StartReason != "compaction" {
-		t.Fatalf("segments = %+v; want start, then compaction", b.Segments)
-	}
-	turnSeg := map[string]int64{}
-	for _, tn := range b.Turns {
-		turnSeg[tn.ID] = tn.SegmentIndex
-	}
-	if len(turnSeg) != 2 {
-		t.Errorf("turns = %+v; want 2", b.Turns)
-	}
-	for _, st := range b.Steps {
-		if turnSeg[st.TurnID] != st.SegmentIndex {
-			t.Errorf("step %s in segment %d, its turn %s in segment %d", st.ID, st.SegmentIndex, st.TurnID, turnSeg[st.TurnID])
-		}
-	}
-	mustValidBatches(t, s)
 }
 
 func mustValidBatches(t *testing.T, s *adapters.Session) {
