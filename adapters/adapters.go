@@ -25,6 +25,12 @@ type Unit struct {
 	ID      string
 	Paths   []string
 	ModTime time.Time
+	// Stamps, when set, say whether the session changed instead of its
+	// files' size and time: a file that holds many sessions (a database)
+	// changes with any of them. Each stamp is a key of the adapter's own
+	// (the file and the session id) with a size and time that change
+	// whenever the session does.
+	Stamps []store.ImportedFile
 }
 
 // Problem is a line or file that could not be read. It is skipped and the

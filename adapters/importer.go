@@ -22,7 +22,9 @@ import (
 // whole session is read again and applied; Apply writes only the records
 // that differ, so unchanged steps cost nothing and send no change event.
 // Files with a problem, or whose last line was still being written, are not
-// recorded, so they are read (and reported) again on the next run.
+// recorded, so they are read (and reported) again on the next run. A unit
+// with Stamps (sessions of one database) is judged and recorded by those
+// instead, and not recorded when any of its files had a problem.
 type Importer struct {
 	Store *store.Store
 	// Rescan reads every file, even those unchanged since the last run.
@@ -104,6 +106,12 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	if len(paths) == 0 {
 		return
 	}
+	if len(u.Stamps) > 0 {
+		unchanged, states = !im.Rescan, u.Stamps
+		for _, st := range states {
+			unchanged = unchanged && known[st.Path] == st
+		}
+	}
 	if unchanged {
 		sum.Sessions++
 		sum.Unchanged++
@@ -143,7 +151,7 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	sum.Steps += sess.Steps
 	var record []store.ImportedFile
 	for _, st := range states {
-		if !skip[st.Path] {
+		if !skip[st.Path] && (len(u.Stamps) == 0 || len(skip) == 0) {
 			record = append(record, st)
 		}
 	}

@@ -50,15 +50,12 @@ type Capture struct {
 	q      *queue
 	mu     sync.Mutex
 	timers map[string]*time.Timer // debounce, by file
-
-	opencodeSince map[string]int64 // by database: the newest row read (worker only)
 }
 
 func (c *Capture) init() {
 	c.once.Do(func() {
 		c.q = newQueue()
 		c.timers = map[string]*time.Timer{}
-		c.opencodeSince = map[string]int64{}
 		if c.Debounce <= 0 {
 			c.Debounce = 250 * time.Millisecond
 		}

@@ -48,6 +48,9 @@ func isDB(path string) bool {
 }
 
 // dbUnits lists the sessions of a database, one unit each, in one read.
+// Each unit's stamp is the newest update time and the number of its
+// session's rows, so the import runner reads again only the sessions that
+// changed, although they share one file.
 func dbUnits(path string) ([]adapters.Unit, error) {
 	conn, err := openDB(path)
 	if err != nil {
@@ -59,9 +62,15 @@ func dbUnits(path string) ([]adapters.Unit, error) {
 		paths = append(paths, path+"-wal")
 	}
 	var units []adapters.Unit
-	err = sqlitex.Execute(conn, `SELECT id FROM session ORDER BY id`, &sqlitex.ExecOptions{
+	err = sqlitex.Execute(conn, `SELECT s.id, max(s.time_updated, coalesce(m.t, 0), coalesce(p.t, 0)), 1 + coalesce(m.n, 0) + coalesce(p.n, 0)
+		FROM session s
+		LEFT JOIN (SELECT session_id, max(time_updated) AS t, count(*) AS n FROM message GROUP BY session_id) m ON m.session_id = s.id
+		LEFT JOIN (SELECT session_id, max(time_updated) AS t, count(*) AS n FROM part GROUP BY session_id) p ON p.session_id = s.id
+		ORDER BY s.id`, &sqlitex.ExecOptions{
 		ResultFunc: func(stmt *sqlite.Stmt) error {
-			units = append(units, adapters.Unit{ID: stmt.ColumnText(0), Paths: paths})
+			id := stmt.ColumnText(0)
+			units = append(units, adapters.Unit{ID: id, Paths: paths, Stamps: []store.ImportedFile{
+				{Path: path + "#" + id, ModTime: stmt.ColumnInt64(1), Size: stmt.ColumnInt64(2)}}})
 			return nil
 		},
 	})
@@ -189,34 +198,6 @@ func cmpErr(err, otherwise error) error {
 		return err
 	}
 	return otherwise
-}
-
-// Changed lists the sessions of the database at path with a session,
-// message or part row updated at or after since (opencode's milliseconds),
-// in one read, and the newest update time it saw, for the next call.
-func Changed(path string, since int64) (ids []string, newest int64, err error) {
-	conn, err := openDB(path)
-	if err != nil {
-		return nil, since, err
-	}
-	defer conn.Close()
-	newest = since
-	err = sqlitex.Execute(conn, `SELECT session_id, max(t) FROM (
-		SELECT id AS session_id, time_updated AS t FROM session WHERE time_updated >= ?1
-		UNION ALL SELECT session_id, time_updated FROM message WHERE time_updated >= ?1
-		UNION ALL SELECT session_id, time_updated FROM part WHERE time_updated >= ?1)
-		GROUP BY session_id ORDER BY session_id`, &sqlitex.ExecOptions{
-		Args: []any{since},
-		ResultFunc: func(s *sqlite.Stmt) error {
-			ids = append(ids, s.ColumnText(0))
-			newest = max(newest, s.ColumnInt64(1))
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, since, fmt.Errorf("%s: changed sessions: %w", path, err)
-	}
-	return ids, newest, nil
 }
 
 // IsDatabase reports whether a file name is one of opencode's databases

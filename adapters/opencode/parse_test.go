@@ -210,3 +210,25 @@ func mustValidBatches(t *testing.T, s *adapters.Session) {
 		}
 	}
 }
+
+// TestImportReadsChangedSessionsOnly imports a database of two sessions,
+// adds a part to one, and imports again: only that session is read.
+func TestImportReadsChangedSessionsOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := opencodetest.MustDB(t, sampleStorage, dir, false)
+	mustExec(t, db, `INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)
+		SELECT 'ses_other', project_id, 'other', '/w', 'other', '1.2.0', 1768172300000, 1768172300000 FROM session LIMIT 1`)
+	mustExec(t, db, `INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_other', 'ses_other', 1768172300001, 1768172300001, '{"role":"user","time":{"created":1768172300001}}')`)
+	mustExec(t, db, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_other', 'msg_other', 'ses_other', 1768172300001, 1768172300001, '{"type":"text","text":"hello"}')`)
+	st := mustStore(t)
+	im := &adapters.Importer{Store: st}
+	if sum, err := im.Run(ctx, Agent, []string{dir}); err != nil || sum.New != 2 || sum.Steps != 7 {
+		t.Fatalf("first Run = %s, %v; want 2 new sessions, 7 steps", sum, err)
+	}
+	mustExec(t, db, `INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES ('prt_other2', 'msg_other', 'ses_other', 1768172300002, 1768172300002, '{"type":"text","text":"again"}')`)
+	sum, err := im.Run(ctx, Agent, []string{dir})
+	if err != nil || sum.Updated != 1 || sum.Unchanged != 1 || sum.Steps != 1 {
+		t.Fatalf("second Run = %s, %v; want ses_other alone read and updated (1 step)", sum, err)
+	}
+}
