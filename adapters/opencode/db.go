@@ -3,7 +3,6 @@ package opencode
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -58,9 +57,6 @@ func dbUnits(path string) ([]adapters.Unit, error) {
 	}
 	defer conn.Close()
 	paths := []string{path}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Mode().IsRegular() {
-		paths = append(paths, path+"-wal")
-	}
 	var units []adapters.Unit
 	err = sqlitex.Execute(conn, `SELECT s.id, max(s.time_updated, coalesce(m.t, 0), coalesce(p.t, 0)), 1 + coalesce(m.n, 0) + coalesce(p.n, 0)
 		FROM session s

@@ -26,8 +26,8 @@ var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
 // Discover finds sessions under roots: in each SQLite file named
 // opencode*.db, in each storage/session/<project>/<id>.json with its
 // message and part files, and in export files named on the command line.
-// A unit of the SQLite file lists the file and its -wal, so a write that
-// is still in the write-ahead log counts as a change.
+// A unit of the SQLite file lists the file alone; its stamp says whether
+// the session changed (a write may still be in the write-ahead log only).
 func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 	var units []adapters.Unit
 	seen := map[string]bool{}
