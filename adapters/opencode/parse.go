@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"cmp"
+	"encoding/json"
 	"strings"
 
 	"github.com/agentreview/service/adapters"
@@ -21,7 +22,9 @@ const channel = "storage"
 // text is an assistant message, reasoning a thinking message (encrypted
 // reasoning has no text and is skipped), and a tool part is a step by tool
 // (tools.go). step-start, step-finish, snapshot and patch parts make no
-// step; a compaction part starts a segment and a turn, which holds the summary. Step ids are opencode's part
+// step; a compaction part starts a segment and a turn, which holds the summary.
+// An assistant message that ended in an error (aborted, a provider error)
+// adds a system message naming it. Step ids are opencode's part
 // ids. A child session (a task's subagent) is imported as a session of its
 // own, as opencode keeps it.
 //
@@ -80,6 +83,7 @@ func (p *parser) message(m *message) {
 	case "assistant":
 		p.reply(m, at)
 		p.usage(in)
+		p.failure(in, at)
 	default:
 		p.b.Skip("message:" + cmp.Or(in.Role, "?"))
 	}
@@ -147,6 +151,23 @@ func (p *parser) reply(m *message, at adapters.Time) {
 			p.b.Skip(cmp.Or(pt.Type, "untyped part"))
 		}
 	}
+}
+
+// failure adds a system message for an assistant message that ended in an
+// error (the user aborted it, the provider failed): its name and message.
+func (p *parser) failure(in *messageInfo, at adapters.Time) {
+	if !adapters.Present(in.Error) {
+		return
+	}
+	var e struct {
+		Name string `json:"name"`
+		Data struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	}
+	json.Unmarshal(in.Error, &e)
+	text := strings.TrimSpace(cmp.Or(e.Name, "error") + ": " + e.Data.Message)
+	p.s.Message(nil, in.ID+"-error", "system", strings.TrimSuffix(text, ":"), p.time(cmp.Or(in.Time.Completed, in.Time.Created)))
 }
 
 // usage adds what an assistant message reported.

@@ -232,3 +232,19 @@ func TestImportReadsChangedSessionsOnly(t *testing.T) {
 		t.Fatalf("second Run = %s, %v; want ses_other alone read and updated (1 step)", sum, err)
 	}
 }
+
+// TestAssistantError reads an assistant message that ended in an error: a
+// system message names it.
+func TestAssistantError(t *testing.T) {
+	in := `{"info":{"id":"ses_1","directory":"/w","time":{"created":1}},"messages":[
+{"info":{"id":"msg_1","role":"user","time":{"created":2}},"parts":[{"id":"prt_1","type":"text","text":"hi"}]},
+{"info":{"id":"msg_2","role":"assistant","time":{"created":3},"error":{"name":"MessageAbortedError","data":{"message":"The operation was aborted."}}},"parts":[]}
+]}`
+	s := Parse(adapters.Unit{ID: "ses_1"}, []adapters.File{{Path: "/x/e.json", Body: strings.NewReader(in)}})
+	mustValidBatches(t, s)
+	steps := s.Batches[0].Steps
+	last := steps[len(steps)-1]
+	if last.Payload.Role != "system" || last.Payload.Text == nil || *last.Payload.Text != "MessageAbortedError: The operation was aborted." {
+		t.Errorf("last step = %+v; want a system message naming the abort", last.Payload)
+	}
+}

@@ -24,9 +24,10 @@ type input struct {
 
 // metadata holds what opencode records beside a tool's output.
 type metadata struct {
-	Exit   *int64 `json:"exit"`
-	Output string `json:"output"`
-	Diff   string `json:"diff"`
+	Exit      *int64 `json:"exit"`
+	Output    string `json:"output"`
+	Diff      string `json:"diff"`
+	SessionID string `json:"sessionId"` // task: the child session it ran in
 }
 
 // tool maps a tool part: bash is a command (exit code and output from its
@@ -34,9 +35,10 @@ type metadata struct {
 // new strings and diff, apply_patch (and patch) one edit per file of the
 // patch; every other tool (glob, grep, list, webfetch, task, todowrite,
 // question, skill, MCP tools, ...) is an other step keeping its input,
-// output and title. The state gives the outcome: completed is ok (a command
-// with a non-zero exit failed), error failed, and an error saying the user
-// rejected the call is a rejection; pending and running are unknown.
+// output and title (a task also the child session it ran in). The state
+// gives the outcome: completed is ok (a command with a non-zero exit
+// failed), error failed, and an error saying the user rejected the call is
+// a rejection; pending and running are unknown.
 // opencode does not record whether a call was asked about, so a call that
 // ran has decision unknown.
 func (p *parser) tool(pt *part, at adapters.Time) {
@@ -102,6 +104,9 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		}
 		if s.Status == "completed" {
 			raw["output"] = s.Output
+		}
+		if md.SessionID != "" {
+			raw["child_session"] = md.SessionID
 		}
 		st.Payload.Raw = adapters.Raw(raw)
 		steps = append(steps, st)
