@@ -2,6 +2,8 @@ package opencode
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -130,7 +132,7 @@ func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string, done f
 		},
 	})
 	if err != nil || !found {
-		return cmpErr(err, fmt.Errorf("no such session"))
+		return cmp.Or(err, errors.New("no such session"))
 	}
 	byID := map[string]int{}
 	err = sqlitex.Execute(conn, `SELECT id, length(data), CASE WHEN length(data) <= ? THEN data END FROM message WHERE session_id = ? ORDER BY time_created, id`, &sqlitex.ExecOptions{
@@ -187,13 +189,6 @@ func rowJSON(b *adapters.Builder, path, table, id string, s *sqlite.Stmt, v any)
 		return false
 	}
 	return true
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
 
 // IsDatabase reports whether a file name is one of opencode's databases

@@ -69,12 +69,10 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 	})
 	problems = append(walked, problems...)
 	slices.SortFunc(units, func(a, b adapters.Unit) int {
-		return cmpStrings(a.Paths[0]+"\x00"+a.ID, b.Paths[0]+"\x00"+b.ID)
+		return strings.Compare(a.Paths[0]+"\x00"+a.ID, b.Paths[0]+"\x00"+b.ID)
 	})
 	return units, problems
 }
-
-func cmpStrings(a, b string) int { return strings.Compare(a, b) }
 
 // isDBName reports whether a file name is one of opencode's databases:
 // opencode.db, or opencode-<channel>.db for a build of another channel.

@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,7 +135,7 @@ func readFiles(b *adapters.Builder, files []adapters.File) *record {
 				b.Problem(*p)
 				continue
 			}
-			m.ID = cmpOr(m.ID, strings.TrimSuffix(filepath.Base(f.Path), ".json"))
+			m.ID = cmp.Or(m.ID, strings.TrimSuffix(filepath.Base(f.Path), ".json"))
 			if _, dup := byID[m.ID]; !dup {
 				byID[m.ID] = len(rec.Messages)
 				rec.Messages = append(rec.Messages, message{Info: m})
@@ -145,7 +146,7 @@ func readFiles(b *adapters.Builder, files []adapters.File) *record {
 				b.Problem(*pr)
 				continue
 			}
-			p.MessageID = cmpOr(p.MessageID, filepath.Base(filepath.Dir(f.Path)))
+			p.MessageID = cmp.Or(p.MessageID, filepath.Base(filepath.Dir(f.Path)))
 			parts = append(parts, p)
 		case "session":
 			if p := decode(f.Path, body, &rec.Info); p != nil {
@@ -201,13 +202,6 @@ func sortRecord(rec *record) {
 	for i := range rec.Messages {
 		slices.SortStableFunc(rec.Messages[i].Parts, func(a, b part) int { return strings.Compare(a.ID, b.ID) })
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func rowProblem(path, table, id, msg string) adapters.Problem {

@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -54,11 +55,11 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		st := base
 		st.Type = store.TypeCommand
 		st.Payload.Command = adapters.Text(in.Command)
-		if cwd := cmpOr(in.Workdir, p.cwd); cwd != "" {
+		if cwd := cmp.Or(in.Workdir, p.cwd); cwd != "" {
 			st.Payload.Cwd = adapters.Text(cwd)
 		}
 		if s.Status == "completed" {
-			st.Payload.Stdout = adapters.Text(cmpOr(md.Output, s.Output))
+			st.Payload.Stdout = adapters.Text(cmp.Or(md.Output, s.Output))
 			st.Payload.ExitCode = md.Exit
 		}
 		steps = append(steps, st)
@@ -97,7 +98,7 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 	}
 	if len(steps) == 0 {
 		st := base
-		st.Type, st.Payload.ToolName = store.TypeOther, cmpOr(pt.Tool, "unknown")
+		st.Type, st.Payload.ToolName = store.TypeOther, cmp.Or(pt.Tool, "unknown")
 		raw := map[string]any{"title": s.Title}
 		if adapters.Present(s.Input) {
 			raw["input"] = s.Input
@@ -137,6 +138,6 @@ func outcome(st *store.Step, s *toolState) {
 			}
 		}
 		st.Outcome = adapters.OutcomeFailed
-		st.Error = &store.StepError{Type: "tool_error", Message: cmpOr(s.Error, "error")}
+		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(s.Error, "error")}
 	}
 }
