@@ -102,22 +102,32 @@ func readDB(b *adapters.Builder, path, id string) (rec *record, metrics *store.M
 
 func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string, done func(*record, *store.Metrics)) (err error) {
 	defer sqlitex.Save(conn)(&err) // one read transaction, ended at once
-	hasUsage := false
-	err = sqlitex.Execute(conn, `SELECT 1 FROM pragma_table_info('session') WHERE name = 'tokens_input'`, &sqlitex.ExecOptions{
-		ResultFunc: func(*sqlite.Stmt) error { hasUsage = true; return nil },
+	// opencode adds and drops session columns between versions: a column
+	// this opencode lacks reads as empty.
+	cols := map[string]bool{}
+	err = sqlitex.Execute(conn, `SELECT name FROM pragma_table_info('session')`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error { cols[s.ColumnText(0)] = true; return nil },
 	})
 	if err != nil {
 		return err
 	}
+	col := func(name, otherwise string) string {
+		if cols[name] {
+			return name
+		}
+		return otherwise
+	}
 	usage := `NULL, 0, 0, 0, 0, 0`
-	if hasUsage {
+	if cols["cost"] && cols["tokens_input"] && cols["tokens_output"] && cols["tokens_reasoning"] && cols["tokens_cache_read"] && cols["tokens_cache_write"] {
 		usage = `cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write`
 	}
 	rec := &record{}
 	var metrics *store.Metrics
 	found := false
-	err = sqlitex.Execute(conn, `SELECT id, version, project_id, directory, coalesce(parent_id, ''), title, time_created, time_updated, `+usage+
-		` FROM session WHERE id = ?`, &sqlitex.ExecOptions{
+	q := `SELECT id, ` + col("version", "''") + `, ` + col("project_id", "''") + `, ` + col("directory", "''") + `, ` +
+		`coalesce(` + col("parent_id", "''") + `, ''), ` + col("title", "''") + `, ` + col("time_created", "0") + `, ` +
+		col("time_updated", "0") + `, ` + usage + ` FROM session WHERE id = ?`
+	err = sqlitex.Execute(conn, q, &sqlitex.ExecOptions{
 		Args: []any{id},
 		ResultFunc: func(s *sqlite.Stmt) error {
 			found = true

@@ -248,3 +248,23 @@ func TestAssistantError(t *testing.T) {
 		t.Errorf("last step = %+v; want a system message naming the abort", last.Payload)
 	}
 }
+
+// TestDatabaseColumnsDropped reads a database whose session table lacks a
+// column this adapter reads (an opencode build dropped directory): the
+// session is still read, its workspace from the messages' path.
+func TestDatabaseColumnsDropped(t *testing.T) {
+	dir := t.TempDir()
+	db := opencodetest.MustDB(t, sampleStorage, dir, false)
+	mustExec(t, db, `ALTER TABLE session DROP COLUMN directory`)
+	units, problems := Discover([]string{dir})
+	if len(units) != 1 || len(problems) > 0 {
+		t.Fatalf("Discover = %d units, %v; want 1", len(units), problems)
+	}
+	s := parseUnit(t, units[0])
+	if len(s.Problems) > 0 || s.Steps != 6 {
+		t.Fatalf("Parse = %d steps, problems %v; want 6", s.Steps, s.Problems)
+	}
+	if root := s.Batches[0].Session.Workspace.Root; root != "/Users/philipp/dev/agentlogs" {
+		t.Errorf("workspace root = %q; want the messages' path.root", root)
+	}
+}
