@@ -63,16 +63,28 @@ func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, 
 	if err != nil {
 		return sum, err
 	}
-	for _, u := range units {
-		sum.Files += len(u.Paths)
+	// A file is counted once, also when it holds several sessions.
+	files := map[string]bool{}
+	newFiles := func(u Unit) (n int) {
+		for _, p := range u.Paths {
+			if !files[p] {
+				files[p] = true
+				n++
+			}
+		}
+		return n
 	}
+	for _, u := range units {
+		sum.Files += newFiles(u)
+	}
+	clear(files)
 	done := 0
 	for _, u := range units {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
 		im.importUnit(ctx, a, u, known, &sum)
-		done += len(u.Paths)
+		done += newFiles(u)
 		if im.Progress != nil {
 			im.Progress(Progress{Files: done, FilesTotal: sum.Files, Sessions: sum.Sessions, Steps: sum.Steps})
 		}

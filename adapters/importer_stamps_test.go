@@ -12,8 +12,8 @@ import (
 )
 
 // TestImporterStamps imports two sessions held in one file: a session whose
-// stamp is unchanged is skipped though the file changed, and one whose
-// stamp changed is read again.
+// stamp is unchanged is skipped though the file changed, one whose stamp
+// changed is read again, and the file is counted once.
 func TestImporterStamps(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -47,11 +47,11 @@ func TestImporterStamps(t *testing.T) {
 	}
 	t0 := time.Now().Add(-time.Hour)
 	write(t0)
-	run("imported 2 files: 2 sessions (2 new, 0 updated, 0 unchanged), 4 steps")
+	run("imported 1 file: 2 sessions (2 new, 0 updated, 0 unchanged), 4 steps")
 	write(t0.Add(time.Minute)) // the file changed for session b only
 	stamps["b"] = 2
 	parsed = 0
-	run("imported 2 files: 2 sessions (0 new, 0 updated, 2 unchanged), 2 steps")
+	run("imported 1 file: 2 sessions (0 new, 0 updated, 2 unchanged), 2 steps")
 	if parsed != 1 {
 		t.Errorf("the second run parsed %d sessions; want 1 (b, whose stamp changed)", parsed)
 	}
