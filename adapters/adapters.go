@@ -29,6 +29,12 @@ type Unit struct {
 	// already holds of a session, for the builder to join with what the
 	// files say before the session is split into batches.
 	Stored func(sid string) (Stored, error)
+	// Stamps, when set, say whether the session changed instead of its
+	// files' size and time: a file that holds many sessions (a database)
+	// changes with any of them. Each stamp is a key of the adapter's own
+	// (the file and the session id) with a size and time that change
+	// whenever the session does.
+	Stamps []store.ImportedFile
 }
 
 // Stored is what the store holds of a session beside what its files say:

@@ -258,11 +258,13 @@ func fakeAgent(dir string, parsed *int) adapters.Agent {
 					r.Steps[i], r.Steps[j] = r.Steps[j], r.Steps[i]
 				}
 			}
+			at := adapters.TimeOf(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			b := adapters.NewBuilder(u, "test")
 			b.Header.Agent, b.Header.Workspace = r.Header.Agent, r.Header.Workspace
+			b.SetStart(at) // not the file's time: a session the file's touch does not change
 			s := b.Stream("")
 			for _, st := range r.Steps {
-				s.Add(nil, st, adapters.TimeOf(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+				s.Add(nil, st, at)
 			}
 			return b.Finish()
 		},

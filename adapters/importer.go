@@ -22,7 +22,9 @@ import (
 // whole session is read again and applied; Apply writes only the records
 // that differ, so unchanged steps cost nothing and send no change event.
 // Files with a problem, or whose last line was still being written, are not
-// recorded, so they are read (and reported) again on the next run.
+// recorded, so they are read (and reported) again on the next run. A unit
+// with Stamps (sessions of one database) is judged and recorded by those
+// instead, and not recorded when any of its files had a problem.
 type Importer struct {
 	Store *store.Store
 	// Rescan reads every file, even those unchanged since the last run.
@@ -61,16 +63,28 @@ func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, 
 	if err != nil {
 		return sum, err
 	}
-	for _, u := range units {
-		sum.Files += len(u.Paths)
+	// A file is counted once, also when it holds several sessions.
+	files := map[string]bool{}
+	newFiles := func(u Unit) (n int) {
+		for _, p := range u.Paths {
+			if !files[p] {
+				files[p] = true
+				n++
+			}
+		}
+		return n
 	}
+	for _, u := range units {
+		sum.Files += newFiles(u)
+	}
+	clear(files)
 	done := 0
 	for _, u := range units {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
 		im.importUnit(ctx, a, u, known, &sum)
-		done += len(u.Paths)
+		done += newFiles(u)
 		if im.Progress != nil {
 			im.Progress(Progress{Files: done, FilesTotal: sum.Files, Sessions: sum.Sessions, Steps: sum.Steps})
 		}
@@ -103,6 +117,12 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	}
 	if len(paths) == 0 {
 		return
+	}
+	if len(u.Stamps) > 0 {
+		unchanged, states = !im.Rescan, u.Stamps
+		for _, st := range states {
+			unchanged = unchanged && known[st.Path] == st
+		}
 	}
 	if unchanged {
 		sum.Sessions++
@@ -144,7 +164,7 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	sum.Steps += sess.Steps
 	var record []store.ImportedFile
 	for _, st := range states {
-		if !skip[st.Path] {
+		if !skip[st.Path] && (len(u.Stamps) == 0 || len(skip) == 0) {
 			record = append(record, st)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -110,6 +111,9 @@ type watcher struct {
 	// file reports whether a path under one of its roots may be a session
 	// file.
 	file func(path string) bool
+	// sync, when set, reads a changed file's sessions again instead of
+	// syncFile: for a file that holds many sessions (a database).
+	sync func(c *Capture, ctx context.Context, path string, final bool) result
 }
 
 // watchers are the agents followed by their files alone, by kind; their
@@ -117,6 +121,7 @@ type watcher struct {
 var watchers = map[string]watcher{
 	geminicli.Kind:  geminiWatcher,
 	copilotcli.Kind: copilotWatcher,
+	opencode.Kind:   opencodeWatcher,
 }
 
 // maxTries is how often a job whose files are half written, or that met a
@@ -180,6 +185,9 @@ func (c *Capture) do(ctx context.Context, j job, final bool) result {
 		return c.syncTelemetry(ctx, j.key)
 	case jobAgentFile:
 		if r, ok := rootOf(c.fileRoots(), j.key); ok {
+			if w := watchers[r.kind]; w.sync != nil {
+				return w.sync(c, ctx, j.key, final)
+			}
 			return c.syncFile(ctx, watchers[r.kind].agent, j.key, final)
 		}
 	case jobScanClaude, jobScanCline, jobScanAgent:

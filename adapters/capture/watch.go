@@ -141,10 +141,10 @@ func rootOf(roots []root, path string) (root, bool) {
 }
 
 // skipDir names folders that hold no session files: Claude Code's spilled
-// tool outputs and Cline's checkpoint repositories.
+// tool outputs, Cline's checkpoint repositories and opencode's snapshots.
 func skipDir(name string) bool {
 	switch name {
-	case "tool-results", "checkpoints", ".git", "node_modules":
+	case "tool-results", "checkpoints", ".git", "node_modules", "snapshot":
 		return true
 	}
 	return false

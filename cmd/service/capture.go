@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/capture"
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -46,6 +47,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	opencodeDirs, err := opencodeFolders()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(e.ctx, dbPath)
 	if err != nil {
 		return err
@@ -56,7 +61,9 @@ func (c *CaptureCmd) Run(e *env) error {
 		return fmt.Errorf("listen for telemetry: %w (another capture running? use --otlp-port)", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot}
+	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
+	// folder too large to watch (import reads it).
+	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1]}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),

@@ -122,6 +122,7 @@ func demoSessions(now time.Time) []*store.Batch {
 	return []*store.Batch{rateLimiter(now), clineRefactor(now), codexFix(now), unrecorded(now),
 		geminiDocs(now),
 		copilotResearch(now),
+		opencodeDocs(now),
 	}
 }
 

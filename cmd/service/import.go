@@ -14,6 +14,7 @@ import (
 	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -24,6 +25,7 @@ type ImportCmd struct {
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
+	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
 }
 
 // importFlags are what every import takes.
@@ -58,6 +60,11 @@ type ImportCopilotCLICmd struct {
 	Flags importFlags `embed:""`
 }
 
+// ImportOpencodeCmd is `service import opencode`.
+type ImportOpencodeCmd struct {
+	Flags importFlags `embed:""`
+}
+
 // Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
@@ -81,6 +88,11 @@ func (c *ImportGeminiCLICmd) Run(e *env) error {
 // Run imports Copilot CLI sessions.
 func (c *ImportCopilotCLICmd) Run(e *env) error {
 	return runImport(e, copilotcli.Agent, c.Flags, copilotCLIFolders)
+}
+
+// Run imports opencode sessions.
+func (c *ImportOpencodeCmd) Run(e *env) error {
+	return runImport(e, opencode.Agent, c.Flags, opencodeFolders)
 }
 
 // runImport reads the given paths (or the agent's own folders that exist)
@@ -219,4 +231,28 @@ func copilotCLIFolders() ([]string, error) {
 		dir = filepath.Join(home, ".copilot")
 	}
 	return []string{filepath.Join(dir, "session-state"), filepath.Join(dir, "history-session-state")}, nil
+}
+
+// opencodeFolders is where opencode keeps sessions: its data folder
+// ($XDG_DATA_HOME/opencode, else ~/.local/share/opencode) holding
+// opencode.db (1.2 and later) and storage/ (up to 1.1), and the database
+// $OPENCODE_DB names (a relative name is in the data folder).
+func opencodeFolders() ([]string, error) {
+	data := os.Getenv("XDG_DATA_HOME")
+	if data == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	data = filepath.Join(data, "opencode")
+	folders := []string{data}
+	if db := os.Getenv("OPENCODE_DB"); db != "" && db != ":memory:" {
+		if !filepath.IsAbs(db) {
+			db = filepath.Join(data, db)
+		}
+		folders = append(folders, db)
+	}
+	return folders, nil
 }

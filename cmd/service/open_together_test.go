@@ -50,7 +50,8 @@ func freshEnv(home string) []string {
 	env := []string{"HOME=" + home}
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "HOME", "PORT", "SERVICE_INGEST_TOKEN_FILE", "CLAUDE_CONFIG_DIR", "CLINE_DATA_DIR", "CLINE_DIR", "CODEX_HOME":
+		case "HOME", "PORT", "SERVICE_INGEST_TOKEN_FILE", "CLAUDE_CONFIG_DIR", "CLINE_DATA_DIR", "CLINE_DIR", "CODEX_HOME",
+			"GEMINI_CLI_HOME", "COPILOT_HOME", "XDG_DATA_HOME", "OPENCODE_DB":
 		default:
 			env = append(env, kv)
 		}
