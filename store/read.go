@@ -44,6 +44,9 @@ type Summary struct {
 	Flags         int            `json:"flags"`
 	Turns         int            `json:"turns"`
 	Segments      int            `json:"segments"`
+	// LastStepAt is the time of the last step (by seq): the session's last
+	// activity. Empty without steps.
+	LastStepAt string `json:"last_step_at,omitempty"`
 }
 
 // SessionOverview is a session with its summary: one row of the list.
@@ -93,7 +96,8 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
 	(SELECT substr(p.text, 1, 1000) FROM steps p
-	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1)`
+	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
+	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
 func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{
@@ -112,6 +116,7 @@ func scanSession(st *sqlite.Stmt) (int64, SessionOverview, error) {
 			Turns:       st.ColumnInt(17),
 			Segments:    st.ColumnInt(18),
 			Title:       firstLine(st.ColumnText(19)),
+			LastStepAt:  st.ColumnText(20),
 			StepsByType: map[string]int{},
 		},
 	}
