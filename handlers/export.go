@@ -59,7 +59,12 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			return
 		}
 		defer gate.leave()
-		walk, err := newExportWalk(r.Context(), st, sessionID(r))
+		keep, err := keptPlaceholders(r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		walk, err := newExportWalk(r.Context(), st, sessionID(r), keep)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -103,12 +108,38 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 }
 
 func manifestOf(m *redact.Masker) []views.ManifestRow {
+	kept := map[string][]string{}
+	for _, f := range m.Findings() {
+		if f.Kept {
+			kept[f.Rule] = append(kept[f.Rule], f.Placeholder)
+		}
+	}
 	var rows []views.ManifestRow
 	for rule, n := range m.Counts() {
-		rows = append(rows, views.ManifestRow{Rule: rule, Count: n})
+		rows = append(rows, views.ManifestRow{Rule: rule, Count: n - len(kept[rule]), Kept: kept[rule]})
 	}
 	slices.SortFunc(rows, func(a, b views.ManifestRow) int { return strings.Compare(a.Rule, b.Rule) })
 	return rows
+}
+
+// maxKept bounds the keep list of an export request.
+const maxKept = 1000
+
+var placeholderRE = regexp.MustCompile(`^\[[a-z0-9-]{1,64}-[0-9]{1,9}\]$`)
+
+// keptPlaceholders is the export request's keep list: the placeholders of
+// candidate values the reviewer ticked to leave unmasked.
+func keptPlaceholders(r *http.Request) ([]string, error) {
+	keep := r.URL.Query()["keep"]
+	if len(keep) > maxKept {
+		return nil, &statusError{http.StatusBadRequest, fmt.Sprintf("keep lists at most %d values", maxKept)}
+	}
+	for _, k := range keep {
+		if !placeholderRE.MatchString(k) {
+			return nil, &statusError{http.StatusBadRequest, "keep must name placeholders of the export review, like [generic-secret-1]"}
+		}
+	}
+	return keep, nil
 }
 
 // checkedWriter holds what the export renders until flush, which scans it
@@ -244,13 +275,16 @@ type exportWalk struct {
 	err error               // the first failure; the walk stops there
 }
 
-func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, error) {
+// newExportWalk starts the walk of session id; keep lists the placeholders
+// of candidate values left unmasked (redact.Masker.Keep).
+func newExportWalk(ctx context.Context, st Reader, id string, keep []string) (*exportWalk, error) {
 	d, err := st.Detail(ctx, id, store.DetailQuery{NoSteps: true})
 	if err != nil {
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
 	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
+	w.m.Keep(keep)
 	maskHeader(w.m, &w.d)
 	return w, nil
 }
