@@ -307,6 +307,7 @@ func browserScreenshots(t *testing.T, b *browser) {
 	p := b.newTab(t, serveBrowser(t, s))
 	shot := func(name string) {
 		t.Helper()
+		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
 		png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
@@ -332,6 +333,10 @@ func browserScreenshots(t *testing.T, b *browser) {
 			p.open("/session?id=" + showcaseID + "#step-9")
 			p.waitFor("the message shows", `document.querySelector('#step-9 .md h2') !== null`)
 			shot("message" + suffix)
+			p.openAllSteps()
+			p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
+			p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
+			shot("tools" + suffix)
 		}
 	}
 }

@@ -75,7 +75,7 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 			out[i].Prompt = shorten(deref(s.Payload.Text), promptChars)
 		}
 		at, _ := store.ParseTimestamp(s.At)
-		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && !at.IsZero() {
+		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && at.After(lastAt[i]) {
 			out[i].Steps[n-1].Duration = views.Duration(at.Sub(lastAt[i]))
 		}
 		if !at.IsZero() {

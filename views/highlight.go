@@ -57,7 +57,7 @@ func writeHighlighted(w io.StringWriter, code string, lexer chroma.Lexer) {
 		_, _ = w.WriteString(html.EscapeString(code))
 		return
 	}
-	m := markup{budget: len(code)}
+	m := markup{budget: len(code) + spanSlack}
 	for t := it(); t != chroma.EOF; t = it() {
 		m.write(w, t)
 	}
@@ -68,8 +68,13 @@ func writeHighlighted(w io.StringWriter, code string, lexer chroma.Lexer) {
 // multiple of its size too.
 type markup struct{ budget int }
 
-// spanBytes is what the tags of a span may add per byte of code, on average.
-const spanBytes = 4
+// spanBytes is what the tags of spans may add per byte of code, on
+// average (real code needs about that much), and spanSlack what they may
+// add to any code, so that a short snippet is highlighted whole.
+const (
+	spanBytes = 8
+	spanSlack = 32
+)
 
 func (m *markup) write(w io.StringWriter, t chroma.Token) {
 	class := chroma.StandardTypes[t.Type]
@@ -110,7 +115,7 @@ func diffOf(lines []DiffLine, file string) templ.Component {
 				}
 			}
 		}
-		m := markup{budget: 0}
+		m := markup{budget: spanSlack}
 		for _, l := range lines {
 			m.budget += len(l.Text)
 		}

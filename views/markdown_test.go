@@ -19,6 +19,14 @@ func mustMarkdown(t *testing.T, s string) string {
 	return b.String()
 }
 
+// renderFactor bounds how much a value may grow when rendered as Markdown
+// or highlighted code: escaping (up to 5 bytes a character) plus the tags
+// of its spans (spanBytes a byte).
+const (
+	renderFactor = 14
+	renderSlack  = 400
+)
+
 // TestMarkdownIsBounded: hostile values as long as Markdown is rendered
 // for, and at the review app's 100,000-character cut, render within a
 // small multiple of their size.
@@ -52,8 +60,8 @@ func testMarkdownBounded(t *testing.T, n int) {
 	} {
 		t.Run(fmt.Sprintf("%s %d", c.name, n), func(t *testing.T) {
 			out := mustMarkdown(t, c.text)
-			if len(out) > 12*len(c.text)+200 {
-				t.Errorf("%d characters rendered as %d bytes; want at most 12 times as many", len(c.text), len(out))
+			if len(out) > renderFactor*len(c.text)+renderSlack {
+				t.Errorf("%d characters rendered as %d bytes; want at most %d times as many", len(c.text), len(out), renderFactor)
 			}
 		})
 	}
@@ -113,7 +121,7 @@ func TestDiffIsBounded(t *testing.T) {
 	if err := diffOf(lines, "main.go").Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.Len() > 12*size+200 {
-		t.Errorf("a diff of %d bytes rendered as %d; want at most 12 times as many", size, b.Len())
+	if b.Len() > renderFactor*size+renderSlack {
+		t.Errorf("a diff of %d bytes rendered as %d; want at most %d times as many", size, b.Len(), renderFactor)
 	}
 }
