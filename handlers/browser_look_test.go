@@ -34,6 +34,7 @@ func TestBrowserLook(t *testing.T) {
 		{"ToolRenderings", browserToolRenderings},
 		{"LocalTime", browserLocalTime},
 		{"ExportKeep", browserExportKeep},
+		{"Disabled", browserDisabled},
 		{"Screenshots", browserScreenshots},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
@@ -175,9 +176,9 @@ func browserMarkdown(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
 	p.open("/session?id=" + showcaseID + "#step-9")
-	p.waitFor("the step's body loads", `document.querySelector('#step-9 .md h2') !== null`)
+	p.waitFor("the step's body loads", `document.querySelector('#step-9 .md h5') !== null`)
 	md := `#step-9 [data-testid="markdown"]`
-	if got := p.text(md + ` h2`); got != "Fixed" {
+	if got := p.text(md + ` h5`); got != "Fixed" {
 		t.Errorf("heading = %q; want Fixed", got)
 	}
 	if got := p.text(md + ` strong`); got != "returns" {
@@ -293,6 +294,26 @@ func browserExportKeep(t *testing.T, b *browser) {
 		&& document.querySelector('#step-2').open`)
 }
 
+// browserDisabled: a disabled button looks disabled: faded, with a
+// not-allowed cursor, unlike an enabled one.
+func browserDisabled(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + showcaseID)
+	type look struct {
+		Opacity string `json:"opacity"`
+		Cursor  string `json:"cursor"`
+	}
+	const lookOf = `(function(){ const c = getComputedStyle(document.getElementById('export-button'));
+		return { opacity: c.opacity, cursor: c.cursor } })()`
+	enabled := evalJS[look](p, lookOf)
+	p.do("disable the export button", chromedp.Evaluate[chromedp.Void](`document.getElementById('export-button').disabled = true`))
+	disabled := evalJS[look](p, lookOf)
+	if enabled.Opacity != "1" || disabled.Opacity == "1" || disabled.Cursor != "not-allowed" {
+		t.Errorf("export button enabled %+v, disabled %+v; want a disabled one faded with a not-allowed cursor", enabled, disabled)
+	}
+}
+
 // browserScreenshots writes the screenshots of docs/screenshots when
 // SERVICE_SCREENSHOTS names a folder.
 func browserScreenshots(t *testing.T, b *browser) {
@@ -331,7 +352,7 @@ func browserScreenshots(t *testing.T, b *browser) {
 			p.waitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
 			shot("diff" + suffix)
 			p.open("/session?id=" + showcaseID + "#step-9")
-			p.waitFor("the message shows", `document.querySelector('#step-9 .md h2') !== null`)
+			p.waitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
 			shot("message" + suffix)
 			p.openAllSteps()
 			p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)

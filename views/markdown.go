@@ -81,8 +81,9 @@ func nesting(s string) int {
 	return most
 }
 
-// linkTransformer marks every link rel="noopener noreferrer nofollow" and
-// turns images into links to them.
+// linkTransformer marks every link rel="noopener noreferrer nofollow",
+// turns images into links to them, and moves headings below the page's
+// own (a message's "#" is an h4: it sits in a turn's h3).
 type linkTransformer struct{}
 
 func (linkTransformer) Transform(doc *ast.Document, _ text.Reader, _ parser.Context) {
@@ -96,6 +97,8 @@ func (linkTransformer) Transform(doc *ast.Document, _ text.Reader, _ parser.Cont
 			n.SetAttributeString("rel", []byte("noopener noreferrer nofollow"))
 		case *ast.Image:
 			images = append(images, n)
+		case *ast.Heading:
+			n.Level = min(n.Level+3, 6)
 		}
 		return ast.WalkContinue, nil
 	})

@@ -77,8 +77,8 @@ func TestMarkdownRendering(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := doc.Find(`[data-testid="markdown"]`)
-	if got := md.Find("h1").Text(); got != "Title" {
-		t.Errorf("h1 = %q; want Title", got)
+	if got := md.Find("h4").Text(); got != "Title" || md.Find("h1").Length() != 0 {
+		t.Errorf("h4 = %q; want the message's # Title below the page's headings", got)
 	}
 	if got := md.Find("strong").Text(); got != "bold" {
 		t.Errorf("strong = %q; want bold", got)
