@@ -98,7 +98,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
 	}
-	if err := views.Export(p).Render(ctx, out.templ); err != nil {
+	if err := views.Export(p).Render(views.WithHighlighting(ctx, exportHighlight), out.templ); err != nil {
 		return err
 	}
 	if walk.err != nil {

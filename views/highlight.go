@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/alecthomas/chroma/v2"
@@ -17,30 +18,92 @@ import (
 // run. Values reaching a view are already cut to the review app's bounds.
 const highlightChars = 20_000
 
-// nameChars bounds a language or file name looked up for a lexer: chroma
-// matches names against its globs, which costs more than linear time in
-// the name's length.
+// nameChars bounds a language or file name looked up for a lexer.
 const nameChars = 40
 
-// lexerByName is the lexer for a code block's language, or nil.
+// lexerIndex finds chroma's lexers by language name or alias, file
+// extension ("*.go") and plain file name ("Makefile") in maps built once:
+// chroma's own Match tries every glob of every lexer, which costs tens of
+// milliseconds a call.
+var lexerIndex = sync.OnceValue(func() map[string]chroma.Lexer {
+	index := map[string]chroma.Lexer{}
+	add := func(key string, l chroma.Lexer) {
+		if _, ok := index[key]; !ok {
+			index[key] = l
+		}
+	}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		c := l.Config()
+		add("lang:"+strings.ToLower(c.Name), l)
+		for _, a := range c.Aliases {
+			add("lang:"+strings.ToLower(a), l)
+		}
+		for _, g := range c.Filenames {
+			switch {
+			case strings.HasPrefix(g, "*.") && !strings.ContainsAny(g[2:], "*?[\\"):
+				add("ext:"+strings.ToLower(g[1:]), l)
+			case !strings.ContainsAny(g, "*?[\\"):
+				add("file:"+g, l)
+			}
+		}
+	}
+	return index
+})
+
+// lexerByName is the lexer for a code block's language (a name, an alias
+// or an extension), or nil.
 func lexerByName(lang string) chroma.Lexer {
 	if lang == "" || len(lang) > nameChars {
 		return nil
 	}
-	return lexers.Get(lang)
+	lang = strings.ToLower(lang)
+	if l := lexerIndex()["lang:"+lang]; l != nil {
+		return l
+	}
+	return lexerIndex()["ext:."+lang]
 }
 
-// lexerForPath is the lexer for a file's name, or nil. A long name is
-// looked up by its extension alone.
+// lexerForPath is the lexer for a file's name or extension, or nil.
 func lexerForPath(p string) chroma.Lexer {
 	name := path.Base(p)
-	if len(name) > nameChars {
-		name = "file" + path.Ext(name)
-	}
-	if p == "" || len(name) > nameChars {
+	if p == "" || name == "." || name == "/" {
 		return nil
 	}
-	return lexers.Match(name)
+	if len(name) <= nameChars {
+		if l := lexerIndex()["file:"+name]; l != nil {
+			return l
+		}
+	}
+	if ext := path.Ext(name); len(ext) <= nameChars {
+		return lexerIndex()["ext:"+strings.ToLower(ext)]
+	}
+	return nil
+}
+
+type highlightKey struct{}
+
+// WithHighlighting lets the views rendered under ctx highlight up to n
+// bytes of code in all; code past that, and all code rendered without it,
+// is shown plain. Chroma's lexers take over a microsecond a byte, so the
+// budget bounds what highlighting adds to a page's render time.
+func WithHighlighting(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, highlightKey{}, &n)
+}
+
+// budgetOf is the highlighting budget of ctx, or nil.
+func budgetOf(ctx context.Context) *int {
+	b, _ := ctx.Value(highlightKey{}).(*int)
+	return b
+}
+
+// spend takes n bytes from budget, or reports false when it has not
+// that many left.
+func spend(budget *int, n int) bool {
+	if budget == nil || *budget < n {
+		return false
+	}
+	*budget -= n
+	return true
 }
 
 // writeHighlighted writes code as escaped HTML, its tokens in spans with
@@ -93,7 +156,7 @@ func (m *markup) write(w io.StringWriter, t chroma.Token) {
 // the language of the file edited. A line's text starts with its marker
 // ("+", "-" or " "); hunk headers and multi-line blocks are shown plain.
 func diffOf(lines []DiffLine, file string) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		sw := &stringWriter{w: w}
 		code := func(l DiffLine) (string, string, bool) {
 			if l.Kind == "hunk" || l.Text == "" || strings.Contains(l.Text, "\n") || strings.IndexByte("+- ", l.Text[0]) < 0 {
@@ -109,7 +172,7 @@ func diffOf(lines []DiffLine, file string) templ.Component {
 				all.WriteString(c)
 				all.WriteByte('\n')
 			}
-			if all.Len() <= highlightChars {
+			if all.Len() <= highlightChars && spend(budgetOf(ctx), all.Len()) {
 				if it, err := chroma.Coalesce(lexer).Tokenise(nil, all.String()); err == nil {
 					tokenLines = chroma.SplitTokensIntoLines(it.Tokens())
 				}

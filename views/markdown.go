@@ -42,7 +42,7 @@ const (
 // markdownOf renders s, a recorded value already cut to the review app's
 // bounds, as Markdown: in time and HTML a small multiple of its size.
 func markdownOf(s string) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		if len(s) > markdownChars || nesting(s) > markdownDepth {
 			if _, err := io.WriteString(w, `<pre class="md-plain" data-testid="markdown-plain">`); err != nil {
 				return err
@@ -56,7 +56,9 @@ func markdownOf(s string) templ.Component {
 		if _, err := io.WriteString(w, `<div class="md" data-testid="markdown">`); err != nil {
 			return err
 		}
-		if err := md.Convert([]byte(s), w); err != nil {
+		pc := parser.NewContext()
+		pc.Set(budgetContextKey, budgetOf(ctx))
+		if err := md.Convert([]byte(s), w, parser.WithContext(pc)); err != nil {
 			return err
 		}
 		_, err := io.WriteString(w, `</div>`)
@@ -81,12 +83,21 @@ func nesting(s string) int {
 	return most
 }
 
+// budgetContextKey carries the highlighting budget (budgetOf) to the
+// parse, which marks the code blocks it lets be highlighted.
+var budgetContextKey = parser.NewContextKey()
+
+// highlighted marks a code block to highlight.
+var highlighted = []byte("highlight")
+
 // linkTransformer marks every link rel="noopener noreferrer nofollow",
-// turns images into links to them, and moves headings below the page's
-// own (a message's "#" is an h4: it sits in a turn's h3).
+// turns images into links to them, moves headings below the page's own (a
+// message's "#" is an h4: it sits in a turn's h3), and marks the code
+// blocks the highlighting budget allows.
 type linkTransformer struct{}
 
-func (linkTransformer) Transform(doc *ast.Document, _ text.Reader, _ parser.Context) {
+func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.Context) {
+	budget, _ := pc.Get(budgetContextKey).(*int)
 	var images []*ast.Image
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -99,6 +110,16 @@ func (linkTransformer) Transform(doc *ast.Document, _ text.Reader, _ parser.Cont
 			images = append(images, n)
 		case *ast.Heading:
 			n.Level = min(n.Level+3, 6)
+		case *ast.FencedCodeBlock:
+			size := 0
+			for i := range n.Lines().Len() {
+				seg := n.Lines().At(i)
+				size += seg.Len()
+			}
+			lexer := lexerByName(string(n.Language(src.Source())))
+			if lexer != nil && size <= highlightChars && spend(budget, size) {
+				n.SetAttribute(highlighted, true)
+			}
 		}
 		return ast.WalkContinue, nil
 	})
@@ -166,7 +187,9 @@ func renderCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (
 	}
 	var lang string
 	if f, ok := node.(*ast.FencedCodeBlock); ok {
-		lang = string(f.Language(source))
+		if _, ok := f.Attribute(highlighted); ok {
+			lang = string(f.Language(source))
+		}
 	}
 	var code bytes.Buffer
 	lines := node.Lines()

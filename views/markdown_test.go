@@ -13,7 +13,7 @@ import (
 func mustMarkdown(t *testing.T, s string) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := markdownOf(s).Render(context.Background(), &b); err != nil {
+	if err := markdownOf(s).Render(WithHighlighting(context.Background(), 1<<20), &b); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -118,10 +118,46 @@ func TestDiffIsBounded(t *testing.T) {
 		size += len(l.Text)
 	}
 	var b bytes.Buffer
-	if err := diffOf(lines, "main.go").Render(context.Background(), &b); err != nil {
+	if err := diffOf(lines, "main.go").Render(WithHighlighting(context.Background(), 1<<20), &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.Len() > renderFactor*size+renderSlack {
 		t.Errorf("a diff of %d bytes rendered as %d; want at most %d times as many", size, b.Len(), renderFactor)
+	}
+}
+
+// TestHighlightingBudget: code is highlighted up to the render's budget,
+// then shown plain; without a budget, nothing is highlighted.
+func TestHighlightingBudget(t *testing.T) {
+	block := "```go\nfunc f() error { return nil }\n```\n"
+	code := len("func f() error { return nil }\n")
+	for _, c := range []struct {
+		name   string
+		ctx    context.Context
+		blocks int
+	}{
+		{"no budget", context.Background(), 0},
+		{"budget for two", WithHighlighting(context.Background(), 2*code+code/2), 2},
+		{"budget for all", WithHighlighting(context.Background(), 10*code), 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := markdownOf(block+block+block).Render(c.ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			doc, err := goquery.NewDocumentFromReader(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			doc.Find("pre.code").Each(func(_ int, p *goquery.Selection) {
+				if p.Find(`[class^="hl-"]`).Length() > 0 {
+					n++
+				}
+			})
+			if n != c.blocks || doc.Find("pre.code").Length() != 3 {
+				t.Errorf("%d of %d blocks highlighted; want %d of 3", n, doc.Find("pre.code").Length(), c.blocks)
+			}
+		})
 	}
 }
