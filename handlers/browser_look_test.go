@@ -164,6 +164,7 @@ func browserListDensity(t *testing.T, b *browser) {
 	if visible < 15 {
 		t.Errorf("%d sessions visible at 1280x800; want at least 15", visible)
 	}
+	t.Logf("%d sessions visible at 1280x800", visible)
 	if h := p.text(`h1`); h != "Sessions" {
 		t.Errorf("list heading = %q; want Sessions", h)
 	}

@@ -91,7 +91,10 @@ var budgetContextKey = parser.NewContextKey()
 var highlighted = []byte("highlight")
 
 // linkTransformer marks every link rel="noopener noreferrer nofollow",
-// turns images into links to them, moves headings below the page's own (a
+// turns images into links to them, shows a link to anything but an http,
+// https or mailto address as written (a relative link would point into
+// this app, and in the export "[aws-access-key-1](" is a masked value, not
+// a link), moves headings below the page's own (a
 // message's "#" is an h4: it sits in a turn's h3), and marks the code
 // blocks the highlighting budget allows.
 type linkTransformer struct{}
@@ -99,12 +102,15 @@ type linkTransformer struct{}
 func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.Context) {
 	budget, _ := pc.Get(budgetContextKey).(*int)
 	var images []*ast.Image
+	var links []*ast.Link
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil
 		}
 		switch n := n.(type) {
-		case *ast.Link, *ast.AutoLink:
+		case *ast.Link:
+			links = append(links, n)
+		case *ast.AutoLink:
 			n.SetAttributeString("rel", []byte("noopener noreferrer nofollow"))
 		case *ast.Image:
 			images = append(images, n)
@@ -137,7 +143,29 @@ func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.C
 			link.AppendChild(link, ast.NewString([]byte("image")))
 		}
 		img.Parent().ReplaceChild(img.Parent(), img, link)
+		links = append(links, link)
 	}
+	for _, l := range links {
+		if absolute(l.Destination) {
+			l.SetAttributeString("rel", []byte("noopener noreferrer nofollow"))
+			continue
+		}
+		parent := l.Parent()
+		parent.InsertBefore(parent, l, ast.NewString([]byte("[")))
+		for c := l.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			parent.InsertBefore(parent, l, c)
+			c = next
+		}
+		parent.InsertBefore(parent, l, ast.NewString([]byte("]("+string(l.Destination)+")")))
+		parent.RemoveChild(parent, l)
+	}
+}
+
+// absolute reports an http, https or mailto address.
+func absolute(dest []byte) bool {
+	d := strings.ToLower(string(dest[:min(len(dest), 8)]))
+	return strings.HasPrefix(d, "http://") || strings.HasPrefix(d, "https://") || strings.HasPrefix(d, "mailto:")
 }
 
 // messageRenderer shows raw HTML as text and highlights code blocks.

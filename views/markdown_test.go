@@ -71,7 +71,8 @@ func testMarkdownBounded(t *testing.T, n int) {
 // are nofollow and images are links; fenced code is highlighted.
 func TestMarkdownRendering(t *testing.T) {
 	out := mustMarkdown(t, "# Title\n\n**bold** and [a link](https://example.com) and <b onclick=\"x()\">tag</b>\n\n"+
-		"<script>alert(1)</script>\n\n![pic](https://example.com/p.png)\n\n[bad](javascript:alert(1))\n\n```go\nfunc f() {}\n```\n")
+		"<script>alert(1)</script>\n\n![pic](https://example.com/p.png)\n\n[bad](javascript:alert(1))\n\n"+
+		"token = [generic-secret-1](:crypto.rand(32)) and [a *file*](docs/x.md)\n\n```go\nfunc f() {}\n```\n")
 	doc, err := goquery.NewDocumentFromReader(strings.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +100,14 @@ func TestMarkdownRendering(t *testing.T) {
 			t.Errorf("link %q goes to %q", a.Text(), href)
 		}
 	})
+	for _, want := range []string{"token = [generic-secret-1](:crypto.rand(32)) and [a file](docs/x.md)", "[bad](javascript:alert(1))"} {
+		if !strings.Contains(md.Text(), want) {
+			t.Errorf("text = %q; want %q: a link to no web address as written", md.Text(), want)
+		}
+	}
+	if n := md.Find("a").Length(); n != 2 {
+		t.Errorf("%d links; want 2 (the link and the image)", n)
+	}
 	if got := md.Find("a.image-link").Text(); got != "pic" {
 		t.Errorf("image link = %q; want pic", got)
 	}
