@@ -109,6 +109,12 @@ func browserNarrow(t *testing.T, b *browser) {
 			t.Errorf("%s at 390 px: wider than the screen:\n%s", page, strings.Join(wide, "\n"))
 		}
 	}
+	p.click(`[data-testid="export-button"]`)
+	p.waitFor("the export panel lists its findings", `document.querySelector('[data-testid="export-finding"]') !== null`)
+	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+		t.Errorf("the export panel at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
+	}
+	p.click(`[data-testid="export-dialog"] form[method="dialog"] button`)
 	if h := p.text(`[data-testid="step"][data-seq="5"] .line`); len(h) < 20 {
 		t.Errorf("step summary at 390 px = %q; want it readable, not squeezed", h)
 	}

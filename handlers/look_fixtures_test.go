@@ -137,7 +137,7 @@ func showcaseSession(t testing.TB, sid string, started time.Time) obj {
 		stepRec(sid, 8, 1, at(t1, 95), "other", obj{"tool_name": "Task", "raw": sampleTool(t, "spotter/258c7280_excerpt_lines_1472-1486_task_spawn.jsonl", "Task")}),
 		stepRec(sid, 9, 1, at(t1, 160), "message", obj{"role": "assistant", "text": markdownReply}),
 		stepRec(sid, 10, 2, t2, "message", userPrompt("Run the tests again.")),
-		stepRec(sid, 11, 2, at(t2, 3), "command", obj{"command": "go test ./...", "exit_code": 0, "stdout": "ok  \tgithub.com/dev/parser-kit\t0.012s"}),
+		stepRec(sid, 11, 2, at(t2, 3), "command", obj{"command": "go test ./...", "exit_code": 0, "stdout": "ok  \tgithub.com/dev/parser-kit\t0.012s\nconfig: api_key = \"zq8Kf3LmN0pR7sT2vW5xY9aB\""}),
 		stepRec(sid, 12, 2, at(t2, 9), "message", obj{"role": "assistant", "text": "All tests pass. The change is in `parse.go`:\n\n1. `parse(\"\")` returns `ErrEmpty`\n2. other errors are returned, not dropped"}),
 	}
 	return b
