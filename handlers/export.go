@@ -125,8 +125,6 @@ func manifestOf(m *redact.Masker) []views.ManifestRow {
 // maxKept bounds the keep list of an export request.
 const maxKept = 1000
 
-var placeholderRE = regexp.MustCompile(`^\[[a-z0-9-]{1,64}-[0-9]{1,9}\]$`)
-
 // keptPlaceholders is the export request's keep list: the placeholders of
 // candidate values the reviewer ticked to leave unmasked.
 func keptPlaceholders(r *http.Request) ([]string, error) {
@@ -135,7 +133,7 @@ func keptPlaceholders(r *http.Request) ([]string, error) {
 		return nil, &statusError{http.StatusBadRequest, fmt.Sprintf("keep lists at most %d values", maxKept)}
 	}
 	for _, k := range keep {
-		if !placeholderRE.MatchString(k) {
+		if !redact.IsMaskPlaceholder(k) {
 			return nil, &statusError{http.StatusBadRequest, "keep must name placeholders of the export review, like [generic-secret-1]"}
 		}
 	}

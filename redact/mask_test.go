@@ -274,3 +274,15 @@ func TestMaskKeepNeverDefinite(t *testing.T) {
 		}
 	}
 }
+
+func TestIsMaskPlaceholder(t *testing.T) {
+	for s, want := range map[string]bool{
+		"[generic-secret-1]": true, "[aws-access-key-12]": true,
+		"generic-secret-1": false, "[generic-secret]": false, "[<script>-1]": false, "[a-1] [b-2]": false,
+		"[" + strings.Repeat("a", 100) + "-1]": false,
+	} {
+		if got := IsMaskPlaceholder(s); got != want {
+			t.Errorf("IsMaskPlaceholder(%q) = %v; want %v", s, got, want)
+		}
+	}
+}
