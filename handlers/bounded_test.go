@@ -11,6 +11,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // renderFactor is the most a value may grow by when rendered: HTML
@@ -155,8 +156,8 @@ func TestRawIsCutLikeOutput(t *testing.T) {
 		if shown != pretty[:c.shown] {
 			t.Errorf("GET %s shows %d characters of raw; want its first %d", c.path, len(shown), c.shown)
 		}
-		if more := len(pretty) - c.shown; more > 0 && !strings.Contains(note, fmt.Sprintf("%d more characters", more)) {
-			t.Errorf("GET %s cut note = %q; want %d more characters", c.path, note, more)
+		if more := len(pretty) - c.shown; more > 0 && !strings.Contains(note, views.Number(int64(more))+" more characters") {
+			t.Errorf("GET %s cut note = %q; want %s more characters", c.path, note, views.Number(int64(more)))
 		}
 	}
 }

@@ -269,13 +269,18 @@ func browserSessionView(t *testing.T, b *browser) {
 	host, _ := os.Hostname()
 	summary := p.fields(`[data-testid="summary"]`)
 	for label, want := range map[string]string{
-		"Cost": "$1.50", "API requests": "7", "Tokens in / out": "1200 / 340", "Steps": "9", "Turns": "2",
+		"Cost": "$1.50", "API requests": "7", "Tokens in / out": "1,200 / 340", "Steps": "9", "Turns": "2",
 		"Failed": "1", "Reference-only": "1", "Workspace": "/home/dev/project-x (github.com/dev/project-x)",
-		"Time": "2026-01-02T10:00:00Z – open · 2 segments", "Owner": "local on " + host,
+		"Owner": "local on " + host,
 	} {
 		if summary[label] != want {
 			t.Errorf("summary %s = %q; want %q", label, summary[label], want)
 		}
+	}
+	// Times in the viewer's zone (the test browser's is UTC), the duration
+	// to the last step, and the last activity of an open session.
+	if got, want := summary["Time"], "2026-01-02 10:00 – open · 2 min 4 s · 2 segments · last activity "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " days ago") {
+		t.Errorf("summary Time = %q; want %q and some days ago", got, want)
 	}
 	if got := p.text(`[data-testid="summary-cost"]`); got != "$1.50" {
 		t.Errorf("summary-cost = %q; want $1.50", got)
@@ -308,7 +313,7 @@ func browserSessionView(t *testing.T, b *browser) {
 					.map(e => e.textContent.trim()).join(' | ')) };
 	})`)
 	want := []turnInfo{{
-		Number: "1", Head: "Turn 1 plan", Prompt: "Fix the failing test in the parser package", Mode: "plan",
+		Number: "1", Head: "Turn 1 plan 10:00:01 · 3 s", Prompt: "Fix the failing test in the parser package", Mode: "plan",
 		Steps: []string{
 			"#1 | message | user: Fix the failing test … | ok",
 			"#2 | command | go test ./... | failed: exit_status",
@@ -316,7 +321,7 @@ func browserSessionView(t *testing.T, b *browser) {
 			"#4 | read | read /home/dev/project-x/parser.go:10-42 | ok",
 		},
 	}, {
-		Number: "2", Head: "Turn 2 act", Prompt: "Now run it again", Mode: "act",
+		Number: "2", Head: "Turn 2 act 10:02:00 · 4 s", Prompt: "Now run it again", Mode: "act",
 		Steps: []string{
 			"#5 | message | user: Now run it again | ok",
 			"#6 | command | go test ./... | ok",
@@ -350,15 +355,15 @@ func browserOpenStep(t *testing.T, b *browser) {
 		blocks   map[string]string
 	}{
 		{2, false, map[string]string{
-			"Time": "2026-01-02T10:00:02Z", "Permission": "accepted", "Command": "go test ./...", "Working directory": "/home/dev/project-x",
+			"Time": "10:00:02", "Permission": "accepted", "Command": "go test ./...", "Working directory": "/home/dev/project-x",
 			"Exit code": "1", "Error": "exit_status: exit status 1", "Flag": "failed (warn): the tests failed",
 		}, map[string]string{"stdout": "FAIL parser", "stderr": "panic: boom"}},
-		{3, true, map[string]string{"Time": "2026-01-02T10:00:03Z", "Permission": "accepted", "File": "/home/dev/project-x/parser.go"}, nil},
-		{4, false, map[string]string{"Time": "2026-01-02T10:00:04Z", "Permission": "auto", "File": "/home/dev/project-x/parser.go", "Range": "lines 10–42"}, nil},
-		{8, true, map[string]string{"Time": "2026-01-02T10:02:03Z", "Role": "assistant"}, map[string]string{"Text": "All tests pass now.\nThe parser returns its error."}},
-		{9, false, map[string]string{"Time": "2026-01-02T10:02:04Z", "Permission": "accepted", "Tool": "WebFetch"},
+		{3, true, map[string]string{"Time": "10:00:03", "Permission": "accepted", "File": "/home/dev/project-x/parser.go"}, nil},
+		{4, false, map[string]string{"Time": "10:00:04", "Permission": "auto", "File": "/home/dev/project-x/parser.go", "Range": "lines 10–42"}, nil},
+		{8, true, map[string]string{"Time": "10:02:03", "Role": "assistant"}, map[string]string{"Text": "All tests pass now.\nThe parser returns its error."}},
+		{9, false, map[string]string{"Time": "10:02:04", "Permission": "accepted", "Tool": "WebFetch"},
 			map[string]string{"Recorded": "{\n  \"prompt\": \"summarise\",\n  \"url\": \"https://example.com\"\n}"}},
-		{7, true, map[string]string{"Time": "2026-01-02T10:02:02Z", "Permission": "accepted", "Output kept at": "/tmp/capture/out-7.txt"}, nil},
+		{7, true, map[string]string{"Time": "10:02:02", "Permission": "accepted", "Output kept at": "/tmp/capture/out-7.txt"}, nil},
 	} {
 		step := fmt.Sprintf("#step-%d", c.seq)
 		how := "click"
@@ -375,7 +380,7 @@ func browserOpenStep(t *testing.T, b *browser) {
 			t.Errorf("step %d (opened by %s) shows %v; want %v", c.seq, how, got, c.fields)
 		}
 		for label, want := range c.blocks {
-			got := evalJS[string](p, `document.querySelector('`+step+` [data-testid="block-`+label+`"] pre').textContent`)
+			got := evalJS[string](p, `document.querySelector('`+step+` [data-testid="block-`+label+`"] :is(pre, .md p)').textContent`)
 			if got != want {
 				t.Errorf("step %d %s = %q; want %q", c.seq, label, got, want)
 			}
@@ -537,8 +542,8 @@ func browserLongOutput(t *testing.T, b *browser) {
 	p.click("#step-1 > summary")
 	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
 		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
-	if got := p.text(`#step-1 [data-testid="cut"]`); !strings.Contains(got, "50000 more characters") {
-		t.Errorf("cut note = %q; want 50000 more characters", got)
+	if got := p.text(`#step-1 [data-testid="cut"]`); !strings.Contains(got, "50,000 more characters") {
+		t.Errorf("cut note = %q; want 50,000 more characters", got)
 	}
 	if got := evalJS[string](p, pre); got != countable(100_000) {
 		t.Errorf("the first 100,000 characters shown are not the output's start")
@@ -617,7 +622,7 @@ func browserFirstDeliveryHead(t *testing.T, b *browser) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ sel, whole string }{
-		{`#step-1 [data-testid="block-Text"] pre`, text},
+		{`#step-1 [data-testid="block-Text"] .md p`, text},
 		{`#step-2 [data-testid="block-stdout"] pre`, out},
 		{`#step-2 [data-testid="block-stderr"] pre`, errOut},
 		{`#step-3 [data-testid="block-stdout"] pre`, "short"},
@@ -640,7 +645,7 @@ func browserFirstDeliveryHead(t *testing.T, b *browser) {
 		t.Error("step 2's loaded stdout differs from the recorded one")
 	}
 	p.pressEnter("#step-1 > summary")
-	p.waitFor("opening step 1 loads all of its text", `document.querySelector('#step-1 [data-testid="block-Text"] pre').textContent.length === 4000`)
+	p.waitFor("opening step 1 loads all of its text", `document.querySelector('#step-1 [data-testid="block-Text"] .md p').textContent.length === 4000`)
 	if n := p.count(`[data-testid="cut"]`); n != 0 {
 		t.Errorf("%d cut notes after loading the steps; want none", n)
 	}
@@ -1024,8 +1029,8 @@ func browserExport(t *testing.T, b *browser) {
 	if panel := p.text(`[data-testid="export-dialog"]`); strings.Contains(panel, key) {
 		t.Error("the export panel shows the whole key")
 	}
-	if href := evalJS[string](p, `document.querySelector('[data-testid="export-download"]').getAttribute('href')`); href != "/api/sessions/"+sid+"/export" {
-		t.Errorf("download link = %q; want /api/sessions/%s/export", href, sid)
+	if action := evalJS[string](p, `document.querySelector('[data-testid="export-findings"]').getAttribute('action')`); action != "/api/sessions/"+sid+"/export" {
+		t.Errorf("download form action = %q; want /api/sessions/%s/export", action, sid)
 	}
 }
 

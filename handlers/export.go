@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -56,7 +57,12 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			return
 		}
 		defer gate.leave()
-		walk, err := newExportWalk(r.Context(), st, sessionID(r))
+		keep, err := keptPlaceholders(r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		walk, err := newExportWalk(r.Context(), st, sessionID(r), keep)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -90,7 +96,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
 	}
-	if err := views.Export(p).Render(ctx, out.templ); err != nil {
+	if err := views.Export(p).Render(views.WithHighlighting(ctx, exportHighlight), out.templ); err != nil {
 		return err
 	}
 	if walk.err != nil {
@@ -100,12 +106,36 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 }
 
 func manifestOf(m *redact.Masker) []views.ManifestRow {
+	kept := map[string][]string{}
+	for _, f := range m.Findings() {
+		if f.Kept {
+			kept[f.Rule] = append(kept[f.Rule], f.Placeholder)
+		}
+	}
 	var rows []views.ManifestRow
 	for rule, n := range m.Counts() {
-		rows = append(rows, views.ManifestRow{Rule: rule, Count: n})
+		rows = append(rows, views.ManifestRow{Rule: rule, Count: n - len(kept[rule]), Kept: kept[rule]})
 	}
 	slices.SortFunc(rows, func(a, b views.ManifestRow) int { return strings.Compare(a.Rule, b.Rule) })
 	return rows
+}
+
+// maxKept bounds the keep list of an export request.
+const maxKept = 1000
+
+// keptPlaceholders is the export request's keep list: the placeholders of
+// candidate values the reviewer ticked to leave unmasked.
+func keptPlaceholders(r *http.Request) ([]string, error) {
+	keep := r.URL.Query()["keep"]
+	if len(keep) > maxKept {
+		return nil, &statusError{http.StatusBadRequest, fmt.Sprintf("keep lists at most %d values", maxKept)}
+	}
+	for _, k := range keep {
+		if !redact.IsMaskPlaceholder(k) {
+			return nil, &statusError{http.StatusBadRequest, "keep must name placeholders of the export review, like [generic-secret-1]"}
+		}
+	}
+	return keep, nil
 }
 
 // checkedWriter holds what the export renders until flush, which scans it
@@ -233,13 +263,16 @@ type exportWalk struct {
 	err   error                      // the first failure; the walk stops there
 }
 
-func newExportWalk(ctx context.Context, st Reader, id string) (*exportWalk, error) {
+// newExportWalk starts the walk of session id; keep lists the placeholders
+// of candidate values left unmasked (redact.Masker.Keep).
+func newExportWalk(ctx context.Context, st Reader, id string, keep []string) (*exportWalk, error) {
 	d, err := st.Detail(ctx, id, store.DetailQuery{NoSteps: true})
 	if err != nil {
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
 	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
+	w.m.Keep(keep)
 	redact.Session(w.m, &w.d)
 	w.notes = notesBySeq(noteViews(w.d.Notes))
 	return w, nil

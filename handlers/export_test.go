@@ -109,7 +109,7 @@ func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
 	s := newTestService(t)
 	s.mustPush(secretBatch("s1"), http.StatusCreated)
 	export := func(change func(*exportWalk)) (*httptest.ResponseRecorder, error) {
-		walk, err := newExportWalk(t.Context(), s.store, "s1")
+		walk, err := newExportWalk(t.Context(), s.store, "s1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,5 +368,70 @@ func BenchmarkExport5000(b *testing.B) {
 			b.Fatalf("export = %d", rec.Code)
 		}
 		b.SetBytes(int64(rec.Body.Len()))
+	}
+}
+
+// keepBatch has a value only the generic rule matches (code, not a
+// secret), a known-format key, and a real-looking generic secret.
+func keepBatch(sid string) obj {
+	b := newBatch(sid)
+	steps := b["steps"].(arr)
+	cmd := steps[1].(obj)
+	cmd["payload"].(obj)["command"] = "mix run -e 'token = Base.url_encode64(:crypto.strong_rand_bytes(32))'"
+	cmd["payload"].(obj)["stdout"] = "AWS_ACCESS_KEY_ID=" + fakeAWS + "\napi_key = \"zq8Kf3LmN0pR7sT2vW5xY9aB\"\n"
+	return b
+}
+
+// TestExportKeep: candidate values the reviewer ticked are left unmasked
+// and named in the manifest; a known-format key stays masked however the
+// request lists it; a keep list that names no placeholder is refused.
+func TestExportKeep(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(keepBatch("k1"), http.StatusCreated)
+	before := s.snapshot()
+
+	rec := s.get("/api/sessions/k1/export?keep=%5Bgeneric-secret-1%5D&keep=%5Baws-access-key-1%5D")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export with keep = %d %s", rec.Code, rec.Body)
+	}
+	body := rec.Body.String()
+	if !strings.Contains(body, "Base.url_encode64(:crypto") {
+		t.Error("the kept candidate value is masked in the export")
+	}
+	for _, masked := range []string{fakeAWS, "zq8Kf3LmN0pR7sT2vW5xY9aB"} {
+		if strings.Contains(body, masked) {
+			t.Errorf("the export shows %q; want it masked", masked)
+		}
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := map[string]string{}
+	doc.Find(`[data-testid="manifest-row"]`).Each(func(_ int, r *goquery.Selection) {
+		cells := r.Find("td")
+		manifest[cells.Eq(0).Text()] = cells.Eq(1).Text() + " | " + strings.Join(strings.Fields(cells.Eq(2).Text()), " ")
+	})
+	want := map[string]string{
+		"generic-secret": "1 | 1 value kept unmasked by the reviewer: [generic-secret-1]",
+		"aws-access-key": "1 | ",
+	}
+	if fmt.Sprint(manifest) != fmt.Sprint(want) {
+		t.Errorf("manifest = %q; want %q", manifest, want)
+	}
+
+	plain := s.get("/api/sessions/k1/export").Body.String()
+	if strings.Contains(plain, "Base.url_encode64(:crypto") {
+		t.Error("without keep, the candidate value is not masked")
+	}
+
+	for _, bad := range []string{"keep=generic-secret-1", "keep=%5B%3Cscript%3E-1%5D", "keep=" + strings.Repeat("x", 200)} {
+		rec := s.get("/api/sessions/k1/export?" + bad)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "keep must name placeholders") {
+			t.Errorf("export?%s = %d %s; want 400 naming the keep list", bad, rec.Code, rec.Body)
+		}
+	}
+	if after := s.snapshot(); after != before {
+		t.Error("exports changed the store")
 	}
 }

@@ -50,11 +50,20 @@ func ago(d time.Duration) string {
 	}
 }
 
+// Highlighting budgets (views.WithHighlighting): how many bytes of code a
+// page or fragment, and an export, may highlight. Chroma's Go lexer runs
+// at about 0.6 MB/s and makes about 900 bytes of garbage a byte, so a
+// page spends at most ~25 ms on it; past the budget code is shown plain.
+const (
+	pageHighlight   = 16 << 10
+	exportHighlight = 256 << 10
+)
+
 // render writes a component into a buffer first, so a failing component
 // never sends half a page with 200.
 func render(w http.ResponseWriter, r *http.Request, log *slog.Logger, status int, c templ.Component) {
 	var buf bytes.Buffer
-	if err := c.Render(r.Context(), &buf); err != nil {
+	if err := c.Render(views.WithHighlighting(r.Context(), pageHighlight), &buf); err != nil {
 		writeError(w, r, log, err)
 		return
 	}

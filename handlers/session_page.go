@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
@@ -43,7 +44,7 @@ func (s storeSource) Review(ctx context.Context, id string) (Review, error) {
 		return Review{}, errExportsBusy
 	}
 	defer s.exports.leave()
-	w, err := newExportWalk(ctx, s.Reader, id)
+	w, err := newExportWalk(ctx, s.Reader, id, nil)
 	if err != nil {
 		return Review{}, err
 	}
@@ -230,11 +231,13 @@ func exportPanelFragment(src PageSource, log *slog.Logger) http.Handler {
 		}
 		p := views.ExportPanel{ExportURL: "/api/sessions/" + url.PathEscape(id) + "/export"}
 		for _, f := range rv.Findings {
-			pf := views.PanelFinding{Rule: f.Rule, Confidence: f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder}
+			pf := views.PanelFinding{Rule: f.Rule, Confidence: f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder,
+				Keepable: f.Confidence == string(redact.Candidate)}
 			for _, w := range f.Where {
-				place := w.Field
+				place := views.Place{Label: w.Field}
 				if w.Seq != nil {
-					place = "step " + strconv.FormatInt(*w.Seq, 10) + " " + w.Field
+					seq := strconv.FormatInt(*w.Seq, 10)
+					place = views.Place{Label: "step " + seq + " " + w.Field, Href: "#step-" + seq}
 				}
 				pf.Where = append(pf.Where, place)
 			}

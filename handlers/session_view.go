@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
@@ -25,13 +26,19 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
 		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),
 	}
-	if v.Ended == "" {
-		v.Ended = "open"
+	last, _ := store.ParseTimestamp(d.Summary.LastStepAt)
+	if v.Ended == "" && !last.IsZero() {
+		v.LastActivity = d.Summary.LastStepAt
 	}
+	end := last
+	if t, ok := store.ParseTimestamp(d.EndedAt); ok {
+		end = t
+	}
+	v.Duration = between(d.StartedAt, end)
 	if m := d.Metrics; m != nil {
-		v.APIRequests = strconv.FormatInt(m.APIRequests, 10)
-		v.TokensIn = strconv.FormatInt(m.Tokens.Input, 10)
-		v.TokensOut = strconv.FormatInt(m.Tokens.Output, 10)
+		v.APIRequests = views.Number(m.APIRequests)
+		v.TokensIn = views.Number(m.Tokens.Input)
+		v.TokensOut = views.Number(m.Tokens.Output)
 	}
 	for _, f := range d.Report.Files {
 		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
@@ -58,8 +65,9 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 	for i, t := range d.Turns {
 		byID[t.ID] = i
 		out[i] = views.TurnView{ID: t.ID, DOMID: "turn-" + hex.EncodeToString([]byte(t.ID)), Number: t.Index,
-			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars)}
+			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars), At: t.StartedAt}
 	}
+	lastAt := make([]time.Time, len(out))
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]
 		if !ok {
@@ -68,9 +76,28 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 		if out[i].Prompt == "" && s.Type == store.TypeMessage && s.Payload.Role == "user" {
 			out[i].Prompt = shorten(deref(s.Payload.Text), promptChars)
 		}
+		at, _ := store.ParseTimestamp(s.At)
+		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && at.After(lastAt[i]) {
+			out[i].Steps[n-1].Duration = views.Duration(at.Sub(lastAt[i]))
+		}
+		if !at.IsZero() {
+			lastAt[i] = at
+		}
 		out[i].Steps = append(out[i].Steps, stepView(s, limit))
 	}
+	for i := range out {
+		out[i].Duration = between(out[i].At, lastAt[i])
+	}
 	return out
+}
+
+// between is the time from start to end, or "" when either is unknown.
+func between(start string, end time.Time) string {
+	t, ok := store.ParseTimestamp(start)
+	if !ok || end.IsZero() || end.Before(t) {
+		return ""
+	}
+	return views.Duration(end.Sub(t))
 }
 
 // stepView is a step as the review app shows it, each recorded value cut
@@ -137,6 +164,7 @@ func stepView(s store.Step, limit int) views.StepView {
 		_, oldCut := s.Cut["old_string"]
 		_, newCut := s.Cut["new_string"]
 		v.Diff, v.DiffCut = editDiff(p, limit)
+		v.DiffFile = p.Path
 		v.DiffCut = v.DiffCut || oldCut || newCut
 	case store.TypeRead:
 		field("File", &p.Path)
@@ -148,8 +176,12 @@ func stepView(s store.Step, limit int) views.StepView {
 		field("Role", &p.Role)
 		field("Text kept at", p.TextRef)
 		block("Text", "text", p.Text)
+		for i := range v.Blocks {
+			v.Blocks[i].Markdown = true
+		}
 	case store.TypeOther:
 		field("Tool", &p.ToolName)
+		v.Tool = toolView(p.ToolName, p.Raw, limit)
 		if len(p.Raw) > 0 {
 			shown, more := prettyJSON(p.Raw, limit)
 			v.Blocks = append(v.Blocks, views.Block{Label: "Recorded", Text: views.Text{Shown: shown, More: more}})
@@ -183,6 +215,9 @@ func stepSummary(s store.Step) string {
 		}
 		return oneLine(p.Role + ": " + oneLine(*p.Text))
 	default:
+		if line := toolLine(p.ToolName, p.Raw); line != "" {
+			return oneLine(p.ToolName + " " + line)
+		}
 		return oneLine(p.ToolName + " " + oneLine(string(p.Raw)))
 	}
 }

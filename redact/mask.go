@@ -12,6 +12,9 @@ type Finding struct {
 	Placeholder string   // e.g. "[aws-access-key-1]"
 	Preview     string   // only the ends of the value, e.g. "ghp_…x9Qz"
 	Where       []string // location labels passed to Mask, deduplicated, in order
+	// Kept is a candidate value the reviewer chose to leave unmasked
+	// (Masker.Keep); a definite value is never kept.
+	Kept bool
 }
 
 // Masker replaces secrets with placeholders for one report, giving the same
@@ -23,6 +26,7 @@ type Masker struct {
 	findings []*finding
 	byValue  map[string]*finding
 	perRule  map[string]int
+	keep     map[string]bool // placeholders of candidate values left as they are
 }
 
 type finding struct {
@@ -55,6 +59,19 @@ func NewMasker(home string) *Masker {
 	return m
 }
 
+// Keep leaves the values whose placeholders are listed unmasked, when only
+// a candidate rule matched them: the reviewer has seen them and judged
+// them safe to share. A value any definite rule matches is masked however
+// it is listed. Placeholders are numbered by first appearance, so a list
+// made from one walk's findings names the same values in the next walk of
+// the same texts.
+func (m *Masker) Keep(placeholders []string) {
+	m.keep = map[string]bool{}
+	for _, p := range placeholders {
+		m.keep[p] = true
+	}
+}
+
 // Mask returns text with every secret replaced by its placeholder and home
 // paths shown as ~. where labels the location (e.g. "step 12 stdout") in the
 // findings. A secret split across two calls is not seen.
@@ -71,7 +88,7 @@ func (m *Masker) Mask(text, where string) string {
 	// so scan again until clean.
 	for range maxRounds {
 		out = m.replace(out, ms, where)
-		if ms = Scan(out); len(ms) == 0 {
+		if ms = m.unkept(out, Scan(out)); len(ms) == 0 {
 			return out
 		}
 	}
@@ -102,7 +119,23 @@ func (m *Masker) Counts() map[string]int {
 	return counts
 }
 
-// replace writes text with each match swapped for its placeholder.
+// unkept drops the matches of kept values in text: they were recorded
+// when first replaced, and stay as they are.
+func (m *Masker) unkept(text string, ms []Match) []Match {
+	if len(m.keep) == 0 {
+		return ms
+	}
+	out := ms[:0]
+	for _, mt := range ms {
+		if f := m.byValue[text[mt.Start:mt.End]]; f == nil || !f.Kept || mt.Confidence == Definite {
+			out = append(out, mt)
+		}
+	}
+	return out
+}
+
+// replace writes text with each match swapped for its placeholder, or
+// left as it is when kept.
 func (m *Masker) replace(text string, ms []Match, where string) string {
 	if len(ms) == 0 {
 		return text
@@ -112,17 +145,23 @@ func (m *Masker) replace(text string, ms []Match, where string) string {
 	last := 0
 	for _, mt := range ms {
 		b.WriteString(text[last:mt.Start])
-		b.WriteString(m.placeholder(mt, text[mt.Start:mt.End], where))
+		value := text[mt.Start:mt.End]
+		if p, kept := m.placeholder(mt, value, where); kept {
+			b.WriteString(value)
+		} else {
+			b.WriteString(p)
+		}
 		last = mt.End
 	}
 	b.WriteString(text[last:])
 	return b.String()
 }
 
-// placeholder returns the placeholder for value, recording where it was seen.
-// A value keeps the rule and placeholder of its first sighting, but becomes
-// definite if any rule is sure of it.
-func (m *Masker) placeholder(mt Match, value, where string) string {
+// placeholder returns the placeholder for value, recording where it was seen,
+// and whether the value is kept unmasked. A value keeps the rule and
+// placeholder of its first sighting, but becomes definite if any rule is
+// sure of it, and then is never kept.
+func (m *Masker) placeholder(mt Match, value, where string) (string, bool) {
 	f := m.byValue[value]
 	if f == nil {
 		m.perRule[mt.Rule]++
@@ -138,11 +177,12 @@ func (m *Masker) placeholder(mt Match, value, where string) string {
 	if mt.Confidence == Definite {
 		f.Confidence = Definite
 	}
+	f.Kept = f.Confidence == Candidate && m.keep[f.Placeholder]
 	if !f.seen[where] {
 		f.seen[where] = true
 		f.Where = append(f.Where, where)
 	}
-	return f.Placeholder
+	return f.Placeholder, f.Kept
 }
 
 // preview keeps the first and last 4 runes (2 for values of 12 runes or

@@ -213,3 +213,76 @@ func TestFindingsAreCopies(t *testing.T) {
 		t.Errorf("Findings()[0].Where[0] = %q after editing a copy; want %q", got, "a")
 	}
 }
+
+// TestMaskKeep: a candidate value the reviewer ticked stays as it was,
+// with the same placeholders for the others and the choice in the
+// findings; a definite value is masked however it is listed.
+func TestMaskKeep(t *testing.T) {
+	other := strings.ToUpper(genericVal[:8]) + genericVal[8:]
+	texts := []struct{ in, where string }{
+		{`{"apiKey": "` + genericVal + `"}`, "step 1 payload.raw"},
+		{"client_secret: " + other + "\npush with " + ghToken, "step 2 payload.stdout"},
+		{"again: apiKey=" + genericVal, "step 3 payload.text"},
+	}
+	m := NewMasker("")
+	m.Keep([]string{"[generic-secret-1]", "[github-token-1]", "[no-such-1]"})
+	var got []string
+	for _, tx := range texts {
+		got = append(got, m.Mask(tx.in, tx.where))
+	}
+	want := []string{
+		`{"apiKey": "` + genericVal + `"}`,
+		"client_secret: [generic-secret-2]\npush with [github-token-1]",
+		"again: apiKey=" + genericVal,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Mask with [generic-secret-1] kept =\n%q\nwant\n%q", got, want)
+	}
+	kept := map[string]bool{}
+	for _, f := range m.Findings() {
+		kept[f.Placeholder] = f.Kept
+	}
+	if wantKept := map[string]bool{"[generic-secret-1]": true, "[generic-secret-2]": false, "[github-token-1]": false}; !maps.Equal(kept, wantKept) {
+		t.Errorf("Findings kept = %v; want %v", kept, wantKept)
+	}
+	// Without Keep, the same texts give the same placeholders.
+	plain := NewMasker("")
+	for i, tx := range texts {
+		out := plain.Mask(tx.in, tx.where)
+		if i == 1 && out != want[1] {
+			t.Errorf("Mask(%q) without Keep = %q; want %q", tx.in, out, want[1])
+		}
+	}
+}
+
+// TestMaskKeepNeverDefinite: a value first seen by the candidate rule and
+// kept is masked from the moment a definite rule matches it too.
+func TestMaskKeepNeverDefinite(t *testing.T) {
+	m := NewMasker("")
+	m.Keep([]string{"[generic-secret-1]"})
+	first := m.Mask("client_secret: "+awsSecret, "step 1")
+	second := m.Mask("aws_secret_access_key = "+awsSecret+"\n", "step 2")
+	if first != "client_secret: "+awsSecret {
+		t.Errorf("Mask(client_secret: value) = %q; want the kept candidate as it was", first)
+	}
+	if strings.Contains(second, awsSecret) {
+		t.Errorf("Mask(push with token) = %q; want the token masked once a definite rule matched it (first was %q)", second, first)
+	}
+	for _, f := range m.Findings() {
+		if f.Kept || f.Confidence != Definite {
+			t.Errorf("finding %s is %s, kept %v; want definite and not kept", f.Placeholder, f.Confidence, f.Kept)
+		}
+	}
+}
+
+func TestIsMaskPlaceholder(t *testing.T) {
+	for s, want := range map[string]bool{
+		"[generic-secret-1]": true, "[aws-access-key-12]": true,
+		"generic-secret-1": false, "[generic-secret]": false, "[<script>-1]": false, "[a-1] [b-2]": false,
+		"[" + strings.Repeat("a", 100) + "-1]": false,
+	} {
+		if got := IsMaskPlaceholder(s); got != want {
+			t.Errorf("IsMaskPlaceholder(%q) = %v; want %v", s, got, want)
+		}
+	}
+}

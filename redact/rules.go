@@ -275,7 +275,19 @@ func envName(text string, at int) bool {
 }
 
 // placeholderRE matches the masker's own placeholders, such as [github-token-2].
-var placeholderRE = regexp.MustCompile(`\[[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]+\]`)
+var (
+	placeholderRE    = regexp.MustCompile(`\[[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]+\]`)
+	onePlaceholderRE = regexp.MustCompile(`^` + placeholderRE.String() + `$`)
+)
+
+// placeholderLength bounds a placeholder: a rule's id and a count.
+const placeholderLength = 100
+
+// IsMaskPlaceholder reports whether s is one placeholder as a Masker writes
+// them, such as "[aws-access-key-1]".
+func IsMaskPlaceholder(s string) bool {
+	return len(s) <= placeholderLength && onePlaceholderRE.MatchString(s)
+}
 
 // stripPlaceholders removes the masker's placeholders from a value, so that
 // text masked once is never matched again for its placeholders.

@@ -18,6 +18,7 @@ var notMasked = map[string]string{
 	"EndedAt":                  "a timestamp, validated on write",
 	"UpdatedAt":                "the store's own change stamp",
 	"Summary.StepsByType":      "keys are the closed enumeration of step types",
+	"Summary.LastStepAt":       "a timestamp, validated on write",
 	"Segments[].StartedAt":     "a timestamp, validated on write",
 	"Segments[].EndedAt":       "a timestamp, validated on write",
 	"Actors[].ID":              "a key, not shown in the report",

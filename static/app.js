@@ -57,6 +57,43 @@
     };
   }
 
+  // Times: the server writes each recorded time as <time datetime> with a
+  // UTC text; the page shows it in the viewer's time zone, and "ago" times
+  // as a person would say them. Every <time> added later (live updates,
+  // fragments) is shown the same way.
+  function pad(n) { return String(n).padStart(2, '0'); }
+  function agoText(ms) {
+    const min = Math.floor(ms / 60000);
+    if (min < 1) return 'just now';
+    if (min < 60) return min + ' min ago';
+    const h = Math.floor(min / 60);
+    if (h < 24) return h + ' h ago';
+    const d = Math.floor(h / 24);
+    return d === 1 ? '1 day ago' : d + ' days ago';
+  }
+  function localTime(el) {
+    const t = new Date(el.getAttribute('datetime'));
+    if (isNaN(t)) return;
+    const day = t.getFullYear() + '-' + pad(t.getMonth() + 1) + '-' + pad(t.getDate());
+    const clock = pad(t.getHours()) + ':' + pad(t.getMinutes());
+    let text = day + ' ' + clock;
+    if (el.dataset.format === 'time') text = clock + ':' + pad(t.getSeconds());
+    if (el.dataset.format === 'ago') text = agoText(Date.now() - t.getTime());
+    if (el.textContent !== text) el.textContent = text;
+    const full = t.toLocaleString();
+    if (el.title !== full) el.title = full;
+  }
+  function localTimes(root) {
+    if (root.matches && root.matches('time[datetime]')) localTime(root);
+    if (root.querySelectorAll) root.querySelectorAll('time[datetime]').forEach(localTime);
+  }
+  document.addEventListener('DOMContentLoaded', function () {
+    localTimes(document);
+    new MutationObserver(function (records) {
+      records.forEach(function (r) { r.addedNodes.forEach(localTimes); });
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+
   // Live pill: connecting, live, server offline. The page keeps its content
   // while offline and catches up on the next `ready`.
   let offlineTimer = null;
@@ -189,6 +226,9 @@
   window.addEventListener('hashchange', openHash);
 
   document.addEventListener('click', function (e) {
+    // A step named in the export panel: close the panel to show the step.
+    const link = e.target.closest('dialog a[href^="#step-"]');
+    if (link) link.closest('dialog').close();
     const t = e.target.closest('button');
     if (!t) return;
     if (t.id === 'expand-all') setAll(true);

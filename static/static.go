@@ -5,5 +5,5 @@ import "embed"
 
 // FS is served under /static/.
 //
-//go:embed *.css *.js vendor
+//go:embed *.css *.js *.svg vendor
 var FS embed.FS

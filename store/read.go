@@ -45,6 +45,9 @@ type Summary struct {
 	Flags         int            `json:"flags"`
 	Turns         int            `json:"turns"`
 	Segments      int            `json:"segments"`
+	// LastStepAt is the time of the last step (by seq): the session's last
+	// activity. Empty without steps.
+	LastStepAt string `json:"last_step_at,omitempty"`
 }
 
 // SessionOverview is a session with its summary: one row of the list.
@@ -103,13 +106,15 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
 	(SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
-	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1)`
+	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
+	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
 // titleChars is how much of the first prompt the title is taken from.
 const titleChars = 1000
 
 // scanSession reads a row of sessionColumns, and the title from the first
-// prompt (column 19: its row, 0 when it has no text).
+// prompt (column 19: its row, 0 when it has no text; column 20 is the last
+// step's time).
 func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{
 		Session: Session{
@@ -126,6 +131,7 @@ func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, er
 		Summary: Summary{
 			Turns:       st.ColumnInt(17),
 			Segments:    st.ColumnInt(18),
+			LastStepAt:  st.ColumnText(20),
 			StepsByType: map[string]int{},
 		},
 	}

@@ -129,6 +129,7 @@ func TestDetailSummary(t *testing.T) {
 	thinking := step("a", 8, "message")
 	thinking["turn_id"] = "a-t2"
 	set(thinking, "payload", obj{"role": "thinking", "text": "hmm"})
+	thinking["at"] = "2026-01-02T10:05:00Z" // the last step's time is the last activity
 	b["steps"] = append(b["steps"].(arr), reply, refOnly, thinking)
 	mustApply(t, s, b)
 
@@ -143,6 +144,7 @@ func TestDetailSummary(t *testing.T) {
 		Flags:         3,
 		Turns:         2,
 		Segments:      2,
+		LastStepAt:    "2026-01-02T10:05:00Z",
 	}
 	if got := mustDetail(t, s, "a").Summary; !reflect.DeepEqual(got, want) {
 		t.Errorf("Detail(a).Summary = %+v; want %+v", got, want)

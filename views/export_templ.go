@@ -199,20 +199,15 @@ func Export(p ExportPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if t.Prompt != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<p class=\"prompt\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<div class=\"prompt\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var11 string
-				templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(t.Prompt)
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 42, Col: 35}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
+				templ_7745c5c3_Err = markdownOf(t.Prompt).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -303,16 +298,16 @@ func manifest(rows []ManifestRow) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, m := range rows {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<tr><td>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<tr data-testid=\"manifest-row\"><td>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var13 string
-				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(m.Rule)
+				var templ_7745c5c3_Var12 string
+				templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(m.Rule)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 70, Col: 20}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 71, Col: 17}
 				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -320,21 +315,65 @@ func manifest(rows []ManifestRow) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var14 string
-				templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(m.Count))
+				var templ_7745c5c3_Var13 string
+				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(Number(int64(m.Count)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 70, Col: 54}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 72, Col: 33}
 				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</td></tr>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</td><td data-testid=\"manifest-kept\">")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				if len(m.Kept) > 0 {
+					var templ_7745c5c3_Var14 string
+					templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(m.Kept), "value"))
+					if templ_7745c5c3_Err != nil {
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 75, Col: 37}
+					}
+					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, " kept unmasked by the reviewer: ")
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					for i, k := range m.Kept {
+						if i > 0 {
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, ",")
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+						}
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, " <code>")
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
+						var templ_7745c5c3_Var15 string
+						templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(k)
+						if templ_7745c5c3_Err != nil {
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 80, Col: 17}
+						}
+						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</code>")
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
+					}
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</td></tr>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</table>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "</table>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -367,7 +406,7 @@ h1 { font-size: 1.3rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; } dt { color: #6b7385; } dd { margin: 0; }
 table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid #e3e6ee; }
 .tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid #d0d5e0; border-radius: 3px; font-size: 11px; color: #6b7385; }
-.turn { border-top: 2px solid #e3e6ee; } .prompt { white-space: pre-wrap; background: #f3f5fa; padding: .4rem .6rem; }
+.turn { border-top: 2px solid #e3e6ee; } .prompt { background: #f3f5fa; padding: .4rem .6rem; }
 .mode { font-weight: normal; font-size: 12px; color: #6b7385; margin-left: .4rem; }
 .step { border-bottom: 1px solid #eef0f5; padding: .15rem 0; } summary { cursor: pointer; }
 .seq { color: #6b7385; display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
@@ -375,6 +414,12 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .detail { padding: .4rem 0 .6rem 3rem; } pre { white-space: pre-wrap; word-break: break-word; background: #f7f8fb; padding: .4rem; margin: .2rem 0; }
 .block .label { color: #6b7385; margin-top: .4rem; } .diff .dl { display: block; } .dl.add { background: #e6f4ea; color: #17803d; } .dl.del { background: #fce8e6; color: #b42318; } .dl.hunk { color: #6b7385; }
 .sev-danger { color: #b42318; } .sev-warn { color: #8a6d00; }
+.summary dl > div { display: contents; } .step-meta { margin-left: .6rem; } .dur { color: #8a92a3; margin-right: .4rem; }
+.md code { background: #f0f2f7; padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid #cdd3df; margin-left: 0; padding-left: .6rem; color: #6b7385; }
+.md table { border-collapse: collapse; } .md th, .md td { border: 1px solid #e3e6ee; padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
+.todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: #6b7385; } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+[class^="hl-k"] { color: #8b2fb8; } [class^="hl-s"] { color: #1d7044; } [class^="hl-m"] { color: #a35a00; } [class^="hl-c"] { color: #6f7788; font-style: italic; } .hl-nf, .hl-nt { color: #2a55b8; } .hl-nc, .hl-kt, .hl-nb { color: #a72e6a; }
 `
 
 var _ = templruntime.GeneratedTemplate

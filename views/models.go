@@ -8,16 +8,63 @@ import (
 	"io"
 	"iter"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 )
 
-// Plural is "1 flag", "2 flags".
+// Plural is "1 flag", "2 flags", "1,204 steps".
 func Plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return strconv.Itoa(n) + " " + word + "s"
+	return Number(int64(n)) + " " + word + "s"
+}
+
+// Number is n with thousands separators: 1,234,567.
+func Number(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Duration is d for reading: "45 s", "3 min 20 s", "2 h 5 min", "3 d 4 h".
+func Duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return ""
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + " s"
+	case d < time.Hour:
+		m, sec := int(d.Minutes()), int(d.Seconds())%60
+		if sec == 0 {
+			return strconv.Itoa(m) + " min"
+		}
+		return strconv.Itoa(m) + " min " + strconv.Itoa(sec) + " s"
+	case d < 48*time.Hour:
+		h, m := int(d.Hours()), int(d.Minutes())%60
+		if m == 0 {
+			return strconv.Itoa(h) + " h"
+		}
+		return strconv.Itoa(h) + " h " + strconv.Itoa(m) + " min"
+	default:
+		days, h := int(d.Hours())/24, int(d.Hours())%24
+		return strconv.Itoa(days) + " d " + strconv.Itoa(h) + " h"
+	}
 }
 
 // ListPage is the session list at /.
@@ -87,8 +134,10 @@ type SessionView struct {
 	Flags        int
 	Workspace    string
 	Repo         string
-	Started      string
-	Ended        string // "open" while the session has no end
+	Started      string // RFC 3339, shown in the viewer's time zone
+	Ended        string // RFC 3339; empty while the session is open
+	Duration     string // from start to end, or to the last step while open
+	LastActivity string // RFC 3339: the last step's time, while open
 	Segments     int
 	Owner        string
 	CapturedOn   string
@@ -116,13 +165,15 @@ type CommandRow struct {
 
 // TurnView is the steps that followed one prompt.
 type TurnView struct {
-	ID     string
-	DOMID  string // turn-<hex of ID>: safe in an id attribute
-	Number int64
-	Prompt string
-	Mode   string
-	Actor  string
-	Steps  []StepView
+	ID       string
+	DOMID    string // turn-<hex of ID>: safe in an id attribute
+	Number   int64
+	Prompt   string
+	Mode     string
+	Actor    string
+	At       string // RFC 3339
+	Duration string // from the turn's start to its last step
+	Steps    []StepView
 }
 
 // StepView is one step: its line in the timeline and its details.
@@ -132,13 +183,16 @@ type StepView struct {
 	Summary     string
 	Status      string // ok, failed: <error type>, reference-only
 	StatusClass string // ok, failed, ref
-	At          string
+	At          string // RFC 3339
+	Duration    string // until the next step of its turn
 	Decision    string
 	Error       Text
 	Flags       []FlagView
 	Fields      []Field    // labelled values: command, cwd, exit code, file, range, role, tool...
 	Blocks      []Block    // long text: stdout, stderr, message text, raw input
 	Diff        []DiffLine // edits only
+	DiffFile    string     // the edited file, whose language highlights the diff
+	Tool        *ToolView  // a common tool shown for what it is; nil for others
 	DiffCut     bool       // the diff was made from cut strings
 	Partial     bool       // only the first bytes of its texts are here; opening loads the rest
 	Open        bool
@@ -182,10 +236,29 @@ type Field struct {
 	Value Text
 }
 
-// Block is a long labelled text of a step, shown preformatted.
+// Block is a long labelled text of a step, shown preformatted, or as
+// Markdown for a message.
 type Block struct {
-	Label string
-	Text  Text
+	Label    string
+	Text     Text
+	Markdown bool
+}
+
+// ToolView is a common tool call shown for what it is: a todo list as a
+// checklist, a web fetch as its URL and prompt, a search as its pattern
+// and matches, a subagent task as its description and type. The step's
+// recorded input stays one click away.
+type ToolView struct {
+	Kind   string // todo, fetch, grep, task
+	Fields []Field
+	Todos  []Todo
+	Result Block // matches, the fetched answer, the subagent's report
+}
+
+// Todo is one item of an agent's todo list.
+type Todo struct {
+	Text   string
+	Status string // pending, in_progress, completed
 }
 
 // DiffLine is one line of an edit's diff. Kind is add, del, ctx or hunk.
@@ -213,10 +286,12 @@ type ExportTurn struct {
 	Steps  iter.Seq[StepView]
 }
 
-// ManifestRow counts the distinct secrets one redaction rule masked.
+// ManifestRow counts the distinct secrets one redaction rule masked, and
+// names the candidate values the reviewer chose to leave unmasked.
 type ManifestRow struct {
 	Rule  string
-	Count int
+	Count int      // masked
+	Kept  []string // placeholders of values left unmasked
 }
 
 // SessionPage is the session view at /session?id=.
@@ -240,10 +315,18 @@ type ExportPanel struct {
 	Findings  []PanelFinding
 }
 
-// PanelFinding is one distinct value the export masks.
+// PanelFinding is one distinct value the export masks. Only a value no
+// known-format rule matched (a candidate) may be kept unmasked.
 type PanelFinding struct {
 	Rule, Confidence, Preview, Placeholder string
-	Where                                  []string
+	Keepable                               bool
+	Where                                  []Place
+}
+
+// Place is where a value was seen: a field, of a step when Href is set.
+type Place struct {
+	Label string
+	Href  string // #step-<seq>
 }
 
 // textOf writes s as HTML text a slice at a time. Unlike { s }, which
@@ -260,4 +343,40 @@ func textOf(s string) templ.Component {
 		}
 		return nil
 	})
+}
+
+// agentHue is one of six colour classes for an agent kind, the same for a
+// kind everywhere: known agents have their own, others a stable pick.
+func agentHue(kind string) string {
+	switch kind {
+	case "claude-code":
+		return "1"
+	case "codex":
+		return "2"
+	case "cline":
+		return "3"
+	case "gemini":
+		return "4"
+	}
+	var h uint32 = 2166136261
+	for i := 0; i < len(kind); i++ {
+		h = (h ^ uint32(kind[i])) * 16777619
+	}
+	return strconv.Itoa(int(h%6) + 1)
+}
+
+// when is how a recorded time reads before the page script shows it in the
+// viewer's time zone, and in the export, which runs no script: UTC.
+func when(iso, format string) string {
+	t, err := time.Parse(time.RFC3339Nano, iso)
+	if err != nil {
+		return iso
+	}
+	t = t.UTC()
+	switch format {
+	case "time":
+		return t.Format("15:04:05") + " UTC"
+	default:
+		return t.Format("2006-01-02 15:04") + " UTC"
+	}
 }

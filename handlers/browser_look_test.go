@@ -1,0 +1,370 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserLook drives the review app's reading and layout in Chromium:
+// no page scrolls sideways on a phone, the dark theme applies, the list
+// fits 15 sessions on a laptop screen, messages are Markdown with agent
+// HTML inert, and times show in the viewer's zone. With
+// SERVICE_SCREENSHOTS=<dir> (`just screenshots`) it also writes PNGs of the
+// pages at 1280 and 390 px, light and dark, into dir.
+func TestBrowserLook(t *testing.T) {
+	b := startBrowser(t)
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *browser)
+	}{
+		{"Narrow", browserNarrow},
+		{"Dark", browserDark},
+		{"ListDensity", browserListDensity},
+		{"Markdown", browserMarkdown},
+		{"ToolRenderings", browserToolRenderings},
+		{"LocalTime", browserLocalTime},
+		{"ExportKeep", browserExportKeep},
+		{"Disabled", browserDisabled},
+		{"Screenshots", browserScreenshots},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
+	}
+}
+
+const showcaseID = "showcase-0001"
+
+// lookService is a service holding 24 sessions of four agents and the
+// showcase session.
+func lookService(t *testing.T) *testService {
+	s := newTestService(t)
+	now := time.Now().UTC()
+	manySessions(s, 24, now)
+	s.mustPush(showcaseSession(t, showcaseID, now.Add(-12*time.Minute)), http.StatusCreated)
+	return s
+}
+
+// emulate sets the tab's viewport and colour scheme.
+func (p *tab) emulate(width, height int64, scheme string) {
+	p.t.Helper()
+	p.do(fmt.Sprintf("emulate %dx%d %s", width, height, scheme),
+		chromedp.EmulateViewport(width, height),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+			})
+			return err
+		}))
+}
+
+// openAllSteps opens every step of the session page and waits for their
+// bodies, so the widest content is on the page.
+func (p *tab) openAllSteps() {
+	p.t.Helper()
+	p.click(`#expand-all`)
+	p.waitFor("every step is open", `Array.from(document.querySelectorAll('details.step')).every(d => d.open)`)
+}
+
+// tooWide lists the elements, by tag, class and a bit of text, that reach
+// past the right edge of the viewport without a scrolling box around them,
+// and whether the document scrolls sideways.
+const tooWide = `(function(){
+	const w = document.documentElement.clientWidth, out = [];
+	if (document.documentElement.scrollWidth > w) out.push('the document scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + w);
+	for (const e of document.body.querySelectorAll('*')) {
+		const r = e.getBoundingClientRect();
+		if (r.width === 0 || r.right <= w + 0.5) continue;
+		let clipped = false;
+		for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+			if (getComputedStyle(a).overflowX !== 'visible') { clipped = true; break; }
+		}
+		if (e.closest('dialog:not([open])')) continue;
+		if (!clipped) out.push(e.tagName.toLowerCase() + '.' + e.className + ' (' + Math.round(r.right) + 'px): ' + e.textContent.trim().slice(0, 40));
+	}
+	return out.slice(0, 10);
+})()`
+
+// browserNarrow: at 390 px nothing is wider than the screen, on the list
+// and on a session with every step open, measured in the browser.
+func browserNarrow(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.emulate(390, 844, "light")
+	for _, page := range []string{"/", "/session?id=" + showcaseID} {
+		p.open(page)
+		if page != "/" {
+			p.openAllSteps()
+			p.waitFor("the diff shows", `document.querySelector('[data-testid="diff"]') !== null`)
+		}
+		if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+			t.Errorf("%s at 390 px: wider than the screen:\n%s", page, strings.Join(wide, "\n"))
+		}
+	}
+	p.click(`[data-testid="export-button"]`)
+	p.waitFor("the export panel lists its findings", `document.querySelector('[data-testid="export-finding"]') !== null`)
+	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+		t.Errorf("the export panel at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
+	}
+	p.click(`[data-testid="export-dialog"] form[method="dialog"] button`)
+	if h := p.text(`[data-testid="step"][data-seq="5"] .line`); len(h) < 20 {
+		t.Errorf("step summary at 390 px = %q; want it readable, not squeezed", h)
+	}
+	if w := evalJS[float64](p, `document.querySelector('[data-testid="step"][data-seq="5"] .line').getBoundingClientRect().width`); w < 250 {
+		t.Errorf("step summary at 390 px is %.0f px wide; want a line of its own", w)
+	}
+}
+
+// backgroundLuma is the relative luminance (0 to 1) of the page's background.
+const backgroundLuma = `(function(){
+	const m = getComputedStyle(document.body).backgroundColor.match(/\d+(\.\d+)?/g).map(Number);
+	return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255;
+})()`
+
+// browserDark: the dark theme applies when the system asks for it, and
+// the light one otherwise; text stays readable on both.
+func browserDark(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	for _, c := range []struct {
+		scheme   string
+		dark     bool
+		pageLuma func(float64) bool
+	}{
+		{"dark", true, func(l float64) bool { return l < 0.2 }},
+		{"light", false, func(l float64) bool { return l > 0.8 }},
+	} {
+		p.emulate(1280, 800, c.scheme)
+		for _, page := range []string{"/", "/session?id=" + showcaseID} {
+			p.open(page)
+			if l := evalJS[float64](p, backgroundLuma); !c.pageLuma(l) {
+				t.Errorf("%s in %s: background luminance %.2f; want the %s theme", page, c.scheme, l, c.scheme)
+			}
+			textLuma := evalJS[float64](p, `(function(){
+				const m = getComputedStyle(document.body).color.match(/\d+(\.\d+)?/g).map(Number);
+				return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; })()`)
+			if (textLuma > 0.5) != c.dark {
+				t.Errorf("%s in %s: text luminance %.2f; want it to contrast with the background", page, c.scheme, textLuma)
+			}
+		}
+	}
+}
+
+// browserListDensity: at 1280x800 the list shows at least 15 sessions
+// without scrolling.
+func browserListDensity(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.emulate(1280, 800, "light")
+	p.open("/")
+	visible := evalJS[int](p, `Array.from(document.querySelectorAll('[data-testid="session-row"]'))
+		.filter(r => r.getBoundingClientRect().bottom <= window.innerHeight).length`)
+	if visible < 15 {
+		t.Errorf("%d sessions visible at 1280x800; want at least 15", visible)
+	}
+	t.Logf("%d sessions visible at 1280x800", visible)
+	if h := p.text(`h1`); h != "Sessions" {
+		t.Errorf("list heading = %q; want Sessions", h)
+	}
+}
+
+// browserMarkdown: a message is rendered as Markdown, with its code
+// highlighted, its links marked nofollow and its images as links, and
+// the HTML an agent wrote in it shows as text and never runs.
+func browserMarkdown(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + showcaseID + "#step-9")
+	p.waitFor("the step's body loads", `document.querySelector('#step-9 .md h5') !== null`)
+	md := `#step-9 [data-testid="markdown"]`
+	if got := p.text(md + ` h5`); got != "Fixed" {
+		t.Errorf("heading = %q; want Fixed", got)
+	}
+	if got := p.text(md + ` strong`); got != "returns" {
+		t.Errorf("bold = %q; want returns", got)
+	}
+	if n := p.count(md + ` li`); n != 2 {
+		t.Errorf("%d list items; want 2", n)
+	}
+	if n := p.count(md + ` pre.code [class^="hl-"]`); n == 0 {
+		t.Error("the Go code block has no highlighted tokens")
+	}
+	if rel := evalJS[string](p, `document.querySelector('`+md+` a[href="https://example.com/issues/1"]').rel`); rel != "noopener noreferrer nofollow" {
+		t.Errorf("link rel = %q; want noopener noreferrer nofollow", rel)
+	}
+	if n := p.count(`#step-9 img, #step-9 script`); n != 0 {
+		t.Errorf("%d img or script elements in the message; want none", n)
+	}
+	if got := p.text(md + ` a.image-link`); got != "a chart" {
+		t.Errorf("image = %q; want a link named a chart", got)
+	}
+	text := p.text(md)
+	for _, want := range []string{"<script>window.agentRan = true</script>", `<img src="https://example.com/x.png"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("message text = %q; want the agent's HTML %q shown as text", text, want)
+		}
+	}
+	if ran := evalJS[bool](p, `window.agentRan === true`); ran {
+		t.Error("the agent's HTML ran in the page")
+	}
+	if got := p.text(`[data-testid="turn"][data-number="1"] [data-testid="turn-prompt"] strong`); got != "empty input" {
+		t.Errorf("prompt bold = %q; want the user's Markdown rendered", got)
+	}
+}
+
+// browserToolRenderings: the common tools show for what they are, with
+// the recorded input one click away.
+func browserToolRenderings(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + showcaseID)
+	p.openAllSteps()
+	p.waitFor("the todo list shows", `document.querySelectorAll('#step-2 [data-testid="todos"] li').length > 0`)
+	if open := evalJS[bool](p, `document.querySelector('#step-2 [data-testid="raw-input"]').open`); open {
+		t.Error("the recorded input is open; want it one click away")
+	}
+	p.click(`#step-2 [data-testid="raw-input"] > summary`)
+	p.waitFor("the recorded input opens", `document.querySelector('#step-2 [data-testid="raw-input"]').open`)
+}
+
+// browserLocalTime: times show in the viewer's time zone.
+func browserLocalTime(t *testing.T, b *browser) {
+	s := newTestService(t)
+	started := time.Date(2026, 2, 11, 20, 56, 19, 0, time.UTC)
+	s.mustPush(showcaseSession(t, showcaseID, started), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.do("set the time zone", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
+		return err
+	}))
+	p.open("/")
+	if got := p.text(`[data-testid="started"]`); got != "2026-02-12 05:56" {
+		t.Errorf("list start in Tokyo = %q; want 2026-02-12 05:56", got)
+	}
+	p.open("/session?id=" + showcaseID)
+	if got := p.text(`[data-testid="summary-time"] time`); got != "2026-02-12 05:56" {
+		t.Errorf("session start in Tokyo = %q; want 2026-02-12 05:56", got)
+	}
+	if got := p.text(`[data-testid="turn"][data-number="1"] h3 time`); got != "05:56:21" {
+		t.Errorf("turn time in Tokyo = %q; want 05:56:21", got)
+	}
+}
+
+// browserExportKeep: in the export panel a candidate value can be ticked
+// to stay unmasked and a known-format key cannot; the download made from
+// the panel keeps the ticked value and its manifest says so; a step named
+// in the panel is a link to it.
+func browserExportKeep(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(keepBatch("k1"), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=k1")
+	p.click(`[data-testid="export-button"]`)
+	p.waitFor("the export panel lists its findings", `document.querySelectorAll('[data-testid="export-finding"]').length === 3`)
+	type row struct {
+		Rule     string `json:"rule"`
+		Keepable bool   `json:"keepable"`
+		Always   bool   `json:"always"`
+	}
+	rows := evalJS[[]row](p, `Array.from(document.querySelectorAll('[data-testid="export-finding"]'), r => ({
+		rule: r.cells[0].textContent.trim().split(/\s+/)[0],
+		keepable: r.querySelector('[data-testid="keep"]') !== null,
+		always: r.querySelector('[data-testid="always-masked"]') !== null }))`)
+	want := []row{{"generic-secret", true, false}, {"aws-access-key", false, true}, {"generic-secret", true, false}}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("panel rows = %+v; want %+v", rows, want)
+	}
+	if n := p.count(`[data-testid="keep"]:checked`); n != 0 {
+		t.Errorf("%d values ticked to keep before any choice; want none", n)
+	}
+	p.click(`[data-testid="export-finding"] [data-testid="keep"][value="[generic-secret-1]"]`)
+	report := awaitJS[string](p, `(async () => {
+		const f = document.querySelector('[data-testid="export-findings"]');
+		const res = await fetch(f.action + '?' + new URLSearchParams(new FormData(f)));
+		return res.text(); })()`)
+	if !strings.Contains(report, "Base.url_encode64(:crypto") || strings.Contains(report, fakeAWS) {
+		t.Error("the download made from the panel does not keep the ticked value alone")
+	}
+	if !strings.Contains(report, "kept unmasked by the reviewer") {
+		t.Error("the download's manifest does not record the kept value")
+	}
+	p.click(`[data-testid="finding-step"][href="#step-2"]`)
+	p.waitFor("the link closes the panel and opens the step", `!document.querySelector('[data-testid="export-dialog"]').open
+		&& document.querySelector('#step-2').open`)
+}
+
+// browserDisabled: a disabled button looks disabled: faded, with a
+// not-allowed cursor, unlike an enabled one.
+func browserDisabled(t *testing.T, b *browser) {
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + showcaseID)
+	type look struct {
+		Opacity string `json:"opacity"`
+		Cursor  string `json:"cursor"`
+	}
+	const lookOf = `(function(){ const c = getComputedStyle(document.getElementById('export-button'));
+		return { opacity: c.opacity, cursor: c.cursor } })()`
+	enabled := evalJS[look](p, lookOf)
+	p.do("disable the export button", chromedp.Evaluate[chromedp.Void](`document.getElementById('export-button').disabled = true`))
+	disabled := evalJS[look](p, lookOf)
+	if enabled.Opacity != "1" || disabled.Opacity == "1" || disabled.Cursor != "not-allowed" {
+		t.Errorf("export button enabled %+v, disabled %+v; want a disabled one faded with a not-allowed cursor", enabled, disabled)
+	}
+}
+
+// browserScreenshots writes the screenshots of docs/screenshots when
+// SERVICE_SCREENSHOTS names a folder.
+func browserScreenshots(t *testing.T, b *browser) {
+	dir := os.Getenv("SERVICE_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("set SERVICE_SCREENSHOTS=<dir> to write screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := lookService(t)
+	p := b.newTab(t, serveBrowser(t, s))
+	shot := func(name string) {
+		t.Helper()
+		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+		png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct {
+		name          string
+		width, height int64
+	}{{"1280", 1280, 800}, {"390", 390, 844}} {
+		for _, scheme := range []string{"light", "dark"} {
+			p.emulate(w.width, w.height, scheme)
+			suffix := "-" + w.name + "-" + scheme
+			p.open("/")
+			shot("list" + suffix)
+			p.open("/session?id=" + showcaseID)
+			shot("session" + suffix)
+			p.open("/session?id=" + showcaseID + "#step-5")
+			p.waitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
+			shot("diff" + suffix)
+			p.open("/session?id=" + showcaseID + "#step-9")
+			p.waitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
+			shot("message" + suffix)
+			p.openAllSteps()
+			p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
+			p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
+			shot("tools" + suffix)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentreview/service/views"
+)
+
+// Common tools shown for what they are. A tool's recorded value (payload
+// raw) is {"input": ..., "result": ...} from every adapter; the names are
+// matched without case or underscores, so Claude Code's TodoWrite and
+// another agent's todo_write are one tool.
+
+// todoItems is the most todo items shown; the raw input has them all.
+const todoItems = 100
+
+// toolRaw is the part of a tool's recorded value the renderings read.
+type toolRaw struct {
+	Input  map[string]json.RawMessage `json:"input"`
+	Result json.RawMessage            `json:"result"`
+}
+
+// toolKind is what a tool is, by its name: todo, fetch, grep, task or "".
+func toolKind(name string) string {
+	switch strings.ReplaceAll(strings.ToLower(name), "_", "") {
+	case "todowrite", "todo", "updateplan", "updatetodos":
+		return "todo"
+	case "webfetch", "fetch":
+		return "fetch"
+	case "grep", "searchfiles", "grepsearch":
+		return "grep"
+	case "task", "agent", "newtask":
+		return "task"
+	}
+	return ""
+}
+
+func readToolRaw(name string, raw json.RawMessage) (string, toolRaw, bool) {
+	kind := toolKind(name)
+	var r toolRaw
+	if kind == "" || len(raw) == 0 || json.Unmarshal(raw, &r) != nil || r.Input == nil {
+		return "", r, false
+	}
+	return kind, r, true
+}
+
+// toolView is the rendering of a common tool's step, its values cut to
+// limit characters (0: whole), or nil for any other tool.
+func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
+	kind, r, ok := readToolRaw(name, raw)
+	if !ok {
+		return nil
+	}
+	v := &views.ToolView{Kind: kind}
+	field := func(label string, keys ...string) {
+		for _, k := range keys {
+			if s := inputString(r.Input, k); s != "" {
+				shown, more := clip(s, limit)
+				v.Fields = append(v.Fields, views.Field{Label: label, Value: views.Text{Shown: shown, More: more}})
+				return
+			}
+		}
+	}
+	result := func(label string, text string) {
+		if text == "" {
+			return
+		}
+		shown, more := clip(text, limit)
+		v.Result = views.Block{Label: label, Text: views.Text{Shown: shown, More: more}}
+	}
+	switch kind {
+	case "todo":
+		v.Todos = todos(r.Input)
+	case "fetch":
+		field("URL", "url")
+		field("Prompt", "prompt")
+		answer := resultString(r.Result, "result")
+		result("Answer", answer)
+		v.Result.Markdown = true
+	case "grep":
+		field("Pattern", "pattern", "regex", "query")
+		field("In", "path", "directory")
+		field("Files", "glob", "include", "file_pattern")
+		matches := resultString(r.Result, "content")
+		if matches == "" {
+			matches = resultLines(r.Result, "filenames")
+		}
+		result("Matches", matches)
+	case "task":
+		field("Description", "description")
+		field("Subagent", "subagent_type")
+		field("Prompt", "prompt")
+		result("Report", resultString(r.Result, "content"))
+		v.Result.Markdown = true
+	}
+	return v
+}
+
+// toolLine is a common tool's one-line summary, or "".
+func toolLine(name string, raw json.RawMessage) string {
+	kind, r, ok := readToolRaw(name, raw)
+	if !ok {
+		return ""
+	}
+	switch kind {
+	case "todo":
+		items := todos(r.Input)
+		done := 0
+		for _, t := range items {
+			if t.Status == "completed" {
+				done++
+			}
+		}
+		return views.Plural(len(items), "todo") + ", " + views.Number(int64(done)) + " done"
+	case "fetch":
+		return oneLine(inputString(r.Input, "url"))
+	case "grep":
+		return oneLine(inputString(r.Input, "pattern") + " " + inputString(r.Input, "path"))
+	case "task":
+		line := inputString(r.Input, "description")
+		if t := inputString(r.Input, "subagent_type"); t != "" {
+			line += " (" + t + ")"
+		}
+		return oneLine(line)
+	}
+	return ""
+}
+
+func inputString(in map[string]json.RawMessage, key string) string {
+	var s string
+	if json.Unmarshal(in[key], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// todos reads a todo list: {"todos": [{"content", "status"}]}, or Codex's
+// plan: {"plan": [{"step", "status"}]}.
+func todos(in map[string]json.RawMessage) []views.Todo {
+	var items []struct {
+		Content string `json:"content"`
+		Step    string `json:"step"`
+		Status  string `json:"status"`
+	}
+	if json.Unmarshal(in["todos"], &items) != nil || len(items) == 0 {
+		_ = json.Unmarshal(in["plan"], &items)
+	}
+	var out []views.Todo
+	for _, it := range items[:min(len(items), todoItems)] {
+		text := it.Content
+		if text == "" {
+			text = it.Step
+		}
+		status := it.Status
+		if status != "completed" && status != "in_progress" {
+			status = "pending"
+		}
+		out = append(out, views.Todo{Text: oneLine(text), Status: status})
+	}
+	return out
+}
+
+// resultString is a tool's result as text: the result itself when it is a
+// string, else its field key when that is a string, or the text blocks of
+// a content array ([{"type": "text", "text": ...}]).
+func resultString(result json.RawMessage, key string) string {
+	var s string
+	if json.Unmarshal(result, &s) == nil {
+		return s
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil {
+		return ""
+	}
+	if json.Unmarshal(obj[key], &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(obj[key], &blocks) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// resultLines is a result's field key, a list of strings, one a line.
+func resultLines(result json.RawMessage, key string) string {
+	var obj map[string]json.RawMessage
+	var lines []string
+	if json.Unmarshal(result, &obj) != nil || json.Unmarshal(obj[key], &lines) != nil {
+		return ""
+	}
+	return strings.Join(lines, "\n")
+}
