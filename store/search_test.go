@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 type hitKey struct {
@@ -264,5 +267,38 @@ func TestSearchFollowsUpdates(t *testing.T) {
 	}
 	if got := hitKeys(mustSearch(t, s, "secondversion")); !reflect.DeepEqual(got, []hitKey{{"a", 2}}) {
 		t.Errorf("Search(secondversion) = %v; want [{a 2}]", got)
+	}
+}
+
+// A store made before the index (5 migrations) gets it built from what it
+// holds when a build with migration 006 opens it.
+func TestSearchMigrationIndexesAnOldStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	if err := store.CreateAtVersion(ctx, path, 5); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteScript(conn, `
+		INSERT INTO sessions (pk, id, agent_kind, agent_version, workspace_root, started_at, started_ns, source, owner_id, captured_on, updated_at)
+		  VALUES (1, 'old', 'testagent', '1', '/src/oldworkspace', '2026-01-02T10:00:00Z', 0, 'push:testagent', 'local', 'host', 1);
+		INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status,
+		  flag_count, channels, flags, updated_at, payload, stdout)
+		  VALUES (1, 'old-s1', 1, 0, 't', 'r', '2026-01-02T10:00:01Z', 'command', 'accepted', 'ok', 'inline',
+		  0, '[]', '[]', 1, '{"command":"make oldbuild"}', 'oldoutput');`, nil)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpenPath(t, path)
+	for q, want := range map[string][]hitKey{
+		"oldbuild": {{"old", 1}}, "oldoutput": {{"old", 1}}, "oldworkspace": {{"old", 0}},
+	} {
+		if got := hitKeys(mustSearch(t, s, q)); !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(%q) after migrating = %v; want %v", q, got, want)
+		}
 	}
 }
