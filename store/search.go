@@ -278,7 +278,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	if sq.After != "" {
 		ns, spk, seq, err := parseSearchCursor(sq.After)
 		if err != nil {
-			return res, fmt.Errorf("store: search: %w", err)
+			return res, err // its message is the answer's, as List's
 		}
 		where = append(where, "(s.started_ns < ? OR (s.started_ns = ? AND (s.pk < ? OR (s.pk = ? AND coalesce(st.seq, 0) > ?))))")
 		args = append(args, ns, ns, spk, spk, seq)
