@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // Searcher is the store's full-text search.
@@ -58,4 +60,87 @@ func (c CoreClient) Search(ctx context.Context, sq store.SearchQuery) (store.Sea
 		q.Set("limit", strconv.Itoa(sq.Limit))
 	}
 	return res, c.get(ctx, "/api/search", q, &res)
+}
+
+// searchPage is GET /search?q=<query>[&after=<next>]: the hits grouped by
+// session, each linking to its step. A malformed query is 400 with the
+// page telling what is wrong; no q shows the box and the help.
+func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := views.SearchPage{Query: r.URL.Query().Get("q"), Demo: demo}
+		if p.Query == "" {
+			render(w, r, log, http.StatusOK, views.Search(p))
+			return
+		}
+		q := store.SearchQuery{Q: p.Query, After: r.URL.Query().Get("after"), Limit: pageHits}
+		res, err := src.Search(r.Context(), q)
+		var invalid *store.InvalidError
+		switch {
+		case errors.As(err, &invalid) && len(invalid.Problems) > 0:
+			p.Problem = invalid.Problems[0].Message
+		case errors.Is(err, store.ErrBadCursor):
+			p.Problem = "has a page cursor (after) that is not one this page gave out"
+		case err != nil:
+			writeError(w, r, log, err)
+			return
+		}
+		if p.Problem != "" {
+			render(w, r, log, http.StatusBadRequest, views.Search(p))
+			return
+		}
+		p.Searched = true
+		p.Groups = searchGroups(res.Hits)
+		if res.Next != "" {
+			p.NextHref = "/search?" + url.Values{"q": {p.Query}, "after": {res.Next}}.Encode()
+		}
+		render(w, r, log, http.StatusOK, views.Search(p))
+	})
+}
+
+// pageHits is how many hits a page of /search shows.
+const pageHits = 50
+
+// searchGroups puts consecutive hits of one session together (the store
+// orders them by session).
+func searchGroups(hits []store.SearchHit) []views.SearchGroup {
+	var gs []views.SearchGroup
+	for _, h := range hits {
+		if len(gs) == 0 || gs[len(gs)-1].SessionID != h.SessionID {
+			g := views.SearchGroup{
+				SessionID: h.SessionID, Agent: shorten(h.Agent, lineChars), Title: oneLine(h.Title),
+				StartedAt: h.StartedAt, Started: h.StartedAt, Href: "/session?id=" + url.QueryEscape(h.SessionID),
+			}
+			if t, ok := store.ParseTimestamp(h.StartedAt); ok {
+				g.Started = t.Format("2006-01-02 15:04")
+			}
+			gs = append(gs, g)
+		}
+		g := &gs[len(gs)-1]
+		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Status: h.Status, Href: g.Href, Snippet: snippetParts(h.Snippet, h.Matches)}
+		if h.Seq > 0 {
+			row.Href += "#step-" + strconv.FormatInt(h.Seq, 10)
+		}
+		g.Hits = append(g.Hits, row)
+	}
+	return gs
+}
+
+// snippetParts splits a snippet at its matches.
+func snippetParts(s string, matches [][2]int) []views.SnippetPart {
+	var parts []views.SnippetPart
+	at := 0
+	for _, m := range matches {
+		if m[0] < at || m[1] > len(s) || m[0] > m[1] {
+			continue
+		}
+		if m[0] > at {
+			parts = append(parts, views.SnippetPart{Text: s[at:m[0]]})
+		}
+		parts = append(parts, views.SnippetPart{Text: s[m[0]:m[1]], Match: true})
+		at = m[1]
+	}
+	if at < len(s) {
+		parts = append(parts, views.SnippetPart{Text: s[at:]})
+	}
+	return parts
 }
