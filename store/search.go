@@ -287,23 +287,24 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		where = append(where, "coalesce(st.pk, -s.pk) NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
 		args = append(args, q.exclude)
 	}
+	// Keys first, the snippets of one page after: SQLite computes every
+	// column of every matching row before it sorts, and a snippet reads
+	// the row's whole text. A session's own row has rowid -pk.
 	var sql string
 	if q.hasWords {
-		// Steps and the session's own row match; a filter on the step
-		// leaves the session rows out by itself (st.* is NULL there).
-		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0), coalesce(st.type, 'session'), coalesce(st.outcome, ''),
-			snippet(search, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
-			FROM search JOIN sessions s ON s.pk = search.session_pk LEFT JOIN steps st ON st.pk = search.rowid
-			WHERE search MATCH ?`
+		sql = `WITH page AS (SELECT search.rowid AS rid, s.pk AS spk, s.started_ns AS ns, coalesce(st.seq, 0) AS seq
+			FROM search LEFT JOIN steps st ON st.pk = search.rowid JOIN sessions s ON s.pk = coalesce(st.session_pk, -search.rowid)
+			WHERE search MATCH ?1` + conditions(where) + ` ORDER BY ns DESC, spk DESC, seq LIMIT ?)
+			SELECT s.pk, s.id, s.agent_kind, s.started_at, page.ns, page.seq, coalesce(st.type, 'session'), coalesce(st.outcome, ''),
+			  snippet(search, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
+			FROM page JOIN search ON search.rowid = page.rid JOIN sessions s ON s.pk = page.spk LEFT JOIN steps st ON st.pk = page.rid
+			WHERE search MATCH ?1 ORDER BY page.ns DESC, page.spk DESC, page.seq`
 		args = append([]any{q.match}, args...)
 	} else {
 		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, ''
-			FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1`
+			FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1` + conditions(where) + `
+			ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
 	}
-	for _, w := range where {
-		sql += " AND (" + w + ")"
-	}
-	sql += " ORDER BY s.started_ns DESC, s.pk DESC, 6 LIMIT ?"
 	args = append(args, limit+1)
 
 	type key struct{ ns, pk, seq int64 }
@@ -346,6 +347,15 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		res.Hits[i].Title = titles[keys[i].pk]
 	}
 	return res, nil
+}
+
+// conditions joins SQL conditions with AND, each after an AND.
+func conditions(where []string) string {
+	var b strings.Builder
+	for _, w := range where {
+		b.WriteString(" AND (" + w + ")")
+	}
+	return b.String()
 }
 
 // sessionTitle is the first line of the session's first user prompt, as

@@ -25,10 +25,10 @@ func indexChanges(conn *sqlite.Conn, pk, stamp int64, created bool) error {
 			return err
 		}
 	}
-	err := sqlitex.Execute(conn, `INSERT INTO search (rowid, session_pk, body)
-		SELECT -session_pk, session_pk, body FROM search_session_docs WHERE session_pk = ?1
+	err := sqlitex.Execute(conn, `INSERT INTO search (rowid, body)
+		SELECT -session_pk, body FROM search_session_docs WHERE session_pk = ?1
 		UNION ALL
-		SELECT step_pk, session_pk, body FROM search_step_docs
+		SELECT step_pk, body FROM search_step_docs
 		WHERE step_pk IN (SELECT pk FROM steps WHERE session_pk = ?1 AND updated_at = ?2)`, &sqlitex.ExecOptions{Args: args})
 	return err
 }
@@ -48,8 +48,8 @@ func (s *Store) Reindex(ctx context.Context) (int64, error) {
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		for _, sql := range []string{
 			`DELETE FROM search`,
-			`INSERT INTO search (rowid, session_pk, body) SELECT -session_pk, session_pk, body FROM search_session_docs`,
-			`INSERT INTO search (rowid, session_pk, body) SELECT step_pk, session_pk, body FROM search_step_docs`,
+			`INSERT INTO search (rowid, body) SELECT -session_pk, body FROM search_session_docs`,
+			`INSERT INTO search (rowid, body) SELECT step_pk, body FROM search_step_docs`,
 			`INSERT INTO search (search) VALUES ('optimize')`,
 		} {
 			if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {

@@ -11,7 +11,7 @@
 -- those parts (auth.go is "auth go"). secure-delete removes a deleted
 -- row's terms from the index b-trees at once, so with secure_delete no
 -- segment keeps them.
-CREATE VIRTUAL TABLE search USING fts5(body, session_pk UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE search USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
 INSERT INTO search (search, rank) VALUES ('secure-delete', 1);
 
 -- What a step row and a session row index: every string value of the
@@ -30,5 +30,5 @@ CREATE VIEW search_session_docs (session_pk, body) AS
 SELECT pk, concat_ws(char(10), agent_kind, workspace_root, workspace_repo) FROM sessions;
 
 -- Existing stores: build the index from what is stored.
-INSERT INTO search (rowid, session_pk, body) SELECT -session_pk, session_pk, body FROM search_session_docs;
-INSERT INTO search (rowid, session_pk, body) SELECT step_pk, session_pk, body FROM search_step_docs;
+INSERT INTO search (rowid, body) SELECT -session_pk, body FROM search_session_docs;
+INSERT INTO search (rowid, body) SELECT step_pk, body FROM search_step_docs;
