@@ -302,3 +302,19 @@ func TestSearchMigrationIndexesAnOldStore(t *testing.T) {
 		}
 	}
 }
+
+// Tool input nested deeper than SQLite's JSON functions go is still
+// stored and indexed (as its text), never a failed push.
+func TestSearchDeepToolInput(t *testing.T) {
+	s := mustOpen(t)
+	var raw any = "deepword"
+	for range 5000 {
+		raw = obj{"k": raw}
+	}
+	b := newBatch("a")
+	set(b, "steps[4].payload.raw", raw)
+	mustApply(t, s, b)
+	if got := hitKeys(mustSearch(t, s, "deepword")); !reflect.DeepEqual(got, []hitKey{{"a", 5}}) {
+		t.Errorf("Search(deepword) = %v; want [{a 5}]", got)
+	}
+}

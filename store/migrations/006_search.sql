@@ -19,7 +19,8 @@ INSERT INTO search (search, rank) VALUES ('secure-delete', 1);
 -- error and flags; a message's role marks it (user, assistant, thinking).
 CREATE VIEW search_step_docs (step_pk, session_pk, body) AS
 SELECT pk, session_pk, concat_ws(char(10),
-  (SELECT group_concat(value, ' ') FROM json_tree(payload) WHERE type = 'text'),
+  -- JSON deeper than SQLite's limit (1,000) is indexed as it is written.
+  CASE WHEN json_valid(payload) THEN (SELECT group_concat(value, ' ') FROM json_tree(payload) WHERE type = 'text') ELSE payload END,
   role,
   text, stdout, stderr, old_string, new_string,
   (SELECT group_concat(value, ' ') FROM json_tree(error) WHERE type = 'text'),
