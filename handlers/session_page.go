@@ -30,6 +30,7 @@ type PageSource interface {
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	Review(ctx context.Context, id string) (Review, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
+	Searcher
 }
 
 // storeSource serves the pages from the store itself.

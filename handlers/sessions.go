@@ -17,6 +17,7 @@ type Reader interface {
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
+	Searcher
 }
 
 // listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&limit=N][&after=<next>]:

@@ -94,7 +94,8 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	if err != nil {
 		return false, err
 	}
-	if *pk == 0 {
+	created := *pk == 0
+	if created {
 		if *pk, err = s.insertSession(conn, &b.Session, stamp); err != nil {
 			return false, err
 		}
@@ -130,10 +131,13 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		}
 		changed = changed || c
 	}
-	if changed {
-		err = sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
+	if !changed {
+		return false, nil
 	}
-	return changed, err
+	if err := indexChanges(conn, *pk, stamp, created); err != nil { // search_index.go
+		return false, err
+	}
+	return true, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
 }
 
 func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) (int64, error) {

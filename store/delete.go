@@ -34,6 +34,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
+		if err := unindexSession(conn, pk); err != nil { // search_index.go
+			return err
+		}
 		// Child rows go with the session (ON DELETE CASCADE).
 		if err := sqlitex.Execute(conn, `DELETE FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{pk}}); err != nil {
 			return err

@@ -104,7 +104,8 @@ func TestDeleteOverwrites(t *testing.T) {
 		return place + "-" + hex.EncodeToString(b[:])
 	}
 	m := map[string]string{}
-	for _, place := range []string{"stdout", "stdout-rewritten", "stderr", "text", "new-string", "raw", "patch", "root", "label", "source-file", "error", "reason"} {
+	for _, place := range []string{"stdout", "stdout-rewritten", "stderr", "text", "new-string", "raw", "patch", "root", "label", "source-file", "error", "reason",
+		"command", "old-string", "edit-path", "read-path", "tool-name", "repo", "error-type", "cwd"} {
 		m[place] = marker(place)
 	}
 	b := newBatch("gone")
@@ -118,6 +119,14 @@ func TestDeleteOverwrites(t *testing.T) {
 	set(b, "steps[2].error.message", m["error"])
 	set(b, "steps[4].payload.raw", obj{"secret": m["raw"]})
 	set(b, "steps[1].flags[0].reason", m["reason"])
+	set(b, "steps[1].payload.command", "rm -rf "+m["command"])
+	set(b, "steps[1].payload.cwd", m["cwd"])
+	set(b, "steps[2].payload.old_string", m["old-string"])
+	set(b, "steps[2].payload.path", "handlers/"+m["edit-path"]+".go")
+	set(b, "steps[2].error.type", m["error-type"])
+	set(b, "steps[3].payload.path", m["read-path"])
+	set(b, "steps[4].payload.tool_name", m["tool-name"])
+	set(b, "session.workspace.repo", m["repo"])
 	set(b, "session.workspace.root", "/home/"+m["root"])
 	set(b, "actors[0].label", m["label"])
 	set(b, "segments[0].source_files", arr{"/log/" + m["source-file"]})
@@ -163,11 +172,22 @@ func TestDeleteOverwrites(t *testing.T) {
 		}
 		return all
 	}
-	// The search must be able to find what it looks for.
+	// The search index holds each marker's random part as a term of its
+	// own (the tokenizer splits at "-"), in its segment b-trees as well as
+	// its content copy: look for the part too.
+	word := func(mk string) string { _, hexPart, _ := strings.Cut(mk, "-"); return hexPart }
+	indexed := map[string]bool{"patch": false, "label": false, "source-file": false}
+	// The grep must be able to find what it looks for.
 	before := files()
 	for place, mk := range m {
-		if !bytes.Contains(before, []byte(mk)) {
+		if !bytes.Contains(before, []byte(mk)) || !bytes.Contains(before, []byte(word(mk)[8:])) {
 			t.Fatalf("marker %s not found in the store files before Delete; the check below would prove nothing", place)
+		}
+		if _, no := indexed[place]; no || strings.HasPrefix(place, "note") || strings.HasPrefix(place, "verdict") || strings.HasPrefix(place, "stdout") { // glued to the text around it
+			continue
+		}
+		if r, err := s.Search(context.Background(), store.SearchQuery{Q: word(mk)}); err != nil || len(r.Hits) != 1 {
+			t.Fatalf("Search(%s marker) before Delete = %+v, %v; want one hit", place, r.Hits, err)
 		}
 	}
 
@@ -179,7 +199,7 @@ func TestDeleteOverwrites(t *testing.T) {
 		t.Helper()
 		after := files()
 		for place, mk := range m {
-			if bytes.Contains(after, []byte(mk)) {
+			if bytes.Contains(after, []byte(mk)) || bytes.Contains(after, []byte(word(mk)[8:])) {
 				t.Errorf("%s: the %s marker of the deleted session is still in the store files", when, place)
 			}
 		}
@@ -188,6 +208,11 @@ func TestDeleteOverwrites(t *testing.T) {
 		}
 	}
 	check("after Delete, store open")
+	for place, mk := range m {
+		if r, err := s.Search(context.Background(), store.SearchQuery{Q: word(mk)}); err != nil || len(r.Hits) != 0 {
+			t.Errorf("Search(%s marker) after Delete = %+v, %v; want no hits", place, r.Hits, err)
+		}
+	}
 	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() != 0 {
 		t.Errorf("write-ahead log after Delete is %d bytes; want it truncated", wal.Size())
 	}

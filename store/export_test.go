@@ -11,6 +11,9 @@ import (
 // process's Open does.
 var LockSetup = lockSetup
 
+// IndexChanges is what Apply runs to index a write (search_index.go).
+var IndexChanges = indexChanges
+
 // Migrations is how many migrations this build applies.
 func Migrations() int {
 	schema, err := loadSchema()

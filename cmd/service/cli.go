@@ -14,6 +14,8 @@ import (
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
 	Delete  DeleteCmd  `cmd:"" help:"Delete a session for good (works while the server runs)."`
+	Search  SearchCmd  `cmd:"" help:"Search every stored session (works while the server runs)."`
+	Reindex ReindexCmd `cmd:"" help:"Rebuild the search index from the stored sessions."`
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
 	Demo    DemoCmd    `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
 	Dev     DevCmd     `cmd:"" help:"Run the UI development server: pages from a running core, /api proxied to it."`

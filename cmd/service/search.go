@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/agentreview/service/store"
+)
+
+// SearchCmd is `service search QUERY [--json] [--limit N] [--db PATH]`.
+type SearchCmd struct {
+	Query string `arg:"" help:"What to find: words, \"phrases\", prefix*, -excluded, and filters such as agent:claude-code type:command status:failed path:handlers/ after:2026-11-01."`
+	JSON  bool   `help:"Print the hits as GET /api/search answers them."`
+	Limit int    `help:"At most this many hits." default:"50"`
+	DB    string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+}
+
+// Run searches the store file directly, beside a running server.
+func (c *SearchCmd) Run(e *env) error {
+	path, err := storePath(c.DB)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := st.Search(e.ctx, store.SearchQuery{Q: c.Query, Limit: c.Limit})
+	if err != nil {
+		if inv, ok := errors.AsType[*store.InvalidError](err); ok {
+			return fmt.Errorf("search query: %s", inv.Problems[0].Message)
+		}
+		return err
+	}
+	if c.JSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+		return err
+	}
+	if len(res.Hits) == 0 {
+		fmt.Fprintln(e.stdout, "no hits")
+		return nil
+	}
+	session := ""
+	for _, h := range res.Hits {
+		if h.SessionID != session {
+			session = h.SessionID
+			fmt.Fprintf(e.stdout, "%s  %s  %s  %s\n", terminalSafe(h.SessionID), h.StartedAt, terminalSafe(h.Agent), terminalSafe(h.Title))
+		}
+		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, h.Type, terminalSafe(h.Status), terminalSafe(h.Snippet))
+	}
+	if res.Next != "" {
+		fmt.Fprintf(e.stdout, "(first %d hits; narrow the query or raise --limit)\n", len(res.Hits))
+	}
+	return nil
+}
+
+// terminalSafe puts agent content on one line with no control characters,
+// so no escape sequence in it reaches the terminal.
+func terminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// ReindexCmd is `service reindex [--db PATH]`.
+type ReindexCmd struct {
+	DB string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+}
+
+// Run rebuilds the search index of the store file in one transaction.
+func (c *ReindexCmd) Run(e *env) error {
+	path, err := storePath(c.DB)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.Reindex(e.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "search index rebuilt: %d sessions and steps\n", n)
+	return nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+// `service search` and `service reindex` work on the store file beside a
+// running server, as the real binary.
+func TestSearchCommandBesideServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := mustBuild(t)
+	home := t.TempDir()
+	db := filepath.Join(t.TempDir(), "store.db")
+	srv := startServer(t, bin, home, db)
+	tokenBytes, err := os.ReadFile(filepath.Join(home, ".service", "ingest-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tokenBytes))
+	// Agent content with an escape sequence: it must not reach the terminal.
+	body := bytes.Replace(batchJSON("s1", 1), []byte(`"stdout":"`), []byte(`"stdout":"\u001b[2J panic in handlers/auth_test.go `), 1)
+	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {
+		t.Fatalf("push = %d %s %v; want 201", code, out, err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := run("search", "auth_test.go", "--db", db)
+	if err != nil || !strings.Contains(out, "s1  2026-01-02T10:00:00Z  multi") || !strings.Contains(out, "#1 command") || !strings.Contains(out, "auth_test.go") {
+		t.Errorf("service search auth_test.go = %v\n%s\nwant session s1 and step #1 with the snippet", err, out)
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("service search printed an escape sequence of agent content: %q", out)
+	}
+
+	out, err = run("search", "panic type:command", "--json", "--db", db)
+	var res store.SearchResult
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || len(res.Hits) != 1 || res.Hits[0].SessionID != "s1" || res.Hits[0].Seq != 1 {
+		t.Errorf("service search --json = %v\n%s\nwant one hit, s1 step 1", err, out)
+	}
+
+	out, err = run("search", `"unclosed`, "--db", db)
+	if err == nil || !strings.Contains(out, `search query: has a " that is never closed`) {
+		t.Errorf("service search with a malformed query = %v\n%s\nwant a failure naming the problem", err, out)
+	}
+
+	out, err = run("reindex", "--db", db)
+	if err != nil || !strings.Contains(out, "search index rebuilt: 2 sessions and steps") {
+		t.Errorf("service reindex = %v\n%s", err, out)
+	}
+	if out, err := run("search", "panic", "--db", db); err != nil || !strings.Contains(out, "#1 command") {
+		t.Errorf("service search after reindex = %v\n%s", err, out)
+	}
+}

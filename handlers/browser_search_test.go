@@ -1,0 +1,40 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserSearch: a query typed in the search page's box finds a step;
+// its hit, with the match marked and agent markup as text, opens that step
+// on the session page, scrolled to.
+func TestBrowserSearch(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	sess := manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC))
+	sess["steps"].(arr)[74].(obj)["payload"].(obj)["text"] = "prompt 75 <img src=x onerror=alert(1)> frobnicate_widget.go"
+	s.mustPush(sess, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+
+	p.open("/search")
+	p.do("type a query", chromedp.SendKeys(chromedp.CSS(`[data-testid="search-input"]`), "frobnicate_widget.go\r"))
+	p.waitFor("the hits are shown", `document.querySelector('[data-testid="search-hit"]') !== null`)
+	if n := p.count(`[data-testid="search-hit"]`); n != 1 {
+		t.Fatalf("%d hits; want 1", n)
+	}
+	if got := p.text(`[data-testid="search-snippet"] mark`); got != "frobnicate_widget.go" {
+		t.Errorf("marked match = %q; want frobnicate_widget.go", got)
+	}
+	if n := p.count(`[data-testid="search-snippet"] img`); n != 0 {
+		t.Errorf("the snippet made %d img elements of agent text; want it as text", n)
+	}
+	if d := p.seenDialogs(); len(d) != 0 {
+		t.Errorf("dialogs opened: %v; want none", d)
+	}
+	p.click(`[data-testid="search-hit-link"]`)
+	p.waitFor("step 75 is open and scrolled to", `location.pathname === '/session' && location.hash === '#step-75'
+		&& document.querySelector('#step-75') !== null && document.querySelector('#step-75').open && `+inView("#step-75"))
+}

@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// Searcher is the store's full-text search.
+type Searcher interface {
+	Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error)
+}
+
+// searchAPI is GET /api/search?q=<query>[&limit=N][&after=<next>]: a page
+// of hits; a malformed query is 400 with its problems in details.
+func searchAPI(st Searcher, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseSearchQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		res, err := st.Search(r.Context(), q)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+}
+
+// parseSearchQuery reads q, limit (1 to store.MaxSearchLimit) and after.
+func parseSearchQuery(v url.Values) (store.SearchQuery, error) {
+	q := store.SearchQuery{Q: v.Get("q"), After: v.Get("after")}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxSearchLimit {
+			return q, &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter limit=%q is not valid: give 1 to %d", l, store.MaxSearchLimit)}
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+// Search is GET /api/search with the query's parameters.
+func (c CoreClient) Search(ctx context.Context, sq store.SearchQuery) (store.SearchResult, error) {
+	var res store.SearchResult
+	q := url.Values{"q": {sq.Q}}
+	if sq.After != "" {
+		q.Set("after", sq.After)
+	}
+	if sq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(sq.Limit))
+	}
+	return res, c.get(ctx, "/api/search", q, &res)
+}
+
+// searchPage is GET /search?q=<query>[&after=<next>]: the hits grouped by
+// session, each linking to its step. A malformed query is 400 with the
+// page telling what is wrong; no q shows the box and the help.
+func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := views.SearchPage{Query: r.URL.Query().Get("q"), Demo: demo}
+		if p.Query == "" {
+			render(w, r, log, http.StatusOK, views.Search(p))
+			return
+		}
+		q := store.SearchQuery{Q: p.Query, After: r.URL.Query().Get("after"), Limit: pageHits}
+		res, err := src.Search(r.Context(), q)
+		var invalid *store.InvalidError
+		switch {
+		case errors.As(err, &invalid) && len(invalid.Problems) > 0:
+			p.Problem = invalid.Problems[0].Message
+		case errors.Is(err, store.ErrBadCursor):
+			p.Problem = "has a page cursor (after) that is not one this page gave out"
+		case err != nil:
+			writeError(w, r, log, err)
+			return
+		}
+		if p.Problem != "" {
+			render(w, r, log, http.StatusBadRequest, views.Search(p))
+			return
+		}
+		p.Searched = true
+		p.Groups = searchGroups(res.Hits)
+		if res.Next != "" {
+			p.NextHref = "/search?" + url.Values{"q": {p.Query}, "after": {res.Next}}.Encode()
+		}
+		render(w, r, log, http.StatusOK, views.Search(p))
+	})
+}
+
+// pageHits is how many hits a page of /search shows.
+const pageHits = 50
+
+// searchGroups puts consecutive hits of one session together (the store
+// orders them by session).
+func searchGroups(hits []store.SearchHit) []views.SearchGroup {
+	var gs []views.SearchGroup
+	for _, h := range hits {
+		if len(gs) == 0 || gs[len(gs)-1].SessionID != h.SessionID {
+			g := views.SearchGroup{
+				SessionID: h.SessionID, Agent: shorten(h.Agent, lineChars), Title: oneLine(h.Title),
+				StartedAt: h.StartedAt, Started: h.StartedAt, Href: "/session?id=" + url.QueryEscape(h.SessionID),
+			}
+			if t, ok := store.ParseTimestamp(h.StartedAt); ok {
+				g.Started = t.Format("2006-01-02 15:04")
+			}
+			gs = append(gs, g)
+		}
+		g := &gs[len(gs)-1]
+		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Status: h.Status, Href: g.Href, Snippet: snippetParts(h.Snippet, h.Matches)}
+		if h.Seq > 0 {
+			row.Href += "#step-" + strconv.FormatInt(h.Seq, 10)
+		}
+		g.Hits = append(g.Hits, row)
+	}
+	return gs
+}
+
+// snippetParts splits a snippet at its matches.
+func snippetParts(s string, matches [][2]int) []views.SnippetPart {
+	var parts []views.SnippetPart
+	at := 0
+	for _, m := range matches {
+		if m[0] < at || m[1] > len(s) || m[0] > m[1] {
+			continue
+		}
+		if m[0] > at {
+			parts = append(parts, views.SnippetPart{Text: s[at:m[0]]})
+		}
+		parts = append(parts, views.SnippetPart{Text: s[m[0]:m[1]], Match: true})
+		at = m[1]
+	}
+	if at < len(s) {
+		parts = append(parts, views.SnippetPart{Text: s[at:]})
+	}
+	return parts
+}

@@ -1,0 +1,135 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/agentreview/service/store"
+)
+
+func TestSearchAPI(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("a")
+	b["steps"].([]any)[1].(obj)["payload"].(obj)["stdout"] = "FAIL handlers/auth_test.go: <b>boom</b>"
+	s.mustPush(b, http.StatusCreated)
+	s.mustPush(newBatch("b"), http.StatusCreated)
+
+	rec := s.get("/api/search?q=" + url.QueryEscape("auth_test.go type:command"))
+	var res store.SearchResult
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET /api/search = %d %s", rec.Code, rec.Body)
+	}
+	if len(res.Hits) != 1 {
+		t.Fatalf("hits = %+v; want one", res.Hits)
+	}
+	h := res.Hits[0]
+	if h.SessionID != "a" || h.Seq != 2 || h.Type != "command" || h.Status != "ok" || len(h.Matches) != 1 {
+		t.Errorf("hit = %+v; want session a, seq 2, command, ok, one match", h)
+	}
+	if m := h.Matches[0]; h.Snippet[m[0]:m[1]] != "auth_test.go" {
+		t.Errorf("match %v of %q = %q; want auth_test.go", m, h.Snippet, h.Snippet[m[0]:m[1]])
+	}
+
+	var page store.SearchResult
+	json.Unmarshal(s.get("/api/search?q=type:command&limit=1").Body.Bytes(), &page)
+	if len(page.Hits) != 1 || page.Next == "" {
+		t.Fatalf("limit=1 = %+v; want one hit and a cursor", page)
+	}
+	var rest store.SearchResult
+	json.Unmarshal(s.get("/api/search?q=type:command&limit=1&after="+url.QueryEscape(page.Next)).Body.Bytes(), &rest)
+	if len(rest.Hits) != 1 || rest.Next != "" || rest.Hits[0].SessionID == page.Hits[0].SessionID {
+		t.Errorf("second page = %+v; want the other session's command and no cursor", rest)
+	}
+
+	for _, tc := range []struct{ q, error, detail string }{
+		{"q=", "invalid search query", "is empty"},
+		{"q=" + url.QueryEscape(`"open`), "invalid search query", "never closed"},
+		{"q=" + url.QueryEscape("NEAR( AND"), "", ""}, // words, not FTS syntax: 200
+		{"q=type:nope", "invalid search query", `"nope" is not a step type`},
+		{"q=x&limit=0", `query parameter limit="0" is not valid: give 1 to 200`, ""},
+		{"q=x&after=junk", "after is not a cursor of this list", ""},
+	} {
+		rec := s.get("/api/search?" + tc.q)
+		if tc.error == "" {
+			if rec.Code != http.StatusOK {
+				t.Errorf("GET /api/search?%s = %d %s; want 200", tc.q, rec.Code, rec.Body)
+			}
+			continue
+		}
+		e := decodeError(t, rec)
+		if rec.Code != http.StatusBadRequest || e.Error != tc.error || (tc.detail != "" && (len(e.Details) == 0 || !strings.Contains(e.Details[0].Message, tc.detail))) {
+			t.Errorf("GET /api/search?%s = %d %s; want 400 %q with %q", tc.q, rec.Code, rec.Body, tc.error, tc.detail)
+		}
+	}
+}
+
+func TestSearchPage(t *testing.T) {
+	s := newTestService(t)
+	a := newBatch("a")
+	a["steps"].([]any)[1].(obj)["payload"].(obj)["stdout"] = "<script>alert(1)</script> needle here"
+	s.mustPush(a, http.StatusCreated)
+	s.mustPush(newBatch("b"), http.StatusCreated)
+
+	doc := mustDocument(t, s, "/search?q=needle")
+	groups := doc.Find(`[data-testid="search-group"]`)
+	if groups.Length() != 1 || groups.AttrOr("data-session-id", "") != "a" {
+		t.Fatalf("groups = %d (%s); want session a only", groups.Length(), groups.AttrOr("data-session-id", ""))
+	}
+	hit := groups.Find(`[data-testid="search-hit"]`)
+	if hit.AttrOr("data-seq", "") != "2" || hit.Find(`[data-testid="search-hit-link"]`).AttrOr("href", "") != "/session?id=a#step-2" {
+		t.Errorf("hit seq %s links to %s; want step 2 at /session?id=a#step-2", hit.AttrOr("data-seq", ""), hit.Find("a").AttrOr("href", ""))
+	}
+	snippet := hit.Find(`[data-testid="search-snippet"]`)
+	if snippet.Find("mark").Text() != "needle" || snippet.Find("script").Length() != 0 || !strings.Contains(snippet.Text(), "<script>alert(1)</script>") {
+		t.Errorf("snippet %q, mark %q; want needle marked and the script as text", snippet.Text(), snippet.Find("mark").Text())
+	}
+	if doc.Find(`[data-testid="search-input"]`).AttrOr("value", "") != "needle" || doc.Find(`[data-testid="search-help"]`).Length() != 1 {
+		t.Error("the page lacks the search box with the query or the help")
+	}
+
+	// Filters alone; a second page.
+	doc = mustDocument(t, s, "/search?q=type:command")
+	if n := doc.Find(`[data-testid="search-group"]`).Length(); n != 2 {
+		t.Errorf("type:command groups = %d; want 2", n)
+	}
+	if doc := mustDocument(t, s, "/search"); doc.Find(`[data-testid="search-group"]`).Length() != 0 || doc.Find(`[data-testid="search-form"]`).Length() != 1 {
+		t.Error("/search without q: want the form and no results")
+	}
+
+	for _, q := range []string{`"open`, "type:nope", "x&after=zz"} {
+		rec := s.get("/search?q=" + strings.ReplaceAll(url.QueryEscape(q), "%26after%3D", "&after="))
+		doc, _ := goquery.NewDocumentFromReader(rec.Body)
+		if rec.Code != http.StatusBadRequest || doc.Find(`[data-testid="search-problem"]`).Length() != 1 {
+			t.Errorf("GET /search?q=%s = %d; want 400 with the problem on the page", q, rec.Code)
+		}
+	}
+}
+
+func TestSearchPagePages(t *testing.T) {
+	s := newTestService(t)
+	for _, id := range []string{"a", "b"} {
+		b := newBatch(id)
+		var steps []any
+		for i := range 30 {
+			steps = append(steps, obj{"id": fmt.Sprintf("%s-m%d", id, i), "session_id": id, "segment_index": 0, "turn_id": id + "-t1",
+				"actor_id": id + "-root", "seq": 10 + i, "at": "2026-01-02T10:00:02Z", "type": "message", "decision": "n/a", "outcome": "ok",
+				"content_status": "inline", "channels": []any{}, "flags": []any{}, "payload": obj{"role": "assistant", "text": "paged word"}})
+		}
+		b["steps"] = append(b["steps"].([]any), steps...)
+		s.mustPush(b, http.StatusCreated)
+	}
+	doc := mustDocument(t, s, "/search?q=paged")
+	next, _ := doc.Find(`[data-testid="search-more"]`).Attr("href")
+	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 50 || next == "" {
+		t.Fatalf("first page = %d hits, next %q; want 50 and a link", n, next)
+	}
+	doc = mustDocument(t, s, next)
+	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 10 || doc.Find(`[data-testid="search-more"]`).Length() != 0 {
+		t.Errorf("second page = %d hits; want the last 10 and no link", n)
+	}
+}

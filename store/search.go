@@ -1,0 +1,409 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// Search limits: a query longer than MaxQueryBytes or with more than
+// MaxQueryTerms words and filters is refused; a page holds at most
+// MaxSearchLimit hits.
+const (
+	MaxQueryBytes  = 1000
+	MaxQueryTerms  = 32
+	MaxSearchLimit = 200
+)
+
+// SearchQuery is one search: the query text (see ParseQuery) and a page.
+type SearchQuery struct {
+	Q     string
+	Limit int    // at most this many hits (0: 50; at most MaxSearchLimit)
+	After string // a Next cursor of an earlier page: the hits after it
+}
+
+// SearchHit is one step (or, with Seq 0 and Type "session", the session's
+// own agent and workspace) that matches. Snippet is agent content, never
+// HTML: Matches holds the [start, end) byte offsets of each match in it.
+type SearchHit struct {
+	SessionID string   `json:"session_id"`
+	Agent     string   `json:"agent"`
+	Title     string   `json:"title"`
+	StartedAt string   `json:"started_at"`
+	Seq       int64    `json:"seq"`
+	Type      string   `json:"type"`
+	Status    string   `json:"status"`
+	Snippet   string   `json:"snippet"`
+	Matches   [][2]int `json:"matches"`
+}
+
+// SearchResult is a page of hits, newest session first and in step order
+// within a session; Next is the cursor of the next page, empty at the end.
+type SearchResult struct {
+	Hits []SearchHit `json:"hits"`
+	Next string      `json:"next,omitempty"`
+}
+
+// query is a parsed search: full-text words and the filters.
+type query struct {
+	match    string // FTS5 expression of the words, "" when there are none
+	exclude  string // FTS5 expression of the excluded words, "" when none
+	where    []string
+	args     []any
+	hasWords bool
+}
+
+// searchFilters maps each filter to the SQL condition it adds (s is the
+// session, st the step) and how its value is checked.
+var searchFilters = map[string]string{
+	"agent":     "s.agent_kind = ?",
+	"status":    "st.outcome = ?",
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE json_extract(value, '$.kind') = ?)",
+	"path":      "instr(json_extract(st.payload, '$.path'), ?) > 0",
+	"workspace": "instr(s.workspace_root, ?) > 0",
+	"verdict":   "s.verdict_state = ?",
+	"type":      "st.type IN (SELECT value FROM json_each(?))",
+	"after":     "s.started_ns >= ?",
+	"before":    "s.started_ns < ?",
+}
+
+// ParseQuery checks a query without running it; it returns an
+// *InvalidError naming each problem. The language: words (found by their
+// parts: auth.go, handlers/auth.go), "exact phrases", prefix*, -excluded,
+// and filters key:value that also work alone: agent:, type: (one of the
+// step types, several with |), status: (the outcome), flag: (a flag kind),
+// path: (part of a path), workspace: (part of the root), after: and
+// before: (a date, 2026-11-01, or an RFC 3339 time, on the session's
+// start) and verdict:.
+func ParseQuery(q string) error {
+	_, err := parseQuery(q)
+	return err
+}
+
+func parseQuery(text string) (query, error) {
+	var q query
+	var ps []Problem
+	bad := func(format string, a ...any) { ps = append(ps, Problem{Path: "q", Message: fmt.Sprintf(format, a...)}) }
+	if len(text) > MaxQueryBytes {
+		bad("is longer than %d bytes", MaxQueryBytes)
+		return q, newInvalidSearch(ps)
+	}
+	if !utf8.ValidString(text) {
+		bad("is not valid UTF-8")
+		return q, newInvalidSearch(ps)
+	}
+	terms, err := splitTerms(text)
+	if err != nil {
+		bad("%s", err)
+		return q, newInvalidSearch(ps)
+	}
+	if len(terms) == 0 {
+		bad("is empty: give a word, a \"phrase\" or a filter such as agent:claude-code")
+	}
+	if len(terms) > MaxQueryTerms {
+		bad("has %d words and filters; at most %d", len(terms), MaxQueryTerms)
+	}
+	var match, exclude []string
+	for _, t := range terms {
+		if key, value, ok := strings.Cut(t.text, ":"); ok && !t.quoted && !t.negated && isFilterKey(key) {
+			if value == "" {
+				bad("filter %s: has no value", key)
+				continue
+			}
+			arg, err := filterArg(key, value)
+			if err != nil {
+				bad("filter %s: %s", key, err)
+				continue
+			}
+			q.where = append(q.where, searchFilters[key])
+			q.args = append(q.args, arg)
+			continue
+		}
+		phrase := ftsPhrase(t)
+		if phrase == "" {
+			bad("%q has no letters or digits to search for", t.text)
+			continue
+		}
+		if t.negated {
+			exclude = append(exclude, phrase)
+		} else {
+			match = append(match, phrase)
+		}
+	}
+	if len(ps) == 0 && len(match) == 0 && len(q.where) == 0 {
+		bad("has only excluded words: add a word or a filter to search in")
+	}
+	if len(ps) > 0 {
+		return q, newInvalidSearch(ps)
+	}
+	q.match, q.exclude, q.hasWords = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0
+	return q, nil
+}
+
+func newInvalidSearch(ps []Problem) error {
+	e := newInvalidError(ps)
+	e.Subject = "search query"
+	return e
+}
+
+func isFilterKey(key string) bool {
+	_, ok := searchFilters[key]
+	return ok
+}
+
+// filterArg checks a filter's value and returns what its condition binds.
+func filterArg(key, value string) (any, error) {
+	switch key {
+	case "type":
+		types := strings.Split(value, "|")
+		for _, t := range types {
+			if !slices.Contains(StepTypes, t) {
+				return nil, fmt.Errorf("%q is not a step type (%s)", t, strings.Join(StepTypes, ", "))
+			}
+		}
+		return `["` + strings.Join(types, `","`) + `"]`, nil
+	case "verdict":
+		if !slices.Contains(VerdictStates, value) {
+			return nil, fmt.Errorf("%q is not a verdict (%s)", value, strings.Join(VerdictStates, ", "))
+		}
+	case "after", "before":
+		t, err := parseSearchTime(value)
+		if err != nil {
+			return nil, err
+		}
+		return startedNS(t), nil
+	}
+	return value, nil
+}
+
+func parseSearchTime(v string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date (2026-11-01) or an RFC 3339 time", v)
+}
+
+// term is one word, phrase or filter of a query.
+type term struct {
+	text            string
+	quoted, negated bool
+	prefix          bool
+}
+
+// splitTerms splits a query at spaces outside quotes.
+func splitTerms(s string) ([]term, error) {
+	var terms []term
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return terms, nil
+		}
+		var t term
+		if strings.HasPrefix(s, "-") && len(s) > 1 && !unicode.IsSpace(rune(s[1])) {
+			t.negated, s = true, s[1:]
+		}
+		if strings.HasPrefix(s, `"`) {
+			end := strings.IndexByte(s[1:], '"')
+			if end < 0 {
+				return nil, fmt.Errorf("has a \" that is never closed")
+			}
+			t.text, t.quoted, s = s[1:1+end], true, s[2+end:]
+			if strings.HasPrefix(s, "*") {
+				t.prefix, s = true, s[1:]
+			}
+		} else {
+			end := strings.IndexFunc(s, unicode.IsSpace)
+			if end < 0 {
+				end = len(s)
+			}
+			t.text, s = s[:end], s[end:]
+			if strings.HasSuffix(t.text, "*") {
+				t.text, t.prefix = strings.TrimRight(t.text, "*"), true
+			}
+		}
+		terms = append(terms, t)
+	}
+}
+
+// ftsPhrase is a term as an FTS5 phrase: its text in double quotes, so the
+// tokenizer splits it into its parts and no character of it is FTS5
+// syntax; "" when it has no part to search for.
+func ftsPhrase(t term) string {
+	if strings.IndexFunc(t.text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return ""
+	}
+	p := `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
+	if t.prefix {
+		p += "*"
+	}
+	return p
+}
+
+// Snippet markers: control characters that stored text cannot hold in a
+// way that would confuse them with a match (they are stripped from it).
+const (
+	markOpen  = "\x02"
+	markClose = "\x03"
+)
+
+// snippetTokens is how many tokens a snippet shows around the match.
+const snippetTokens = 16
+
+// Search runs a query (ParseQuery) over every stored session. It returns
+// an *InvalidError for a malformed query and ErrBadCursor for an After
+// that is not one of its Next cursors.
+func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error) {
+	res := SearchResult{Hits: []SearchHit{}}
+	q, err := parseQuery(sq.Q)
+	if err != nil {
+		return res, fmt.Errorf("store: search: %w", err)
+	}
+	limit := sq.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, MaxSearchLimit)
+	where, args := q.where, q.args
+	if sq.After != "" {
+		ns, spk, seq, err := parseSearchCursor(sq.After)
+		if err != nil {
+			return res, err // its message is the answer's, as List's
+		}
+		where = append(where, "(s.started_ns < ? OR (s.started_ns = ? AND (s.pk < ? OR (s.pk = ? AND coalesce(st.seq, 0) > ?))))")
+		args = append(args, ns, ns, spk, spk, seq)
+	}
+	if q.exclude != "" {
+		where = append(where, "coalesce(st.pk, -s.pk) NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
+		args = append(args, q.exclude)
+	}
+	// Keys first, the snippets of one page after: SQLite computes every
+	// column of every matching row before it sorts, and a snippet reads
+	// the row's whole text. A session's own row has rowid -pk.
+	var sql string
+	if q.hasWords {
+		sql = `WITH page AS (SELECT search.rowid AS rid, s.pk AS spk, s.started_ns AS ns, coalesce(st.seq, 0) AS seq
+			FROM search LEFT JOIN steps st ON st.pk = search.rowid JOIN sessions s ON s.pk = coalesce(st.session_pk, -search.rowid)
+			WHERE search MATCH ?1` + conditions(where) + ` ORDER BY ns DESC, spk DESC, seq LIMIT ?)
+			SELECT s.pk, s.id, s.agent_kind, s.started_at, page.ns, page.seq, coalesce(st.type, 'session'), coalesce(st.outcome, ''),
+			  snippet(search, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
+			FROM page JOIN search ON search.rowid = page.rid JOIN sessions s ON s.pk = page.spk LEFT JOIN steps st ON st.pk = page.rid
+			WHERE search MATCH ?1 ORDER BY page.ns DESC, page.spk DESC, page.seq`
+		args = append([]any{q.match}, args...)
+	} else {
+		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, ''
+			FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1` + conditions(where) + `
+			ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
+	}
+	args = append(args, limit+1)
+
+	type key struct{ ns, pk, seq int64 }
+	var keys []key
+	titles := map[int64]string{}
+	err = s.read(ctx, func(conn *sqlite.Conn) error {
+		err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{
+			Args: args,
+			ResultFunc: func(st *sqlite.Stmt) error {
+				h := SearchHit{
+					SessionID: st.ColumnText(1), Agent: st.ColumnText(2), StartedAt: st.ColumnText(3),
+					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7),
+				}
+				h.Snippet, h.Matches = splitMarks(st.ColumnText(8))
+				keys = append(keys, key{st.ColumnInt64(4), st.ColumnInt64(0), h.Seq})
+				titles[st.ColumnInt64(0)] = ""
+				res.Hits = append(res.Hits, h)
+				return nil
+			},
+		})
+		if err != nil {
+			return err
+		}
+		for pk := range titles {
+			if titles[pk], err = sessionTitle(conn, pk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("store: search: %w", err)
+	}
+	if len(res.Hits) > limit {
+		res.Hits = res.Hits[:limit]
+		k := keys[limit-1]
+		res.Next = fmt.Sprintf("%d:%d:%d", k.ns, k.pk, k.seq)
+	}
+	for i := range res.Hits {
+		res.Hits[i].Title = titles[keys[i].pk]
+	}
+	return res, nil
+}
+
+// conditions joins SQL conditions with AND, each after an AND.
+func conditions(where []string) string {
+	var b strings.Builder
+	for _, w := range where {
+		b.WriteString(" AND (" + w + ")")
+	}
+	return b.String()
+}
+
+// sessionTitle is the first line of the session's first user prompt, as
+// the list shows it.
+func sessionTitle(conn *sqlite.Conn, pk int64) (string, error) {
+	var title string
+	err := sqlitex.Execute(conn, `SELECT substr(text, 1, ?) FROM steps WHERE session_pk = ? AND type = 'message' AND role = 'user' ORDER BY seq LIMIT 1`,
+		&sqlitex.ExecOptions{
+			Args:       []any{titleChars, pk},
+			ResultFunc: func(st *sqlite.Stmt) error { title = firstLine(st.ColumnText(0)); return nil },
+		})
+	return title, err
+}
+
+// parseSearchCursor reads a Next cursor: "<started_ns>:<session pk>:<seq>".
+func parseSearchCursor(c string) (ns, pk, seq int64, err error) {
+	parts := strings.Split(c, ":")
+	if len(parts) != 3 {
+		return 0, 0, 0, ErrBadCursor
+	}
+	var n [3]int64
+	for i, p := range parts {
+		if n[i], err = strconv.ParseInt(p, 10, 64); err != nil {
+			return 0, 0, 0, ErrBadCursor
+		}
+	}
+	return n[0], n[1], n[2], nil
+}
+
+// splitMarks removes the snippet markers and returns the byte offsets of
+// the text between them.
+func splitMarks(s string) (string, [][2]int) {
+	matches := [][2]int{}
+	var b strings.Builder
+	b.Grow(len(s))
+	open := -1
+	for _, r := range s {
+		switch string(r) {
+		case markOpen:
+			open = b.Len()
+		case markClose:
+			if open >= 0 {
+				matches = append(matches, [2]int{open, b.Len()})
+				open = -1
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String(), matches
+}

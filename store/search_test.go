@@ -1,0 +1,320 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+type hitKey struct {
+	Session string
+	Seq     int64
+}
+
+func hitKeys(r store.SearchResult) []hitKey {
+	keys := []hitKey{}
+	for _, h := range r.Hits {
+		keys = append(keys, hitKey{h.SessionID, h.Seq})
+	}
+	return keys
+}
+
+func mustSearch(t *testing.T, s *store.Store, q string) store.SearchResult {
+	t.Helper()
+	r, err := s.Search(context.Background(), store.SearchQuery{Q: q})
+	if err != nil {
+		t.Fatalf("Search(%q) = %v", q, err)
+	}
+	return r
+}
+
+// searchBatch is newBatch with a word of its own in every indexed field.
+func searchBatch(sid string) obj {
+	b := newBatch(sid)
+	set(b, "session.workspace.root", "/home/dev/wsroot"+sid)
+	set(b, "session.workspace.repo", "github.com/acme/reporepo"+sid)
+	set(b, "steps[0].payload.text", "Please fix promptword"+sid)
+	set(b, "steps[1].payload.command", "rm -rf build_dir"+sid)
+	set(b, "steps[1].payload.stdout", "stdoutword"+sid)
+	set(b, "steps[1].payload.stderr", "stderrword"+sid)
+	set(b, "steps[1].flags[0].reason", "flagreason"+sid)
+	set(b, "steps[2].payload.path", "handlers/auth"+sid+".go")
+	set(b, "steps[2].payload.old_string", "oldword"+sid)
+	set(b, "steps[2].payload.new_string", "newword"+sid)
+	set(b, "steps[2].error.message", "errormessage"+sid)
+	set(b, "steps[3].payload.path", "store/readpath"+sid+".go")
+	set(b, "steps[4].payload.tool_name", "ToolName"+sid)
+	set(b, "steps[4].payload.raw", obj{"nested": arr{obj{"deep": "rawvalue" + sid}}})
+	return b
+}
+
+func TestSearchFindsEveryField(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, searchBatch("x"))
+	mustApply(t, s, searchBatch("y"))
+	thinking := stepsBatch("x", step("x", 6, "message"))
+	set(thinking, "session.workspace.root", "/home/dev/wsrootx")
+	set(thinking, "steps[0].payload", obj{"role": "thinking", "text": "pondering"})
+	mustApply(t, s, thinking)
+	for _, tc := range []struct {
+		q    string
+		want []hitKey
+	}{
+		{"wsrootx", []hitKey{{"x", 0}}},
+		{"reporepox", []hitKey{{"x", 0}}},
+		{"promptwordx", []hitKey{{"x", 1}}},
+		{"build_dirx", []hitKey{{"x", 2}}},
+		{"stdoutwordx", []hitKey{{"x", 2}}},
+		{"stderrwordx", []hitKey{{"x", 2}}},
+		{"flagreasonx", []hitKey{{"x", 2}}},
+		{"dangerous_command", []hitKey{{"x", 2}, {"y", 2}}},
+		{"oldwordx", []hitKey{{"x", 3}}},
+		{"newwordx", []hitKey{{"x", 3}}},
+		{"errormessagex", []hitKey{{"x", 3}}},
+		{"tool_error", []hitKey{{"x", 3}, {"y", 3}}},
+		{"readpathx.go", []hitKey{{"x", 4}}},
+		{"toolnamex", []hitKey{{"x", 5}}},
+		{"rawvaluex", []hitKey{{"x", 5}}},
+		{"thinking pondering", []hitKey{{"x", 6}}},
+		// The tokenizer for code: parts, paths and prefixes.
+		{"authx.go", []hitKey{{"x", 3}}},
+		{"handlers/authx.go", []hitKey{{"x", 3}}},
+		{"handlers/auth*", []hitKey{{"x", 3}, {"y", 3}}},
+		{"authx*", []hitKey{{"x", 3}}},
+		{`"rm -rf"`, []hitKey{{"x", 2}, {"y", 2}}},
+		{"build_dirx rm", []hitKey{{"x", 2}}},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			got := hitKeys(mustSearch(t, s, tc.q))
+			want := tc.want
+			sortKeys(got)
+			sortKeys(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%q) = %v; want %v", tc.q, got, want)
+			}
+		})
+	}
+}
+
+func sortKeys(k []hitKey) {
+	for i := range k {
+		for j := i + 1; j < len(k); j++ {
+			if fmt.Sprint(k[j]) < fmt.Sprint(k[i]) {
+				k[i], k[j] = k[j], k[i]
+			}
+		}
+	}
+}
+
+func TestSearchSnippet(t *testing.T) {
+	s := mustOpen(t)
+	b := newBatch("a")
+	set(b, "steps[1].payload.stdout", "before <script>alert(1)</script> the needle after")
+	mustApply(t, s, b)
+	r := mustSearch(t, s, "needle")
+	if len(r.Hits) != 1 {
+		t.Fatalf("Search(needle) = %+v; want one hit", r.Hits)
+	}
+	h := r.Hits[0]
+	if h.Seq != 2 || h.Type != "command" || h.Status != "ok" || h.Agent != "testagent" || h.Title != "Fix the failing test" {
+		t.Errorf("hit = %+v; want seq 2, command, ok, testagent, titled", h)
+	}
+	if len(h.Matches) != 1 || h.Snippet[h.Matches[0][0]:h.Matches[0][1]] != "needle" {
+		t.Errorf("hit snippet %q matches %v; want one match on needle", h.Snippet, h.Matches)
+	}
+	if !strings.Contains(h.Snippet, "<script>") {
+		t.Errorf("snippet %q; want the text as stored (escaping is the view's)", h.Snippet)
+	}
+}
+
+func TestSearchFilters(t *testing.T) {
+	s := mustOpen(t)
+	a := newBatch("a")
+	mustApply(t, s, a)
+	b := newBatch("b")
+	set(b, "session.agent.kind", "claude-code")
+	set(b, "session.started_at", "2026-11-05T10:00:00Z")
+	set(b, "session.workspace.root", "/src/project-b")
+	mustApply(t, s, b)
+	if err := s.SetVerdict(context.Background(), "b", store.Verdict{State: "needs_attention", Reviewer: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want []hitKey
+	}{
+		{"agent:claude-code", []hitKey{{"b", 1}, {"b", 2}, {"b", 3}, {"b", 4}, {"b", 5}}},
+		{"type:edit", []hitKey{{"b", 3}, {"a", 3}}},
+		{"type:edit|read agent:testagent", []hitKey{{"a", 3}, {"a", 4}}},
+		{"status:failed", []hitKey{{"b", 3}, {"a", 3}}},
+		{"flag:dangerous_command", []hitKey{{"b", 2}, {"a", 2}}},
+		{"path:ws/main", []hitKey{{"b", 3}, {"b", 4}, {"a", 3}, {"a", 4}}},
+		{"workspace:project-b type:read", []hitKey{{"b", 4}}},
+		{"after:2026-11-01 type:command", []hitKey{{"b", 2}}},
+		{"before:2026-11-01 type:command", []hitKey{{"a", 2}}},
+		{"verdict:needs_attention type:message", []hitKey{{"b", 1}}},
+		{"test agent:testagent", []hitKey{{"a", 1}, {"a", 2}}},
+		{"test -failing agent:testagent", []hitKey{{"a", 2}}},
+		{"testagent", []hitKey{{"a", 0}}},
+		{"-failing type:message", []hitKey{}},
+		{`"go test" status:ok`, []hitKey{{"b", 2}, {"a", 2}}},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			got := hitKeys(mustSearch(t, s, tc.q))
+			if tc.want == nil {
+				tc.want = []hitKey{}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Search(%q) = %v; want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSearchPages(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("a"))
+	mustApply(t, s, newBatch("b"))
+	var all []hitKey
+	after := ""
+	for range 10 {
+		r, err := s.Search(context.Background(), store.SearchQuery{Q: "agent:testagent", Limit: 3, After: after})
+		if err != nil {
+			t.Fatalf("Search(page after %q) = %v", after, err)
+		}
+		all = append(all, hitKeys(r)...)
+		if after = r.Next; after == "" {
+			break
+		}
+	}
+	whole := hitKeys(mustSearch(t, s, "agent:testagent"))
+	if len(whole) != 10 || !reflect.DeepEqual(all, whole) {
+		t.Errorf("pages of 3 = %v; want the 10 hits of one page %v", all, whole)
+	}
+}
+
+func TestSearchMalformed(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("a"))
+	for _, tc := range []struct{ q, problem string }{
+		{"", "is empty"},
+		{"   ", "is empty"},
+		{`"unclosed`, "never closed"},
+		{"-only", "only excluded"},
+		{"type:shell", `"shell" is not a step type`},
+		{"verdict:great", `"great" is not a verdict`},
+		{"after:yesterday", `"yesterday" is not a date`},
+		{"agent:", "has no value"},
+		{"***", "no letters or digits"},
+		{`AND OR NOT ( ) NEAR(`, "no letters or digits"},
+		{strings.Repeat("a ", 600), "longer than"},
+		{strings.Repeat("w ", 40), "at most 32"},
+		{"bad\xff", "not valid UTF-8"},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			_, err := s.Search(context.Background(), store.SearchQuery{Q: tc.q})
+			var inv *store.InvalidError
+			if !errors.As(err, &inv) || len(inv.Problems) == 0 || !strings.Contains(inv.Problems[0].Message, tc.problem) {
+				t.Fatalf("Search(%q) = %v (%+v); want an InvalidError saying %q", tc.q, err, inv, tc.problem)
+			}
+		})
+	}
+	// FTS5 keywords and syntax inside words are searched as text.
+	for _, q := range []string{"AND", "NEAR(a b)", `a"b`, "col:umn", "x^y", "{a b}"} {
+		if _, err := s.Search(context.Background(), store.SearchQuery{Q: q}); err != nil {
+			t.Errorf("Search(%q) = %v; want nil", q, err)
+		}
+	}
+	if _, err := s.Search(context.Background(), store.SearchQuery{Q: "test", After: "nope"}); !errors.Is(err, store.ErrBadCursor) {
+		t.Errorf("Search(after=nope) = %v; want ErrBadCursor", err)
+	}
+}
+
+func TestReindex(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, searchBatch("x"))
+	before := mustSearch(t, s, "rawvaluex")
+	n, err := s.Reindex(context.Background())
+	if err != nil {
+		t.Fatalf("Reindex() = %v", err)
+	}
+	if n != 6 { // one session row and five steps
+		t.Errorf("Reindex() indexed %d rows; want 6", n)
+	}
+	if after := mustSearch(t, s, "rawvaluex"); !reflect.DeepEqual(after, before) || len(after.Hits) != 1 {
+		t.Errorf("Search after Reindex = %+v; want %+v", after, before)
+	}
+}
+
+// An upsert that changes a step replaces its text in the index.
+func TestSearchFollowsUpdates(t *testing.T) {
+	s := mustOpen(t)
+	b := newBatch("a")
+	set(b, "steps[1].payload.stdout", "firstversion")
+	mustApply(t, s, b)
+	set(b, "steps[1].payload.stdout", "secondversion")
+	mustApply(t, s, b)
+	if got := hitKeys(mustSearch(t, s, "firstversion")); len(got) != 0 {
+		t.Errorf("Search(firstversion) after rewrite = %v; want none", got)
+	}
+	if got := hitKeys(mustSearch(t, s, "secondversion")); !reflect.DeepEqual(got, []hitKey{{"a", 2}}) {
+		t.Errorf("Search(secondversion) = %v; want [{a 2}]", got)
+	}
+}
+
+// A store made before the index (5 migrations) gets it built from what it
+// holds when a build with migration 006 opens it.
+func TestSearchMigrationIndexesAnOldStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	if err := store.CreateAtVersion(ctx, path, 5); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteScript(conn, `
+		INSERT INTO sessions (pk, id, agent_kind, agent_version, workspace_root, started_at, started_ns, source, owner_id, captured_on, updated_at)
+		  VALUES (1, 'old', 'testagent', '1', '/src/oldworkspace', '2026-01-02T10:00:00Z', 0, 'push:testagent', 'local', 'host', 1);
+		INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status,
+		  flag_count, channels, flags, updated_at, payload, stdout)
+		  VALUES (1, 'old-s1', 1, 0, 't', 'r', '2026-01-02T10:00:01Z', 'command', 'accepted', 'ok', 'inline',
+		  0, '[]', '[]', 1, '{"command":"make oldbuild"}', 'oldoutput');`, nil)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpenPath(t, path)
+	for q, want := range map[string][]hitKey{
+		"oldbuild": {{"old", 1}}, "oldoutput": {{"old", 1}}, "oldworkspace": {{"old", 0}},
+	} {
+		if got := hitKeys(mustSearch(t, s, q)); !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(%q) after migrating = %v; want %v", q, got, want)
+		}
+	}
+}
+
+// Tool input nested deeper than SQLite's JSON functions go is still
+// stored and indexed (as its text), never a failed push.
+func TestSearchDeepToolInput(t *testing.T) {
+	s := mustOpen(t)
+	var raw any = "deepword"
+	for range 5000 {
+		raw = obj{"k": raw}
+	}
+	b := newBatch("a")
+	set(b, "steps[4].payload.raw", raw)
+	mustApply(t, s, b)
+	if got := hitKeys(mustSearch(t, s, "deepword")); !reflect.DeepEqual(got, []hitKey{{"a", 5}}) {
+		t.Errorf("Search(deepword) = %v; want [{a 5}]", got)
+	}
+}

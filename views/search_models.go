@@ -1,0 +1,40 @@
+package views
+
+// SearchPage is the page at /search: the query, its problem when it is
+// malformed, and the hits grouped by session, newest first.
+type SearchPage struct {
+	Query    string
+	Problem  string // why the query was refused; empty when it ran
+	Searched bool   // a query ran (the page without q shows only the help)
+	Groups   []SearchGroup
+	NextHref string // the next page of hits; empty at the end
+	Demo     bool
+}
+
+// SearchGroup is one session's hits.
+type SearchGroup struct {
+	SessionID string
+	Agent     string
+	Title     string
+	Started   string
+	StartedAt string // RFC 3339, for the time element
+	Href      string
+	Hits      []SearchHitRow
+}
+
+// SearchHitRow is one step that matched, linking to it on its session's
+// page. Seq is 0 for a match on the session's agent or workspace.
+type SearchHitRow struct {
+	Seq     int64
+	Type    string
+	Status  string
+	Href    string
+	Snippet []SnippetPart
+}
+
+// SnippetPart is a run of a snippet's text, a match or not; the text is
+// agent content, rendered escaped.
+type SnippetPart struct {
+	Text  string
+	Match bool
+}
