@@ -1,0 +1,160 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+const (
+	spawnSample = "testdata/spotter/258c7280_excerpt_lines_1472-1486_task_spawn.jsonl"
+	spawnAgent  = "testdata/spotter/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl"
+	spawnSID    = "258c7280-ae70-4798-800f-63464d01a85d"
+)
+
+// progressRecords returns the subagent records the agent_progress records
+// of a transcript carry, as lines of the subagent's own file would hold
+// them (isSidechain, agentId), read without the parser.
+func progressRecords(t *testing.T, transcript []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(transcript))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var rec struct {
+			Type string `json:"type"`
+			Data struct {
+				Type    string                     `json:"type"`
+				AgentID string                     `json:"agentId"`
+				Message map[string]json.RawMessage `json:"message"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "progress" || rec.Data.Type != "agent_progress" {
+			continue
+		}
+		m := rec.Data.Message
+		m["isSidechain"], m["agentId"] = json.RawMessage("true"), json.RawMessage(`"`+rec.Data.AgentID+`"`)
+		b, _ := json.Marshal(m)
+		out = append(out, b)
+	}
+	return out
+}
+
+// importSpawn lays out a session file (and, when sub is set, its subagent
+// file) as Claude Code does, imports it into a temp store and returns it.
+func importSpawn(t *testing.T, transcript []byte, sub bool) store.SessionDetail {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, spawnSID+".jsonl"), transcript)
+	if sub {
+		b, err := os.ReadFile(spawnAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, filepath.Join(dir, spawnSID, "subagents", filepath.Base(spawnAgent)), b)
+	}
+	units, problems := Discover([]string{dir})
+	if len(units) != 1 || len(problems) > 0 {
+		t.Fatalf("Discover = %d units, %v; want 1 unit", len(units), problems)
+	}
+	s := parseUnit(t, units[0])
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, b := range s.Batches {
+		if _, err := st.Apply(ctx, b); err != nil {
+			t.Fatalf("Apply(batch of %s) = %v", s.ID, err)
+		}
+	}
+	d, err := st.Detail(ctx, s.ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatalf("Detail(%s) = %v", s.ID, err)
+	}
+	return d
+}
+
+func mustWrite(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// actorSteps counts the steps of one actor, and how many of them failed.
+func actorSteps(d store.SessionDetail, actor string) (sampleCounts, int) {
+	var steps []store.Step
+	failed := 0
+	for _, st := range d.Steps {
+		if st.ActorID == actor {
+			steps = append(steps, st)
+			if st.Outcome == "failed" {
+				failed++
+			}
+		}
+	}
+	return storedCounts(steps), failed
+}
+
+// TestAgentProgressSubagent imports a Task's subagent from the
+// agent_progress records of the parent transcript when the subagent's own
+// file is missing (with a result marked failed in a variant, so its
+// failures count), and from the file alone when it exists.
+func TestAgentProgressSubagent(t *testing.T) {
+	raw, err := os.ReadFile(spawnSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedVariant := bytes.Replace(raw, []byte(`"type":"tool_result","content"`), []byte(`"type":"tool_result","is_error":true,"content"`), 1)
+	const actor = "agent-a881341"
+	for _, tc := range []struct {
+		name       string
+		transcript []byte
+		sub        bool
+	}{
+		{"progress only", raw, false},
+		{"progress only, a failed result", failedVariant, false},
+		{"with the subagent file", raw, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, seen := sampleCounts{}, map[string]bool{}
+			wantFailed := 0
+			if tc.sub {
+				scanTranscript(t, spawnAgent, want, seen)
+			} else {
+				lines := progressRecords(t, tc.transcript)
+				wantFailed = bytes.Count(bytes.Join(lines, nil), []byte(`"is_error":true`))
+				p := filepath.Join(t.TempDir(), "agent-progress.jsonl")
+				mustWrite(t, p, bytes.Join(lines, []byte("\n")))
+				scanTranscript(t, p, want, seen)
+			}
+			if len(want) == 0 {
+				t.Fatal("the sample holds no subagent step; the sample or the scan is wrong")
+			}
+			d := importSpawn(t, tc.transcript, tc.sub)
+			got, failed := actorSteps(d, actor)
+			if !maps.Equal(got, want) {
+				t.Errorf("steps of %s = %v; the raw file has %v", actor, got, want)
+			}
+			if failed != wantFailed {
+				t.Errorf("failed steps of %s = %d; the raw file has %d", actor, failed, wantFailed)
+			}
+			if !slices.ContainsFunc(d.Actors, func(a store.Actor) bool { return a.ID == actor && a.ParentID == "root" }) {
+				t.Errorf("actors = %+v; want %s under root", d.Actors, actor)
+			}
+		})
+	}
+}
