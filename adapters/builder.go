@@ -15,6 +15,10 @@ const RootActor = "root"
 // session's actors.
 func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "root", Label: "main"} }
 
+// SubagentsOnlyLabel is the root actor's label in a session whose main
+// transcript is missing: only its subagents' steps were found.
+const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
+
 // Builder builds one session from an agent's records. An adapter reads its
 // agent's files and tells the builder what it found; the builder owns the
 // bookkeeping every agent shares, so each rule below is written once:

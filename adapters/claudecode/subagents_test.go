@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 )
 
@@ -48,13 +50,15 @@ func progressRecords(t *testing.T, transcript []byte) [][]byte {
 	return out
 }
 
-// importSpawn lays out a session file (and, when sub is set, its subagent
+// importSpawn lays out a session file (unless transcript is nil) (and, when sub is set, its subagent
 // file) as Claude Code does, imports it into a temp store and returns it.
 func importSpawn(t *testing.T, transcript []byte, sub bool) store.SessionDetail {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	mustWrite(t, filepath.Join(dir, spawnSID+".jsonl"), transcript)
+	if transcript != nil {
+		mustWrite(t, filepath.Join(dir, spawnSID+".jsonl"), transcript)
+	}
 	if sub {
 		b, err := os.ReadFile(spawnAgent)
 		if err != nil {
@@ -156,5 +160,37 @@ func TestAgentProgressSubagent(t *testing.T) {
 				t.Errorf("actors = %+v; want %s under root", d.Actors, actor)
 			}
 		})
+	}
+}
+
+// TestSubagentOnlySession imports a session folder that holds only a
+// subagent's file (the main transcript is missing): the session is titled
+// with the subagent's first prompt, taken from the raw file, and its root
+// actor is marked as subagents only.
+func TestSubagentOnlySession(t *testing.T) {
+	f, err := os.Open(spawnAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var first struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.NewDecoder(f).Decode(&first); err != nil || first.Message.Content == "" {
+		t.Fatalf("first line of %s: %v; want a prompt", spawnAgent, err)
+	}
+	wantTitle, _, _ := strings.Cut(first.Message.Content, "\n")
+
+	d := importSpawn(t, nil, true)
+	if d.Summary.Title != wantTitle {
+		t.Errorf("title = %q; want %q", d.Summary.Title, wantTitle)
+	}
+	if len(d.Actors) == 0 || d.Actors[0].ID != "root" || d.Actors[0].Label != adapters.SubagentsOnlyLabel {
+		t.Errorf("actors = %+v; want root labelled %q", d.Actors, adapters.SubagentsOnlyLabel)
+	}
+	if d.Summary.Steps == 0 {
+		t.Errorf("steps = 0; want the subagent's")
 	}
 }
