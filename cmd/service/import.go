@@ -134,7 +134,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 				return
 			}
 			last = time.Now()
-			fmt.Fprintf(e.stdout, "\rimporting %s: files %d/%d, %d sessions, %d steps\x1b[K", agent.Kind, p.Files, p.FilesTotal, p.Sessions, p.Steps)
+			fmt.Fprintf(e.stdout, "\rimporting %s: files %d/%d, %d sessions, %d steps written\x1b[K", agent.Kind, p.Files, p.FilesTotal, p.Sessions, p.Steps)
 		}
 	}
 	sum, err := im.Run(e.ctx, agent, roots)
