@@ -3,12 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -196,9 +206,13 @@ func TestImportDefaultFolders(t *testing.T) {
 func TestImportMissingPath(t *testing.T) {
 	withHome(t)
 	missing := filepath.Join(t.TempDir(), "nope")
-	got := runImportCmd(t, "codex", missing, "--db", filepath.Join(t.TempDir(), "s.db"))
-	if !strings.Contains(got, "imported 0 files") || !strings.Contains(got, missing) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"import", "codex", missing, "--db", filepath.Join(t.TempDir(), "s.db")}, &out, &errOut)
+	if got := out.String(); !strings.Contains(got, "imported 0 files") || !strings.Contains(got, missing) {
 		t.Errorf("import of a missing folder printed %q; want it named", got)
+	}
+	if err == nil || !strings.Contains(err.Error(), "no codex files found in "+missing) {
+		t.Errorf("import of a missing folder = %v; want an error saying nothing was found", err)
 	}
 }
 
@@ -209,5 +223,49 @@ func TestImportHelp(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("import --help does not list %s:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestImportNothingFound runs the real binary on a folder that holds
+// another agent's files only, for every agent: it says that nothing was
+// found, names the files and layout it looks for, exits non-zero and
+// writes no session.
+func TestImportNothingFound(t *testing.T) {
+	bin := mustBuild(t)
+	claudeDir, clineDir := t.TempDir(), t.TempDir()
+	copyTree(t, "../../adapters/claudecode/testdata", claudeDir, "agentlogs_crud.jsonl")
+	copyTree(t, "../../adapters/cline/testdata", clineDir, ".json")
+	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent} {
+		t.Run(a.Kind, func(t *testing.T) {
+			dir := claudeDir
+			if a.Kind == claudecode.Kind {
+				dir = clineDir
+			}
+			db := filepath.Join(t.TempDir(), "s.db")
+			cmd := exec.Command(bin, "import", a.Kind, dir, "--db", db)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Errorf("import %s %s = %v; want a non-zero exit", a.Kind, dir, err)
+			}
+			want := fmt.Sprintf("no %s files found in %s: it looks for %s", a.Kind, dir, a.Layout)
+			if a.Layout == "" || !strings.Contains(stderr.String(), want) {
+				t.Errorf("import %s stderr = %q; want it to contain %q", a.Kind, stderr.String(), want)
+			}
+			if !strings.HasPrefix(stdout.String(), "imported 0 files") {
+				t.Errorf("import %s stdout = %q; want the summary of 0 files", a.Kind, stdout.String())
+			}
+			st, err := store.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if list, err := st.List(context.Background(), store.ListQuery{}); err != nil || len(list.Sessions) != 0 {
+				t.Errorf("store after the import holds %+v, %v; want no session", list, err)
+			}
+		})
 	}
 }
