@@ -184,7 +184,7 @@ func TestImportDefaultFolders(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	for _, c := range []struct{ agent, want string }{
 		{"claude-code", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 16 steps written\n"},
-		{"codex", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 11 steps written\n"},
+		{"codex", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps written\n"}, // with the compaction summary
 		{"cline", "imported 6 files: 2 sessions (2 new, 0 updated, 0 unchanged), 21 steps written\n"},
 	} {
 		if got := runImportCmd(t, c.agent, "--db", db); got != c.want {
