@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unique"
 
@@ -453,6 +454,10 @@ func (p *parser) userText(c ctx, r *record, id, text string, at adapters.Time) {
 		p.shellCommand(c, r, id, tag(t, "bash-input"), at)
 		return
 	}
+	if strings.HasPrefix(t, "<task-notification>") && p.taskNotification(t) {
+		p.skip("task notification of a background command") // shown in the command's step
+		return
+	}
 	for _, prefix := range injectedPrefixes {
 		if strings.HasPrefix(t, prefix) {
 			p.message(c, id, "system", text, at)
@@ -475,7 +480,7 @@ func (p *parser) userText(c ctx, r *record, id, text string, at adapters.Time) {
 var tagREs = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
 	for _, name := range []string{"command-name", "command-message", "command-args", "local-command-stdout",
-		"local-command-stderr", "bash-input", "bash-stdout", "bash-stderr"} {
+		"local-command-stderr", "bash-input", "bash-stdout", "bash-stderr", "task-id", "status", "summary"} {
 		m[name] = regexp.MustCompile(`(?s)<` + name + `>(.*?)</` + name + `>`)
 	}
 	return m
@@ -687,6 +692,47 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 	if aid := str(res.turObj, "agentId"); aid != "" {
 		p.links[aid] = s.St.ID
 	}
+	if bg := str(res.turObj, "backgroundTaskId"); bg != "" && s.St.Type == store.TypeCommand {
+		p.b.Await(backgroundKey(bg), s) // completed by its task notification
+	}
+}
+
+func backgroundKey(taskID string) string { return "background:" + taskID }
+
+// exitCodeInSummaryRE finds the exit code in a task notification's summary
+// ("Background command \"...\" completed (exit code 0)").
+var exitCodeInSummaryRE = regexp.MustCompile(`\(exit code (-?\d{1,9})\)`)
+
+// taskNotification completes the background command a task notification
+// reports on with its status and exit code, the notification joining its
+// output (Claude Code writes the command's own output to a file, which the
+// transcript does not hold). It reports false when no waiting command has
+// the notification's task id.
+func (p *parser) taskNotification(t string) bool {
+	steps, _ := p.b.Result(backgroundKey(tag(t, "task-id")))
+	if len(steps) == 0 || steps[0].St == nil {
+		return false
+	}
+	st := steps[0].St
+	if m := exitCodeInSummaryRE.FindStringSubmatch(tag(t, "summary")); m != nil {
+		if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+			st.Payload.ExitCode = &code
+		}
+	}
+	switch status := tag(t, "status"); {
+	case st.Payload.ExitCode != nil && *st.Payload.ExitCode != 0:
+		st.Outcome = adapters.OutcomeFailed
+		st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *st.Payload.ExitCode)}
+	case status == "failed" || status == "killed":
+		st.Outcome = adapters.OutcomeFailed
+		st.Error = &store.StepError{Type: "background_" + status, Message: tag(t, "summary")}
+	}
+	out := t
+	if st.Payload.Stdout != nil && *st.Payload.Stdout != "" {
+		out = *st.Payload.Stdout + "\n" + t
+	}
+	st.Payload.Stdout = &out
+	return true
 }
 
 // SpillAfter is how many bytes of transcript a session is read with its

@@ -76,10 +76,9 @@ func importSpawn(t *testing.T, transcript []byte, sub bool) store.SessionDetail 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	for _, b := range s.Batches {
-		if _, err := st.Apply(ctx, b); err != nil {
-			t.Fatalf("Apply(batch of %s) = %v", s.ID, err)
-		}
+	defer s.Close()
+	if err := s.Each(func(b *store.Batch) error { _, err := st.Apply(ctx, b); return err }); err != nil {
+		t.Fatalf("Apply(batch of %s) = %v", s.ID, err)
 	}
 	d, err := st.Detail(ctx, s.ID, store.DetailQuery{})
 	if err != nil {
