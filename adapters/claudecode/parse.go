@@ -692,7 +692,7 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 	if aid := str(res.turObj, "agentId"); aid != "" {
 		p.links[aid] = s.St.ID
 	}
-	if bg := str(res.turObj, "backgroundTaskId"); bg != "" && s.St.Type == store.TypeCommand {
+	if bg := backgroundTask(res); bg != "" && s.St.Type == store.TypeCommand {
 		p.b.Await(backgroundKey(bg), s) // completed by its task notification
 	}
 }

@@ -50,21 +50,33 @@ func progressRecords(t *testing.T, transcript []byte) [][]byte {
 	return out
 }
 
-// importSpawn lays out a session file (unless transcript is nil) (and, when sub is set, its subagent
-// file) as Claude Code does, imports it into a temp store and returns it.
+// importSpawn lays out a session file (unless transcript is nil) and,
+// when sub is set, its subagent file as Claude Code does, imports it into
+// a temp store and returns it.
 func importSpawn(t *testing.T, transcript []byte, sub bool) store.SessionDetail {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
+	files := map[string][]byte{}
 	if transcript != nil {
-		mustWrite(t, filepath.Join(dir, spawnSID+".jsonl"), transcript)
+		files[spawnSID+".jsonl"] = transcript
 	}
 	if sub {
 		b, err := os.ReadFile(spawnAgent)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustWrite(t, filepath.Join(dir, spawnSID, "subagents", filepath.Base(spawnAgent)), b)
+		files[filepath.Join(spawnSID, "subagents", filepath.Base(spawnAgent))] = b
+	}
+	return importFiles(t, files)
+}
+
+// importFiles writes files (by path under a temp folder), imports the one
+// session Discover finds there into a temp store and returns it.
+func importFiles(t *testing.T, files map[string][]byte) store.SessionDetail {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, b := range files {
+		mustWrite(t, filepath.Join(dir, name), b)
 	}
 	units, problems := Discover([]string{dir})
 	if len(units) != 1 || len(problems) > 0 {
