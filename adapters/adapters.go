@@ -97,6 +97,9 @@ type Session struct {
 type Agent struct {
 	// Kind is the agent.kind of its sessions, e.g. claude-code.
 	Kind string
+	// Layout names the files Discover looks for and where, for a user
+	// whose folder holds none.
+	Layout string
 	// Discover finds the sessions under the given files and folders.
 	// Folders that do not exist are reported as problems.
 	Discover func(roots []string) ([]Unit, []Problem)

@@ -228,7 +228,7 @@ func TestParseTime(t *testing.T) {
 func TestSummaryString(t *testing.T) {
 	s := adapters.Summary{Files: 12, Sessions: 12, New: 2, Updated: 1, Unchanged: 9, Steps: 1840, Deleted: 1,
 		Problems: []adapters.Problem{{Path: "/p/x.jsonl", Line: 17, Message: "invalid JSON"}}}
-	want := "imported 12 files: 12 sessions (2 new, 1 updated, 9 unchanged), 1840 steps; 1 deleted session skipped; 1 problem skipped: /p/x.jsonl:17: invalid JSON"
+	want := "imported 12 files: 12 sessions (2 new, 1 updated, 9 unchanged), 1840 steps written; 1 deleted session skipped; 1 problem skipped: /p/x.jsonl:17: invalid JSON"
 	if got := s.String(); got != want {
 		t.Errorf("Summary.String() =\n%s\nwant\n%s", got, want)
 	}
@@ -295,9 +295,9 @@ func TestImporter(t *testing.T) {
 			t.Errorf("Run =\n%s\nwant\n%s", got, want)
 		}
 	}
-	run("imported 2 files: 2 sessions (2 new, 0 updated, 0 unchanged), 5 steps")
+	run("imported 2 files: 2 sessions (2 new, 0 updated, 0 unchanged), 5 steps written")
 	stamp, _ := st.LatestStamp(ctx)
-	run("imported 2 files: 2 sessions (0 new, 0 updated, 2 unchanged), 0 steps")
+	run("imported 2 files: 2 sessions (0 new, 0 updated, 2 unchanged), 0 steps written")
 	if parsed != 2 {
 		t.Errorf("the second run parsed %d sessions; want none (files unchanged)", parsed-2)
 	}
@@ -308,7 +308,7 @@ func TestImporter(t *testing.T) {
 	// A grown file is read again; its steps keep their seqs even when the
 	// parser now reads them in another order.
 	write("b", "4 reversed", t0.Add(time.Minute))
-	run("imported 2 files: 2 sessions (0 new, 1 updated, 1 unchanged), 4 steps")
+	run("imported 2 files: 2 sessions (0 new, 1 updated, 1 unchanged), 4 steps written")
 	seqs, _ := st.StepSeqs(ctx, "b")
 	if len(seqs) != 4 || seqs["s0"] != 1 || seqs["s2"] != 3 || seqs["s3"] != 4 {
 		t.Errorf("after a reordered re-read, seqs = %v; want s0..s2 kept at 1..3 and s3 at 4", seqs)
@@ -319,13 +319,13 @@ func TestImporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("a", "3", t0.Add(time.Minute))
-	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps; 1 deleted session skipped")
-	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps; 1 deleted session skipped")
+	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps written; 1 deleted session skipped")
+	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps written; 1 deleted session skipped")
 
 	// --rescan reads everything and still writes nothing new.
 	stamp, _ = st.LatestStamp(ctx)
 	im.Rescan = true
-	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 4 steps; 1 deleted session skipped")
+	run("imported 2 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps written; 1 deleted session skipped")
 	if again, _ := st.LatestStamp(ctx); again != stamp {
 		t.Errorf("a rescan of unchanged sessions moved the change stamp %d -> %d", stamp, again)
 	}

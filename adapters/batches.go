@@ -111,12 +111,14 @@ func uniqueID(seen map[string]bool, id string) string {
 
 // finishStep fills the fields every step of a session shares, makes a
 // rejected step not_run (a refused call never ran, whoever reported the
-// refusal), and adds the flags a step earns on its own (FlagStep).
+// refusal), applies the exit code rule to a command (commandExit), and
+// adds the flags a step earns on its own (FlagStep).
 func finishStep(st *store.Step, sid, root string) {
 	st.SessionID = sid
 	if st.Decision == DecisionRejected {
 		st.Outcome = OutcomeNotRun
 	}
+	commandExit(st)
 	if st.Channels == nil {
 		st.Channels = []string{}
 	}

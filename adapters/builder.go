@@ -15,6 +15,10 @@ const RootActor = "root"
 // session's actors.
 func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "root", Label: "main"} }
 
+// SubagentsOnlyLabel is the root actor's label in a session whose main
+// transcript is missing: only its subagents' steps were found.
+const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
+
 // Builder builds one session from an agent's records. An adapter reads its
 // agent's files and tells the builder what it found; the builder owns the
 // bookkeeping every agent shares, so each rule below is written once:
@@ -40,7 +44,9 @@ func RootActorRecord() store.Actor { return store.Actor{ID: RootActor, Type: "ro
 //     (KeepStoredSeqs). A repeated step id gets a suffix. Every step is
 //     inline content on the builder's channels.
 //   - tool calls: Call registers a call's steps under its id; Result finds
-//     them when its result arrives (once: a repeated result finds none).
+//     them when its result arrives (once: a repeated result finds none);
+//     Await makes a completed call wait for a later result (a background
+//     command's completion), which may rewrite it.
 //   - timestamps: the session starts at SetStart's time, else the earliest
 //     time Observe saw, else the files' modification time, else 1970. A
 //     step, turn or segment with no time gets the session's start.
@@ -374,6 +380,14 @@ func (b *Builder) Call(id string, steps ...*Step) {
 		s.isCall = true
 	}
 	b.calls[id] = append(b.calls[id], steps...)
+}
+
+// Await makes a call whose result came wait for a later one under id (a
+// command sent to the background, completed by a notification): the step
+// stays the adapter's, unspilled, until Result(id) hands it back.
+func (b *Builder) Await(id string, s *Step) {
+	s.isCall, s.done = true, false
+	b.calls[id] = append(b.calls[id], s)
 }
 
 // Called reports whether a call with this id was registered.

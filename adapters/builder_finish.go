@@ -56,10 +56,13 @@ func (b *Builder) Finish() *Session {
 	var steps []store.Step
 	var outlines []*SpilledStep
 	ids := map[string]bool{}
+	rootSteps := 0
 	for i, s := range ordered {
 		actor := RootActor
 		decision := ""
-		if s.actor != nil {
+		if s.actor == nil {
+			rootSteps++
+		} else {
 			actor = s.actor.ID
 			if b.Decide != nil {
 				decision = b.Decide(s)
@@ -91,7 +94,7 @@ func (b *Builder) Finish() *Session {
 	}
 	ids = nil
 	b.Header.StartedAt = start.Text
-	r := Records{Header: b.Header, Segments: b.finishSegments(), Actors: b.finishActors(), Turns: b.finishTurnRecords(), Steps: steps}
+	r := Records{Header: b.Header, Segments: b.finishSegments(), Actors: b.finishActors(rootSteps == 0), Turns: b.finishTurnRecords(), Steps: steps}
 	var joinSpilled func(*store.Step)
 	if b.Join != nil {
 		joinSpilled = b.Join(&r, outlines, stored)
@@ -234,9 +237,13 @@ func (b *Builder) finishSegments() []store.Segment {
 }
 
 // finishActors are the root actor and every subagent that has steps,
-// in the order they were first seen.
-func (b *Builder) finishActors() []store.Actor {
+// in the order they were first seen. In a session of subagent steps only
+// (the main transcript is missing) the root actor is labelled so.
+func (b *Builder) finishActors(subagentsOnly bool) []store.Actor {
 	actors := []store.Actor{RootActorRecord()}
+	if subagentsOnly {
+		actors[0].Label = SubagentsOnlyLabel
+	}
 	for _, a := range b.actors {
 		if len(a.steps) > 0 {
 			actors = append(actors, store.Actor{ID: a.ID, ParentID: a.Parent, Type: "subagent", Label: a.Label})

@@ -49,7 +49,7 @@ type Summary struct {
 	Updated        int
 	Unchanged      int
 	Deleted        int // sessions deleted in the service, so not written (nor counted above)
-	Steps          int // steps read this run
+	Steps          int // steps written this run: new, or differing from what was stored
 	Problems       []Problem
 	Failed         []error // sessions the store refused; the run's error names them
 }
@@ -161,7 +161,6 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 		return
 	}
 	sum.Sessions++
-	sum.Steps += sess.Steps
 	var record []store.ImportedFile
 	for _, st := range states {
 		if !skip[st.Path] && (len(u.Stamps) == 0 || len(skip) == 0) {
@@ -218,6 +217,7 @@ func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (del
 		}
 		created = created || (first && res.Created)
 		changed = changed || res.Changed
+		sum.Steps += res.StepsWritten
 		first = false
 		return nil
 	})
@@ -242,7 +242,7 @@ func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (del
 // String is the one-line summary the import command prints.
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "imported %d %s: %d %s (%d new, %d updated, %d unchanged), %d %s",
+	fmt.Fprintf(&b, "imported %d %s: %d %s (%d new, %d updated, %d unchanged), %d %s written",
 		s.Files, plural(s.Files, "file", "files"), s.Sessions, plural(s.Sessions, "session", "sessions"),
 		s.New, s.Updated, s.Unchanged, s.Steps, plural(s.Steps, "step", "steps"))
 	if s.Deleted > 0 {

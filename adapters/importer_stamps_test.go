@@ -47,11 +47,11 @@ func TestImporterStamps(t *testing.T) {
 	}
 	t0 := time.Now().Add(-time.Hour)
 	write(t0)
-	run("imported 1 file: 2 sessions (2 new, 0 updated, 0 unchanged), 4 steps")
+	run("imported 1 file: 2 sessions (2 new, 0 updated, 0 unchanged), 4 steps written")
 	write(t0.Add(time.Minute)) // the file changed for session b only
 	stamps["b"] = 2
 	parsed = 0
-	run("imported 1 file: 2 sessions (0 new, 0 updated, 2 unchanged), 2 steps")
+	run("imported 1 file: 2 sessions (0 new, 0 updated, 2 unchanged), 0 steps written")
 	if parsed != 1 {
 		t.Errorf("the second run parsed %d sessions; want 1 (b, whose stamp changed)", parsed)
 	}

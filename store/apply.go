@@ -23,6 +23,9 @@ type ApplyResult struct {
 	// Changed is false when the batch matched what was stored and nothing
 	// was written: no new change stamp, no change event.
 	Changed bool `json:"-"`
+	// StepsWritten is how many of the batch's steps were new or differed
+	// from what was stored.
+	StepsWritten int `json:"-"`
 }
 
 // Apply validates a batch (Validate) and writes it in one transaction, all
@@ -58,8 +61,8 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 			return err
 		}
 		res.Created = pk == 0
-		changed, err := s.applyRecords(conn, &pk, b)
-		res.Changed = changed
+		changed, written, err := s.applyRecords(conn, &pk, b)
+		res.Changed, res.StepsWritten = changed, written
 		return err
 	})
 	if err != nil {
@@ -88,56 +91,59 @@ func sessionPK(conn *sqlite.Conn, id string) (int64, error) {
 }
 
 // applyRecords upserts the session and its records, stamping the session
-// only if some row actually changed.
-func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bool, err error) {
+// only if some row actually changed; written counts the steps that did.
+func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bool, written int, err error) {
 	stamp, err := nextStamp(conn)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	created := *pk == 0
 	if created {
 		if *pk, err = s.insertSession(conn, &b.Session, stamp); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		changed = true
 	} else if changed, err = updateSession(conn, *pk, &b.Session); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	for i := range b.Segments {
 		c, err := upsertSegment(conn, *pk, &b.Segments[i])
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Actors {
 		c, err := upsertActor(conn, *pk, &b.Actors[i])
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Turns {
 		c, err := upsertTurn(conn, *pk, &b.Turns[i], stamp)
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Steps {
 		c, err := upsertStep(conn, *pk, &b.Steps[i], stamp)
 		if err != nil {
-			return false, err
+			return false, 0, err
+		}
+		if c {
+			written++
 		}
 		changed = changed || c
 	}
 	if !changed {
-		return false, nil
+		return false, 0, nil
 	}
 	if err := indexChanges(conn, *pk, stamp, created); err != nil { // search_index.go
-		return false, err
+		return false, 0, err
 	}
-	return true, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
+	return true, written, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
 }
 
 func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) (int64, error) {

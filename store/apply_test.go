@@ -13,7 +13,7 @@ import (
 func TestApplyCreate(t *testing.T) {
 	s := mustOpen(t)
 	got := mustApply(t, s, newBatch("a"))
-	want := store.ApplyResult{SessionID: "a", Created: true, Steps: 5, Turns: 1, Segments: 1, Actors: 1, Changed: true}
+	want := store.ApplyResult{SessionID: "a", Created: true, Steps: 5, Turns: 1, Segments: 1, Actors: 1, Changed: true, StepsWritten: 5}
 	if got != want {
 		t.Errorf("Apply(newBatch) = %+v; want %+v", got, want)
 	}
@@ -34,9 +34,14 @@ func TestApplyUpdate(t *testing.T) {
 	s := mustOpen(t)
 	mustApply(t, s, newBatch("a"))
 	got := mustApply(t, s, stepsBatch("a", step("a", 6, "read"), step("a", 7, "command")))
-	want := store.ApplyResult{SessionID: "a", Created: false, Steps: 2, Changed: true}
+	want := store.ApplyResult{SessionID: "a", Created: false, Steps: 2, Changed: true, StepsWritten: 2}
 	if got != want {
 		t.Errorf("Apply(steps batch) = %+v; want %+v", got, want)
+	}
+	// The same batch again writes nothing and says so.
+	got = mustApply(t, s, stepsBatch("a", step("a", 6, "read"), step("a", 7, "command")))
+	if want := (store.ApplyResult{SessionID: "a", Steps: 2}); got != want {
+		t.Errorf("Apply(same steps batch) = %+v; want %+v", got, want)
 	}
 	if d := mustDetail(t, s, "a"); len(d.Steps) != 7 {
 		t.Errorf("Detail(a) has %d steps; want 7", len(d.Steps))

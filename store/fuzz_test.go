@@ -79,7 +79,7 @@ func FuzzParseBatch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Apply(%s) = %v%s; want no error", body, err, problems(err))
 		}
-		want := store.ApplyResult{SessionID: sid, Created: true, Changed: true,
+		want := store.ApplyResult{SessionID: sid, Created: true, Changed: true, StepsWritten: len(b.Steps),
 			Steps: len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors)}
 		if res != want {
 			t.Fatalf("Apply(%s) = %+v; want %+v", body, res, want)

@@ -37,7 +37,7 @@ type Verdict struct {
 
 // Summary is what the store computes about a session when it is read.
 type Summary struct {
-	Title         string         `json:"title"` // first line of the first user prompt
+	Title         string         `json:"title"` // first line of the first user prompt, else of the first task prompt
 	Steps         int            `json:"steps"`
 	StepsByType   map[string]int `json:"steps_by_type"`
 	Failed        int            `json:"failed"`
@@ -105,16 +105,19 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 	s.owner_id, s.captured_on, s.verdict_state, s.verdict_note, s.verdict_reviewer, s.updated_at,
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
-	(SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
+	coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
+	  (SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
+	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'task' ORDER BY p.seq LIMIT 1)),
 	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
 // titleChars is how much of the first prompt the title is taken from.
 const titleChars = 1000
 
 // scanSession reads a row of sessionColumns, and the title from the first
-// prompt (column 19: its row, 0 when it has no text; column 20 is the last
-// step's time).
+// prompt (column 19: its row, 0 when it has no text; a session with no
+// user prompt, a subagent-only session, takes its first task prompt;
+// column 20 is the last step's time).
 func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{
 		Session: Session{

@@ -19,7 +19,8 @@ import (
 const Kind = "claude-code"
 
 // Agent is the Claude Code adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "<session id>.jsonl transcripts (as in ~/.claude/projects/<project>/), with subagents in <session id>/subagents/agent-<id>.jsonl"}
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

@@ -3,11 +3,13 @@ package claudecode
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unique"
 
@@ -34,7 +36,8 @@ const transcript = "transcript"
 // the same file ("resume": a SessionStart:resume hook record or a new CLI
 // version mid-file). Subagents, inline sidechains or their own files, are
 // actors under the actor whose Task call spawned them, and their steps join
-// that call's turn. Steps are numbered in reading order, each file in its
+// that call's turn; a subagent with no file of its own is read from the
+// agent_progress records of the parent (never both). Steps are numbered in reading order, each file in its
 // own order and the files interleaved by time, so a re-read of grown files
 // keeps every earlier number. Claude Code writes no cost, so the session
 // has no metrics (the app shows "not recorded"); token usage is still
@@ -48,6 +51,8 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 		owner:  map[string]*agent{},
 		links:  map[string]string{},
 		usage:  map[adapters.Key]usage{},
+
+		agentFiles: map[string]bool{},
 	}
 	p.b.EnableSpill(SpillAfter)
 	var mains, subs []*source
@@ -63,6 +68,9 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	byFirstTime := func(a, b *source) int { return a.first.At.Compare(b.first.At) }
 	slices.SortStableFunc(mains, byFirstTime)
 	slices.SortStableFunc(subs, byFirstTime)
+	for _, src := range subs {
+		p.agentFiles[subagentID(src)] = true
+	}
 	for _, src := range mains {
 		p.each(src, func(ln *line) { p.rootLine(src, ln) })
 	}
@@ -96,6 +104,7 @@ type parser struct {
 	agentOrder []*agent
 	owner      map[string]*agent         // inline sidechain record uuid -> its agent
 	links      map[string]string         // Claude agentId -> Task tool_use id
+	agentFiles map[string]bool           // agentIds whose own file is read: their progress records are not
 	spawns     []*adapters.Step          // Task calls, to match subagents by prompt
 	usage      map[adapters.Key]usage    // per model response, by its id's key
 	local      map[*agent]*adapters.Step // last slash or ! command, for its output
@@ -322,7 +331,7 @@ func (p *parser) sidechainLine(c ctx, ln *line) {
 // subagentFile reads a subagent's own file (Claude Code 2.0.x siblings and
 // 2.1 <session>/subagents/): every line is that subagent's.
 func (p *parser) subagentFile(src *source) {
-	id := cmp.Or(src.agentID, strings.TrimPrefix(strings.TrimSuffix(filepath.Base(src.path), ".jsonl"), "agent-"))
+	id := subagentID(src)
 	a := p.agentFor("id:"+id, id, "")
 	c := ctx{agent: a, s: src.steps, path: src.path}
 	p.each(src, func(ln *line) {
@@ -338,6 +347,12 @@ func (p *parser) subagentFile(src *source) {
 		}
 		p.record(c, ln, at)
 	})
+}
+
+// subagentID is the agentId of a subagent's own file: its first agentId,
+// else the one in its name.
+func subagentID(src *source) string {
+	return cmp.Or(src.agentID, strings.TrimPrefix(strings.TrimSuffix(filepath.Base(src.path), ".jsonl"), "agent-"))
 }
 
 func (p *parser) agentFor(key, agentID, actor string) *agent {
@@ -367,7 +382,7 @@ func (p *parser) record(c ctx, ln *line, at adapters.Time) {
 	case "system":
 		p.system(c, ln, at)
 	case "progress":
-		p.progress(c, r)
+		p.progress(c, ln)
 	case "":
 		p.skip("untyped record")
 	default:
@@ -439,6 +454,10 @@ func (p *parser) userText(c ctx, r *record, id, text string, at adapters.Time) {
 		p.shellCommand(c, r, id, tag(t, "bash-input"), at)
 		return
 	}
+	if strings.HasPrefix(t, "<task-notification>") && p.taskNotification(t) {
+		p.skip("task notification of a background command") // shown in the command's step
+		return
+	}
 	for _, prefix := range injectedPrefixes {
 		if strings.HasPrefix(t, prefix) {
 			p.message(c, id, "system", text, at)
@@ -461,7 +480,7 @@ func (p *parser) userText(c ctx, r *record, id, text string, at adapters.Time) {
 var tagREs = func() map[string]*regexp.Regexp {
 	m := map[string]*regexp.Regexp{}
 	for _, name := range []string{"command-name", "command-message", "command-args", "local-command-stdout",
-		"local-command-stderr", "bash-input", "bash-stdout", "bash-stderr"} {
+		"local-command-stderr", "bash-input", "bash-stdout", "bash-stderr", "task-id", "status", "summary"} {
 		m[name] = regexp.MustCompile(`(?s)<` + name + `>(.*?)</` + name + `>`)
 	}
 	return m
@@ -673,6 +692,47 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 	if aid := str(res.turObj, "agentId"); aid != "" {
 		p.links[aid] = s.St.ID
 	}
+	if bg := backgroundTask(res); bg != "" && s.St.Type == store.TypeCommand {
+		p.b.Await(backgroundKey(bg), s) // completed by its task notification
+	}
+}
+
+func backgroundKey(taskID string) string { return "background:" + taskID }
+
+// exitCodeInSummaryRE finds the exit code in a task notification's summary
+// ("Background command \"...\" completed (exit code 0)").
+var exitCodeInSummaryRE = regexp.MustCompile(`\(exit code (-?\d{1,9})\)`)
+
+// taskNotification completes the background command a task notification
+// reports on with its status and exit code, the notification joining its
+// output (Claude Code writes the command's own output to a file, which the
+// transcript does not hold). It reports false when no waiting command has
+// the notification's task id.
+func (p *parser) taskNotification(t string) bool {
+	steps, _ := p.b.Result(backgroundKey(tag(t, "task-id")))
+	if len(steps) == 0 || steps[0].St == nil {
+		return false
+	}
+	st := steps[0].St
+	if m := exitCodeInSummaryRE.FindStringSubmatch(tag(t, "summary")); m != nil {
+		if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+			st.Payload.ExitCode = &code
+		}
+	}
+	switch status := tag(t, "status"); {
+	case st.Payload.ExitCode != nil && *st.Payload.ExitCode != 0:
+		st.Outcome = adapters.OutcomeFailed
+		st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *st.Payload.ExitCode)}
+	case status == "failed" || status == "killed":
+		st.Outcome = adapters.OutcomeFailed
+		st.Error = &store.StepError{Type: "background_" + status, Message: tag(t, "summary")}
+	}
+	out := t
+	if st.Payload.Stdout != nil && *st.Payload.Stdout != "" {
+		out = *st.Payload.Stdout + "\n" + t
+	}
+	st.Payload.Stdout = &out
+	return true
 }
 
 // SpillAfter is how many bytes of transcript a session is read with its
@@ -700,17 +760,23 @@ func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 	p.skip("system:" + cmp.Or(r.Subtype, "?"))
 }
 
-func (p *parser) progress(c ctx, r *record) {
+func (p *parser) progress(c ctx, ln *line) {
+	r := ln.rec
 	var d struct {
-		Type      string `json:"type"`
-		HookEvent string `json:"hookEvent"`
-		HookName  string `json:"hookName"`
-		AgentID   string `json:"agentId"`
+		Type      string          `json:"type"`
+		HookEvent string          `json:"hookEvent"`
+		HookName  string          `json:"hookName"`
+		AgentID   string          `json:"agentId"`
+		Message   json.RawMessage `json:"message"`
 	}
 	decode(r.Data, &d)
 	switch {
 	case d.Type == "agent_progress" && d.AgentID != "" && r.ParentToolUseID != "":
 		p.links[d.AgentID] = r.ParentToolUseID
+		if !p.agentFiles[d.AgentID] && c.agent == nil {
+			p.agentProgress(c, ln, d.AgentID, d.Message)
+			return
+		}
 	case d.Type == "hook_progress" && d.HookEvent == "SessionStart" && c.agent == nil:
 		_, source, _ := strings.Cut(d.HookName, ":")
 		switch {
@@ -721,6 +787,35 @@ func (p *parser) progress(c ctx, r *record) {
 		}
 	}
 	p.skip("progress")
+}
+
+// agentProgress maps the subagent record an agent_progress record carries
+// (a Task's subagent whose own file is missing) as a line of that
+// subagent: its uuid is the one the subagent's file would hold, so a
+// record repeated in later progress is read once.
+func (p *parser) agentProgress(c ctx, ln *line, agentID string, raw json.RawMessage) {
+	var m struct {
+		Type      string  `json:"type"`
+		UUID      string  `json:"uuid"`
+		Timestamp string  `json:"timestamp"`
+		RequestID string  `json:"requestId"`
+		Message   message `json:"message"`
+	}
+	if decode(raw, &m) != nil || (m.Type != "user" && m.Type != "assistant") {
+		p.skip("agent_progress")
+		return
+	}
+	inner := line{n: ln.n, at: ln.at, rec: &record{Type: m.Type, UUID: m.UUID, Timestamp: m.Timestamp,
+		RequestID: m.RequestID, Message: m.Message, AgentID: agentID, IsSidechain: true, Cwd: ln.rec.Cwd}}
+	if t, ok := adapters.ParseTime(m.Timestamp); ok {
+		inner.at = t
+	}
+	if !p.firstSeen(inner.rec) {
+		return
+	}
+	a := p.agentFor("id:"+agentID, agentID, "")
+	c.agent = a
+	p.record(c, &inner, timeOf(&inner, &a.last))
 }
 
 // message adds a message step.

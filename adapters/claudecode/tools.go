@@ -233,11 +233,12 @@ func toolError(res *toolResult) *store.StepError {
 	return &store.StepError{Type: "tool_error", Message: msg}
 }
 
-// finishBash fills a command's output and exit code. A structured result
-// means the command ran to exit 0 (unless interrupted or sent to the
-// background); a failed command's result is a string "Error: Exit code N"
-// followed by its output, which becomes stdout (stdout and stderr are
-// merged there).
+// finishBash fills a command's output and exit code. A result that is not
+// an error means the command ran to exit 0 (unless interrupted or sent to
+// the background), with a structured result (the main transcript) or
+// without (a subagent's records), so both get the same code; a failed
+// command's result is a string "Error: Exit code N" followed by its
+// output, which becomes stdout (stdout and stderr are merged there).
 func finishBash(st *store.Step, res *toolResult) {
 	p := &st.Payload
 	if res.turObj != nil {
@@ -270,8 +271,26 @@ func finishBash(st *store.Step, res *toolResult) {
 			p.ExitCode = &code
 		}
 		out = strings.TrimPrefix(out[len(m[0]):], "\n")
+	} else if !res.isError && backgroundTask(res) == "" {
+		// No structured result (a subagent's file, agent_progress): the
+		// tool_result is an error whenever the command did not exit 0.
+		p.ExitCode = adapters.Int(0)
 	}
 	p.Stdout = &out
+}
+
+var backgroundRE = regexp.MustCompile(`^Command running in background with ID: ([A-Za-z0-9_-]{1,64})`)
+
+// backgroundTask is the task id of a command sent to the background: from
+// the structured result, else from the text Claude Code answers with.
+func backgroundTask(res *toolResult) string {
+	if id := str(res.turObj, "backgroundTaskId"); id != "" {
+		return id
+	}
+	if m := backgroundRE.FindStringSubmatch(res.text); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 func nonEmptyArray(v json.RawMessage) bool {

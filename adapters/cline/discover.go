@@ -20,7 +20,8 @@ import (
 const Kind = "cline"
 
 // Agent is the Cline adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "task folders <task id>/ holding api_conversation_history.json (with ui_messages.json and task_metadata.json), as in ~/.cline/data/tasks/, and SDK sessions <id>.messages.json"}
 
 // The files of a task folder, in the order a unit lists them.
 const (

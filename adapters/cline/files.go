@@ -79,6 +79,11 @@ type apiRequest struct {
 
 // taskMetadata is task_metadata.json.
 type taskMetadata struct {
+	FilesInContext []struct {
+		Path          string   `json:"path"`
+		ClineReadDate *float64 `json:"cline_read_date"`
+		ClineEditDate *float64 `json:"cline_edit_date"`
+	} `json:"files_in_context"`
 	ModelUsage []struct {
 		TS   *float64 `json:"ts"`
 		Mode string   `json:"mode"`

@@ -180,12 +180,15 @@ func ParseTask(t Task) *adapters.Session {
 	if len(msgs) == 0 {
 		return p.finish()
 	}
-	ats := messageTimes(msgs, requests)
+	ats := messageTimes(msgs, requests, newFileDates(meta))
 	for _, m := range ui {
 		if m.Say == "task" && !millis(m.TS).IsZero() && millis(msgs[0].TS).IsZero() {
 			ats[0] = millis(m.TS) // the task was typed before its first request
 			break
 		}
+	}
+	if len(requests) == 0 && millis(msgs[0].TS).IsZero() && !p.start.IsZero() && p.start.At.Before(ats[0].At) {
+		ats[0] = p.start // no request times: the task was typed when it started
 	}
 	c := &conv{s: p.b.Stream(""), prefix: "m"}
 	p.conversation(c, msgs, ats)
@@ -261,7 +264,7 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 		}
 	}
 	for _, l := range convs {
-		p.conversation(l.c, l.msgs, messageTimes(l.msgs, nil))
+		p.conversation(l.c, l.msgs, messageTimes(l.msgs, nil, nil))
 	}
 	return p.finish()
 }
@@ -278,23 +281,35 @@ func decodeMessages(raws []json.RawMessage) []apiMessage {
 }
 
 // messageTimes gives each message a time: its own ts; else, for a reply,
-// the time of the next API request; a user message the time of the reply
-// that follows it (the request went out right after it), else of the
-// message before.
-func messageTimes(msgs []apiMessage, requests []adapters.Time) []adapters.Time {
+// the time of the next API request, else the first time Cline recorded
+// reading or editing a file the reply's tool calls name (task_metadata's
+// files_in_context, not before the message before), and the tool results
+// that follow the last of those times; any other user message the time of
+// the reply that follows it (the request went out right after it), else of
+// the message before.
+func messageTimes(msgs []apiMessage, requests []adapters.Time, files fileDates) []adapters.Time {
 	ats := make([]adapters.Time, len(msgs))
 	k := 0
+	var prev, results adapters.Time
 	for i, m := range msgs {
-		if at := millis(m.TS); !at.IsZero() {
+		var next adapters.Time // when the reply's tool results came back
+		switch at := millis(m.TS); {
+		case !at.IsZero():
 			ats[i] = at
 			if m.Role == "assistant" {
 				k++
 			}
-			continue
-		}
-		if m.Role == "assistant" && k < len(requests) {
+		case m.Role == "assistant" && k < len(requests):
 			ats[i] = requests[k]
 			k++
+		case m.Role == "assistant":
+			ats[i], next = files.at(m, prev)
+		case !results.IsZero():
+			ats[i] = results
+		}
+		results = next
+		if !ats[i].IsZero() {
+			prev = ats[i]
 		}
 	}
 	for i := len(ats) - 2; i >= 0; i-- {
@@ -308,6 +323,55 @@ func messageTimes(msgs []apiMessage, requests []adapters.Time) []adapters.Time {
 		}
 	}
 	return ats
+}
+
+// fileDates are the times, in milliseconds, at which Cline read or edited
+// each file of a task (task_metadata's files_in_context), in order.
+type fileDates map[string][]int64
+
+func newFileDates(meta taskMetadata) fileDates {
+	out := fileDates{}
+	for _, f := range meta.FilesInContext {
+		for _, ts := range []*float64{f.ClineReadDate, f.ClineEditDate} {
+			if at := millis(ts); !at.IsZero() && f.Path != "" {
+				out[f.Path] = append(out[f.Path], int64(*ts))
+			}
+		}
+	}
+	for _, d := range out {
+		slices.Sort(d)
+	}
+	return out
+}
+
+// at is the first and last of the times the files a reply's tool calls
+// name were read or edited, each the first such time not before after.
+func (d fileDates) at(m apiMessage, after adapters.Time) (first, last adapters.Time) {
+	if len(d) == 0 {
+		return
+	}
+	for _, b := range contentBlocks(m.Content) {
+		var in struct {
+			Path string `json:"path"`
+		}
+		if b.Type != "tool_use" || json.Unmarshal(b.Input, &in) != nil {
+			continue
+		}
+		for _, ms := range d[in.Path] {
+			at := adapters.UnixMilli(ms)
+			if !after.IsZero() && at.At.Before(after.At) {
+				continue
+			}
+			if first.IsZero() || at.At.Before(first.At) {
+				first = at
+			}
+			if last.IsZero() || at.At.After(last.At) {
+				last = at
+			}
+			break
+		}
+	}
+	return first, last
 }
 
 func millis(ts *float64) adapters.Time {

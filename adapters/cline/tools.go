@@ -68,8 +68,8 @@ func startTool(st *store.Step, c *call, cwd string) {
 	case c.name == "apply_patch":
 		if files := adapters.PatchFiles(cmp.Or(c.args["input"], c.args["patch"])); len(files) == 1 {
 			st.Type = store.TypeEdit
-			st.Payload = store.Payload{Path: filePath(files[0].Path, cwd), IsFullWrite: adapters.Bool(files[0].Op == "add")}
-			st.Payload.StructuredPatch, _ = json.Marshal(files[0].Text)
+			st.Payload = files[0].Edit(cwd)
+			st.Payload.Path = filePath(files[0].Path, cwd)
 			return
 		}
 	}

@@ -19,7 +19,8 @@ import (
 const Kind = "codex"
 
 // Agent is the Codex adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "rollout-*.jsonl files (or .jsonl files whose first line is a session_meta), as in ~/.codex/sessions/YYYY/MM/DD/"}
 
 var fileIDRE = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
 

@@ -136,6 +136,19 @@ type parser struct {
 
 	usage    *adapters.Usage
 	lastInfo string
+	pending  []string // ids of the calls still waiting for their output
+
+	compacted bool          // a compacted line started the current segment
+	abortedAt adapters.Time // when the last turn was aborted, until the next turn starts a segment
+}
+
+// newSegment starts a segment at a compaction, resume or aborted turn,
+// unless the current one has no step yet.
+func (p *parser) newSegment(reason string, at adapters.Time) {
+	p.compacted, p.abortedAt = false, adapters.Time{}
+	if p.b.SegmentSteps() > 0 {
+		p.b.NewSegment(reason, at)
+	}
 }
 
 func (p *parser) skip(kind string) { p.b.Skip(kind) }
@@ -184,9 +197,7 @@ func (p *parser) line(ln *line) {
 	switch ln.rec.Type {
 	case "session_meta":
 		if p.metaSeen {
-			if p.b.SegmentSteps() > 0 {
-				p.b.NewSegment("resume", ln.at)
-			}
+			p.newSegment("resume", ln.at)
 			if pl.CLIVersion != "" {
 				p.version = pl.CLIVersion // the CLI that wrote the latest lines
 			}
@@ -212,9 +223,11 @@ func (p *parser) line(ln *line) {
 	case "event_msg":
 		p.event(ln)
 	case "compacted":
-		if p.b.SegmentSteps() > 0 {
-			p.b.NewSegment("compaction", ln.at)
+		p.newSegment("compaction", ln.at)
+		if strings.TrimSpace(ln.p.Message) != "" {
+			p.message(p.lineID(ln), "summary", ln.p.Message, ln.at)
 		}
+		p.compacted = true // its context_compacted event is the same boundary
 	default:
 		p.skip(cmp.Or(ln.rec.Type, "untyped line"))
 	}
@@ -289,11 +302,13 @@ func (p *parser) event(ln *line) {
 	case "token_count":
 		p.tokens(pl.Info)
 	case "context_compacted":
-		if p.b.SegmentSteps() > 0 {
-			p.b.NewSegment("compaction", ln.at)
+		if !p.compacted {
+			p.newSegment("compaction", ln.at)
 		}
 	case "turn_aborted":
+		p.abort(cmp.Or(pl.Reason, "unknown reason"))
 		p.message(id, "system", "turn aborted: "+cmp.Or(pl.Reason, "unknown reason"), ln.at)
+		p.abortedAt = ln.at
 	default:
 		p.skip("event_msg:" + cmp.Or(pl.Type, "?"))
 	}
@@ -333,6 +348,11 @@ func contentText(raw json.RawMessage) string {
 }
 
 func (p *parser) prompt(id, text string, at adapters.Time) {
+	p.pending = p.pending[:0] // a turn aborts only its own calls
+	if !p.abortedAt.IsZero() {
+		p.newSegment("turn_aborted", p.abortedAt) // after an aborted turn (AGENT-FORMATS 7.1)
+	}
+	p.compacted = false
 	p.b.NewTurn(id, "", at)
 	p.message(id, "user", text, at)
 }
@@ -388,7 +408,7 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 		}
 	case "view_image":
 		if path := argString(obj, "path"); path != "" {
-			p.b.Call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeRead, Decision: adapters.DecisionUnknown,
+			p.call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeRead, Decision: adapters.DecisionUnknown,
 				Outcome: adapters.OutcomeUnknown, Payload: store.Payload{Path: path}}, at))
 			return
 		}
@@ -397,7 +417,7 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 	if obj != nil {
 		input = json.RawMessage(args)
 	}
-	p.b.Call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeOther, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+	p.call(callID, p.s.Add(nil, store.Step{ID: callID, Type: store.TypeOther, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
 		Payload: store.Payload{ToolName: name, Raw: adapters.Raw(map[string]any{"input": input})}}, at))
 }
 
@@ -407,10 +427,11 @@ func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
 	if cwd != "" {
 		st.Payload.Cwd = adapters.Text(cwd)
 	}
-	p.b.Call(callID, p.s.Add(nil, st, at))
+	p.call(callID, p.s.Add(nil, st, at))
 }
 
-// patch adds one edit step per file of an apply_patch patch.
+// patch adds one edit step per file of an apply_patch patch, its path
+// resolved against the turn's working folder (PatchFile.Edit).
 func (p *parser) patch(callID, patch string, at adapters.Time) {
 	var steps []*adapters.Step
 	for i, f := range adapters.PatchFiles(patch) {
@@ -418,12 +439,30 @@ func (p *parser) patch(callID, patch string, at adapters.Time) {
 		if i > 0 {
 			id = fmt.Sprintf("%s#%d", callID, i)
 		}
-		sp, _ := json.Marshal(f.Text)
 		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
-			Payload: store.Payload{Path: f.Path, IsFullWrite: adapters.Bool(f.Op == "add"), StructuredPatch: sp}}
+			Payload: f.Edit(p.cwd)}
 		steps = append(steps, p.s.Add(nil, st, at))
 	}
+	p.call(callID, steps...)
+}
+
+// call registers a call's steps with the builder, as waiting for output.
+func (p *parser) call(callID string, steps ...*adapters.Step) {
 	p.b.Call(callID, steps...)
+	p.pending = append(p.pending, callID)
+}
+
+// abort fails the calls of an aborted turn that got no output: Codex
+// stopped them, and writes no output for them.
+func (p *parser) abort(reason string) {
+	for _, id := range p.pending {
+		steps, _ := p.b.Result(id)
+		for _, s := range steps {
+			s.St.Decision, s.St.Outcome = p.decision(), adapters.OutcomeFailed
+			s.St.Error = &store.StepError{Type: "aborted", Message: "turn aborted: " + reason}
+		}
+	}
+	p.pending = p.pending[:0]
 }
 
 // shellCommand joins an argv, unwrapping `bash -lc "..."`.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,11 +140,12 @@ func TestSampleRollout(t *testing.T) {
 		t.Errorf("cat = %q exit %v stdout %q cwd %q %s %s", deref(p.Command), p.ExitCode, deref(p.Stdout), deref(p.Cwd), cat.Decision, cat.Outcome)
 	}
 	patch := a.step(t, "call_jNxPfZXnxjqCPQxUeOy07aR1")
-	var text string
-	json.Unmarshal(patch.Payload.StructuredPatch, &text)
+	var hunks []adapters.PatchHunk
+	json.Unmarshal(patch.Payload.StructuredPatch, &hunks)
 	if patch.Type != "edit" || patch.Payload.Path != "/Users/philipp/dev/agentlogs/fixtures/JOKE.md" || *patch.Payload.IsFullWrite ||
-		!strings.Contains(text, "+Footer note: The office cactus applauds politely.") || patch.Outcome != "ok" {
-		t.Errorf("apply_patch = %s %s full %v patch %q %s", patch.Type, patch.Payload.Path, *patch.Payload.IsFullWrite, text, patch.Outcome)
+		len(hunks) != 1 || !slices.Contains(hunks[0].Lines, "+Footer note: The office cactus applauds politely.") ||
+		!strings.Contains(hunks[0].Patch, "*** Update File: ") || patch.Outcome != "ok" {
+		t.Errorf("apply_patch = %s %s full %v patch %+v %s", patch.Type, patch.Payload.Path, *patch.Payload.IsFullWrite, hunks, patch.Outcome)
 	}
 	if st := a.step(t, "agentlogs_crud_rollout.jsonl:10"); st.Payload.Role != "thinking" || deref(st.Payload.Text) != "**Planning file operations and command sequence**" {
 		t.Errorf("reasoning = %s %q", st.Payload.Role, deref(st.Payload.Text))
@@ -163,7 +165,7 @@ func TestHandmadeRollout(t *testing.T) {
 	s := sessions["0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"]
 	mustValid(t, s)
 	a := gather(s)
-	if got, want := a.byType(), "command=3 edit=2 read=0 message=5 other=1"; got != want {
+	if got, want := a.byType(), "command=3 edit=2 read=0 message=6 other=1"; got != want {
 		t.Errorf("steps by type = %s; want %s", got, want)
 	}
 	if got := a.summary(); got != "start,compaction,resume / ,,plan" {

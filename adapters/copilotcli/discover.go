@@ -16,7 +16,8 @@ import (
 const Kind = "copilot-cli"
 
 // Agent is the Copilot CLI adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "session-state/<session id>/events.jsonl logs and history-session-state/*.json files, as in ~/.copilot/"}
 
 // Discover finds Copilot CLI sessions under roots: each events.jsonl (or
 // other .jsonl) in a folder under session-state, each .jsonl directly in

@@ -19,7 +19,8 @@ import (
 const Kind = "gemini-cli"
 
 // Agent is the Gemini CLI adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "session files in a chats folder, <project hash>/chats/*.jsonl or *.json, as in ~/.gemini/tmp/"}
 
 // SessionFile reports whether a path is where Gemini CLI keeps a session:
 // a .json or .jsonl file in a chats folder.

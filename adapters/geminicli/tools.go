@@ -3,9 +3,6 @@ package geminicli
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/agentreview/service/adapters"
@@ -35,8 +32,6 @@ type display struct {
 	FilePath string `json:"filePath"`
 }
 
-var exitCodeRE = regexp.MustCompile(`(?m)^Exit Code: (-?\d{1,9})`)
-
 // toolStep maps a tool call, with the result Gemini recorded in it, to a
 // step (see Parse).
 func (p *parser) toolStep(id string, tc toolCall) store.Step {
@@ -58,11 +53,6 @@ func (p *parser) toolStep(id string, tc toolCall) store.Step {
 		st.Payload = store.Payload{Command: adapters.Text(a.Command), Stdout: adapters.Text(out)}
 		if cwd := cmp.Or(a.DirPath, a.Directory); cwd != "" {
 			st.Payload.Cwd = adapters.Text(cwd)
-		}
-		if m := exitCodeRE.FindStringSubmatch(out); m != nil {
-			if code, err := strconv.ParseInt(m[1], 10, 64); err == nil {
-				st.Payload.ExitCode = &code
-			}
 		}
 	case (tc.Name == "replace" || tc.Name == "edit" || tc.Name == "write_file") && filePath != "":
 		st.Type = store.TypeEdit
@@ -96,11 +86,7 @@ func (p *parser) toolStep(id string, tc toolCall) store.Step {
 	}
 	switch tc.Status {
 	case "success":
-		st.Outcome = adapters.OutcomeOK
-		if c := st.Payload.ExitCode; c != nil && *c != 0 {
-			st.Outcome = adapters.OutcomeFailed
-			st.Error = &store.StepError{Type: "exit_code", Message: fmt.Sprintf("Exit code %d", *c)}
-		}
+		st.Outcome = adapters.OutcomeOK // the exit code its output states, by the builder's rule
 	case "error":
 		st.Outcome = adapters.OutcomeFailed
 		st.Error = &store.StepError{Type: "tool_error", Message: cmp.Or(errText, out, "error")}

@@ -21,7 +21,8 @@ import (
 const Kind = "opencode"
 
 // Agent is the opencode adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse}
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+	Layout: "an opencode*.db SQLite file, or storage/session/<project>/<session id>.json with storage/message and storage/part, as in ~/.local/share/opencode/"}
 
 // Discover finds sessions under roots: in each SQLite file named
 // opencode*.db, in each storage/session/<project>/<id>.json with its

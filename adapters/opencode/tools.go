@@ -90,9 +90,7 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 			if i > 0 {
 				st.ID = fmt.Sprintf("%s#%d", pt.ID, i)
 			}
-			st.Type, st.Payload.Path = store.TypeEdit, f.Path
-			st.Payload.IsFullWrite = adapters.Bool(f.Op == "add")
-			st.Payload.StructuredPatch, _ = json.Marshal(f.Text)
+			st.Type, st.Payload = store.TypeEdit, f.Edit(p.cwd)
 			steps = append(steps, st)
 		}
 	}

@@ -97,7 +97,9 @@ func (c *ImportOpencodeCmd) Run(e *env) error {
 
 // runImport reads the given paths (or the agent's own folders that exist)
 // and writes every session through the store's Apply. On a terminal it
-// redraws one progress line; the summary line is always printed last.
+// redraws one progress line; the summary line is always printed last. When
+// the paths hold none of the agent's files it fails, naming the files and
+// layout it looks for.
 func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]string, error)) error {
 	roots := f.Paths
 	if len(roots) == 0 {
@@ -134,7 +136,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 				return
 			}
 			last = time.Now()
-			fmt.Fprintf(e.stdout, "\rimporting %s: files %d/%d, %d sessions, %d steps\x1b[K", agent.Kind, p.Files, p.FilesTotal, p.Sessions, p.Steps)
+			fmt.Fprintf(e.stdout, "\rimporting %s: files %d/%d, %d sessions, %d steps written\x1b[K", agent.Kind, p.Files, p.FilesTotal, p.Sessions, p.Steps)
 		}
 	}
 	sum, err := im.Run(e.ctx, agent, roots)
@@ -142,6 +144,9 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 		fmt.Fprint(e.stdout, "\r\x1b[K")
 	}
 	fmt.Fprintln(e.stdout, sum.String())
+	if err == nil && sum.Files == 0 {
+		return fmt.Errorf("no %s files found in %s: it looks for %s", agent.Kind, strings.Join(roots, ", "), agent.Layout)
+	}
 	return err
 }
 

@@ -21,11 +21,11 @@ func TestImportOpencodeDefaultFolders(t *testing.T) {
 	samples := "../../adapters/opencode/testdata/storage-derived/storage"
 	copyTree(t, samples, filepath.Join(home, ".local", "share", "opencode", "storage"), ".json")
 	db := filepath.Join(t.TempDir(), "s.db")
-	const want = "imported 27 files: 1 session (1 new, 0 updated, 0 unchanged), 6 steps\n"
+	const want = "imported 27 files: 1 session (1 new, 0 updated, 0 unchanged), 6 steps written\n"
 	if got := runImportCmd(t, "opencode", "--db", db); got != want {
 		t.Errorf("import opencode from ~/.local/share/opencode printed %q; want %q", got, want)
 	}
-	if got, want := runImportCmd(t, "opencode", "--db", db), "imported 27 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps\n"; got != want {
+	if got, want := runImportCmd(t, "opencode", "--db", db), "imported 27 files: 1 session (0 new, 0 updated, 1 unchanged), 0 steps written\n"; got != want {
 		t.Errorf("second import printed %q; want %q", got, want)
 	}
 
@@ -33,7 +33,7 @@ func TestImportOpencodeDefaultFolders(t *testing.T) {
 	os.MkdirAll(filepath.Join(xdg, "opencode"), 0o700)
 	opencodetest.MustDB(t, samples, filepath.Join(xdg, "opencode"), true)
 	t.Setenv("XDG_DATA_HOME", xdg)
-	const wantDB = "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 6 steps\n"
+	const wantDB = "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 6 steps written\n"
 	if got := runImportCmd(t, "opencode", "--db", filepath.Join(t.TempDir(), "s.db")); got != wantDB {
 		t.Errorf("import opencode from $XDG_DATA_HOME/opencode printed %q; want %q", got, wantDB)
 	}

@@ -3,12 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -84,7 +94,7 @@ func TestImportClaudeCode(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 
 	out := runImportCmd(t, "claude-code", dir, "--db", db)
-	if want := "imported 10 files: 7 sessions (7 new, 0 updated, 0 unchanged), 102 steps\n"; out != want {
+	if want := "imported 10 files: 7 sessions (7 new, 0 updated, 0 unchanged), 102 steps written\n"; out != want {
 		t.Fatalf("first import printed %q; want %q", out, want)
 	}
 	stamp := latestStamp(t, db)
@@ -92,16 +102,16 @@ func TestImportClaudeCode(t *testing.T) {
 	// A second run reads nothing and writes nothing: no new change stamp,
 	// so no change event.
 	out = runImportCmd(t, "claude-code", dir, "--db", db)
-	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 0 steps\n"; out != want {
+	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 0 steps written\n"; out != want {
 		t.Errorf("second import printed %q; want %q", out, want)
 	}
 	if got := latestStamp(t, db); got != stamp {
 		t.Errorf("second import moved the change stamp %d -> %d", stamp, got)
 	}
 	// Reading every file again still writes nothing: Apply skips what is
-	// unchanged.
+	// unchanged, and the summary says no step was written.
 	out = runImportCmd(t, "claude-code", dir, "--db", db, "--rescan")
-	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 102 steps\n"; out != want {
+	if want := "imported 10 files: 7 sessions (0 new, 0 updated, 7 unchanged), 0 steps written\n"; out != want {
 		t.Errorf("rescan printed %q; want %q", out, want)
 	}
 	if got := latestStamp(t, db); got != stamp {
@@ -117,7 +127,7 @@ func TestImportClaudeCode(t *testing.T) {
 	lines = append(lines, `{"type":"assistant","uuid":"new-reply","timestamp":"2025-10-12T21:36:45.000Z","message":{"id":"msg_new","content":[{"type":"text","text":"One more thing."}]}}`)
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	out = runImportCmd(t, "claude-code", dir, "--db", db)
-	if !strings.Contains(out, "(0 new, 1 updated, 6 unchanged), 17 steps") || !strings.Contains(out, path+":5: invalid JSON") {
+	if !strings.Contains(out, "(0 new, 1 updated, 6 unchanged), 2 steps written") || !strings.Contains(out, path+":5: invalid JSON") {
 		t.Errorf("import after the change printed %q; want 1 updated and %s:5 reported", out, path)
 	}
 	if strings.Contains(out, "\r") || strings.Count(out, "\n") != 1 {
@@ -133,7 +143,7 @@ func TestImportClaudeCode(t *testing.T) {
 	// reported again; nothing is written.
 	stamp = latestStamp(t, db)
 	out = runImportCmd(t, "claude-code", dir, "--db", db)
-	if !strings.Contains(out, "(0 new, 0 updated, 7 unchanged), 17 steps") || !strings.Contains(out, path+":5: invalid JSON") {
+	if !strings.Contains(out, "(0 new, 0 updated, 7 unchanged), 0 steps written") || !strings.Contains(out, path+":5: invalid JSON") {
 		t.Errorf("the next import printed %q; want the problem again and nothing written", out)
 	}
 	if got := latestStamp(t, db); got != stamp {
@@ -154,7 +164,7 @@ func TestImportDeletedSession(t *testing.T) {
 	later := time.Now().Add(time.Minute)
 	os.Chtimes(filepath.Join(dir, "agentlogs_todos.jsonl"), later, later)
 	got := runImportCmd(t, "claude-code", dir, "--db", db)
-	if want := "imported 1 file: 0 sessions (0 new, 0 updated, 0 unchanged), 0 steps; 1 deleted session skipped\n"; got != want {
+	if want := "imported 1 file: 0 sessions (0 new, 0 updated, 0 unchanged), 0 steps written; 1 deleted session skipped\n"; got != want {
 		t.Errorf("import of a deleted session printed %q; want %q", got, want)
 	}
 }
@@ -173,9 +183,9 @@ func TestImportDefaultFolders(t *testing.T) {
 	copyTree(t, "../../adapters/cline/testdata/handmade/sessions", filepath.Join(home, ".cline", "data", "sessions"), ".json")
 	db := filepath.Join(t.TempDir(), "s.db")
 	for _, c := range []struct{ agent, want string }{
-		{"claude-code", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 16 steps\n"},
-		{"codex", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 11 steps\n"},
-		{"cline", "imported 6 files: 2 sessions (2 new, 0 updated, 0 unchanged), 21 steps\n"},
+		{"claude-code", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 16 steps written\n"},
+		{"codex", "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps written\n"}, // with the compaction summary
+		{"cline", "imported 6 files: 2 sessions (2 new, 0 updated, 0 unchanged), 21 steps written\n"},
 	} {
 		if got := runImportCmd(t, c.agent, "--db", db); got != c.want {
 			t.Errorf("import %s printed %q; want %q", c.agent, got, c.want)
@@ -188,7 +198,7 @@ func TestImportDefaultFolders(t *testing.T) {
 		t.Errorf("with CLAUDE_CONFIG_DIR set to an empty folder, import printed %q", got)
 	}
 	copyTree(t, "../../adapters/claudecode/testdata", filepath.Join(config, "projects", "-w"), "agentlogs_todos.jsonl")
-	if got := runImportCmd(t, "claude-code", "--db", db); got != "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps\n" {
+	if got := runImportCmd(t, "claude-code", "--db", db); got != "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps written\n" {
 		t.Errorf("import from CLAUDE_CONFIG_DIR printed %q", got)
 	}
 }
@@ -196,9 +206,13 @@ func TestImportDefaultFolders(t *testing.T) {
 func TestImportMissingPath(t *testing.T) {
 	withHome(t)
 	missing := filepath.Join(t.TempDir(), "nope")
-	got := runImportCmd(t, "codex", missing, "--db", filepath.Join(t.TempDir(), "s.db"))
-	if !strings.Contains(got, "imported 0 files") || !strings.Contains(got, missing) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"import", "codex", missing, "--db", filepath.Join(t.TempDir(), "s.db")}, &out, &errOut)
+	if got := out.String(); !strings.Contains(got, "imported 0 files") || !strings.Contains(got, missing) {
 		t.Errorf("import of a missing folder printed %q; want it named", got)
+	}
+	if err == nil || !strings.Contains(err.Error(), "no codex files found in "+missing) {
+		t.Errorf("import of a missing folder = %v; want an error saying nothing was found", err)
 	}
 }
 
@@ -209,5 +223,49 @@ func TestImportHelp(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("import --help does not list %s:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestImportNothingFound runs the real binary on a folder that holds
+// another agent's files only, for every agent: it says that nothing was
+// found, names the files and layout it looks for, exits non-zero and
+// writes no session.
+func TestImportNothingFound(t *testing.T) {
+	bin := mustBuild(t)
+	claudeDir, clineDir := t.TempDir(), t.TempDir()
+	copyTree(t, "../../adapters/claudecode/testdata", claudeDir, "agentlogs_crud.jsonl")
+	copyTree(t, "../../adapters/cline/testdata", clineDir, ".json")
+	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent} {
+		t.Run(a.Kind, func(t *testing.T) {
+			dir := claudeDir
+			if a.Kind == claudecode.Kind {
+				dir = clineDir
+			}
+			db := filepath.Join(t.TempDir(), "s.db")
+			cmd := exec.Command(bin, "import", a.Kind, dir, "--db", db)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Errorf("import %s %s = %v; want a non-zero exit", a.Kind, dir, err)
+			}
+			want := fmt.Sprintf("no %s files found in %s: it looks for %s", a.Kind, dir, a.Layout)
+			if a.Layout == "" || !strings.Contains(stderr.String(), want) {
+				t.Errorf("import %s stderr = %q; want it to contain %q", a.Kind, stderr.String(), want)
+			}
+			if !strings.HasPrefix(stdout.String(), "imported 0 files") {
+				t.Errorf("import %s stdout = %q; want the summary of 0 files", a.Kind, stdout.String())
+			}
+			st, err := store.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if list, err := st.List(context.Background(), store.ListQuery{}); err != nil || len(list.Sessions) != 0 {
+				t.Errorf("store after the import holds %+v, %v; want no session", list, err)
+			}
+		})
 	}
 }

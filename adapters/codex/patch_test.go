@@ -1,0 +1,194 @@
+package codex
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/adapters"
+)
+
+const crudSample = "testdata/agentlogs_crud_rollout.jsonl"
+
+// rolloutLine is a line of a rollout, read without the parser.
+type rolloutLine struct {
+	Timestamp string                     `json:"timestamp"`
+	Type      string                     `json:"type"`
+	Payload   map[string]json.RawMessage `json:"payload"`
+}
+
+func readRollout(t *testing.T, path string) []rolloutLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rolloutLine
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ln rolloutLine
+		if err := json.Unmarshal([]byte(l), &ln); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ln)
+	}
+	return out
+}
+
+func payloadString(ln rolloutLine, key string) string {
+	var s string
+	json.Unmarshal(ln.Payload[key], &s)
+	return s
+}
+
+func writeRollout(t *testing.T, lines []rolloutLine) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ln := range lines {
+		j, err := json.Marshal(ln)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "rollout-2026-01-25T10-31-00-variant.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func parseFile(t *testing.T, path string) all {
+	t.Helper()
+	s := parseUnit(t, adapters.Unit{Paths: []string{path}})
+	mustValid(t, s)
+	return gather(s)
+}
+
+// TestApplyPatchEdits derives a variant of the real rollout whose
+// apply_patch names its file relative to the turn's cwd and also adds and
+// deletes a file: each file is one edit step with an absolute path, its
+// removed and added lines as a structured patch the app can show as a
+// diff, added and deleted files marked, and the patch text kept.
+func TestApplyPatchEdits(t *testing.T) {
+	lines := readRollout(t, crudSample)
+	cwd, at := "", -1
+	for i, ln := range lines {
+		switch {
+		case ln.Type == "turn_context" && at < 0:
+			cwd = payloadString(ln, "cwd")
+		case payloadString(ln, "name") == "apply_patch":
+			at = i
+		}
+	}
+	if cwd == "" || at < 0 {
+		t.Fatalf("%s: no turn cwd or apply_patch call", crudSample)
+	}
+	orig := payloadString(lines[at], "input")
+	var removed, added []string
+	for _, l := range strings.Split(orig, "\n") {
+		switch {
+		case strings.HasPrefix(l, "-"):
+			removed = append(removed, l)
+		case strings.HasPrefix(l, "+"):
+			added = append(added, l)
+		}
+	}
+	rel := strings.Replace(orig, cwd+"/", "", 1)
+	if rel == orig {
+		t.Fatalf("the patch names no file under the turn's cwd %s", cwd)
+	}
+	variant := strings.Replace(rel, "*** End Patch", "*** Add File: notes/NEW.md\n+one\n+two\n*** Delete File: OLD.md\n*** End Patch", 1)
+	lines[at].Payload["input"], _ = json.Marshal(variant)
+	a := parseFile(t, writeRollout(t, lines))
+
+	id := payloadString(lines[at], "call_id")
+	upd, add, del := a.step(t, id), a.step(t, id+"#1"), a.step(t, id+"#2")
+	var hunks []adapters.PatchHunk
+	if err := json.Unmarshal(upd.Payload.StructuredPatch, &hunks); err != nil {
+		t.Fatalf("structured_patch = %s: %v; want hunks", upd.Payload.StructuredPatch, err)
+	}
+	var gotRemoved, gotAdded []string
+	for _, h := range hunks {
+		for _, l := range h.Lines {
+			switch l[0] {
+			case '-':
+				gotRemoved = append(gotRemoved, l)
+			case '+':
+				gotAdded = append(gotAdded, l)
+			}
+		}
+	}
+	wantPath := filepath.Join(cwd, strings.TrimPrefix(strings.SplitN(strings.SplitN(rel, "*** Update File: ", 2)[1], "\n", 2)[0], "/"))
+	if upd.Payload.Path != wantPath || *upd.Payload.IsFullWrite || !slices.Equal(gotRemoved, removed) || !slices.Equal(gotAdded, added) {
+		t.Errorf("update = %s full %v removed %q added %q; want %s, removed %q added %q",
+			upd.Payload.Path, *upd.Payload.IsFullWrite, gotRemoved, gotAdded, wantPath, removed, added)
+	}
+	if len(hunks) == 0 || hunks[0].Op != "update" || !strings.Contains(variant, hunks[0].Patch) {
+		t.Errorf("first hunk = %+v; want op update and the file's patch text", hunks)
+	}
+	if got := deref(upd.Payload.OldString); got != strings.TrimPrefix(strings.Join(removed, "\n"), "-") {
+		t.Errorf("old_string = %q; want the removed line", got)
+	}
+	if add.Payload.Path != filepath.Join(cwd, "notes/NEW.md") || !*add.Payload.IsFullWrite || deref(add.Payload.NewString) != "one\ntwo" {
+		t.Errorf("added file = %s full %v new %q; want %s created with its lines", add.Payload.Path, *add.Payload.IsFullWrite, deref(add.Payload.NewString), filepath.Join(cwd, "notes/NEW.md"))
+	}
+	json.Unmarshal(del.Payload.StructuredPatch, &hunks)
+	if del.Payload.Path != filepath.Join(cwd, "OLD.md") || *del.Payload.IsFullWrite || len(hunks) != 1 || hunks[0].Op != "delete" {
+		t.Errorf("deleted file = %s full %v patch %s; want %s marked deleted", del.Payload.Path, *del.Payload.IsFullWrite, del.Payload.StructuredPatch, filepath.Join(cwd, "OLD.md"))
+	}
+}
+
+// TestCompactionAndAbortedTurn derives a variant of the real rollout with
+// a compaction (its summary) and a turn aborted while a command ran: the
+// summary is a summary message in the compaction segment, the command that
+// never got its output failed as aborted, and the next turn starts a
+// segment (AGENT-FORMATS 7.1).
+func TestCompactionAndAbortedTurn(t *testing.T) {
+	lines := readRollout(t, crudSample)
+	last := lines[len(lines)-1].Timestamp
+	mk := func(typ string, payload map[string]any) rolloutLine {
+		ln := rolloutLine{Timestamp: last, Type: typ, Payload: map[string]json.RawMessage{}}
+		for k, v := range payload {
+			ln.Payload[k], _ = json.Marshal(v)
+		}
+		return ln
+	}
+	const summary = "The user asked for CRUD on JOKE.md; it was done."
+	lines = append(lines,
+		mk("compacted", map[string]any{"message": summary}),
+		mk("event_msg", map[string]any{"type": "context_compacted"}),
+		mk("event_msg", map[string]any{"type": "user_message", "message": "run the tests"}),
+		mk("response_item", map[string]any{"type": "function_call", "name": "exec_command", "arguments": `{"cmd":"sleep 100"}`, "call_id": "call_slow"}),
+		mk("event_msg", map[string]any{"type": "turn_aborted", "reason": "interrupted"}),
+		mk("event_msg", map[string]any{"type": "user_message", "message": "never mind"}),
+	)
+	a := parseFile(t, writeRollout(t, lines))
+
+	var reasons []string
+	for _, g := range a.segs {
+		reasons = append(reasons, g.StartReason)
+	}
+	if want := []string{"start", "compaction", "turn_aborted"}; !slices.Equal(reasons, want) {
+		t.Errorf("segments = %v; want %v", reasons, want)
+	}
+	var summaries []string
+	for _, st := range a.steps {
+		if st.Payload.Role == "summary" {
+			summaries = append(summaries, deref(st.Payload.Text))
+			if st.SegmentIndex != 1 {
+				t.Errorf("summary in segment %d; want 1", st.SegmentIndex)
+			}
+		}
+	}
+	if !slices.Equal(summaries, []string{summary}) {
+		t.Errorf("summaries = %q; want the compacted message once", summaries)
+	}
+	slow := a.step(t, "call_slow")
+	if slow.Outcome != "failed" || slow.Error == nil || slow.Error.Type != "aborted" || slow.SegmentIndex != 1 {
+		t.Errorf("aborted command = %s %+v in segment %d; want failed, aborted, in segment 1", slow.Outcome, slow.Error, slow.SegmentIndex)
+	}
+}
