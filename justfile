@@ -56,3 +56,13 @@ load *args:
     trap 'kill $pid; rm -rf "$tmp"' EXIT
     sleep 1
     HOME="$tmp" go run ./cmd/load --url http://127.0.0.1:4399 {{args}}
+
+# Refresh the embedded model price table (pricing/prices.json) from the
+# MIT-licensed @pydantic/genai-prices npm package.
+prices version="0.1.8":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    cd "$tmp" && npm pack @pydantic/genai-prices@{{version}} >/dev/null && tar xzf *.tgz
+    node {{justfile_directory()}}/pricing/extract.mjs "$tmp/package" {{version}} > {{justfile_directory()}}/pricing/prices.json
+    cp "$tmp/package/LICENSE" {{justfile_directory()}}/pricing/LICENSE-genai-prices
