@@ -130,6 +130,13 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		}
 		changed = changed || c
 	}
+	for i := range b.Usage {
+		c, err := upsertUsage(conn, *pk, &b.Usage[i])
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
 	if changed {
 		err = sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
 	}
