@@ -819,4 +819,3 @@ func (p *parser) resolve(a *agent, claimed map[*adapters.Step]bool) {
 }
 
 func isSpawn(tool string) bool { return tool == "Task" || tool == "Agent" }
-
