@@ -37,6 +37,7 @@ type payload struct {
 	} `json:"git"`
 	// turn_context
 	ApprovalPolicy    string `json:"approval_policy"`
+	Model             string `json:"model"`
 	CollaborationMode struct {
 		Mode string `json:"mode"`
 	} `json:"collaboration_mode"`
@@ -134,8 +135,9 @@ type parser struct {
 	hasReplies                   bool
 	hasReasoning                 bool
 
-	usage    *adapters.Usage
 	lastInfo string
+	model    string // of the latest turn_context
+	total    counts // the latest token_count total
 }
 
 func (p *parser) skip(kind string) { p.b.Skip(kind) }
@@ -203,6 +205,9 @@ func (p *parser) line(ln *line) {
 		}
 		if pl.ApprovalPolicy != "" {
 			p.policy = pl.ApprovalPolicy
+		}
+		if pl.Model != "" {
+			p.model = pl.Model
 		}
 		if t := p.b.Turn(); t != nil && t.Mode == "" {
 			t.Mode = pl.CollaborationMode.Mode
@@ -287,7 +292,7 @@ func (p *parser) event(ln *line) {
 			p.skip("agent_reasoning")
 		}
 	case "token_count":
-		p.tokens(pl.Info)
+		p.tokens(ln, pl.Info)
 	case "context_compacted":
 		if p.b.SegmentSteps() > 0 {
 			p.b.NewSegment("compaction", ln.at)
@@ -550,36 +555,6 @@ func (p *parser) result(callID string, raw json.RawMessage) {
 	}
 }
 
-// tokens keeps the latest reported total. Codex repeats the same
-// token_count after each turn_context, so a request is counted only when
-// its usage differs from the previous event's.
-func (p *parser) tokens(raw json.RawMessage) {
-	if !adapters.Present(raw) {
-		return
-	}
-	var info struct {
-		Total *struct {
-			Input  int64 `json:"input_tokens"`
-			Cached int64 `json:"cached_input_tokens"`
-			Output int64 `json:"output_tokens"`
-		} `json:"total_token_usage"`
-	}
-	if json.Unmarshal(raw, &info) != nil || info.Total == nil {
-		return
-	}
-	key := fmt.Sprint(*info.Total)
-	if key == p.lastInfo {
-		return
-	}
-	p.lastInfo = key
-	if p.usage == nil {
-		p.usage = &adapters.Usage{}
-	}
-	p.usage.APIRequests++
-	t := info.Total
-	p.usage.Input, p.usage.Output, p.usage.CacheRead = t.Input-t.Cached, t.Output, t.Cached
-}
-
 // finish names the session and hands it to the builder.
 func (p *parser) finish() *adapters.Session {
 	h := &p.b.Header
@@ -590,6 +565,5 @@ func (p *parser) finish() *adapters.Session {
 	h.Workspace = store.Workspace{Root: cmp.Or(p.root, cmp.Or(p.cwd, "unknown")), Repo: p.repo}
 	h.Source = "import:" + Kind
 	p.b.SetStart(p.start)
-	p.b.Session().Usage = p.usage
 	return p.b.Finish()
 }
