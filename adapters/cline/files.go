@@ -80,8 +80,9 @@ type apiRequest struct {
 // taskMetadata is task_metadata.json.
 type taskMetadata struct {
 	ModelUsage []struct {
-		TS   *float64 `json:"ts"`
-		Mode string   `json:"mode"`
+		TS      *float64 `json:"ts"`
+		Mode    string   `json:"mode"`
+		ModelID string   `json:"model_id"`
 	} `json:"model_usage"`
 	EnvironmentHistory []struct {
 		TS           *float64 `json:"ts"`
