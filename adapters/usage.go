@@ -25,6 +25,9 @@ type Reported struct {
 	Model  string
 	Actor  *Actor // nil for the main agent
 	Tokens pricing.Tokens
+	// Requests is how many API requests it stands for when the agent
+	// reports only totals (0 means one).
+	Requests int64
 	// CostUSD is the cost the agent reported for it, nil when none.
 	CostUSD *float64
 }
@@ -80,9 +83,9 @@ func (b *Builder) finishUsage(start Time) []store.UsageRecord {
 		}
 		out = append(out, store.UsageRecord{
 			ID: u.ID, At: at.Text, Model: u.Model, ActorID: actor, TurnID: turn.ID,
-			Tokens: u.Tokens, CostUSD: u.CostUSD, Source: store.UsageFromFile,
+			Tokens: u.Tokens, Requests: u.Requests, CostUSD: u.CostUSD, Source: store.UsageFromFile,
 		})
-		sum.APIRequests++
+		sum.APIRequests += max(u.Requests, 1)
 		sum.Input += u.Tokens.Input
 		sum.Output += u.Tokens.Output
 		sum.CacheRead += u.Tokens.CacheRead

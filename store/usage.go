@@ -22,6 +22,10 @@ type UsageRecord struct {
 	ActorID string
 	TurnID  string
 	Tokens  pricing.Tokens
+	// Requests is the number of API requests the record stands for: 0 or 1
+	// for one response; more for an agent that reports only totals per
+	// model (Copilot CLI).
+	Requests int64
 	// CostUSD is the cost the agent reported, nil when it reported none.
 	CostUSD *float64
 	// Source is where the numbers come from: "file" (the agent's own
@@ -56,6 +60,9 @@ func (v *validator) usage(recs []UsageRecord) {
 			if f.msg != "" {
 				v.field(f.name, f.msg)
 			}
+		}
+		if r.Requests < 0 || r.Requests > 1<<40 {
+			v.field("requests", "must be from 0 to 2^40")
 		}
 		if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD < 1e9) {
 			v.field("cost_usd", "must be a number from 0")
@@ -107,18 +114,18 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord) (bool, error) {
 		cost = *r.CostUSD
 	}
 	err := sqlitex.Execute(conn, `INSERT INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
-		  input, output, cache_read, cache_creation, cost_usd, source)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		  input, output, cache_read, cache_creation, requests, cost_usd, source)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_pk, id) DO UPDATE SET
 		  at = excluded.at, at_ns = excluded.at_ns, model = excluded.model, actor_id = excluded.actor_id,
 		  turn_id = excluded.turn_id, input = excluded.input, output = excluded.output,
 		  cache_read = excluded.cache_read, cache_creation = excluded.cache_creation,
-		  cost_usd = excluded.cost_usd, source = excluded.source
-		WHERE (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, cost_usd, source)
+		  requests = excluded.requests, cost_usd = excluded.cost_usd, source = excluded.source
+		WHERE (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
 		  IS NOT (excluded.at, excluded.model, excluded.actor_id, excluded.turn_id, excluded.input, excluded.output,
-		  excluded.cache_read, excluded.cache_creation, excluded.cost_usd, excluded.source)`,
+		  excluded.cache_read, excluded.cache_creation, excluded.requests, excluded.cost_usd, excluded.source)`,
 		&sqlitex.ExecOptions{Args: []any{pk, r.ID, r.At, startedNS(at), r.Model, r.ActorID, r.TurnID,
-			r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, cost, r.Source}})
+			r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, max(r.Requests, 1), cost, r.Source}})
 	return conn.Changes() > 0, err
 }
 
@@ -162,11 +169,11 @@ type PricingInfo struct {
 func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 	var recs []UsageRecord
 	otel := false
-	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source
+	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests
 		FROM usage_records WHERE session_pk = ? ORDER BY at_ns, id`, &sqlitex.ExecOptions{
 		Args: []any{pk},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7),
+			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7), Requests: st.ColumnInt64(8),
 				Tokens: pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}}
 			if st.ColumnType(6) != sqlite.TypeNull {
 				c := st.ColumnFloat(6)
@@ -201,9 +208,9 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 			byModel[r.Model] = m
 		}
 		m.Tokens.Add(r.Tokens)
-		m.APIRequests++
+		m.APIRequests += max(r.Requests, 1)
 		u.Tokens.Add(r.Tokens)
-		u.APIRequests++
+		u.APIRequests += max(r.Requests, 1)
 		if r.CostUSD != nil {
 			u.ReportedCostUSD = addCost(u.ReportedCostUSD, *r.CostUSD)
 		}

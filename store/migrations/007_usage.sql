@@ -1,5 +1,6 @@
 -- Token usage as the agent reported it, one row per API response (final
--- counts), never calculated. Rows go with their session (ON DELETE CASCADE)
+-- counts), or per model where the agent reports only totals (requests > 1);
+-- never calculated. Rows go with their session (ON DELETE CASCADE)
 -- and are overwritten on disk like the rest of it (secure_delete).
 CREATE TABLE usage_records (
   session_pk     INTEGER NOT NULL REFERENCES sessions (pk) ON DELETE CASCADE,
@@ -13,6 +14,7 @@ CREATE TABLE usage_records (
   output         INTEGER NOT NULL,
   cache_read     INTEGER NOT NULL,
   cache_creation INTEGER NOT NULL,
+  requests       INTEGER NOT NULL, -- API requests the row stands for
   cost_usd       REAL,             -- as reported; NULL when the agent reported none
   source         TEXT NOT NULL,    -- file or otel
   PRIMARY KEY (session_pk, id)
