@@ -1,6 +1,10 @@
 package adapters
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
@@ -49,6 +53,7 @@ func (b *Builder) AddUsage(r Reported) {
 	if r.ID == "" {
 		return
 	}
+	r = r.sane()
 	if b.usage.byID == nil {
 		b.usage.byID = map[string]*usageRec{}
 	}
@@ -93,4 +98,25 @@ func (b *Builder) finishUsage(start Time) []store.UsageRecord {
 	}
 	b.sess.Usage = sum
 	return out
+}
+
+// sane keeps what the store takes of what a file says: counts from 0, a
+// cost only when it is a number from 0, ids and names of at most 512 bytes
+// (a longer id by its hash), so an odd record never costs the session.
+func (r Reported) sane() Reported {
+	const most = 1 << 40
+	for _, n := range []*int64{&r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead, &r.Tokens.CacheCreation, &r.Requests} {
+		*n = min(max(*n, 0), most)
+	}
+	if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD < 1e9) {
+		r.CostUSD = nil
+	}
+	if len(r.ID) > 512 {
+		h := sha256.Sum256([]byte(r.ID))
+		r.ID = "sha256:" + hex.EncodeToString(h[:])
+	}
+	if len(r.Model) > 512 {
+		r.Model = strings.ToValidUTF8(r.Model[:512], "")
+	}
+	return r
 }
