@@ -53,7 +53,7 @@ func (b *Builder) AddUsage(r Reported) {
 	if r.ID == "" {
 		return
 	}
-	r = r.sane()
+	r = r.Sane()
 	if b.usage.byID == nil {
 		b.usage.byID = map[string]*usageRec{}
 	}
@@ -100,10 +100,10 @@ func (b *Builder) finishUsage(start Time) []store.UsageRecord {
 	return out
 }
 
-// sane keeps what the store takes of what a file says: counts from 0, a
+// Sane keeps what the store takes of what a file says: counts from 0, a
 // cost only when it is a number from 0, ids and names of at most 512 bytes
 // (a longer id by its hash), so an odd record never costs the session.
-func (r Reported) sane() Reported {
+func (r Reported) Sane() Reported {
 	const most = 1 << 40
 	for _, n := range []*int64{&r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead, &r.Tokens.CacheCreation, &r.Requests} {
 		*n = min(max(*n, 0), most)
