@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 const samplesDir = "../../../shared/samples"
@@ -355,4 +357,45 @@ func rawOpencode(t *testing.T, root string) rawUsage {
 		}
 	}, ".json")
 	return u
+}
+
+// TestImportFillsUsageOfOldStore: a store made before usage was kept gets
+// it from the next import, even for files unchanged since they were
+// imported (the migration makes the import read them again, once).
+func TestImportFillsUsageOfOldStore(t *testing.T) {
+	withHome(t)
+	root := filepath.Join(samplesDir, "codex")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no samples at %s: %v", root, err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "codex", root, "--db", db)
+	want := storedUsage(t, db, "codex")
+
+	// Make it a store of before migration 007: no usage table, the
+	// migration not applied, every file recorded as imported.
+	conn, err := sqlite.OpenConn(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version int64
+	err = sqlitex.ExecuteTransient(conn, "PRAGMA user_version", &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error { version = st.ColumnInt64(0); return nil },
+	})
+	if err == nil {
+		err = sqlitex.ExecScript(conn, fmt.Sprintf("DROP TABLE usage_records; PRAGMA user_version = %d;", version-1))
+	}
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := runImportCmd(t, "codex", root, "--db", db)
+	if got := storedUsage(t, db, "codex"); got != want || want.requests == 0 {
+		t.Errorf("usage after importing into the old store = %+v (import said %q); want %+v", got, out, want)
+	}
+	// Once: the next import skips the unchanged files again.
+	if out := runImportCmd(t, "codex", root, "--db", db); !strings.Contains(out, "0 steps") {
+		t.Errorf("the import after that printed %q; want the unchanged files skipped", out)
+	}
 }
