@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/agentreview/service/pricing"
@@ -220,7 +221,9 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 			u.EstimatedCostUSD = addCost(u.EstimatedCostUSD, usd)
 		}
 	}
+	u.EstimatedCostUSD = roundMicros(u.EstimatedCostUSD)
 	for _, m := range byModel {
+		m.EstimatedCostUSD = roundMicros(m.EstimatedCostUSD)
 		if m.EstimatedCostUSD == nil {
 			u.Unpriced = append(u.Unpriced, m.Model)
 		}
@@ -231,6 +234,15 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 	})
 	slices.Sort(u.Unpriced)
 	return u
+}
+
+// roundMicros rounds an estimate to a millionth of a dollar: it is no more
+// precise than that, and JSON readers need not see float noise.
+func roundMicros(usd *float64) *float64 {
+	if usd != nil {
+		*usd = math.Round(*usd*1e6) / 1e6
+	}
+	return usd
 }
 
 func addCost(total *float64, usd float64) *float64 {

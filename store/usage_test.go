@@ -44,8 +44,8 @@ func TestApplyUsage(t *testing.T) {
 		t.Errorf("Usage = %+v; want tokens %+v over 2 requests of 2 models", u, want)
 	}
 	wantUSD := (100*3 + 50*15 + 10*0.3 + 1*3.75) / 1e6
-	if u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-wantUSD) > 1e-12 {
-		t.Errorf("EstimatedCostUSD = %v; want %v (the priced model only)", u.EstimatedCostUSD, wantUSD)
+	if u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-wantUSD) > 0.5e-6 {
+		t.Errorf("EstimatedCostUSD = %v; want %v to the micro-dollar (the priced model only)", u.EstimatedCostUSD, wantUSD)
 	}
 	if len(u.Unpriced) != 1 || u.Unpriced[0] != "no-such-model" || u.Models[1].EstimatedCostUSD != nil {
 		t.Errorf("Unpriced = %v, models %+v; want no-such-model without a price", u.Unpriced, u.Models)
