@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ type Table struct {
 	Source string  `json:"source"`
 	AsOf   string  `json:"as_of"`
 	Models []model `json:"models"`
+
+	startsOnce sync.Once
+	starts     []int64
 }
 
 type model struct {
@@ -127,11 +131,41 @@ func Default() *Table {
 // Estimate is the cost in US dollars of one API response of the model at
 // time at, and false when the table has no price for the model.
 func (t *Table) Estimate(modelName string, at time.Time, tok Tokens) (float64, bool) {
+	return t.estimate(modelName, at, tok, tok.Input+tok.CacheRead+tok.CacheCreation)
+}
+
+// EstimateSum is Estimate for the sum of several requests of one model
+// whose prompts (input and cache tokens) all fall in the same range between
+// two of TierStarts: prompt is the range's start.
+func (t *Table) EstimateSum(modelName string, at time.Time, sum Tokens, prompt int64) (float64, bool) {
+	return t.estimate(modelName, at, sum, prompt)
+}
+
+// TierStarts are the prompt sizes where some model's long-context price
+// starts, ascending.
+func (t *Table) TierStarts() []int64 {
+	t.startsOnce.Do(func() {
+		for _, m := range t.Models {
+			for _, p := range m.Prices {
+				for _, r := range []rate{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
+					for _, tr := range r.Tiers {
+						if !slices.Contains(t.starts, tr.Start) {
+							t.starts = append(t.starts, tr.Start)
+						}
+					}
+				}
+			}
+		}
+		slices.Sort(t.starts)
+	})
+	return t.starts
+}
+
+func (t *Table) estimate(modelName string, at time.Time, tok Tokens, prompt int64) (float64, bool) {
 	p, ok := t.find(modelName, at)
 	if !ok {
 		return 0, false
 	}
-	prompt := tok.Input + tok.CacheRead + tok.CacheCreation
 	usd := float64(tok.Input)*p.Input.at(prompt) + float64(tok.Output)*p.Output.at(prompt) +
 		float64(tok.CacheRead)*p.CacheRead.at(prompt) + float64(tok.CacheCreation)*p.CacheWrite.at(prompt)
 	return usd / 1e6, true
