@@ -108,26 +108,27 @@ func sourceRule(s string) string {
 }
 
 // upsertUsage writes one usage record in the batch's transaction (Apply).
+// A changed record is deleted and inserted again, never updated in place,
+// so the triggers that keep usage_hours see one removal and one addition.
 func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord) (bool, error) {
 	at, _ := ParseTimestamp(r.At)
 	var cost any
 	if r.CostUSD != nil {
 		cost = *r.CostUSD
 	}
-	err := sqlitex.Execute(conn, `INSERT INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
+	args := []any{pk, r.ID, r.At, startedNS(at), r.Model, r.ActorID, r.TurnID,
+		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, max(r.Requests, 1), cost, r.Source}
+	err := sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
+		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
+		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`, &sqlitex.ExecOptions{Args: args})
+	if err != nil {
+		return false, err
+	}
+	removed := conn.Changes() > 0
+	err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
 		  input, output, cache_read, cache_creation, requests, cost_usd, source)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (session_pk, id) DO UPDATE SET
-		  at = excluded.at, at_ns = excluded.at_ns, model = excluded.model, actor_id = excluded.actor_id,
-		  turn_id = excluded.turn_id, input = excluded.input, output = excluded.output,
-		  cache_read = excluded.cache_read, cache_creation = excluded.cache_creation,
-		  requests = excluded.requests, cost_usd = excluded.cost_usd, source = excluded.source
-		WHERE (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
-		  IS NOT (excluded.at, excluded.model, excluded.actor_id, excluded.turn_id, excluded.input, excluded.output,
-		  excluded.cache_read, excluded.cache_creation, excluded.requests, excluded.cost_usd, excluded.source)`,
-		&sqlitex.ExecOptions{Args: []any{pk, r.ID, r.At, startedNS(at), r.Model, r.ActorID, r.TurnID,
-			r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, max(r.Requests, 1), cost, r.Source}})
-	return conn.Changes() > 0, err
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
+	return removed || conn.Changes() > 0, err
 }
 
 // Usage is a session's token usage: what its agent reported, added up,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentreview/service/pricing"
@@ -22,7 +21,8 @@ const (
 )
 
 // UsageQuery chooses the usage records a report adds up. Days are the
-// local time's.
+// local time's, made of whole hours (a zone half an hour off UTC counts a
+// record of the half hour before midnight in the next day).
 type UsageQuery struct {
 	Group string
 	Since time.Time // zero: from the first record
@@ -53,9 +53,9 @@ type UsageRow struct {
 // with OpenTelemetry records counts only those.
 func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	key, ok := map[string]string{
-		UsageByDay:     `date(u.at_ns / 1000000000, 'unixepoch', 'localtime')`,
-		UsageByWeek:    `date(u.at_ns / 1000000000, 'unixepoch', 'localtime', '-6 days', 'weekday 1')`,
-		UsageByMonth:   `strftime('%Y-%m', u.at_ns / 1000000000, 'unixepoch', 'localtime')`,
+		UsageByDay:     `date(h.hour_ns / 1000000000, 'unixepoch', 'localtime')`,
+		UsageByWeek:    `date(h.hour_ns / 1000000000, 'unixepoch', 'localtime', '-6 days', 'weekday 1')`,
+		UsageByMonth:   `strftime('%Y-%m', h.hour_ns / 1000000000, 'unixepoch', 'localtime')`,
 		UsageBySession: `s.id`,
 	}[q.Group]
 	if !ok {
@@ -63,7 +63,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	}
 	since, until := int64(-1<<63), int64(1<<63-1)
 	if !q.Since.IsZero() {
-		since = startedNS(q.Since)
+		since = startedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
 	}
 	if !q.Until.IsZero() {
 		until = startedNS(q.Until)
@@ -72,16 +72,15 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	var order []string
 	table := pricing.Default()
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT `+key+`, u.model, `+promptRange(table.TierStarts())+`,
-			  sum(u.input), sum(u.output), sum(u.cache_read), sum(u.cache_creation), sum(u.requests),
-			  sum(u.cost_usd), sum(iif(u.cost_usd IS NULL, 0, u.requests)),
-			  sum(iif(u.cost_usd IS NULL, u.input, 0)), sum(iif(u.cost_usd IS NULL, u.output, 0)),
-			  sum(iif(u.cost_usd IS NULL, u.cache_read, 0)), sum(iif(u.cost_usd IS NULL, u.cache_creation, 0)),
-			  max(u.at_ns)
-			FROM usage_records u JOIN sessions s ON s.pk = u.session_pk
-			WHERE u.at_ns >= :since AND u.at_ns < :until AND (:agent = '' OR s.agent_kind = :agent)
-			  AND (u.source = 'otel' OR NOT EXISTS (
-			    SELECT 1 FROM usage_records o WHERE o.session_pk = u.session_pk AND o.source = 'otel'))
+		return sqlitex.Execute(conn, `SELECT `+key+`, h.model, h.prompt_range,
+			  sum(h.input), sum(h.output), sum(h.cache_read), sum(h.cache_creation), sum(h.requests),
+			  sum(iif(h.reported, h.cost_usd, 0)), sum(iif(h.reported, h.requests, 0)),
+			  sum(iif(h.reported, 0, h.input)), sum(iif(h.reported, 0, h.output)),
+			  sum(iif(h.reported, 0, h.cache_read)), sum(iif(h.reported, 0, h.cache_creation)),
+			  max(h.last_ns)
+			FROM usage_hours h JOIN sessions s ON s.pk = h.session_pk
+			WHERE h.hour_ns >= :since AND h.hour_ns < :until AND (:agent = '' OR s.agent_kind = :agent)
+			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))
 			GROUP BY 1, 2, 3 ORDER BY 1`, &sqlitex.ExecOptions{
 			Named: map[string]any{":since": since, ":until": until, ":agent": q.Agent},
 			ResultFunc: func(st *sqlite.Stmt) error {
@@ -134,17 +133,4 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
 	return out, nil
-}
-
-// promptRange is the SQL for the start of the range of tier starts a usage
-// record's prompt (input and cache tokens) falls in, 0 below the first, so
-// a report sums requests of different price tiers apart.
-func promptRange(starts []int64) string {
-	var b strings.Builder
-	b.WriteString("CASE")
-	for _, n := range slices.Backward(starts) {
-		fmt.Fprintf(&b, " WHEN u.input + u.cache_read + u.cache_creation >= %d THEN %d", n, n)
-	}
-	b.WriteString(" ELSE 0 END")
-	return b.String()
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +72,17 @@ func TestUsageReport(t *testing.T) {
 	}
 	if _, err := s.UsageReport(ctx, store.UsageQuery{Group: "year"}); err == nil {
 		t.Error("UsageReport(year) = nil error; want unknown group")
+	}
+}
+
+// TestUsageTierRanges: usage_hours sums requests apart at these prompt
+// sizes (migration 007); a price table with another tier start needs them
+// added there, or its sums would be priced in the wrong tier.
+func TestUsageTierRanges(t *testing.T) {
+	known := []int64{128000, 199999, 200000, 271999, 272000, 512000}
+	for _, n := range pricing.Default().TierStarts() {
+		if !slices.Contains(known, n) {
+			t.Errorf("the price table has a tier from %d prompt tokens; usage_hours does not sum apart there", n)
+		}
 	}
 }
