@@ -68,6 +68,14 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if !q.Until.IsZero() {
 		until = startedNS(q.Until)
 	}
+	// Sessions are joined only when needed: for their id or agent.
+	join, agent := "", ""
+	if q.Group == UsageBySession || q.Agent != "" {
+		join = "JOIN sessions s ON s.pk = h.session_pk"
+	}
+	if q.Agent != "" {
+		agent = "AND s.agent_kind = :agent"
+	}
 	rows := map[string]*UsageRow{}
 	var order []string
 	table := pricing.Default()
@@ -78,11 +86,11 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 			  sum(iif(h.reported, 0, h.input)), sum(iif(h.reported, 0, h.output)),
 			  sum(iif(h.reported, 0, h.cache_read)), sum(iif(h.reported, 0, h.cache_creation)),
 			  max(h.last_ns)
-			FROM usage_hours h JOIN sessions s ON s.pk = h.session_pk
-			WHERE h.hour_ns >= :since AND h.hour_ns < :until AND (:agent = '' OR s.agent_kind = :agent)
+			FROM usage_hours h `+join+`
+			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
 			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))
 			GROUP BY 1, 2, 3 ORDER BY 1`, &sqlitex.ExecOptions{
-			Named: map[string]any{":since": since, ":until": until, ":agent": q.Agent},
+			Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
 			ResultFunc: func(st *sqlite.Stmt) error {
 				k, model := st.ColumnText(0), st.ColumnText(1)
 				r := rows[k]
@@ -133,4 +141,13 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
 	return out, nil
+}
+
+// namedArgs adds the optional argument to args when it is set (a named
+// argument the statement lacks is an error).
+func namedArgs(args map[string]any, name, value string) map[string]any {
+	if value != "" {
+		args[name] = value
+	}
+	return args
 }
