@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -52,11 +53,11 @@ type UsageRow struct {
 // tokens, most first, for sessions). As in a session's detail, a session
 // with OpenTelemetry records counts only those.
 func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
-	key, ok := map[string]string{
-		UsageByDay:     `date(h.hour_ns / 1000000000, 'unixepoch', 'localtime')`,
-		UsageByWeek:    `date(h.hour_ns / 1000000000, 'unixepoch', 'localtime', '-6 days', 'weekday 1')`,
-		UsageByMonth:   `strftime('%Y-%m', h.hour_ns / 1000000000, 'unixepoch', 'localtime')`,
-		UsageBySession: `s.id`,
+	keyOf, ok := map[string]func(time.Time) string{
+		UsageByDay:     func(t time.Time) string { return t.Format(time.DateOnly) },
+		UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
+		UsageByMonth:   func(t time.Time) string { return t.Format("2006-01") },
+		UsageBySession: nil,
 	}[q.Group]
 	if !ok {
 		return nil, fmt.Errorf("store: usage report: unknown group %q", q.Group)
@@ -69,78 +70,115 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		until = startedNS(q.Until)
 	}
 	// Sessions are joined only when needed: for their id or agent.
-	join, agent := "", ""
+	id, join, agent := "''", "", ""
 	if q.Group == UsageBySession || q.Agent != "" {
-		join = "JOIN sessions s ON s.pk = h.session_pk"
+		id, join = "s.id", "JOIN sessions s ON s.pk = h.session_pk"
 	}
 	if q.Agent != "" {
 		agent = "AND s.agent_kind = :agent"
 	}
-	rows := map[string]*UsageRow{}
-	var order []string
-	table := pricing.Default()
+	// The rows are added up here, not in SQL: a local day per hour is
+	// cheaper in Go than SQLite's localtime per row.
+	type sumKey struct {
+		key, model  string
+		promptRange int64
+	}
+	sums := map[sumKey]*usageSum{}
+	hourKeys := map[int64]string{}
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT `+key+`, h.model, h.prompt_range,
-			  sum(h.input), sum(h.output), sum(h.cache_read), sum(h.cache_creation), sum(h.requests),
-			  sum(iif(h.reported, h.cost_usd, 0)), sum(iif(h.reported, h.requests, 0)),
-			  sum(iif(h.reported, 0, h.input)), sum(iif(h.reported, 0, h.output)),
-			  sum(iif(h.reported, 0, h.cache_read)), sum(iif(h.reported, 0, h.cache_creation)),
-			  max(h.last_ns)
+		return sqlitex.Execute(conn, `SELECT h.hour_ns, `+id+`, h.model, h.prompt_range, h.reported,
+			  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
 			FROM usage_hours h `+join+`
 			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
-			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))
-			GROUP BY 1, 2, 3 ORDER BY 1`, &sqlitex.ExecOptions{
-			Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
-			ResultFunc: func(st *sqlite.Stmt) error {
-				k, model := st.ColumnText(0), st.ColumnText(1)
-				r := rows[k]
-				if r == nil {
-					r = &UsageRow{Key: k}
-					rows[k] = r
-					order = append(order, k)
-				}
-				if !slices.Contains(r.Models, model) {
-					r.Models = append(r.Models, model)
-				}
-				r.Tokens.Add(pricing.Tokens{Input: st.ColumnInt64(3), Output: st.ColumnInt64(4), CacheRead: st.ColumnInt64(5), CacheCreation: st.ColumnInt64(6)})
-				r.APIRequests += st.ColumnInt64(7)
-				if n := st.ColumnInt64(9); n > 0 {
-					r.ReportedCostUSD = addCost(r.ReportedCostUSD, st.ColumnFloat(8))
-					r.Reported += n
-				}
-				unreported := pricing.Tokens{Input: st.ColumnInt64(10), Output: st.ColumnInt64(11), CacheRead: st.ColumnInt64(12), CacheCreation: st.ColumnInt64(13)}
-				if unreported.Total() == 0 {
-					return nil
-				}
-				// Every request of the sum has its prompt in the same range of
-				// the price tiers, so the sum has their price.
-				usd, ok := table.EstimateSum(model, time.Unix(0, st.ColumnInt64(14)), unreported, st.ColumnInt64(2))
-				if !ok {
-					if !slices.Contains(r.Unpriced, model) {
-						r.Unpriced = append(r.Unpriced, model)
+			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`,
+			&sqlitex.ExecOptions{
+				Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
+				ResultFunc: func(st *sqlite.Stmt) error {
+					k := st.ColumnText(1)
+					if keyOf != nil {
+						hour := st.ColumnInt64(0)
+						if k = hourKeys[hour]; k == "" {
+							k = keyOf(time.Unix(0, hour).Local())
+							hourKeys[hour] = k
+						}
 					}
+					sk := sumKey{k, st.ColumnText(2), st.ColumnInt64(3)}
+					u := sums[sk]
+					if u == nil {
+						u = &usageSum{}
+						sums[sk] = u
+					}
+					tok := pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8)}
+					u.tokens.Add(tok)
+					u.requests += st.ColumnInt64(9)
+					if st.ColumnBool(4) {
+						u.reportedUSD += st.ColumnFloat(10)
+						u.reported += st.ColumnInt64(9)
+					} else {
+						u.unreported.Add(tok)
+					}
+					u.lastNS = max(u.lastNS, st.ColumnInt64(11))
 					return nil
-				}
-				r.EstimatedCostUSD = addCost(r.EstimatedCostUSD, usd)
-				return nil
-			},
-		})
+				},
+			})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	out := make([]UsageRow, 0, len(order))
-	for _, k := range order {
-		r := rows[k]
+	table := pricing.Default()
+	rows := map[string]*UsageRow{}
+	for sk, u := range sums {
+		r := rows[sk.key]
+		if r == nil {
+			r = &UsageRow{Key: sk.key}
+			rows[sk.key] = r
+		}
+		if !slices.Contains(r.Models, sk.model) {
+			r.Models = append(r.Models, sk.model)
+		}
+		r.Tokens.Add(u.tokens)
+		r.APIRequests += u.requests
+		if u.reported > 0 {
+			r.ReportedCostUSD = addCost(r.ReportedCostUSD, u.reportedUSD)
+			r.Reported += u.reported
+		}
+		if u.unreported.Total() == 0 {
+			continue
+		}
+		// Every request of the sum has its prompt in the same range of the
+		// price tiers, so the sum has their price.
+		usd, ok := table.EstimateSum(sk.model, time.Unix(0, u.lastNS), u.unreported, sk.promptRange)
+		if !ok {
+			if !slices.Contains(r.Unpriced, sk.model) {
+				r.Unpriced = append(r.Unpriced, sk.model)
+			}
+			continue
+		}
+		r.EstimatedCostUSD = addCost(r.EstimatedCostUSD, usd)
+	}
+	out := make([]UsageRow, 0, len(rows))
+	for _, r := range rows {
 		r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
+		if r.ReportedCostUSD != nil {
+			*r.ReportedCostUSD = math.Round(*r.ReportedCostUSD*1e9) / 1e9 // float noise of the sums
+		}
 		slices.Sort(r.Models)
 		slices.Sort(r.Unpriced)
 		out = append(out, *r)
 	}
+	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
 	if q.Group == UsageBySession {
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
 	return out, nil
+}
+
+// usageSum adds up the usage_hours rows of one group, model and tier range.
+type usageSum struct {
+	tokens, unreported pricing.Tokens
+	requests, reported int64
+	reportedUSD        float64
+	lastNS             int64
 }
 
 // namedArgs adds the optional argument to args when it is set (a named
