@@ -383,7 +383,7 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 		ResultFunc: func(st *sqlite.Stmt) error { version = st.ColumnInt64(0); return nil },
 	})
 	if err == nil {
-		err = sqlitex.ExecScript(conn, fmt.Sprintf("DROP TABLE usage_records; PRAGMA user_version = %d;", version-1))
+		err = sqlitex.ExecScript(conn, fmt.Sprintf("DROP TABLE usage_hours; DROP TABLE usage_records; PRAGMA user_version = %d;", version-1))
 	}
 	conn.Close()
 	if err != nil {
