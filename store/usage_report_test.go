@@ -70,6 +70,14 @@ func TestUsageReport(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03-02" {
 		t.Errorf("UsageReport(week) = %+v, %v; want the week of Monday 2026-03-02", rows, err)
 	}
+	// The hourly sums follow a record read again with new counts, and a
+	// deleted session.
+	apply("b", "cline", rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30}, nil, store.UsageFromFile))
+	mustDelete(t, s, "c")
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since})
+	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7+30 || rows[0].APIRequests != 2 || rows[0].ReportedCostUSD != nil {
+		t.Errorf("UsageReport after a re-read and a delete = %+v, %v; want 37 input over 2 requests, none reported", rows, err)
+	}
 	if _, err := s.UsageReport(ctx, store.UsageQuery{Group: "year"}); err == nil {
 		t.Error("UsageReport(year) = nil error; want unknown group")
 	}
