@@ -61,3 +61,36 @@ load *args:
     trap 'kill $pid; rm -rf "$tmp"' EXIT
     sleep 1
     HOME="$tmp" go run ./cmd/load --url http://127.0.0.1:4399 {{args}}
+
+# Refresh the embedded model price table (pricing/prices.json) from the
+# MIT-licensed @pydantic/genai-prices npm package.
+prices version="0.1.8":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    cd "$tmp" && npm pack @pydantic/genai-prices@{{version}} >/dev/null && tar xzf *.tgz
+    node {{justfile_directory()}}/pricing/extract.mjs "$tmp/package" {{version}} > {{justfile_directory()}}/pricing/prices.json
+    cp "$tmp/package/LICENSE" {{justfile_directory()}}/pricing/LICENSE-genai-prices
+
+# Compare token counts with ccusage 18 (offline) on the Claude Code samples,
+# one sample per project folder (docs/performance.md, "Usage against ccusage").
+ccusage-compare samples="../shared/samples/claude-code":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    samples=$(realpath {{samples}})
+    cd "$tmp" && npm install --no-audit --no-fund ccusage@18 >/dev/null
+    go build -C {{justfile_directory()}} -o "$tmp/service" ./cmd/service
+    for f in $(find "$samples" -name '*.jsonl' -not -path '*/subagents/*'); do
+        n=$(basename "$f" .jsonl); mkdir -p "cfg/projects/p/$n"; cp "$f" "cfg/projects/p/$n/"
+    done
+    for d in $(find "$samples" -type d -name subagents); do
+        n=$(basename "$(dirname "$d")"); mkdir -p "cfg/projects/p/$n-subagents/subagents"; cp "$d"/*.jsonl "cfg/projects/p/$n-subagents/subagents/"
+    done
+    echo "ccusage: session input output cache_create cache_read cost"
+    CLAUDE_CONFIG_DIR="$tmp/cfg" npx ccusage session --offline --json | node -e 'const d=JSON.parse(require("fs").readFileSync(0));for(const s of d.sessions)console.log(s.sessionId,s.inputTokens,s.outputTokens,s.cacheCreationTokens,s.cacheReadTokens,s.totalCost.toFixed(4))'
+    echo "service: session input output cache_create cache_read estimated_cost"
+    for d in cfg/projects/p/*/; do
+        n=$(basename "$d"); HOME="$tmp" ./service import claude-code "$d" --db "$tmp/$n.db" >/dev/null
+        HOME="$tmp" ./service usage monthly --json --db "$tmp/$n.db" | node -e 'const t=JSON.parse(require("fs").readFileSync(0)).total;console.log(process.argv[1],t.tokens.input,t.tokens.output,t.tokens.cache_creation,t.tokens.cache_read,(t.estimated_cost_usd??0).toFixed(4))' "$n"
+    done

@@ -59,17 +59,6 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s", p.Path, p.Message)
 }
 
-// Usage is the token usage an agent reported, counted once per model
-// response. Parsers fill it even when it cannot become session metrics
-// (metrics need a reported cost too), so tests and later work can use it.
-type Usage struct {
-	APIRequests   int64
-	Input         int64
-	Output        int64
-	CacheRead     int64
-	CacheCreation int64
-}
-
 // Session is one parsed agent session, ready to write.
 type Session struct {
 	ID string
@@ -89,7 +78,8 @@ type Session struct {
 	Incomplete []string
 	// Skipped counts the records that were read but make no step, by kind.
 	Skipped map[string]int
-	// Usage is the reported token usage, nil when none was reported.
+	// Usage is the reported token usage added up (Builder.AddUsage), nil
+	// when none was reported.
 	Usage *Usage
 }
 

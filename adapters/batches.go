@@ -17,6 +17,7 @@ type Records struct {
 	Actors   []store.Actor
 	Turns    []store.Turn
 	Steps    []store.Step
+	Usage    []store.UsageRecord
 }
 
 // Split numbers the steps that have no seq yet by their place, fills the fields every record of the session
@@ -93,6 +94,12 @@ func Split(r Records) []*store.Batch {
 			flush()
 		}
 		cur.Steps = append(cur.Steps, st)
+	}
+	for _, u := range r.Usage {
+		if full(len(cur.Usage)) {
+			flush()
+		}
+		cur.Usage = append(cur.Usage, u)
 	}
 	out = append(out, cur)
 	return out

@@ -121,6 +121,8 @@ type Builder struct {
 	noSpill    bool
 	spillErr   error
 	toSeal     []*Step
+
+	usage usageList
 }
 
 // Turn is a turn of the root actor. Its Mode may be set by the adapter

@@ -94,7 +94,7 @@ func (b *Builder) Finish() *Session {
 	}
 	ids = nil
 	b.Header.StartedAt = start.Text
-	r := Records{Header: b.Header, Segments: b.finishSegments(), Actors: b.finishActors(rootSteps == 0), Turns: b.finishTurnRecords(), Steps: steps}
+	r := Records{Header: b.Header, Segments: b.finishSegments(), Actors: b.finishActors(rootSteps == 0), Turns: b.finishTurnRecords(), Steps: steps, Usage: b.finishUsage(start)}
 	var joinSpilled func(*store.Step)
 	if b.Join != nil {
 		joinSpilled = b.Join(&r, outlines, stored)

@@ -60,6 +60,14 @@ func Session(m *Masker, d *store.SessionDetail) {
 	for i := range d.Turns {
 		mask(&d.Turns[i].Mode, "turns["+strconv.Itoa(i)+"].mode")
 	}
+	if u := d.Usage; u != nil {
+		for i := range u.Models {
+			mask(&u.Models[i].Model, "usage.models.model")
+		}
+		for i := range u.Unpriced {
+			mask(&u.Unpriced[i], "usage.unpriced_models")
+		}
+	}
 	for i := range d.Notes {
 		n := &d.Notes[i]
 		prefix := "step " + strconv.FormatInt(n.Seq, 10) + " "

@@ -38,6 +38,9 @@ var notMasked = map[string]string{
 	"Steps[].ContentStatus":    "a closed enumeration, validated on write",
 	"Steps[].Flags[].Severity": "a closed enumeration, validated on write",
 	"Steps[].Cut":              "keys are the store's own field names",
+	"Usage.Pricing.Source":     "the embedded price table's own name, not the agent's",
+	"Usage.Pricing.AsOf":       "the embedded price table's date",
+	"Usage.Source":             "a closed enumeration (file, otel) the store sets",
 	"Notes[].CreatedAt":        "a timestamp the store sets",
 	"Notes[].UpdatedAt":        "a timestamp the store sets",
 }

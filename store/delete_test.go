@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -146,6 +147,13 @@ func TestDeleteOverwrites(t *testing.T) {
 	if err := s.SetVerdict(context.Background(), "gone", store.Verdict{State: "needs_attention", Note: m["verdict-note"], Reviewer: m["verdict-reviewer"]}); err != nil {
 		t.Fatalf("SetVerdict = %v", err)
 	}
+	// Token usage goes with it too: the model name is the marker.
+	m["usage-model"] = marker("usage-model")
+	ub := mustParse(t, b)
+	ub.Usage = []store.UsageRecord{{ID: "msg_1", At: "2026-01-01T00:00:00Z", Model: m["usage-model"], ActorID: "root", TurnID: "t1", Tokens: pricing.Tokens{Input: 7}, Source: store.UsageFromFile}}
+	if _, err := s.Apply(context.Background(), ub); err != nil {
+		t.Fatalf("Apply(usage) = %v", err)
+	}
 	keepMarker := marker("keep")
 	k := newBatch("keep")
 	set(k, "steps[1].payload.stdout", keepMarker)
@@ -176,7 +184,7 @@ func TestDeleteOverwrites(t *testing.T) {
 	// own (the tokenizer splits at "-"), in its segment b-trees as well as
 	// its content copy: look for the part too.
 	word := func(mk string) string { _, hexPart, _ := strings.Cut(mk, "-"); return hexPart }
-	indexed := map[string]bool{"patch": false, "label": false, "source-file": false}
+	indexed := map[string]bool{"patch": false, "label": false, "source-file": false, "usage-model": false} // not searched
 	// The grep must be able to find what it looks for.
 	before := files()
 	for place, mk := range m {

@@ -41,6 +41,9 @@ type Batch struct {
 	Actors        []Actor       `json:"actors,omitempty"`
 	Turns         []Turn        `json:"turns,omitempty"`
 	Steps         []Step        `json:"steps,omitempty"`
+	// Usage is what adapters and capture read of the agent's token usage;
+	// not part of the v1.2 JSON (ParseBatch never fills it).
+	Usage []UsageRecord `json:"-"`
 }
 
 // SessionHeader is the session as a writer pushes it.

@@ -96,6 +96,8 @@ type SessionDetail struct {
 	Steps    []Step    `json:"steps"`
 	Report   Report    `json:"report"`
 	Notes    []Note    `json:"notes"` // every note of the session, however narrowed
+	// Usage is the session's token usage; nil when none was recorded.
+	Usage *Usage `json:"usage,omitempty"`
 	// Window is set when the read was narrowed to some turns.
 	Window *TurnWindow `json:"window,omitempty"`
 }
@@ -369,6 +371,9 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 			return err
 		}
 		if d.Notes, err = readNotes(conn, pk); err != nil {
+			return err
+		}
+		if d.Usage, err = readUsage(conn, pk); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(conn, pk); err != nil {

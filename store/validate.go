@@ -36,8 +36,12 @@ func (b *Batch) validate(found *jsonProblems) error {
 			return err
 		}
 	}
+	if err := checkCount("usage records", len(b.Usage)); err != nil {
+		return err
+	}
 	v := &validator{json: found}
 	v.batch(b)
+	v.usage(b.Usage)
 	if found != nil {
 		v.problems = append(v.problems, found.rest()...)
 	}

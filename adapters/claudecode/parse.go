@@ -50,7 +50,6 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 		agents: map[string]*agent{},
 		owner:  map[string]*agent{},
 		links:  map[string]string{},
-		usage:  map[adapters.Key]usage{},
 
 		agentFiles: map[string]bool{},
 	}
@@ -106,7 +105,6 @@ type parser struct {
 	links      map[string]string         // Claude agentId -> Task tool_use id
 	agentFiles map[string]bool           // agentIds whose own file is read: their progress records are not
 	spawns     []*adapters.Step          // Task calls, to match subagents by prompt
-	usage      map[adapters.Key]usage    // per model response, by its id's key
 	local      map[*agent]*adapters.Step // last slash or ! command, for its output
 	rootLocal  *adapters.Step
 }
@@ -591,21 +589,7 @@ func (p *parser) localOutput(c ctx, t string) {
 func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 	r := ln.rec
 	m := &r.Message
-	if m.Usage != nil && m.Model != "<synthetic>" {
-		key := m.ID
-		if key == "" {
-			key = r.RequestID
-		}
-		if key == "" {
-			key = p.recordID(c, ln)
-		}
-		// One response is written as one line per content block, each
-		// repeating the usage; early lines carry a partial output count.
-		h := adapters.KeyOf(key)
-		if prev, ok := p.usage[h]; !ok || m.Usage.OutputTokens >= prev.OutputTokens {
-			p.usage[h] = *m.Usage
-		}
-	}
+	p.addUsage(c, ln, at)
 	blocks := m.Content
 	if len(blocks) == 0 {
 		p.skip("empty assistant record")
@@ -864,8 +848,7 @@ func (p *parser) finish() *adapters.Session {
 	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
 	h.Workspace = store.Workspace{Root: cmp.Or(p.cwd, "unknown")}
 	h.Source = "import:" + Kind
-	p.b.Session().Usage = p.totalUsage()
-	p.seen, p.usage, p.owner = nil, nil, nil // the memory goes to the outlines next
+	p.seen, p.owner = nil, nil // the memory goes to the outlines next
 	claimed := map[*adapters.Step]bool{}
 	for _, a := range p.agentOrder {
 		p.resolve(a, claimed)
@@ -931,18 +914,3 @@ func (p *parser) resolve(a *agent, claimed map[*adapters.Step]bool) {
 }
 
 func isSpawn(tool string) bool { return tool == "Task" || tool == "Agent" }
-
-func (p *parser) totalUsage() *adapters.Usage {
-	if len(p.usage) == 0 {
-		return nil
-	}
-	u := &adapters.Usage{}
-	for _, m := range p.usage {
-		u.APIRequests++
-		u.Input += m.InputTokens
-		u.Output += m.OutputTokens
-		u.CacheRead += m.CacheReadInputTokens
-		u.CacheCreation += m.CacheCreationInputTokens
-	}
-	return u
-}

@@ -342,6 +342,7 @@ func joinTelemetry(r *adapters.Records, spilled []*adapters.SpilledStep, t *tele
 		}
 		r.Steps = append(r.Steps, referenceStep(t.sessionID, turn, c, when))
 	}
+	r.Usage = append(r.Usage, t.usage(r.Turns)...)
 	if m := t.metrics(); m != nil {
 		r.Header.Metrics = m
 	}

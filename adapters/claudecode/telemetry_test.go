@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
 
@@ -201,5 +202,31 @@ func TestImportJoinsTelemetry(t *testing.T) {
 				t.Errorf("last transcript step seq %d; want 3", s.Seq)
 			}
 		})
+	}
+}
+
+// The api_request events become usage records of their own source (otel),
+// one per request with its tokens, model and reported cost, in its turn.
+func TestTelemetryUsage(t *testing.T) {
+	ok := true
+	cost := 0.5
+	recs := []store.TelemetryRecord{
+		rec(KindToolResult, "toolu_1", 1, ToolEvent{At: "2026-03-01T10:00:00Z", PromptID: "p1", ToolName: "Bash", Success: &ok}),
+		rec(KindAPIRequest, "req_1", 2, APIRequest{At: "2026-03-01T10:00:01Z", Model: "claude-sonnet-4-5", CostUSD: &cost, Input: 10, Output: 20, CacheRead: 30, CacheCreation: 40}),
+		rec(KindAPIRequest, "req_2", 3, APIRequest{At: "2026-03-01T10:00:02Z", Model: "claude-haiku-4-5", Input: 1}),
+	}
+	sess := &adapters.Session{ID: "s", Batches: TelemetryBatches("s", adapters.Records{}, recs, nil)}
+	mustValid(t, sess)
+	b := sess.Batches[0]
+	if len(b.Usage) != 2 {
+		t.Fatalf("usage records = %+v; want one per api_request", b.Usage)
+	}
+	u := b.Usage[0]
+	if u.Source != store.UsageFromOTel || u.Model != "claude-sonnet-4-5" || u.CostUSD == nil || *u.CostUSD != cost ||
+		u.Tokens != (pricing.Tokens{Input: 10, Output: 20, CacheRead: 30, CacheCreation: 40}) || u.TurnID != b.Turns[0].ID || u.At != "2026-03-01T10:00:01Z" {
+		t.Errorf("usage record = %+v; want the first request as reported, in turn %s", u, b.Turns[0].ID)
+	}
+	if b.Usage[1].ID == u.ID || b.Usage[1].CostUSD != nil {
+		t.Errorf("second record = %+v; want its own id and no cost", b.Usage[1])
 	}
 }

@@ -85,8 +85,9 @@ type taskMetadata struct {
 		ClineEditDate *float64 `json:"cline_edit_date"`
 	} `json:"files_in_context"`
 	ModelUsage []struct {
-		TS   *float64 `json:"ts"`
-		Mode string   `json:"mode"`
+		TS      *float64 `json:"ts"`
+		Mode    string   `json:"mode"`
+		ModelID string   `json:"model_id"`
 	} `json:"model_usage"`
 	EnvironmentHistory []struct {
 		TS           *float64 `json:"ts"`

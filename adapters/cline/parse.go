@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
 
@@ -149,6 +150,7 @@ func ParseTask(t Task) *adapters.Session {
 			p.modes = append(p.modes, modeAt{at: at, mode: m.Mode})
 		}
 		times = append(times, millis(m.TS))
+		p.reported.models = append(p.reported.models, modelUse{at: millis(m.TS), model: m.ModelID})
 	}
 	var requests []adapters.Time
 	for _, m := range ui {
@@ -158,7 +160,7 @@ func ParseTask(t Task) *adapters.Session {
 			requests = append(requests, at)
 			var req apiRequest
 			if json.Unmarshal([]byte(m.Text), &req) == nil {
-				p.reported.request(req)
+				p.reported.request(req, at)
 			}
 		}
 	}
@@ -671,7 +673,7 @@ func (p *parser) message(c *conv, id, role, text string, at adapters.Time) {
 
 // finish hands the session to the builder: its header, start and modes.
 func (p *parser) finish() *adapters.Session {
-	p.b.Session().Usage = p.reported.usage()
+	p.reported.addUsage(p.b)
 	h := &p.b.Header
 	h.Agent = store.Agent{Kind: Kind, Version: cmp.Or(p.version, "unknown")}
 	h.Workspace = store.Workspace{Root: cmp.Or(p.cwd, "unknown")}
@@ -702,9 +704,11 @@ type reported struct {
 	cost     float64
 	requests int64
 	tokens   store.Tokens
+	recs     []adapters.Reported // per request or reply
+	models   []modelUse          // task_metadata.json's model_usage
 }
 
-func (r *reported) request(q apiRequest) {
+func (r *reported) request(q apiRequest, at adapters.Time) {
 	r.any = true
 	r.requests++
 	in := q.TokensIn
@@ -715,6 +719,10 @@ func (r *reported) request(q apiRequest) {
 	r.tokens.Output += q.TokensOut
 	r.tokens.CacheRead += q.CacheReads
 	r.tokens.CacheCreation += q.CacheWrites
+	r.recs = append(r.recs, adapters.Reported{
+		ID: fmt.Sprintf("request-%d", r.requests), At: at, Model: r.modelAt(at), CostUSD: q.Cost,
+		Tokens: pricing.Tokens{Input: in, Output: q.TokensOut, CacheRead: q.CacheReads, CacheCreation: q.CacheWrites},
+	})
 	if q.Cost != nil {
 		r.costSeen = true
 		r.cost += *q.Cost
@@ -726,6 +734,7 @@ func (r *reported) message(m apiMessage) {
 		return
 	}
 	mt := m.Metrics
+	before := r.tokens
 	val := func(p *int64) int64 {
 		if p == nil {
 			return 0
@@ -747,19 +756,14 @@ func (r *reported) message(m apiMessage) {
 	}
 	r.any = true
 	r.requests++
+	r.recs = append(r.recs, adapters.Reported{
+		ID: fmt.Sprintf("reply-%d", r.requests), At: millis(m.TS), Model: m.ModelInfo.ModelID, CostUSD: mt.Cost,
+		Tokens: pricing.Tokens{Input: r.tokens.Input - before.Input, Output: r.tokens.Output - before.Output,
+			CacheRead: r.tokens.CacheRead - before.CacheRead, CacheCreation: r.tokens.CacheCreation - before.CacheCreation},
+	})
 	if mt.Cost != nil {
 		r.costSeen = true
 		r.cost += *mt.Cost
-	}
-}
-
-func (r *reported) usage() *adapters.Usage {
-	if !r.any {
-		return nil
-	}
-	return &adapters.Usage{
-		APIRequests: r.requests, Input: r.tokens.Input, Output: r.tokens.Output,
-		CacheRead: r.tokens.CacheRead, CacheCreation: r.tokens.CacheCreation,
 	}
 }
 

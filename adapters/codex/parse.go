@@ -37,6 +37,7 @@ type payload struct {
 	} `json:"git"`
 	// turn_context
 	ApprovalPolicy    string `json:"approval_policy"`
+	Model             string `json:"model"`
 	CollaborationMode struct {
 		Mode string `json:"mode"`
 	} `json:"collaboration_mode"`
@@ -134,9 +135,11 @@ type parser struct {
 	hasReplies                   bool
 	hasReasoning                 bool
 
-	usage    *adapters.Usage
 	lastInfo string
 	pending  []string // ids of the calls still waiting for their output
+
+	model string // of the latest turn_context
+	total counts // the latest token_count total
 
 	compacted bool          // a compacted line started the current segment
 	abortedAt adapters.Time // when the last turn was aborted, until the next turn starts a segment
@@ -214,6 +217,9 @@ func (p *parser) line(ln *line) {
 		}
 		if pl.ApprovalPolicy != "" {
 			p.policy = pl.ApprovalPolicy
+		}
+		if pl.Model != "" {
+			p.model = pl.Model
 		}
 		if t := p.b.Turn(); t != nil && t.Mode == "" {
 			t.Mode = pl.CollaborationMode.Mode
@@ -300,7 +306,7 @@ func (p *parser) event(ln *line) {
 			p.skip("agent_reasoning")
 		}
 	case "token_count":
-		p.tokens(pl.Info)
+		p.tokens(ln, pl.Info)
 	case "context_compacted":
 		if !p.compacted {
 			p.newSegment("compaction", ln.at)
@@ -589,36 +595,6 @@ func (p *parser) result(callID string, raw json.RawMessage) {
 	}
 }
 
-// tokens keeps the latest reported total. Codex repeats the same
-// token_count after each turn_context, so a request is counted only when
-// its usage differs from the previous event's.
-func (p *parser) tokens(raw json.RawMessage) {
-	if !adapters.Present(raw) {
-		return
-	}
-	var info struct {
-		Total *struct {
-			Input  int64 `json:"input_tokens"`
-			Cached int64 `json:"cached_input_tokens"`
-			Output int64 `json:"output_tokens"`
-		} `json:"total_token_usage"`
-	}
-	if json.Unmarshal(raw, &info) != nil || info.Total == nil {
-		return
-	}
-	key := fmt.Sprint(*info.Total)
-	if key == p.lastInfo {
-		return
-	}
-	p.lastInfo = key
-	if p.usage == nil {
-		p.usage = &adapters.Usage{}
-	}
-	p.usage.APIRequests++
-	t := info.Total
-	p.usage.Input, p.usage.Output, p.usage.CacheRead = t.Input-t.Cached, t.Output, t.Cached
-}
-
 // finish names the session and hands it to the builder.
 func (p *parser) finish() *adapters.Session {
 	h := &p.b.Header
@@ -629,6 +605,5 @@ func (p *parser) finish() *adapters.Session {
 	h.Workspace = store.Workspace{Root: cmp.Or(p.root, cmp.Or(p.cwd, "unknown")), Repo: p.repo}
 	h.Source = "import:" + Kind
 	p.b.SetStart(p.start)
-	p.b.Session().Usage = p.usage
 	return p.b.Finish()
 }

@@ -220,7 +220,7 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 	case "tool.execution_complete":
 		p.result(d)
 	case "session.shutdown":
-		p.usage(d)
+		p.usage(d, at)
 		b.Header.EndedAt = at.Text
 	default:
 		b.Skip(cmp.Or(ev.Type, "untyped event"))
@@ -327,21 +327,4 @@ func errorText(raw json.RawMessage) (message, code string) {
 	}
 	json.Unmarshal(raw, &e)
 	return e.Message, e.Code
-}
-
-// usage keeps the last shutdown's reported tokens and requests, over its
-// models: Copilot accumulates them over the session, resumes included.
-func (p *parser) usage(d *data) {
-	if len(d.ModelMetrics) == 0 {
-		return
-	}
-	u := &adapters.Usage{}
-	p.b.Session().Usage = u
-	for _, m := range d.ModelMetrics {
-		u.APIRequests += m.Requests.Count
-		u.Input += m.Usage.Input
-		u.Output += m.Usage.Output
-		u.CacheRead += m.Usage.CacheRead
-		u.CacheCreation += m.Usage.CacheWrite
-	}
 }

@@ -46,6 +46,7 @@ type message struct {
 		Cached int64 `json:"cached"`
 	} `json:"tokens"`
 	ToolCalls []toolCall `json:"toolCalls"`
+	Model     string     `json:"model"`
 }
 
 type toolCall struct {
@@ -106,6 +107,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 }
 
 type parser struct {
+	replies int // replies with tokens so far, to name those without an id
 	b       *adapters.Builder
 	s       *adapters.Stream
 	streams map[string]*adapters.Stream
@@ -118,7 +120,6 @@ type parser struct {
 	repeats  map[string]int
 	paths    []string // absolute paths the calls name, for the workspace
 	root     string   // the folder a ProjectRootFile names
-	usage    *adapters.Usage
 }
 
 // entry is a message and the file it was last read from.
@@ -315,15 +316,7 @@ func (p *parser) reply(m *message, at adapters.Time) {
 		id := cmp.Or(tc.ID, fmt.Sprintf("%s#tool%d", m.ID, i+1))
 		p.s.Add(nil, p.toolStep(p.stepID(id), tc), tat)
 	}
-	if t := m.Tokens; t != nil {
-		if p.usage == nil {
-			p.usage = &adapters.Usage{}
-		}
-		p.usage.APIRequests++
-		p.usage.Input += max(t.Input-t.Cached, 0)
-		p.usage.Output += t.Output
-		p.usage.CacheRead += t.Cached
-	}
+	p.addUsage(m, at)
 }
 
 // partsText is a message's text: a string, or the text of its parts.
@@ -353,7 +346,6 @@ func (p *parser) finish() *adapters.Session {
 	h.Workspace = store.Workspace{Root: cmp.Or(p.root, p.workspace(), "unknown")}
 	h.Source = "import:" + Kind
 	p.b.SetStart(p.start)
-	p.b.Session().Usage = p.usage
 	return p.b.Finish()
 }
 

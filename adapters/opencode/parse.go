@@ -82,7 +82,7 @@ func (p *parser) message(m *message) {
 		p.prompt(m, at)
 	case "assistant":
 		p.reply(m, at)
-		p.usage(in)
+		p.usage(in, at)
 		p.failure(in, at)
 	default:
 		p.b.Skip("message:" + cmp.Or(in.Role, "?"))
@@ -171,10 +171,11 @@ func (p *parser) failure(in *messageInfo, at adapters.Time) {
 }
 
 // usage adds what an assistant message reported.
-func (p *parser) usage(in *messageInfo) {
+func (p *parser) usage(in *messageInfo, at adapters.Time) {
 	if in.Cost == nil && in.Tokens == nil {
 		return
 	}
+	p.addUsage(in, at)
 	p.metrics.APIRequests++
 	if in.Cost != nil {
 		p.reported = true
@@ -210,11 +211,6 @@ func (p *parser) finish(rec *record, totals *store.Metrics) {
 	h.Source = "import:" + Kind
 	if in.Time.Created > 0 {
 		p.b.SetStart(adapters.UnixMilli(in.Time.Created))
-	}
-	if p.metrics.APIRequests > 0 {
-		s := p.b.Session()
-		t := p.metrics.Tokens
-		s.Usage = &adapters.Usage{APIRequests: p.metrics.APIRequests, Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheCreation: t.CacheCreation}
 	}
 	switch {
 	case totals != nil:

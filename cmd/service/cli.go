@@ -22,6 +22,7 @@ type CLI struct {
 	Capture CaptureCmd `cmd:"" help:"Capture live sessions: Claude Code telemetry on 127.0.0.1, and Claude Code and Cline files as they change."`
 	Hook    HookCmd    `cmd:"" help:"What Claude Code's hooks run (hook JSON on stdin): brings the session up to date. Always exits 0, prints nothing."`
 	Hooks   HooksCmd   `cmd:"" help:"Install or uninstall the service's hooks and telemetry settings in Claude Code's settings file."`
+	Usage   UsageCmd   `cmd:"" help:"Print token usage and cost by day, week, month or session (estimated cost marked ≈)."`
 }
 
 // env is what every command runs with.

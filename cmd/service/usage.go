@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+// UsageCmd is `service usage [daily|weekly|monthly|session]`.
+type UsageCmd struct {
+	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session" default:"daily" help:"Group by day, week (from Monday), month or session (most tokens first)."`
+	Since  string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
+	Until  string `help:"Last day, included." placeholder:"DATE"`
+	Agent  string `help:"Only sessions of this agent (claude-code, codex, ...)."`
+	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
+	DB     string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+}
+
+var usageGroups = map[string]string{
+	"daily": store.UsageByDay, "weekly": store.UsageByWeek, "monthly": store.UsageByMonth, "session": store.UsageBySession,
+}
+
+// Run prints the usage report from the store file.
+func (c *UsageCmd) Run(e *env) error {
+	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent}
+	var err error
+	if q.Since, err = parseDay(c.Since, "--since"); err != nil {
+		return err
+	}
+	if q.Until, err = parseDay(c.Until, "--until"); err != nil {
+		return err
+	}
+	if !q.Until.IsZero() {
+		q.Until = q.Until.AddDate(0, 0, 1) // the last day is included
+	}
+	path, err := storePath(c.DB)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(e.ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := st.UsageReport(e.ctx, q)
+	if err != nil {
+		return err
+	}
+	total := usageTotal(rows)
+	table := pricing.Default()
+	if c.JSON {
+		b, err := json.MarshalIndent(struct {
+			Group   string            `json:"group"`
+			Rows    []store.UsageRow  `json:"rows"`
+			Total   store.UsageRow    `json:"total"`
+			Pricing store.PricingInfo `json:"pricing"`
+		}{q.Group, rows, total, store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+		return err
+	}
+	return printUsage(e.stdout, c.Report, rows, total, table)
+}
+
+// parseDay reads a local day, YYYY-MM-DD or YYYYMMDD; "" is no day.
+func parseDay(s, flag string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.DateOnly, "20060102"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a day as YYYY-MM-DD or YYYYMMDD", flag, s)
+}
+
+func usageTotal(rows []store.UsageRow) store.UsageRow {
+	t := store.UsageRow{Key: "Total", Models: []string{}}
+	for _, r := range rows {
+		t.Tokens.Add(r.Tokens)
+		t.APIRequests += r.APIRequests
+		t.Reported += r.Reported
+		if r.ReportedCostUSD != nil {
+			t.ReportedCostUSD = sumCost(t.ReportedCostUSD, *r.ReportedCostUSD)
+		}
+		if r.EstimatedCostUSD != nil {
+			t.EstimatedCostUSD = sumCost(t.EstimatedCostUSD, *r.EstimatedCostUSD)
+		}
+		for _, m := range r.Unpriced {
+			if !slices.Contains(t.Unpriced, m) {
+				t.Unpriced = append(t.Unpriced, m)
+			}
+		}
+	}
+	slices.Sort(t.Unpriced)
+	return t
+}
+
+func sumCost(total *float64, usd float64) *float64 {
+	if total == nil {
+		return &usd
+	}
+	v := *total + usd
+	return &v
+}
+
+// printUsage prints the table ccusage users know: tokens by kind, and the
+// cost, reported as is and estimated with ≈, never silently added.
+func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.UsageRow, table *pricing.Table) error {
+	head := map[string]string{"daily": "Date", "weekly": "Week", "monthly": "Month", "session": "Session"}[report]
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tModels\tInput\tOutput\tCache Create\tCache Read\tTotal Tokens\tCost (USD)\t\n", head)
+	line := func(r store.UsageRow) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Key, strings.Join(r.Models, ", "),
+			thousands(r.Tokens.Input), thousands(r.Tokens.Output), thousands(r.Tokens.CacheCreation),
+			thousands(r.Tokens.CacheRead), thousands(r.Tokens.Total()), costCell(r))
+	}
+	for _, r := range rows {
+		line(r)
+	}
+	line(total)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no usage recorded in this period")
+		return err
+	}
+	fmt.Fprintf(w, "≈ estimated from %s, prices as of %s; reported cost is shown as reported.\n", table.Source, table.AsOf)
+	if len(total.Unpriced) > 0 {
+		fmt.Fprintf(w, "* no price for: %s\n", strings.Join(total.Unpriced, ", "))
+	}
+	return nil
+}
+
+// costCell is reported cost as is, estimated cost after ≈, both when a
+// group has both, and * when a model without a price reported none.
+func costCell(r store.UsageRow) string {
+	var parts []string
+	if r.ReportedCostUSD != nil {
+		parts = append(parts, fmt.Sprintf("$%.2f", *r.ReportedCostUSD))
+	}
+	if r.EstimatedCostUSD != nil {
+		parts = append(parts, fmt.Sprintf("≈ $%.2f", *r.EstimatedCostUSD))
+	}
+	s := strings.Join(parts, " + ")
+	if len(r.Unpriced) > 0 {
+		s = strings.TrimSpace(s + " *")
+	}
+	if s == "" {
+		s = "-"
+	}
+	return s
+}
+
+// thousands writes n with comma separators.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+const samplesDir = "../../../shared/samples"
+
+// rawUsage is a count made straight from an agent's files: tokens and API
+// requests, each response once with its final counts.
+type rawUsage struct {
+	tokens   pricing.Tokens
+	requests int64
+}
+
+func (u *rawUsage) add(in, out, read, write int64) {
+	u.tokens.Add(pricing.Tokens{Input: in, Output: out, CacheRead: read, CacheCreation: write})
+	u.requests++
+}
+
+// TestUsageSamplesToTheToken imports every agent's samples with the import
+// command and checks that the stored usage, summed over the agent's
+// sessions, equals a count made from the raw files here.
+func TestUsageSamplesToTheToken(t *testing.T) {
+	if _, err := os.Stat(samplesDir); err != nil {
+		t.Skipf("no samples at %s: %v", samplesDir, err)
+	}
+	tests := []struct {
+		agent, dir string
+		count      func(t *testing.T, root string) rawUsage
+	}{
+		{"claude-code", "claude-code", rawClaudeCode},
+		{"codex", "codex", rawCodex},
+		{"cline", "cline/tasks", rawCline},
+		{"gemini-cli", "gemini", rawGemini},
+		{"copilot-cli", "copilot-cli", rawCopilot},
+		{"opencode", "opencode", rawOpencode},
+	}
+	for _, tt := range tests {
+		t.Run(tt.agent, func(t *testing.T) {
+			withHome(t)
+			root := filepath.Join(samplesDir, tt.dir)
+			db := filepath.Join(t.TempDir(), "s.db")
+			// opencode reads export files only when they are named.
+			exports, _ := filepath.Glob(filepath.Join(root, "*_export.json"))
+			runImportCmd(t, append(append([]string{tt.agent, root}, exports...), "--db", db)...)
+			want := tt.count(t, root)
+			if want.requests == 0 {
+				t.Fatalf("the raw %s samples report no usage; this test would prove nothing", tt.agent)
+			}
+			got := storedUsage(t, db, tt.agent)
+			if got != want {
+				t.Errorf("stored usage = %+v; the raw files report %+v", got, want)
+			}
+		})
+	}
+}
+
+// storedUsage sums the usage of the agent's stored sessions (session detail).
+func storedUsage(t *testing.T, db, agent string) rawUsage {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.List(ctx, store.ListQuery{Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u rawUsage
+	for _, s := range l.Sessions {
+		d, err := st.Detail(ctx, s.ID, store.DetailQuery{NoSteps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Usage != nil {
+			u.tokens.Add(d.Usage.Tokens)
+			u.requests += d.Usage.APIRequests
+		}
+	}
+	return u
+}
+
+// walk calls fn with each file under root whose name ends with one of exts.
+func walk(t *testing.T, root string, fn func(path string), exts ...string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		for _, e := range exts {
+			if strings.HasSuffix(p, e) {
+				fn(p)
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lines calls fn with each line of a JSONL file that decodes into v (reset
+// before each line).
+func lines[T any](t *testing.T, path string, fn func(v *T)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var v T
+		if json.Unmarshal(sc.Bytes(), &v) == nil {
+			fn(&v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// rawClaudeCode: assistant lines with message.usage (not <synthetic>); a
+// response written over several lines repeats its message id, and its last
+// line carries the final counts. Ids are counted once per session.
+func rawClaudeCode(t *testing.T, root string) rawUsage {
+	type usage struct{ Input, Output, Read, Write int64 }
+	final := map[string]usage{}
+	walk(t, root, func(path string) {
+		type rec struct {
+			Type, SessionID, RequestID, UUID string
+			Message                          struct {
+				ID, Model string
+				Usage     *struct {
+					Input int64 `json:"input_tokens"`
+					Out   int64 `json:"output_tokens"`
+					Read  int64 `json:"cache_read_input_tokens"`
+					Write int64 `json:"cache_creation_input_tokens"`
+				}
+			}
+		}
+		lines(t, path, func(r *rec) {
+			m := r.Message
+			if r.Type != "assistant" || m.Usage == nil || m.Model == "<synthetic>" {
+				return
+			}
+			id := m.ID
+			if id == "" {
+				id = r.RequestID
+			}
+			if id == "" {
+				id = r.UUID
+			}
+			final[r.SessionID+"/"+id] = usage{m.Usage.Input, m.Usage.Out, m.Usage.Read, m.Usage.Write}
+		})
+	}, ".jsonl")
+	var u rawUsage
+	for _, f := range final {
+		u.add(f.Input, f.Output, f.Read, f.Write)
+	}
+	return u
+}
+
+// rawCodex: token_count events; an event repeating the previous total is
+// the same request. last_token_usage is the request's; input_tokens
+// include the cached ones.
+func rawCodex(t *testing.T, root string) rawUsage {
+	var u rawUsage
+	walk(t, root, func(path string) {
+		type counts struct {
+			Input  int64 `json:"input_tokens"`
+			Cached int64 `json:"cached_input_tokens"`
+			Output int64 `json:"output_tokens"`
+		}
+		type rec struct {
+			Payload struct {
+				Type string
+				Info *struct {
+					Total counts `json:"total_token_usage"`
+					Last  counts `json:"last_token_usage"`
+				}
+			}
+		}
+		last := ""
+		lines(t, path, func(r *rec) {
+			if r.Payload.Type != "token_count" || r.Payload.Info == nil {
+				return
+			}
+			if k := fmt.Sprint(r.Payload.Info.Total); k != last {
+				last = k
+				l := r.Payload.Info.Last
+				u.add(l.Input-l.Cached, l.Output, l.Cached, 0)
+			}
+		})
+	}, ".jsonl")
+	return u
+}
+
+// rawCline: the assistant replies' metrics in api_conversation_history.json
+// (the samples have no ui_messages.json).
+func rawCline(t *testing.T, root string) rawUsage {
+	var u rawUsage
+	walk(t, root, func(path string) {
+		if filepath.Base(path) != "api_conversation_history.json" {
+			return
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(path), "ui_messages.json")); err == nil {
+			t.Fatalf("%s: a task with ui_messages.json; count its api_req_started instead", path)
+		}
+		var msgs []struct {
+			Role    string
+			Metrics struct {
+				Tokens *struct{ Prompt, Completion, Cached int64 }
+			}
+		}
+		readJSON(t, path, &msgs)
+		for _, m := range msgs {
+			if m.Role == "assistant" && m.Metrics.Tokens != nil {
+				k := m.Metrics.Tokens
+				u.add(k.Prompt, k.Completion, k.Cached, 0)
+			}
+		}
+	}, ".json")
+	return u
+}
+
+// rawGemini: gemini replies' tokens, by message id (the JSONL log writes a
+// message again when it changes; the last version counts); input counts
+// the cached tokens too.
+func rawGemini(t *testing.T, root string) rawUsage {
+	type tokens struct{ Input, Output, Cached int64 }
+	type msg struct {
+		ID, Type string
+		Tokens   *tokens
+	}
+	var u rawUsage
+	walk(t, root, func(path string) {
+		final := map[string]tokens{}
+		note := func(m *msg) {
+			if m.Type == "gemini" && m.Tokens != nil && m.ID != "" {
+				final[m.ID] = *m.Tokens
+			}
+		}
+		if strings.HasSuffix(path, ".jsonl") {
+			lines(t, path, note)
+		} else {
+			var doc struct{ Messages []msg }
+			readJSON(t, path, &doc)
+			for i := range doc.Messages {
+				note(&doc.Messages[i])
+			}
+		}
+		for _, k := range final {
+			u.add(k.Input-k.Cached, k.Output, k.Cached, 0)
+		}
+	}, ".jsonl", ".json")
+	return u
+}
+
+// rawCopilot: the last session.shutdown's totals per model (Copilot CLI
+// writes no usage per request).
+func rawCopilot(t *testing.T, root string) rawUsage {
+	var u rawUsage
+	walk(t, root, func(path string) {
+		type rec struct {
+			Type string
+			Data struct {
+				ModelMetrics map[string]struct {
+					Requests struct{ Count int64 }
+					Usage    struct{ InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64 }
+				}
+			}
+		}
+		var last *rec
+		lines(t, path, func(r *rec) {
+			if r.Type == "session.shutdown" && len(r.Data.ModelMetrics) > 0 {
+				last = r
+			}
+		})
+		if last == nil {
+			return
+		}
+		for _, m := range last.Data.ModelMetrics {
+			k := m.Usage
+			u.tokens.Add(pricing.Tokens{Input: k.InputTokens, Output: k.OutputTokens, CacheRead: k.CacheReadTokens, CacheCreation: k.CacheWriteTokens})
+			u.requests += max(m.Requests.Count, 1)
+		}
+	}, ".jsonl")
+	return u
+}
+
+// rawOpencode: each assistant message's tokens (input without the cache),
+// from the exports' messages and the storage's message files, once per
+// message id (the storage sample holds a session an export holds too).
+func rawOpencode(t *testing.T, root string) rawUsage {
+	type info struct {
+		ID, Role string
+		Cost     *float64
+		Tokens   *struct {
+			Input, Output int64
+			Cache         struct{ Read, Write int64 }
+		}
+	}
+	var u rawUsage
+	seen := map[string]bool{}
+	count := func(in info) {
+		if in.Role != "assistant" || in.Cost == nil && in.Tokens == nil || seen[in.ID] {
+			return
+		}
+		seen[in.ID] = true
+		if k := in.Tokens; k != nil {
+			u.add(k.Input, k.Output, k.Cache.Read, k.Cache.Write)
+		} else {
+			u.requests++
+		}
+	}
+	walk(t, root, func(path string) {
+		switch {
+		case strings.Contains(path, string(filepath.Separator)+"message"+string(filepath.Separator)):
+			var in info
+			readJSON(t, path, &in)
+			count(in)
+		case strings.HasSuffix(path, "_export.json"):
+			var doc struct{ Messages []struct{ Info info } }
+			readJSON(t, path, &doc)
+			for _, m := range doc.Messages {
+				count(m.Info)
+			}
+		}
+	}, ".json")
+	return u
+}
+
+// TestImportFillsUsageOfOldStore: a store made before usage was kept gets
+// it from the next import, even for files unchanged since they were
+// imported (the migration makes the import read them again, once).
+func TestImportFillsUsageOfOldStore(t *testing.T) {
+	withHome(t)
+	root := filepath.Join(samplesDir, "codex")
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no samples at %s: %v", root, err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "codex", root, "--db", db)
+	want := storedUsage(t, db, "codex")
+
+	// Make it a store of before migration 007: no usage table, the
+	// migration not applied, every file recorded as imported.
+	conn, err := sqlite.OpenConn(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version int64
+	err = sqlitex.ExecuteTransient(conn, "PRAGMA user_version", &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error { version = st.ColumnInt64(0); return nil },
+	})
+	if err == nil {
+		err = sqlitex.ExecScript(conn, fmt.Sprintf("DROP TABLE usage_hours; DROP TABLE usage_records; PRAGMA user_version = %d;", version-1))
+	}
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := runImportCmd(t, "codex", root, "--db", db)
+	if got := storedUsage(t, db, "codex"); got != want || want.requests == 0 {
+		t.Errorf("usage after importing into the old store = %+v (import said %q); want %+v", got, out, want)
+	}
+	// Once: the next import skips the unchanged files again.
+	if out := runImportCmd(t, "codex", root, "--db", db); !strings.Contains(out, "0 steps") {
+		t.Errorf("the import after that printed %q; want the unchanged files skipped", out)
+	}
+}

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/agentreview/service/pricing"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// UsageRecord is the token usage one API response reported, with its final
+// counts. Adapters and capture write it with a batch (Batch.Usage); it is
+// no part of the v1.2 ingest contract.
+type UsageRecord struct {
+	// ID is the response's id (Claude Code message.id), or one the adapter
+	// made that stays the same when the file is read again. A record with
+	// the id of a stored one replaces it.
+	ID      string
+	At      string // v1.2 timestamp
+	Model   string // "" when the agent did not say
+	ActorID string
+	TurnID  string
+	Tokens  pricing.Tokens
+	// Requests is the number of API requests the record stands for: 0 or 1
+	// for one response; more for an agent that reports only totals per
+	// model (Copilot CLI).
+	Requests int64
+	// CostUSD is the cost the agent reported, nil when it reported none.
+	CostUSD *float64
+	// Source is where the numbers come from: "file" (the agent's own
+	// files) or "otel" (its OpenTelemetry events, authoritative).
+	Source string
+}
+
+// Usage sources.
+const (
+	UsageFromFile = "file"
+	UsageFromOTel = "otel"
+)
+
+// maxUsageText bounds the id, model, actor and turn of a usage record.
+const maxUsageText = 512
+
+// usage checks the batch's usage records (Batch.Usage).
+func (v *validator) usage(recs []UsageRecord) {
+	for i := range recs {
+		r := &recs[i]
+		n := v.push("usage")
+		m := v.pushIndex(i)
+		for _, f := range []struct{ name, msg string }{
+			{"id", textRule(r.ID, true)},
+			{"at", timestampRule(r.At)},
+			{"model", textRule(r.Model, false)},
+			{"actor_id", textRule(r.ActorID, true)},
+			{"turn_id", textRule(r.TurnID, false)}, // "" in a session of telemetry alone
+			{"tokens", tokensRule(r.Tokens)},
+			{"source", sourceRule(r.Source)},
+		} {
+			if f.msg != "" {
+				v.field(f.name, f.msg)
+			}
+		}
+		if r.Requests < 0 || r.Requests > 1<<40 {
+			v.field("requests", "must be from 0 to 2^40")
+		}
+		if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD < 1e9) {
+			v.field("cost_usd", "must be a number from 0")
+		}
+		v.path = v.path[:m]
+		v.path = v.path[:n]
+	}
+}
+
+func textRule(s string, required bool) string {
+	switch {
+	case required && s == "":
+		return "must not be empty"
+	case len(s) > maxUsageText:
+		return "must be at most 512 bytes"
+	}
+	return ""
+}
+
+func timestampRule(s string) string {
+	if _, ok := ParseTimestamp(s); !ok {
+		return "must be an ISO 8601 timestamp with a zone"
+	}
+	return ""
+}
+
+func tokensRule(t pricing.Tokens) string {
+	const most = 1 << 40 // no response reports a trillion tokens
+	for _, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
+		if n < 0 || n > most {
+			return "token counts must be from 0 to 2^40"
+		}
+	}
+	return ""
+}
+
+func sourceRule(s string) string {
+	if s != UsageFromFile && s != UsageFromOTel {
+		return "must be file or otel"
+	}
+	return ""
+}
+
+// upsertUsage writes one usage record in the batch's transaction (Apply).
+// A changed record is deleted and inserted again, never updated in place,
+// so the triggers that keep usage_hours see one removal and one addition.
+func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord) (bool, error) {
+	at, _ := ParseTimestamp(r.At)
+	var cost any
+	if r.CostUSD != nil {
+		cost = *r.CostUSD
+	}
+	args := []any{pk, r.ID, r.At, startedNS(at), r.Model, r.ActorID, r.TurnID,
+		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, max(r.Requests, 1), cost, r.Source}
+	err := sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
+		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
+		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`, &sqlitex.ExecOptions{Args: args})
+	if err != nil {
+		return false, err
+	}
+	removed := conn.Changes() > 0
+	err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
+		  input, output, cache_read, cache_creation, requests, cost_usd, source)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
+	return removed || conn.Changes() > 0, err
+}
+
+// Usage is a session's token usage: what its agent reported, added up,
+// and a cost estimated from the pricing table, kept apart from any cost
+// the agent reported.
+type Usage struct {
+	Tokens      pricing.Tokens `json:"tokens"`
+	APIRequests int64          `json:"api_requests"`
+	Models      []ModelUsage   `json:"models"`
+	// EstimatedCostUSD is the estimate for the requests of priced models;
+	// nil when no model has a price. Unpriced lists the models without one.
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+	Unpriced         []string `json:"unpriced_models,omitempty"`
+	// ReportedCostUSD adds up the costs the agent reported per request, nil
+	// when it reported none; never mixed with the estimate.
+	ReportedCostUSD *float64    `json:"reported_cost_usd,omitempty"`
+	Pricing         PricingInfo `json:"pricing"`
+	// Source is otel when the OpenTelemetry events were counted (they are
+	// authoritative where present), else file.
+	Source string `json:"source"`
+}
+
+// ModelUsage is the usage of one model ("" when the agent did not say).
+type ModelUsage struct {
+	Model       string         `json:"model"`
+	Tokens      pricing.Tokens `json:"tokens"`
+	APIRequests int64          `json:"api_requests"`
+	// EstimatedCostUSD is nil when the pricing table has no price for it.
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+}
+
+// PricingInfo names the price table estimates come from.
+type PricingInfo struct {
+	Source string `json:"source"`
+	AsOf   string `json:"as_of"`
+}
+
+// readUsage sums a session's usage records, nil when it has none. When
+// some came from OpenTelemetry events, only those are counted.
+func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
+	var recs []UsageRecord
+	otel := false
+	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests
+		FROM usage_records WHERE session_pk = ? ORDER BY at_ns, id`, &sqlitex.ExecOptions{
+		Args: []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7), Requests: st.ColumnInt64(8),
+				Tokens: pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}}
+			if st.ColumnType(6) != sqlite.TypeNull {
+				c := st.ColumnFloat(6)
+				r.CostUSD = &c
+			}
+			otel = otel || r.Source == UsageFromOTel
+			recs = append(recs, r)
+			return nil
+		},
+	})
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	if otel {
+		recs = slices.DeleteFunc(recs, func(r UsageRecord) bool { return r.Source != UsageFromOTel })
+	}
+	return SumUsage(recs, pricing.Default()), nil
+}
+
+// SumUsage adds up usage records by model, estimating each request's cost
+// from the table (per request, so long-context tiers apply).
+func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
+	u := &Usage{Pricing: PricingInfo{Source: table.Source, AsOf: table.AsOf}, Source: UsageFromFile}
+	byModel := map[string]*ModelUsage{}
+	for _, r := range recs {
+		if r.Source == UsageFromOTel {
+			u.Source = UsageFromOTel
+		}
+		m := byModel[r.Model]
+		if m == nil {
+			m = &ModelUsage{Model: r.Model}
+			byModel[r.Model] = m
+		}
+		m.Tokens.Add(r.Tokens)
+		m.APIRequests += max(r.Requests, 1)
+		u.Tokens.Add(r.Tokens)
+		u.APIRequests += max(r.Requests, 1)
+		if r.CostUSD != nil {
+			u.ReportedCostUSD = addCost(u.ReportedCostUSD, *r.CostUSD)
+		}
+		at, _ := ParseTimestamp(r.At)
+		if usd, ok := table.Estimate(r.Model, at, r.Tokens); ok {
+			m.EstimatedCostUSD = addCost(m.EstimatedCostUSD, usd)
+			u.EstimatedCostUSD = addCost(u.EstimatedCostUSD, usd)
+		}
+	}
+	u.EstimatedCostUSD = roundMicros(u.EstimatedCostUSD)
+	for _, m := range byModel {
+		m.EstimatedCostUSD = roundMicros(m.EstimatedCostUSD)
+		if m.EstimatedCostUSD == nil {
+			u.Unpriced = append(u.Unpriced, m.Model)
+		}
+		u.Models = append(u.Models, *m)
+	}
+	slices.SortFunc(u.Models, func(a, b ModelUsage) int {
+		return cmp.Or(cmp.Compare(b.Tokens.Total(), a.Tokens.Total()), cmp.Compare(a.Model, b.Model))
+	})
+	slices.Sort(u.Unpriced)
+	return u
+}
+
+// roundMicros rounds an estimate to a millionth of a dollar: it is no more
+// precise than that, and JSON readers need not see float noise.
+func roundMicros(usd *float64) *float64 {
+	if usd != nil {
+		*usd = math.Round(*usd*1e6) / 1e6
+	}
+	return usd
+}
+
+func addCost(total *float64, usd float64) *float64 {
+	if total == nil {
+		return &usd
+	}
+	*total += usd
+	return total
+}

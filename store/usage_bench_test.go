@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+// BenchmarkUsageReportDaily: the daily report over 10,000 sessions holding
+// 2,000,000 usage records (200 each, over 90 days, 3 models).
+func BenchmarkUsageReportDaily(b *testing.B) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(b.TempDir(), "s.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	models := []string{"claude-sonnet-4-5-20250929", "claude-opus-4-6", "gpt-5.2-codex"}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 10_000 {
+		sid := fmt.Sprintf("s%05d", i)
+		bt := mustParse(b, newBatch(sid))
+		at := start.Add(time.Duration(i) * (90 * 24 * time.Hour / 10_000))
+		for j := range 200 {
+			bt.Usage = append(bt.Usage, store.UsageRecord{
+				ID: fmt.Sprintf("msg_%d", j), At: at.Add(time.Duration(j) * time.Second).Format(time.RFC3339), Model: models[(i+j)%3],
+				ActorID: sid + "-root", TurnID: sid + "-t1", Source: store.UsageFromFile,
+				Tokens: pricing.Tokens{Input: 10, Output: int64(j), CacheRead: 50_000, CacheCreation: 1000},
+			})
+		}
+		if _, err := s.Apply(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay})
+		if err != nil || len(rows) < 80 {
+			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}

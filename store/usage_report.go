@@ -1,0 +1,191 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// Usage report groups (UsageQuery.Group).
+const (
+	UsageByDay     = "day"
+	UsageByWeek    = "week" // weeks start on Monday
+	UsageByMonth   = "month"
+	UsageBySession = "session"
+)
+
+// UsageQuery chooses the usage records a report adds up. Days are the
+// local time's, made of whole hours (a zone half an hour off UTC counts a
+// record of the half hour before midnight in the next day).
+type UsageQuery struct {
+	Group string
+	Since time.Time // zero: from the first record
+	Until time.Time // exclusive; zero: to the last
+	Agent string    // only sessions of this agent kind
+}
+
+// UsageRow is one group of a usage report: a day, week (its Monday),
+// month or session id, with its models, tokens and costs.
+type UsageRow struct {
+	Key         string         `json:"key"`
+	Models      []string       `json:"models"`
+	Tokens      pricing.Tokens `json:"tokens"`
+	APIRequests int64          `json:"api_requests"`
+	// ReportedCostUSD sums the costs the agents reported, nil when none;
+	// Reported counts the requests that had one.
+	ReportedCostUSD *float64 `json:"reported_cost_usd"`
+	Reported        int64    `json:"reported_requests"`
+	// EstimatedCostUSD estimates the requests without a reported cost, nil
+	// when none of them is priced; Unpriced lists their models without a
+	// price. Never added to ReportedCostUSD.
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+	Unpriced         []string `json:"unpriced_models,omitempty"`
+}
+
+// UsageReport adds up the usage records by group, oldest group first (by
+// tokens, most first, for sessions). As in a session's detail, a session
+// with OpenTelemetry records counts only those.
+func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
+	keyOf, ok := map[string]func(time.Time) string{
+		UsageByDay:     func(t time.Time) string { return t.Format(time.DateOnly) },
+		UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
+		UsageByMonth:   func(t time.Time) string { return t.Format("2006-01") },
+		UsageBySession: nil,
+	}[q.Group]
+	if !ok {
+		return nil, fmt.Errorf("store: usage report: unknown group %q", q.Group)
+	}
+	since, until := int64(-1<<63), int64(1<<63-1)
+	if !q.Since.IsZero() {
+		since = startedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
+	}
+	if !q.Until.IsZero() {
+		until = startedNS(q.Until)
+	}
+	// Sessions are joined only when needed: for their id or agent.
+	id, join, agent := "''", "", ""
+	if q.Group == UsageBySession || q.Agent != "" {
+		id, join = "s.id", "JOIN sessions s ON s.pk = h.session_pk"
+	}
+	if q.Agent != "" {
+		agent = "AND s.agent_kind = :agent"
+	}
+	// The rows are added up here, not in SQL: a local day per hour is
+	// cheaper in Go than SQLite's localtime per row.
+	type sumKey struct {
+		key, model  string
+		promptRange int64
+	}
+	sums := map[sumKey]*usageSum{}
+	hourKeys := map[int64]string{}
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT h.hour_ns, `+id+`, h.model, h.prompt_range, h.reported,
+			  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
+			FROM usage_hours h `+join+`
+			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
+			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`,
+			&sqlitex.ExecOptions{
+				Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
+				ResultFunc: func(st *sqlite.Stmt) error {
+					k := st.ColumnText(1)
+					if keyOf != nil {
+						hour := st.ColumnInt64(0)
+						if k = hourKeys[hour]; k == "" {
+							k = keyOf(time.Unix(0, hour).Local())
+							hourKeys[hour] = k
+						}
+					}
+					sk := sumKey{k, st.ColumnText(2), st.ColumnInt64(3)}
+					u := sums[sk]
+					if u == nil {
+						u = &usageSum{}
+						sums[sk] = u
+					}
+					tok := pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8)}
+					u.tokens.Add(tok)
+					u.requests += st.ColumnInt64(9)
+					if st.ColumnBool(4) {
+						u.reportedUSD += st.ColumnFloat(10)
+						u.reported += st.ColumnInt64(9)
+					} else {
+						u.unreported.Add(tok)
+					}
+					u.lastNS = max(u.lastNS, st.ColumnInt64(11))
+					return nil
+				},
+			})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	table := pricing.Default()
+	rows := map[string]*UsageRow{}
+	for sk, u := range sums {
+		r := rows[sk.key]
+		if r == nil {
+			r = &UsageRow{Key: sk.key}
+			rows[sk.key] = r
+		}
+		if !slices.Contains(r.Models, sk.model) {
+			r.Models = append(r.Models, sk.model)
+		}
+		r.Tokens.Add(u.tokens)
+		r.APIRequests += u.requests
+		if u.reported > 0 {
+			r.ReportedCostUSD = addCost(r.ReportedCostUSD, u.reportedUSD)
+			r.Reported += u.reported
+		}
+		if u.unreported.Total() == 0 {
+			continue
+		}
+		// Every request of the sum has its prompt in the same range of the
+		// price tiers, so the sum has their price.
+		usd, ok := table.EstimateSum(sk.model, time.Unix(0, u.lastNS), u.unreported, sk.promptRange)
+		if !ok {
+			if !slices.Contains(r.Unpriced, sk.model) {
+				r.Unpriced = append(r.Unpriced, sk.model)
+			}
+			continue
+		}
+		r.EstimatedCostUSD = addCost(r.EstimatedCostUSD, usd)
+	}
+	out := make([]UsageRow, 0, len(rows))
+	for _, r := range rows {
+		r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
+		if r.ReportedCostUSD != nil {
+			*r.ReportedCostUSD = math.Round(*r.ReportedCostUSD*1e9) / 1e9 // float noise of the sums
+		}
+		slices.Sort(r.Models)
+		slices.Sort(r.Unpriced)
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
+	if q.Group == UsageBySession {
+		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
+	}
+	return out, nil
+}
+
+// usageSum adds up the usage_hours rows of one group, model and tier range.
+type usageSum struct {
+	tokens, unreported pricing.Tokens
+	requests, reported int64
+	reportedUSD        float64
+	lastNS             int64
+}
+
+// namedArgs adds the optional argument to args when it is set (a named
+// argument the statement lacks is an error).
+func namedArgs(args map[string]any, name, value string) map[string]any {
+	if value != "" {
+		args[name] = value
+	}
+	return args
+}

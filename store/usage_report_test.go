@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+func TestUsageReport(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	rec := func(id, at, model string, tok pricing.Tokens, cost *float64, source string) store.UsageRecord {
+		return store.UsageRecord{ID: id, At: at, Model: model, ActorID: "r", TurnID: "t", Tokens: tok, CostUSD: cost, Source: source}
+	}
+	half := 0.5
+	apply := func(sid, agent string, recs ...store.UsageRecord) {
+		v := newBatch(sid)
+		set(v, "session.agent.kind", agent)
+		b := mustParse(t, v)
+		b.Usage = recs
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatalf("Apply(%s) = %v", sid, err)
+		}
+	}
+	apply("a", "claude-code",
+		rec("1", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 1000}, nil, store.UsageFromFile),
+		// A long prompt: the whole request at the long-context price ($6 in).
+		rec("2", "2026-03-02T13:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 250_000}, nil, store.UsageFromFile),
+		rec("3", "2026-03-03T12:00:00Z", "no-such-model", pricing.Tokens{Input: 7}, nil, store.UsageFromFile),
+	)
+	apply("b", "cline", rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 10}, &half, store.UsageFromFile))
+	// A session with OpenTelemetry records counts only those.
+	apply("c", "claude-code",
+		rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 999}, nil, store.UsageFromFile),
+		rec("otel-1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1}, &half, store.UsageFromOTel),
+	)
+
+	rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay})
+	if err != nil {
+		t.Fatalf("UsageReport(day) = %v", err)
+	}
+	if len(rows) != 2 || rows[0].Key != "2026-03-02" || rows[1].Key != "2026-03-03" {
+		t.Fatalf("days = %+v; want 2026-03-02 and 2026-03-03", rows)
+	}
+	d1, d2 := rows[0], rows[1]
+	want1 := (1000*3 + 1000*15 + 250_000*6) / 1e6
+	if d1.Tokens.Input != 251_000 || d1.APIRequests != 2 || d1.ReportedCostUSD != nil || d1.EstimatedCostUSD == nil || math.Abs(*d1.EstimatedCostUSD-want1) > 1e-6 {
+		t.Errorf("day 1 = %+v (estimate %v); want 251000 input, 2 requests, estimate %v", d1, d1.EstimatedCostUSD, want1)
+	}
+	if d2.Tokens.Input != 7+10+1 || d2.APIRequests != 3 || d2.ReportedCostUSD == nil || *d2.ReportedCostUSD != 1 || d2.Reported != 2 ||
+		d2.EstimatedCostUSD != nil || len(d2.Unpriced) != 1 || d2.Unpriced[0] != "no-such-model" {
+		t.Errorf("day 2 = %+v; want 18 input, 3 requests, $1 reported over 2, no estimate, no-such-model unpriced", d2)
+	}
+
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByMonth, Agent: "cline"})
+	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03" || rows[0].Tokens.Input != 10 {
+		t.Errorf("UsageReport(month, cline) = %+v, %v; want March with cline's 10 tokens", rows, err)
+	}
+	since := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local)
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Since: since})
+	if err != nil || len(rows) != 3 || rows[0].Key != "b" {
+		t.Errorf("UsageReport(session, since 3 March) = %+v, %v; want b, then a and c with fewer tokens", rows, err)
+	}
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByWeek})
+	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03-02" {
+		t.Errorf("UsageReport(week) = %+v, %v; want the week of Monday 2026-03-02", rows, err)
+	}
+	// The hourly sums follow a record read again with new counts, and a
+	// deleted session.
+	apply("b", "cline", rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30}, nil, store.UsageFromFile))
+	mustDelete(t, s, "c")
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since})
+	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7+30 || rows[0].APIRequests != 2 || rows[0].ReportedCostUSD != nil {
+		t.Errorf("UsageReport after a re-read and a delete = %+v, %v; want 37 input over 2 requests, none reported", rows, err)
+	}
+	if _, err := s.UsageReport(ctx, store.UsageQuery{Group: "year"}); err == nil {
+		t.Error("UsageReport(year) = nil error; want unknown group")
+	}
+}
+
+// TestUsageTierRanges: usage_hours sums requests apart at these prompt
+// sizes (migration 007); a price table with another tier start needs them
+// added there, or its sums would be priced in the wrong tier.
+func TestUsageTierRanges(t *testing.T) {
+	known := []int64{128000, 199999, 200000, 271999, 272000, 512000}
+	for _, n := range pricing.Default().TierStarts() {
+		if !slices.Contains(known, n) {
+			t.Errorf("the price table has a tier from %d prompt tokens; usage_hours does not sum apart there", n)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+func usageRecord(id, model string, in, out int64) store.UsageRecord {
+	return store.UsageRecord{ID: id, At: "2026-01-01T00:00:00Z", Model: model, ActorID: "u-root", TurnID: "u-t1",
+		Tokens: pricing.Tokens{Input: in, Output: out, CacheRead: 10, CacheCreation: 1}, Source: store.UsageFromFile}
+}
+
+func TestApplyUsage(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("n"))
+	if d := mustDetail(t, s, "n"); d.Usage != nil {
+		t.Errorf("Detail(no usage).Usage = %+v; want nil (left out)", d.Usage)
+	}
+
+	b := mustParse(t, newBatch("u"))
+	b.Usage = []store.UsageRecord{
+		usageRecord("msg_1", "claude-sonnet-4-5-20250929", 100, 20),
+		usageRecord("msg_2", "no-such-model", 5, 5),
+	}
+	if _, err := s.Apply(context.Background(), b); err != nil {
+		t.Fatalf("Apply(usage) = %v", err)
+	}
+	// Read again, a response's final counts replace what was stored.
+	b.Usage = []store.UsageRecord{usageRecord("msg_1", "claude-sonnet-4-5-20250929", 100, 50)}
+	if _, err := s.Apply(context.Background(), b); err != nil {
+		t.Fatalf("Apply(usage again) = %v", err)
+	}
+	u := mustDetail(t, s, "u").Usage
+	if u == nil {
+		t.Fatal("Detail.Usage = nil; want the usage")
+	}
+	want := pricing.Tokens{Input: 105, Output: 55, CacheRead: 20, CacheCreation: 2}
+	if u.Tokens != want || u.APIRequests != 2 || len(u.Models) != 2 {
+		t.Errorf("Usage = %+v; want tokens %+v over 2 requests of 2 models", u, want)
+	}
+	wantUSD := (100*3 + 50*15 + 10*0.3 + 1*3.75) / 1e6
+	if u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-wantUSD) > 0.5e-6 {
+		t.Errorf("EstimatedCostUSD = %v; want %v to the micro-dollar (the priced model only)", u.EstimatedCostUSD, wantUSD)
+	}
+	if len(u.Unpriced) != 1 || u.Unpriced[0] != "no-such-model" || u.Models[1].EstimatedCostUSD != nil {
+		t.Errorf("Unpriced = %v, models %+v; want no-such-model without a price", u.Unpriced, u.Models)
+	}
+	if u.ReportedCostUSD != nil || u.Pricing.Source == "" || u.Pricing.AsOf == "" {
+		t.Errorf("ReportedCostUSD = %v, Pricing = %+v; want none reported and the table named", u.ReportedCostUSD, u.Pricing)
+	}
+}
+
+func TestApplyUsageOTelAuthoritative(t *testing.T) {
+	s := mustOpen(t)
+	b := mustParse(t, newBatch("o"))
+	cost := 0.25
+	otel := usageRecord("otel:1", "claude-sonnet-4-5", 1000, 1000)
+	otel.Source, otel.CostUSD = store.UsageFromOTel, &cost
+	b.Usage = []store.UsageRecord{usageRecord("msg_1", "claude-sonnet-4-5", 999, 999), otel}
+	if _, err := s.Apply(context.Background(), b); err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	u := mustDetail(t, s, "o").Usage
+	if u.Tokens.Input != 1000 || u.APIRequests != 1 || u.Source != store.UsageFromOTel || u.ReportedCostUSD == nil || *u.ReportedCostUSD != cost {
+		t.Errorf("Usage = %+v; want the OpenTelemetry request alone, with its reported cost", u)
+	}
+}
+
+func TestApplyUsageInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*store.UsageRecord)
+		path string
+	}{
+		{"no id", func(r *store.UsageRecord) { r.ID = "" }, "usage[0].id"},
+		{"bad time", func(r *store.UsageRecord) { r.At = "yesterday" }, "usage[0].at"},
+		{"negative tokens", func(r *store.UsageRecord) { r.Tokens.Output = -1 }, "usage[0].tokens"},
+		{"huge model name", func(r *store.UsageRecord) { r.Model = string(make([]byte, 600)) }, "usage[0].model"},
+		{"bad source", func(r *store.UsageRecord) { r.Source = "guess" }, "usage[0].source"},
+		{"negative cost", func(r *store.UsageRecord) { c := -1.0; r.CostUSD = &c }, "usage[0].cost_usd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t)
+			b := mustParse(t, newBatch("bad"))
+			r := usageRecord("msg_1", "m", 1, 1)
+			tt.edit(&r)
+			b.Usage = []store.UsageRecord{r}
+			_, err := s.Apply(context.Background(), b)
+			var inv *store.InvalidError
+			if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].Path != tt.path {
+				t.Fatalf("Apply = %v; want one problem at %s", err, tt.path)
+			}
+			// All or nothing: neither the session nor its usage was written.
+			if _, err := s.Detail(context.Background(), "bad", store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Detail after a refused batch = %v; want ErrNotFound", err)
+			}
+		})
+	}
+}
