@@ -93,15 +93,16 @@ const tooWide = `(function(){
 	return out.slice(0, 10);
 })()`
 
-// browserNarrow: at 390 px nothing is wider than the screen, on the list
-// and on a session with every step open, measured in the browser.
+// browserNarrow: at 390 px nothing is wider than the screen, on the list,
+// a session with every step open and the search page, measured in the
+// browser.
 func browserNarrow(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
 	p.emulate(390, 844, "light")
-	for _, page := range []string{"/", "/session?id=" + showcaseID} {
+	for _, page := range []string{"/", "/search?q=parse", "/session?id=" + showcaseID} { // the session last: the export panel below opens on it
 		p.open(page)
-		if page != "/" {
+		if strings.HasPrefix(page, "/session") {
 			p.openAllSteps()
 			p.waitFor("the diff shows", `document.querySelector('[data-testid="diff"]') !== null`)
 		}
@@ -321,7 +322,8 @@ func browserDisabled(t *testing.T, b *browser) {
 	}
 }
 
-// browserScreenshots writes the screenshots of docs/screenshots when
+// browserScreenshots writes the screenshots of docs/screenshots (list,
+// session, diff, message, tools, search) when
 // SERVICE_SCREENSHOTS names a folder.
 func browserScreenshots(t *testing.T, b *browser) {
 	dir := os.Getenv("SERVICE_SCREENSHOTS")
@@ -365,6 +367,9 @@ func browserScreenshots(t *testing.T, b *browser) {
 			p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
 			p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
 			shot("tools" + suffix)
+			p.open("/search?q=parse")
+			p.waitFor("the hits show", `document.querySelector('mark') !== null`)
+			shot("search" + suffix)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func TestPagesHaveHeadingIconAndNamedDialogs(t *testing.T) {
 	for _, c := range []struct {
 		path   string
 		status int
-	}{{"/", 200}, {"/session?id=" + showcaseID, 200}, {"/session?id=no-such", 404}} {
+	}{{"/", 200}, {"/session?id=" + showcaseID, 200}, {"/session?id=no-such", 404}, {"/search?q=parse", 200}} {
 		rec := s.get(c.path)
 		if rec.Code != c.status {
 			t.Fatalf("GET %s = %d; want %d", c.path, rec.Code, c.status)
