@@ -68,6 +68,9 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
 	}
+	if res.Changed {
+		s.indexLater() // search_index.go
+	}
 	return res, nil
 }
 
@@ -97,8 +100,7 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	if err != nil {
 		return false, 0, err
 	}
-	created := *pk == 0
-	if created {
+	if *pk == 0 {
 		if *pk, err = s.insertSession(conn, &b.Session, stamp); err != nil {
 			return false, 0, err
 		}
@@ -146,9 +148,6 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	}
 	if !changed {
 		return false, 0, nil
-	}
-	if err := indexChanges(conn, *pk, stamp, created); err != nil { // search_index.go
-		return false, 0, err
 	}
 	return true, written, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
 }

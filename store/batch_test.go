@@ -345,6 +345,10 @@ func snapshot(t testing.TB, s *store.Store) string {
 	}
 	cs, latest := mustChanges(t, s, 0)
 	fmt.Fprintf(&b, "\nchanges %+v latest %d stamp %d\n", cs, latest, mustLatest(t, s))
+	// The search index follows the writes in the background.
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
 	b.WriteString(dumpTables(t, s.Path()))
 	return b.String()
 }

@@ -11,9 +11,6 @@ import (
 // process's Open does.
 var LockSetup = lockSetup
 
-// IndexChanges is what Apply runs to index a write (search_index.go).
-var IndexChanges = indexChanges
-
 // Migrations is how many migrations this build applies.
 func Migrations() int {
 	schema, err := loadSchema()
@@ -58,4 +55,11 @@ func LimitLength(ctx context.Context, s *Store, n int32) error {
 		conns = append(conns, c)
 	}
 	return nil
+}
+
+// CatchUpIndex waits for the background catch-up of the search index and
+// runs one, so the index holds every committed write.
+func (s *Store) CatchUpIndex() error {
+	s.index.wg.Wait()
+	return s.catchUpIndex(context.Background())
 }

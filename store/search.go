@@ -269,6 +269,11 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	if err != nil {
 		return res, fmt.Errorf("store: search: %w", err)
 	}
+	// The index follows the writes in the background: catch it up first,
+	// so a search sees every committed write.
+	if err := s.catchUpIndex(ctx); err != nil {
+		return res, fmt.Errorf("store: search: %w", err)
+	}
 	limit := sq.Limit
 	if limit <= 0 {
 		limit = 50

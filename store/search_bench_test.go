@@ -31,6 +31,9 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 	b.Logf("%d steps", sessions*benchSteps)
+	if err := s.CatchUpIndex(); err != nil { // the index follows in the background
+		b.Fatalf("CatchUpIndex() = %v", err)
+	}
 	reportIndexShare(b, s.Path())
 	for _, q := range []struct{ name, q string }{
 		{"word", "timeout"},
@@ -72,4 +75,27 @@ func reportIndexShare(b *testing.B, path string) {
 		return
 	}
 	b.Logf("index %.1f MB for %.1f MB of text: %.2fx", index/1e6, text/1e6, index/text)
+}
+
+// BenchmarkIndexLag5000 is how long after a 5,000-step Apply returns the
+// background catch-up has its steps in the search index.
+func BenchmarkIndexLag5000(b *testing.B) {
+	s := benchOpen(b)
+	batch, err := store.ParseBatch(benchBody(b, benchSessionID(0)))
+	if err != nil {
+		b.Fatalf("ParseBatch = %v; want no error", err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		benchRename(batch, benchSessionID(i))
+		if _, err := s.Apply(ctx, batch); err != nil {
+			b.Fatalf("Apply = %v; want no error", err)
+		}
+		b.StartTimer()
+		if err := s.CatchUpIndex(); err != nil {
+			b.Fatalf("CatchUpIndex() = %v", err)
+		}
+	}
 }

@@ -44,6 +44,7 @@ type Store struct {
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber
+	index      indexer // search_index.go
 }
 
 // Option changes how Open sets up a store.
@@ -166,6 +167,10 @@ func (s *Store) Path() string { return s.path }
 // Close stops the background work and closes every connection; clean-ups
 // still pending resume at the next Open.
 func (s *Store) Close() error {
+	// What this process wrote is in the index before it ends; an error
+	// (the store busy) leaves it to the next catch-up of any process.
+	s.index.wg.Wait()
+	_ = s.catchUpIndex(context.Background())
 	s.stopScrubs()
 	if s.stop != nil {
 		s.stop()

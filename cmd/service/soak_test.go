@@ -115,7 +115,8 @@ func TestSoak(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := runtime.NumGoroutine(); n > startGoroutines {
-		t.Errorf("%d goroutines after the streams closed; %d before they opened", n, startGoroutines)
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after the streams closed; %d before they opened:\n%s", n, startGoroutines, buf[:runtime.Stack(buf, true)])
 	}
 	stop()
 	if err := <-served; err != nil {

@@ -1,10 +1,11 @@
 -- Full-text search over everything a step recorded and the session's
 -- agent and workspace (search.go): one row per step (rowid = the step's
 -- pk) and one per session (rowid = minus the session's pk). The store
--- writes it in each write's own transaction (search_index.go): Apply
--- indexes what it changed in one statement, Delete removes the session's
--- rows. Not triggers: FTS5 flushes a segment at every statement savepoint,
--- so a trigger per step made a 5,000-step push 7 times slower.
+-- indexes what writes stamped after search_state.indexed_through in the
+-- background, a few statements per catch-up (search_index.go); Delete
+-- removes the session's rows in its own transaction. Not triggers: FTS5
+-- flushes a segment at every statement savepoint, so a trigger per step
+-- made a 5,000-step push 7 times slower.
 -- The default unicode61 tokenizer splits at every character that is not a
 -- letter or digit, so a path, an identifier with _ or . and a command line
 -- are found by their parts; the query side quotes each word as a phrase of
@@ -13,6 +14,11 @@
 -- segment keeps them.
 CREATE VIRTUAL TABLE search USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
 INSERT INTO search (search, rank) VALUES ('secure-delete', 1);
+-- One in-memory segment up to 16 MB before FTS5 writes it out (default 1
+-- MB): a 5,000-step push (6.5 MB of text) becomes one segment, not seven,
+-- which halves the merging a catch-up does (CPU profile of
+-- BenchmarkIndexLag5000).
+INSERT INTO search (search, rank) VALUES ('hashsize', 16777216);
 
 -- What a step row and a session row index: every string value of the
 -- payload (command, path, tool name, tool input), the large text columns,
@@ -30,6 +36,11 @@ FROM steps;
 CREATE VIEW search_session_docs (session_pk, body) AS
 SELECT pk, concat_ws(char(10), agent_kind, workspace_root, workspace_repo) FROM sessions;
 
+-- The newest change stamp (sessions.updated_at) the index holds: the store
+-- indexes what was stamped after it in the background (search_index.go).
+CREATE TABLE search_state (indexed_through INTEGER NOT NULL);
+
 -- Existing stores: build the index from what is stored.
 INSERT INTO search (rowid, body) SELECT -session_pk, body FROM search_session_docs;
 INSERT INTO search (rowid, body) SELECT step_pk, body FROM search_step_docs;
+INSERT INTO search_state (indexed_through) SELECT coalesce(max(updated_at), 0) FROM sessions;
