@@ -1,0 +1,79 @@
+package views
+
+import "time"
+
+// SubagentBlock is one subagent's steps within a turn, shown nested under
+// the step that spawned it.
+type SubagentBlock struct {
+	ActorID string
+	Label   string // its kind or description; "compaction summariser" for the compactor
+	Steps   []StepView
+	Failed  int
+	Span    string // from its first step to its last
+	First   string // RFC 3339 of its first step
+}
+
+// TimelineItem is a top-level step of a turn with the subagent blocks it
+// spawned.
+type TimelineItem struct {
+	Step   StepView
+	Blocks []*SubagentBlock
+}
+
+// ActorOption is an actor the session page's filter can show alone.
+type ActorOption struct {
+	ID, Label string
+}
+
+// spawnTools are the tool names whose call starts a subagent.
+var spawnTools = map[string]bool{"Task": true, "Agent": true, "task": true, "agent": true}
+
+// Timeline is the turn's steps as the page shows them: the main agent's
+// steps in order, each subagent's steps in one block after the step that
+// spawned it. The spawning step is derived here, not stored: the nearest
+// earlier main-agent spawn call (Task, Agent) not yet claimed by another
+// block, else the nearest earlier main-agent step; a block with neither
+// comes first in the turn (Lead).
+func (t TurnView) Timeline() (lead []*SubagentBlock, items []TimelineItem) {
+	blocks := map[string]*SubagentBlock{}
+	claimed := map[int]bool{}
+	for _, s := range t.Steps {
+		if s.ActorType != "subagent" {
+			items = append(items, TimelineItem{Step: s})
+			continue
+		}
+		b := blocks[s.ActorID]
+		if b == nil {
+			b = &SubagentBlock{ActorID: s.ActorID, Label: s.ActorLabel, First: s.At}
+			blocks[s.ActorID] = b
+			at := -1
+			for i := len(items) - 1; i >= 0; i-- {
+				if spawnTools[items[i].Step.ToolName] && !claimed[i] {
+					at = i
+					break
+				}
+			}
+			if at < 0 {
+				at = len(items) - 1
+			}
+			if at < 0 {
+				lead = append(lead, b)
+			} else {
+				claimed[at] = true
+				items[at].Blocks = append(items[at].Blocks, b)
+			}
+		}
+		b.Steps = append(b.Steps, s)
+		if s.StatusClass == "failed" {
+			b.Failed++
+		}
+	}
+	for _, b := range blocks {
+		first, _ := time.Parse(time.RFC3339Nano, b.First)
+		last, _ := time.Parse(time.RFC3339Nano, b.Steps[len(b.Steps)-1].At)
+		if !first.IsZero() && !last.IsZero() && !last.Before(first) {
+			b.Span = Duration(last.Sub(first))
+		}
+	}
+	return lead, items
+}
