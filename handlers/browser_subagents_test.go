@@ -147,11 +147,17 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 			t.Errorf("subagent %s labelled %q; want its kind", id, label)
 		}
 		// The block follows the Task call that spawned it.
+		var task int64
+		for _, st := range d.Steps {
+			if st.Payload.ToolName == "Task" && strings.Contains(string(st.Payload.Raw), label) {
+				task = st.Seq
+			}
+		}
 		prev := evalJS[string](p, `(function(){ let e = document.querySelector('`+block+`').previousElementSibling;
 			while (e && !(e.matches('details.step'))) e = e.previousElementSibling;
-			return e ? e.querySelector('.line').textContent + '|' + e.dataset.actorType : ''; })()`)
-		if !strings.HasSuffix(prev, "|root") {
-			t.Errorf("subagent %s block follows %q; want a main-agent step", id, prev)
+			return e ? e.dataset.seq : ''; })()`)
+		if task == 0 || prev != fmt.Sprint(task) {
+			t.Errorf("subagent %s block follows step %q; want the Task call %d", id, prev, task)
 		}
 	}
 	// The main agent's steps stay at the top level.

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -99,6 +101,24 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 	return out
 }
 
+// spawnKind is the subagent kind a Task or Agent call asked for, from its
+// recorded input; "" for other steps.
+func spawnKind(s store.Step) string {
+	if s.Payload.ToolName != "Task" && s.Payload.ToolName != "Agent" || len(s.Payload.Raw) == 0 {
+		return ""
+	}
+	var raw struct {
+		Input struct {
+			Kind string `json:"subagent_type"`
+		} `json:"input"`
+		Kind string `json:"subagent_type"`
+	}
+	if json.Unmarshal(s.Payload.Raw, &raw) != nil {
+		return ""
+	}
+	return shorten(cmp.Or(raw.Input.Kind, raw.Kind), lineChars)
+}
+
 func actorsByID(actors []store.Actor) map[string]store.Actor {
 	m := make(map[string]store.Actor, len(actors))
 	for _, a := range actors {
@@ -140,7 +160,8 @@ func between(start string, end time.Time) string {
 // to limit characters (0: whole). Texts the store already cut (Step.Cut)
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
-	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s), ToolName: s.Payload.ToolName}
+	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
+		ToolName: s.Payload.ToolName, SpawnKind: spawnKind(s)}
 	switch {
 	case s.Outcome == "failed":
 		v.Status, v.StatusClass = "failed", "failed"

@@ -186,6 +186,7 @@ type StepView struct {
 	ActorType   string // root, subagent
 	ActorLabel  string // the subagent's kind or description
 	ToolName    string
+	SpawnKind   string // a spawn call's subagent kind (subagent_type), to find its block
 	Status      string // ok, failed: <error type>, reference-only
 	StatusClass string // ok, failed, ref
 	At          string // RFC 3339

@@ -30,10 +30,11 @@ var spawnTools = map[string]bool{"Task": true, "Agent": true, "task": true, "age
 
 // Timeline is the turn's steps as the page shows them: the main agent's
 // steps in order, each subagent's steps in one block after the step that
-// spawned it. The spawning step is derived here, not stored: the nearest
-// earlier main-agent spawn call (Task, Agent) not yet claimed by another
-// block, else the nearest earlier main-agent step; a block with neither
-// comes first in the turn (Lead).
+// spawned it. The spawning step is derived here, not stored: the builder
+// puts a subagent's steps in its spawning call's turn after that call, so
+// it is the nearest earlier spawn call (Task, Agent) not yet claimed by
+// another block, one of the subagent's kind first; else the nearest
+// earlier top-level step. A block with neither comes first (lead).
 func (t TurnView) Timeline() (lead []*SubagentBlock, items []TimelineItem) {
 	blocks := map[string]*SubagentBlock{}
 	claimed := map[int]bool{}
@@ -46,16 +47,7 @@ func (t TurnView) Timeline() (lead []*SubagentBlock, items []TimelineItem) {
 		if b == nil {
 			b = &SubagentBlock{ActorID: s.ActorID, Label: s.ActorLabel, First: s.At}
 			blocks[s.ActorID] = b
-			at := -1
-			for i := len(items) - 1; i >= 0; i-- {
-				if spawnTools[items[i].Step.ToolName] && !claimed[i] {
-					at = i
-					break
-				}
-			}
-			if at < 0 {
-				at = len(items) - 1
-			}
+			at := spawnOf(items, claimed, s.ActorLabel)
 			if at < 0 {
 				lead = append(lead, b)
 			} else {
@@ -76,4 +68,26 @@ func (t TurnView) Timeline() (lead []*SubagentBlock, items []TimelineItem) {
 		}
 	}
 	return lead, items
+}
+
+// spawnOf is the index in items of the step that spawned a subagent of
+// this kind, or -1 when no step comes before it.
+func spawnOf(items []TimelineItem, claimed map[int]bool, kind string) int {
+	latest := -1
+	for i := len(items) - 1; i >= 0; i-- {
+		st := items[i].Step
+		if !spawnTools[st.ToolName] || claimed[i] {
+			continue
+		}
+		if kind != "" && st.SpawnKind == kind {
+			return i
+		}
+		if latest < 0 {
+			latest = i
+		}
+	}
+	if latest < 0 {
+		return len(items) - 1
+	}
+	return latest
 }
