@@ -176,7 +176,7 @@
         return; // an older turn than those shown
       }
       htmx.process(fresh);
-      filterActors(fresh);
+      filterActors(fresh, false);
     });
     if (stamp) session.dataset.stamp = stamp;
   }
@@ -273,7 +273,7 @@
     });
   }
 
-  function filterActors(root) {
+  function filterActors(root, openChosen) {
     const sel = document.getElementById('actor-filter');
     const want = sel ? sel.value : '';
     root.querySelectorAll('details.subagent, details.step').forEach(function (el) {
@@ -283,13 +283,21 @@
       else if (want !== '') show = sub && el.dataset.actorId === want;
       if (el.classList.contains('step') && el.closest('details.subagent')) show = true; // its block decides
       el.hidden = !show;
-      if (show && want !== '' && want !== 'root' && el.classList.contains('subagent')) el.open = true;
+      const notes = el.nextElementSibling;
+      if (el.classList.contains('step') && notes && notes.classList.contains('step-notes')) notes.hidden = !show;
+      if (openChosen && show && want !== '' && want !== 'root' && el.classList.contains('subagent')) el.open = true;
     });
   }
 
+  // Earlier turns shown later follow the filter too.
+  document.addEventListener('htmx:afterSettle', function () {
+    const timeline = document.getElementById('timeline');
+    if (timeline && document.getElementById('actor-filter')) filterActors(timeline, false);
+  });
+
   document.addEventListener('change', function (e) {
     if (e.target.id !== 'actor-filter') return;
-    const turns = document.getElementById('turns');
-    if (turns) filterActors(turns);
+    const timeline = document.getElementById('timeline');
+    if (timeline) filterActors(timeline, true);
   });
 })();
