@@ -148,9 +148,10 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 		}
 		// The block follows the Task call that spawned it.
 		var task int64
+		var taskRaw string
 		for _, st := range d.Steps {
 			if st.Payload.ToolName == "Task" && strings.Contains(string(st.Payload.Raw), label) {
-				task = st.Seq
+				task, taskRaw = st.Seq, string(st.Payload.Raw)
 			}
 		}
 		prev := evalJS[string](p, `(function(){ let e = document.querySelector('`+block+`').previousElementSibling;
@@ -158,6 +159,9 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 			return e ? e.dataset.seq : ''; })()`)
 		if task == 0 || prev != fmt.Sprint(task) {
 			t.Errorf("subagent %s block follows step %q; want the Task call %d", id, prev, task)
+		}
+		if got := p.text(block + ` [data-testid="subagent-task"]`); got == "" || !strings.Contains(taskRaw, `"description":"`+got+`"`) {
+			t.Errorf("subagent %s block describes its task as %q; want the Task call's description", id, got)
 		}
 	}
 	// The main agent's steps stay at the top level.

@@ -101,22 +101,24 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 	return out
 }
 
-// spawnKind is the subagent kind a Task or Agent call asked for, from its
-// recorded input; "" for other steps.
-func spawnKind(s store.Step) string {
+// spawnOf is the subagent kind and task description a Task or Agent call
+// gave, from its recorded input; "" for other steps.
+func spawnOf(s store.Step) (kind, desc string) {
 	if s.Payload.ToolName != "Task" && s.Payload.ToolName != "Agent" || len(s.Payload.Raw) == 0 {
-		return ""
+		return "", ""
+	}
+	type args struct {
+		Kind string `json:"subagent_type"`
+		Desc string `json:"description"`
 	}
 	var raw struct {
-		Input struct {
-			Kind string `json:"subagent_type"`
-		} `json:"input"`
-		Kind string `json:"subagent_type"`
+		Input args `json:"input"`
+		args
 	}
 	if json.Unmarshal(s.Payload.Raw, &raw) != nil {
-		return ""
+		return "", ""
 	}
-	return shorten(cmp.Or(raw.Input.Kind, raw.Kind), lineChars)
+	return shorten(cmp.Or(raw.Input.Kind, raw.Kind), lineChars), shorten(cmp.Or(raw.Input.Desc, raw.Desc), lineChars)
 }
 
 func actorsByID(actors []store.Actor) map[string]store.Actor {
@@ -161,7 +163,8 @@ func between(start string, end time.Time) string {
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
 	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
-		ToolName: s.Payload.ToolName, SpawnKind: spawnKind(s)}
+		ToolName: s.Payload.ToolName}
+	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
 	case s.Outcome == "failed":
 		v.Status, v.StatusClass = "failed", "failed"

@@ -187,6 +187,7 @@ type StepView struct {
 	ActorLabel  string // the subagent's kind or description
 	ToolName    string
 	SpawnKind   string // a spawn call's subagent kind (subagent_type), to find its block
+	SpawnDesc   string // a spawn call's description of the subagent's task
 	Status      string // ok, failed: <error type>, reference-only
 	StatusClass string // ok, failed, ref
 	At          string // RFC 3339

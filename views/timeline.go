@@ -6,7 +6,8 @@ import "time"
 // the step that spawned it.
 type SubagentBlock struct {
 	ActorID string
-	Label   string // its kind or description; "compaction summariser" for the compactor
+	Label   string // its kind; "compaction summariser" for the compactor
+	Task    string // the description its spawning call gave, if any
 	Steps   []StepView
 	Failed  int
 	Span    string // from its first step to its last
@@ -52,6 +53,7 @@ func (t TurnView) Timeline() (lead []*SubagentBlock, items []TimelineItem) {
 				lead = append(lead, b)
 			} else {
 				claimed[at] = true
+				b.Task = items[at].Step.SpawnDesc
 				items[at].Blocks = append(items[at].Blocks, b)
 			}
 		}

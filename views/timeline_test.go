@@ -45,10 +45,14 @@ func TestTimeline(t *testing.T) {
 	}
 	// A call that names the subagent's kind is its spawn, whatever the order.
 	turn.Steps[2].SpawnKind, turn.Steps[3].SpawnKind = "kind-a", "kind-b"
+	turn.Steps[2].SpawnDesc = "look around"
 	_, items = turn.Timeline()
 	for _, it := range items {
 		for _, b := range it.Blocks {
 			spawnedBy[b.ActorID] = it.Step.Seq
+			if b.ActorID == "a" && b.Task != "look around" {
+				t.Errorf("block a task = %q; want its call's description", b.Task)
+			}
 		}
 	}
 	if spawnedBy["a"] != 3 || spawnedBy["b"] != 4 {
