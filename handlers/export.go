@@ -289,6 +289,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 		}
 		return w.err == nil
 	}
+	actors := actorsByID(w.d.Actors)
 	return func(yield func(views.ExportTurn) bool) {
 		for _, t := range w.d.Turns {
 			page := w.page(ctx, t.ID, -1)
@@ -309,6 +310,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 							return
 						}
 						v := stepView(page[i], 0)
+						setActor(&v, actors[page[i].ActorID], page[i].ActorID)
 						v.Notes = w.notes[v.Seq]
 						if !yield(v) {
 							return

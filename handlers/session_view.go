@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,6 +55,11 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 		})
 	}
 	v.Turns = turnViews(d, limit)
+	for _, a := range d.Actors {
+		if a.Type != "root" {
+			v.Actors = append(v.Actors, views.ActorOption{ID: a.ID, Label: actorLabel(a)})
+		}
+	}
 	v.Verdict, v.Notes = verdictView(d.Verdict), noteViews(d.Notes)
 	attachNotes(&v, false)
 	return v
@@ -67,6 +74,7 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 		out[i] = views.TurnView{ID: t.ID, DOMID: "turn-" + hex.EncodeToString([]byte(t.ID)), Number: t.Index,
 			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars), At: t.StartedAt}
 	}
+	actors := actorsByID(d.Actors)
 	lastAt := make([]time.Time, len(out))
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]
@@ -83,12 +91,62 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 		if !at.IsZero() {
 			lastAt[i] = at
 		}
-		out[i].Steps = append(out[i].Steps, stepView(s, limit))
+		sv := stepView(s, limit)
+		setActor(&sv, actors[s.ActorID], s.ActorID)
+		out[i].Steps = append(out[i].Steps, sv)
 	}
 	for i := range out {
 		out[i].Duration = between(out[i].At, lastAt[i])
 	}
 	return out
+}
+
+// spawnOf is the subagent kind and task description a Task or Agent call
+// gave, from its recorded input; "" for other steps.
+func spawnOf(s store.Step) (kind, desc string) {
+	if s.Payload.ToolName != "Task" && s.Payload.ToolName != "Agent" || len(s.Payload.Raw) == 0 {
+		return "", ""
+	}
+	type args struct {
+		Kind string `json:"subagent_type"`
+		Desc string `json:"description"`
+	}
+	var raw struct {
+		Input args `json:"input"`
+		args
+	}
+	if json.Unmarshal(s.Payload.Raw, &raw) != nil {
+		return "", ""
+	}
+	return shorten(cmp.Or(raw.Input.Kind, raw.Kind), lineChars), shorten(cmp.Or(raw.Input.Desc, raw.Desc), lineChars)
+}
+
+func actorsByID(actors []store.Actor) map[string]store.Actor {
+	m := make(map[string]store.Actor, len(actors))
+	for _, a := range actors {
+		m[a.ID] = a
+	}
+	return m
+}
+
+// setActor marks a step as the main agent's (root) or a subagent's.
+func setActor(v *views.StepView, a store.Actor, id string) {
+	v.ActorID, v.ActorType, v.ActorLabel = shorten(id, lineChars), "root", ""
+	if a.Type != "" && a.Type != "root" {
+		v.ActorType, v.ActorLabel = "subagent", actorLabel(a)
+	}
+}
+
+// actorLabel names a subagent for the timeline: its kind or description,
+// and the compaction summariser as such.
+func actorLabel(a store.Actor) string {
+	switch {
+	case a.Label == "compact" || strings.HasPrefix(a.ID, "acompact"):
+		return "compaction summariser"
+	case a.Label != "":
+		return shorten(a.Label, lineChars)
+	}
+	return "subagent " + shorten(a.ID, lineChars)
 }
 
 // between is the time from start to end, or "" when either is unknown.
@@ -104,7 +162,9 @@ func between(start string, end time.Time) string {
 // to limit characters (0: whole). Texts the store already cut (Step.Cut)
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
-	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s)}
+	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
+		ToolName: s.Payload.ToolName}
+	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
 	case s.Outcome == "failed":
 		v.Status, v.StatusClass = "failed", "failed"

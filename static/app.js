@@ -168,6 +168,7 @@
       const fresh = document.importNode(t.content, true).firstElementChild;
       const old = document.getElementById(t.dataset.turn);
       if (old) {
+        keepOpenBlocks(old, fresh);
         old.replaceWith(fresh);
       } else if (shown.length === 0 || Number(fresh.dataset.number) >= Number(shown[0].dataset.number)) {
         turns.appendChild(fresh);
@@ -175,6 +176,7 @@
         return; // an older turn than those shown
       }
       htmx.process(fresh);
+      filterActors(fresh, false);
     });
     if (stamp) session.dataset.stamp = stamp;
   }
@@ -201,7 +203,7 @@
 
   function setAll(open) {
     expanding = true;
-    document.querySelectorAll('details.step').forEach(function (d) { d.open = open; });
+    document.querySelectorAll('details.step, details.subagent').forEach(function (d) { d.open = open; });
     setTimeout(function () { expanding = false; }); // toggle events fire after this task
   }
 
@@ -220,6 +222,7 @@
       return;
     }
     d.open = true;
+    openEnclosingBlock(d);
     d.scrollIntoView({ block: 'start' });
     d.querySelector('summary').focus({ preventScroll: true });
   }
@@ -252,4 +255,49 @@
   // On load, not DOMContentLoaded: the browser's own scroll to the fragment
   // comes after DOMContentLoaded and moves the focus off the step's summary.
   window.addEventListener('load', openHash);
+
+  // Subagents: a subagent's steps sit in a details.subagent block under the
+  // step that spawned it. A live update keeps opened blocks open, a
+  // #step-N link opens the block holding the step, and the actor filter
+  // shows the main agent only or one actor.
+  function openEnclosingBlock(d) {
+    const b = d.closest('details.subagent');
+    if (b) b.open = true;
+  }
+
+  function keepOpenBlocks(old, fresh) {
+    old.querySelectorAll('details.subagent[open]').forEach(function (b) {
+      fresh.querySelectorAll('details.subagent').forEach(function (f) {
+        if (f.dataset.actorId === b.dataset.actorId) f.open = true;
+      });
+    });
+  }
+
+  function filterActors(root, openChosen) {
+    const sel = document.getElementById('actor-filter');
+    const want = sel ? sel.value : '';
+    root.querySelectorAll('details.subagent, details.step').forEach(function (el) {
+      const sub = el.dataset.actorType === 'subagent';
+      let show = true;
+      if (want === 'root') show = !sub;
+      else if (want !== '') show = sub && el.dataset.actorId === want;
+      if (el.classList.contains('step') && el.closest('details.subagent')) show = true; // its block decides
+      el.hidden = !show;
+      const notes = el.nextElementSibling;
+      if (el.classList.contains('step') && notes && notes.classList.contains('step-notes')) notes.hidden = !show;
+      if (openChosen && show && want !== '' && want !== 'root' && el.classList.contains('subagent')) el.open = true;
+    });
+  }
+
+  // Earlier turns shown later follow the filter too.
+  document.addEventListener('htmx:afterSettle', function () {
+    const timeline = document.getElementById('timeline');
+    if (timeline && document.getElementById('actor-filter')) filterActors(timeline, false);
+  });
+
+  document.addEventListener('change', function (e) {
+    if (e.target.id !== 'actor-filter') return;
+    const timeline = document.getElementById('timeline');
+    if (timeline) filterActors(timeline, true);
+  });
 })();

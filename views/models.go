@@ -144,6 +144,7 @@ type SessionView struct {
 	Files        []FileRow
 	Commands     []CommandRow
 	Turns        []TurnView
+	Actors       []ActorOption // the subagents, for the timeline's filter
 	Verdict      *VerdictView
 	Notes        []NoteView // every note, in step order
 }
@@ -181,6 +182,12 @@ type StepView struct {
 	Seq         int64
 	Type        string
 	Summary     string
+	ActorID     string // "root" for the main agent
+	ActorType   string // root, subagent
+	ActorLabel  string // the subagent's kind or description
+	ToolName    string
+	SpawnKind   string // a spawn call's subagent kind (subagent_type), to find its block
+	SpawnDesc   string // a spawn call's description of the subagent's task
 	Status      string // ok, failed: <error type>, reference-only
 	StatusClass string // ok, failed, ref
 	At          string // RFC 3339
