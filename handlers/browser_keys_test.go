@@ -40,7 +40,8 @@ func (p *tab) key(k string) {
 
 // TestBrowserKeys drives every keyboard shortcut: ? lists them in a named
 // dialog, / focuses the top bar's search (and a key typed there stays
-// text), j/k move through the list's rows and Enter opens one, j, o/O and
+// text), j/k move through the list's rows, the selection outlives a live
+// refresh and Enter opens it, j, o/O and
 // [/] work the timeline, g then s goes back to the sessions, and the top
 // bar's search box searches.
 func TestBrowserKeys(t *testing.T) {
@@ -83,6 +84,9 @@ func TestBrowserKeys(t *testing.T) {
 	p.waitFor("j j selects the second row", row(1)+`.classList.contains('kb-current') && `+row(1)+`.contains(document.activeElement)`)
 	p.key("k")
 	p.waitFor("k selects the first row", row(0)+`.classList.contains('kb-current') && !`+row(1)+`.classList.contains('kb-current')`)
+	s.mustPush(manyTurns("keys-oldest", 1, start.Add(-time.Hour)), http.StatusCreated)
+	p.waitFor("a live refresh redraws the rows and keeps the selection", `document.querySelectorAll('[data-testid="session-row"]').length === 3 && `+row(0)+`.classList.contains('kb-current')`)
+	evalJS[bool](p, `document.activeElement.blur(), true`)
 	p.key("\r")
 	p.waitFor("Enter opens the newest session", `location.pathname === '/session' && document.readyState === 'complete' && document.querySelector('[data-testid="session"]') !== null
 		&& document.querySelector('[data-testid="session"]').dataset.sessionId === 'keys-newer'`)

@@ -17,21 +17,30 @@
   }
 
   // The selection is kept by id: a live refresh redraws the rows and turns,
-  // and the new element of the selected item is marked again.
+  // and the new element of the selected item is marked again, and focused
+  // again if the focus went with the old one.
   let currentID = '';
+  let focused = null;
   function current() {
     const el = currentID ? document.getElementById(currentID) : null;
     if (el) el.classList.add('kb-current');
     return el;
   }
-  document.addEventListener('htmx:afterSettle', current);
+  new MutationObserver(function () {
+    const el = current();
+    if (el && focused && !focused.isConnected && document.activeElement === document.body) {
+      focused = handle(el);
+      focused.focus({ preventScroll: true });
+    }
+  }).observe(document.documentElement, { childList: true, subtree: true });
 
   function select(item) {
     const was = current();
     if (was) was.classList.remove('kb-current');
     currentID = item.id;
     item.classList.add('kb-current');
-    handle(item).focus({ preventScroll: true });
+    focused = handle(item);
+    focused.focus({ preventScroll: true });
     item.scrollIntoView({ block: 'nearest' });
   }
 
@@ -80,8 +89,10 @@
       case 'j': move(1); break;
       case 'k': move(-1); break;
       case 'Enter': {
+        // Only when nothing else has the focus (a live refresh drops it):
+        // on a link, a button or the selected item the browser acts itself.
         const c = current();
-        if (!c || document.activeElement === handle(c)) { done = false; break; } // the browser opens it
+        if (!c || (document.activeElement && document.activeElement !== document.body)) { done = false; break; }
         handle(c).click();
         break;
       }
