@@ -10,7 +10,7 @@ import (
 
 // TestBrowserSearch: a query typed in the search page's box finds a step;
 // its hit, with the match marked and agent markup as text, opens that step
-// on the session page, scrolled to.
+// on the session page, scrolled to, with the match marked in it.
 func TestBrowserSearch(t *testing.T) {
 	b := startBrowser(t)
 	s := newTestService(t)
@@ -37,4 +37,11 @@ func TestBrowserSearch(t *testing.T) {
 	p.click(`[data-testid="search-hit-link"]`)
 	p.waitFor("step 75 is open and scrolled to", `location.pathname === '/session' && location.hash === '#step-75'
 		&& document.querySelector('#step-75') !== null && document.querySelector('#step-75').open && `+inView("#step-75"))
+	p.waitFor("the match is marked in the step", `document.querySelector('#step-75 mark.hit') !== null`)
+	if got := p.texts(`#step-75 mark.hit`); len(got) == 0 || got[0] != "frobnicate_widget.go" {
+		t.Errorf("marked in the step: %q; want frobnicate_widget.go", got)
+	}
+	if n := p.count(`#step-75 img`); n != 0 {
+		t.Errorf("marking made %d img elements of agent text; want it as text", n)
+	}
 }

@@ -43,7 +43,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeJSON(w, se.status, errorBody{Error: se.msg})
 	case errors.Is(err, store.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "not found"})
-	case errors.Is(err, store.ErrNotJSON), errors.Is(err, store.ErrNotObject), errors.Is(err, store.ErrBadCursor):
+	case errors.Is(err, store.ErrNotJSON), errors.Is(err, store.ErrNotObject), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrBadFilter):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
 	case errors.As(err, &invalid):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: invalid.Error(), Details: invalid.Problems, Omitted: invalid.Omitted})

@@ -15,7 +15,12 @@ import (
 // region a live update redraws.
 func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := store.ListQuery{Agent: r.URL.Query().Get("agent"), Verdict: r.URL.Query().Get("verdict"), After: r.URL.Query().Get("after"), Limit: pageSessions}
+		q, err := parseListQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		q.Limit = pageSessions
 		l, err := src.List(r.Context(), q)
 		if err != nil {
 			writeError(w, r, log, err)
@@ -32,11 +37,14 @@ func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.H
 }
 
 func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
-	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total)}
+	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total), Filter: views.ListFilter{
+		Agent: q.Agent, Verdict: q.Verdict, Workspace: q.Workspace, Since: q.Since, Until: q.Until, Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
+	}}
 	// href is the list with the filters of q, changed by kv (an empty value drops one).
 	href := func(path string, kv ...string) string {
 		v := url.Values{}
-		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "after": q.After} {
+		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "workspace": q.Workspace, "since": q.Since,
+			"until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged), "cost": q.Cost, "after": q.After} {
 			if val != "" {
 				v.Set(name, val)
 			}
@@ -54,6 +62,7 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 		return path + "?" + v.Encode()
 	}
 	p.RowsURL = href("/rows")
+	p.AllAgentsHref = href("/", "agent", "", "after", "")
 	if l.Next != "" {
 		p.OlderHref = href("/", "after", l.Next)
 	}
@@ -70,6 +79,14 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 		p.Rows = append(p.Rows, sessionRow(s, now))
 	}
 	return p
+}
+
+// flagParam is a yes/no filter as a URL value: "1", or "" to leave it out.
+func flagParam(on bool) string {
+	if on {
+		return "1"
+	}
+	return ""
 }
 
 func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
@@ -118,11 +120,29 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		g := &gs[len(gs)-1]
 		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Status: h.Status, Href: g.Href, Snippet: snippetParts(h.Snippet, h.Matches)}
 		if h.Seq > 0 {
-			row.Href += "#step-" + strconv.FormatInt(h.Seq, 10)
+			row.Href += matchedParam(h.Snippet, h.Matches) + "#step-" + strconv.FormatInt(h.Seq, 10)
 		}
 		g.Hits = append(g.Hits, row)
 	}
 	return gs
+}
+
+// matchedParam is "&q=" and the distinct words a hit's snippet matched,
+// at most 8, for the session page to mark in the step (static/step-marks.js).
+func matchedParam(snippet string, matches [][2]int) string {
+	var words []string
+	for _, m := range matches {
+		if m[0] < 0 || m[1] > len(snippet) || m[0] >= m[1] {
+			continue
+		}
+		if w := strings.ToLower(snippet[m[0]:m[1]]); !slices.Contains(words, w) && len(words) < 8 {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	return "&q=" + url.QueryEscape(strings.Join(words, " "))
 }
 
 // snippetParts splits a snippet at its matches.

@@ -81,8 +81,8 @@ func TestSearchPage(t *testing.T) {
 		t.Fatalf("groups = %d (%s); want session a only", groups.Length(), groups.AttrOr("data-session-id", ""))
 	}
 	hit := groups.Find(`[data-testid="search-hit"]`)
-	if hit.AttrOr("data-seq", "") != "2" || hit.Find(`[data-testid="search-hit-link"]`).AttrOr("href", "") != "/session?id=a#step-2" {
-		t.Errorf("hit seq %s links to %s; want step 2 at /session?id=a#step-2", hit.AttrOr("data-seq", ""), hit.Find("a").AttrOr("href", ""))
+	if hit.AttrOr("data-seq", "") != "2" || hit.Find(`[data-testid="search-hit-link"]`).AttrOr("href", "") != "/session?id=a&q=needle#step-2" {
+		t.Errorf("hit seq %s links to %s; want step 2 at /session?id=a&q=needle#step-2 (the match to mark)", hit.AttrOr("data-seq", ""), hit.Find("a").AttrOr("href", ""))
 	}
 	snippet := hit.Find(`[data-testid="search-snippet"]`)
 	if snippet.Find("mark").Text() != "needle" || snippet.Find("script").Length() != 0 || !strings.Contains(snippet.Text(), "<script>alert(1)</script>") {

@@ -92,7 +92,10 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 
 // parseListQuery reads a ListQuery from query parameters.
 func parseListQuery(v url.Values) (store.ListQuery, error) {
-	q := store.ListQuery{Agent: v.Get("agent"), Verdict: v.Get("verdict"), After: v.Get("after")}
+	q := store.ListQuery{
+		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
+		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Cost: v.Get("cost"), After: v.Get("after"),
+	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {

@@ -18,6 +18,8 @@ var (
 	ErrNotObject = errors.New("body must be a JSON object")
 	// ErrBadCursor means a list cursor is not one the store gave out.
 	ErrBadCursor = errors.New("after is not a cursor of this list")
+	// ErrBadFilter means a list filter's value is not one of its form.
+	ErrBadFilter = errors.New("bad list filter")
 )
 
 // Problem is one thing wrong with a batch, at a dotted path with [i]

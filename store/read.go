@@ -220,14 +220,52 @@ func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64
 
 // ListQuery narrows the list. The zero value lists every session.
 type ListQuery struct {
-	Agent   string // only sessions of this agent kind
-	Verdict string // only sessions with this verdict state
-	Limit   int    // at most this many sessions (0: all)
-	After   string // a Next cursor of an earlier page: the sessions after it
+	Agent     string // only sessions of this agent kind
+	Verdict   string // only sessions with this verdict state
+	Workspace string // only sessions whose workspace root contains this
+	Since     string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
+	Until     string // only sessions started before this date or time
+	Failed    bool   // only sessions with a failed step
+	Flagged   bool   // only sessions with a flagged step
+	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost
+	Limit     int    // at most this many sessions (0: all)
+	After     string // a Next cursor of an earlier page: the sessions after it
+}
+
+// listFilter is the WHERE clause of every filter of a ListQuery but those
+// named in except, so a chip's count keeps the other filters.
+const listFilter = `(:agent = '' OR s.agent_kind = :agent OR :except = 'agent')
+	AND (:verdict = '' OR s.verdict_state = :verdict OR :except = 'verdict')
+	AND (:workspace = '' OR instr(s.workspace_root, :workspace) > 0)
+	AND (:since = 0 OR s.started_ns >= :since) AND (:until = 0 OR s.started_ns < :until)
+	AND (NOT :failed OR EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed'))
+	AND (NOT :flagged OR EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0))
+	AND (:cost = '' OR (json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded'))`
+
+// listArgs are the named arguments of listFilter for q, leaving out the
+// filter named except.
+func listArgs(q ListQuery, except string) (map[string]any, error) {
+	var ns [2]int64
+	for i, v := range []string{q.Since, q.Until} {
+		if v == "" {
+			continue
+		}
+		t, err := parseSearchTime(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadFilter, [2]string{"since", "until"}[i], err)
+		}
+		ns[i] = startedNS(t)
+	}
+	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {
+		return nil, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
+	}
+	return map[string]any{":agent": q.Agent, ":verdict": q.Verdict, ":except": except, ":workspace": q.Workspace,
+		":since": ns[0], ":until": ns[1], ":failed": q.Failed, ":flagged": q.Flagged, ":cost": q.Cost}, nil
 }
 
 // List returns stored sessions newest first, a page of them when q has a
-// limit; Total and Agents always cover every session the filter keeps.
+// limit; Total covers every session the filters keep, Agents and Verdicts
+// every session the other filters keep.
 func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}, Verdicts: []VerdictCount{}}
 	afterNS, afterID, err := parseCursor(q.After)
@@ -238,13 +276,28 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
+	args, err := listArgs(q, "")
+	if err != nil {
+		return l, err
+	}
+	with := func(except string, kv ...any) map[string]any {
+		m := make(map[string]any, len(args)+len(kv)/2)
+		for k, v := range args {
+			m[k] = v
+		}
+		m[":except"] = except
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks []int64
 		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
-			WHERE (:agent = '' OR s.agent_kind = :agent) AND (:verdict = '' OR s.verdict_state = :verdict)
+			WHERE `+listFilter+`
 			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
 			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
-			Named: map[string]any{":agent": q.Agent, ":verdict": q.Verdict, ":after": len(q.After), ":ns": afterNS, ":id": afterID, ":limit": limit},
+			Named: with("", ":after", len(q.After), ":ns", afterNS, ":id", afterID, ":limit", limit),
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pk, o, err := scanSession(conn, st)
 				pks = append(pks, pk)
@@ -275,9 +328,9 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 				return err
 			}
 		}
-		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(metrics, '$.cost_usd')), 0), count(*) - count(metrics)
-			FROM sessions WHERE (:agent = '' OR agent_kind = :agent) AND (:verdict = '' OR verdict_state = :verdict)`, &sqlitex.ExecOptions{
-			Named: map[string]any{":agent": q.Agent, ":verdict": q.Verdict},
+		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(s.metrics, '$.cost_usd')), 0), count(*) - count(s.metrics)
+			FROM sessions s WHERE `+listFilter, &sqlitex.ExecOptions{
+			Named: with(""),
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Total = Total{Sessions: st.ColumnInt(0), CostUSD: st.ColumnFloat(1), CostNotRecorded: st.ColumnInt(2)}
 				return nil
@@ -286,7 +339,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		err = sqlitex.Execute(conn, `SELECT agent_kind, count(*) FROM sessions GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+		err = sqlitex.Execute(conn, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+listFilter+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			Named: with("agent"),
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Agents = append(l.Agents, AgentCount{Kind: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil
@@ -295,7 +349,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `SELECT verdict_state, count(*) FROM sessions WHERE verdict_state IS NOT NULL GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+		return sqlitex.Execute(conn, `SELECT s.verdict_state, count(*) FROM sessions s WHERE s.verdict_state IS NOT NULL AND `+listFilter+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			Named: with("verdict"),
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Verdicts = append(l.Verdicts, VerdictCount{State: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil

@@ -57,7 +57,7 @@ func Layout(title, stream string, demo bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><script src=\"/static/vendor/htmx-2.0.11.min.js\" defer></script><script src=\"/static/vendor/htmx-ext-sse-2.2.4.js\" defer></script><script src=\"/static/app.js\" defer></script><script src=\"/static/review.js\" defer></script></head><body hx-ext=\"sse\"><header class=\"topbar\" data-testid=\"topbar\"><a class=\"brand\" href=\"/\">Agent sessions</a> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><script src=\"/static/vendor/htmx-2.0.11.min.js\" defer></script><script src=\"/static/vendor/htmx-ext-sse-2.2.4.js\" defer></script><script src=\"/static/app.js\" defer></script><script src=\"/static/review.js\" defer></script><script src=\"/static/keys.js\" defer></script><script src=\"/static/step-marks.js\" defer></script></head><body hx-ext=\"sse\"><header class=\"topbar\" data-testid=\"topbar\"><a class=\"brand\" href=\"/\">Agent sessions</a><form class=\"top-search\" method=\"get\" action=\"/search\" role=\"search\"><input type=\"search\" name=\"q\" placeholder=\"Search  /\" aria-label=\"Search every session\" data-testid=\"topbar-search\"></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -74,7 +74,7 @@ func Layout(title, stream string, demo bool) templ.Component {
 		var templ_7745c5c3_Var4 string
 		templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(stream).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 31, Col: 52}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 36, Col: 52}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 		if templ_7745c5c3_Err != nil {
@@ -88,7 +88,15 @@ func Layout(title, stream string, demo bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</main></body></html>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</main>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = KeysDialog().Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "</body></html>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -129,26 +137,52 @@ func Missing(message string) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<h1>Not found</h1><p class=\"gone\" data-testid=\"missing\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<h1>Not found</h1><p class=\"gone\" data-testid=\"missing\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(message)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 50, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 56, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "</p><p><a href=\"/\">All sessions</a></p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "</p><p><a href=\"/\">All sessions</a></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			return nil
 		})
 		templ_7745c5c3_Err = Layout("Not found", "/api/events", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var6), templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// KeysDialog lists every keyboard shortcut; ? opens it (static/keys.js).
+func KeysDialog() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<dialog id=\"keys-dialog\" class=\"keys\" data-testid=\"keys-dialog\" aria-labelledby=\"keys-dialog-title\"><h2 id=\"keys-dialog-title\">Keyboard shortcuts</h2><dl><div><dt><kbd>/</kbd></dt><dd>Search</dd></div><div><dt><kbd>j</kbd> <kbd>k</kbd></dt><dd>Next, previous session or step</dd></div><div><dt><kbd>Enter</kbd></dt><dd>Open it</dd></div><div><dt><kbd>o</kbd> <kbd>O</kbd></dt><dd>Expand, collapse all steps</dd></div><div><dt><kbd>[</kbd> <kbd>]</kbd></dt><dd>Previous, next turn</dd></div><div><dt><kbd>g</kbd> then <kbd>s</kbd></dt><dd>Go to sessions</dd></div><div><dt><kbd>?</kbd></dt><dd>This list</dd></div></dl><form method=\"dialog\"><button value=\"close\" autofocus data-testid=\"keys-close\">Close</button></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -80,6 +80,16 @@ type ListPage struct {
 	OlderHref, NewestHref string
 	Verdict               string // the verdict state filtered on, or ""
 	VerdictChips          []VerdictChip
+	Filter                ListFilter
+	AllAgentsHref         string // the list with every filter but the agent
+}
+
+// ListFilter is the list's filters as the filter form shows them; the
+// form keeps the agent and verdict the chips chose.
+type ListFilter struct {
+	Agent, Verdict, Workspace, Since, Until string
+	Failed, Flagged                         bool
+	Cost                                    string // "", "recorded" or "not_recorded"
 }
 
 // AgentChip filters the list by one agent kind.

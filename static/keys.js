@@ -1,0 +1,114 @@
+// Keyboard shortcuts, on every page: / search, j/k move through list rows or
+// timeline steps, Enter opens, o/O expand/collapse all, [/] previous/next
+// turn, g then s sessions, ? the list of shortcuts. None fires while typing
+// in a field, with a modifier held, or while a dialog is open.
+(function () {
+  'use strict';
+
+  // The items j/k move through: the session list's rows, or the timeline's steps.
+  function items() {
+    return Array.from(document.querySelectorAll('tr[data-testid="session-row"], details.step'));
+  }
+
+  // The element of an item that takes focus and opens it: a row's title
+  // link, a step's summary.
+  function handle(item) {
+    return item.matches('tr') ? item.querySelector('a[data-testid="title"]') : item.querySelector('summary');
+  }
+
+  // The selection is kept by id: a live refresh redraws the rows and turns,
+  // and the new element of the selected item is marked again, and focused
+  // again if the focus went with the old one.
+  let currentID = '';
+  let focused = null;
+  function current() {
+    const el = currentID ? document.getElementById(currentID) : null;
+    if (el) el.classList.add('kb-current');
+    return el;
+  }
+  new MutationObserver(function () {
+    const el = current();
+    if (el && focused && !focused.isConnected && document.activeElement === document.body) {
+      focused = handle(el);
+      focused.focus({ preventScroll: true });
+    }
+  }).observe(document.documentElement, { childList: true, subtree: true });
+
+  function select(item) {
+    const was = current();
+    if (was) was.classList.remove('kb-current');
+    currentID = item.id;
+    item.classList.add('kb-current');
+    focused = handle(item);
+    focused.focus({ preventScroll: true });
+    item.scrollIntoView({ block: 'nearest' });
+  }
+
+  function move(by) {
+    const all = items();
+    if (all.length === 0) return;
+    const i = all.indexOf(current());
+    select(all[i < 0 ? (by > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, i + by))]);
+  }
+
+  // turn moves to the previous (-1) or next (+1) turn from the one on top
+  // of the viewport, or holding the current step.
+  function turn(by) {
+    const turns = Array.from(document.querySelectorAll('section.turn'));
+    if (turns.length === 0) return;
+    const cur = current() && current().closest('section.turn');
+    let i = cur ? turns.indexOf(cur) : turns.findIndex(function (t) { return t.getBoundingClientRect().bottom > 1; });
+    if (i < 0) i = turns.length - 1;
+    const t = turns[Math.min(turns.length - 1, Math.max(0, i + by))];
+    const step = t.querySelector('details.step');
+    if (step) select(step);
+    t.scrollIntoView({ block: 'start' });
+  }
+
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+
+  let pendingG = false;
+  document.addEventListener('keydown', function (e) {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || document.querySelector('dialog[open]')) return;
+    const g = pendingG;
+    pendingG = false;
+    if (g && e.key === 's') {
+      location.href = '/';
+      return;
+    }
+    let done = true;
+    switch (e.key) {
+      case '/': {
+        const box = document.querySelector('[data-testid="search-input"]') || document.querySelector('[data-testid="topbar-search"]');
+        box.focus();
+        box.select();
+        break;
+      }
+      case 'j': move(1); break;
+      case 'k': move(-1); break;
+      case 'Enter': {
+        // Only when nothing else has the focus (a live refresh drops it):
+        // on a link, a button or the selected item the browser acts itself.
+        const c = current();
+        if (!c || (document.activeElement && document.activeElement !== document.body)) { done = false; break; }
+        handle(c).click();
+        break;
+      }
+      case 'o': click('expand-all'); break;
+      case 'O': click('collapse-all'); break;
+      case '[': turn(-1); break;
+      case ']': turn(1); break;
+      case 'g': pendingG = true; break;
+      case '?': document.getElementById('keys-dialog').showModal(); break;
+      default: done = false;
+    }
+    if (done) e.preventDefault();
+  });
+
+  function click(id) {
+    const b = document.getElementById(id);
+    if (b) b.click();
+  }
+})();
