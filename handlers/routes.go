@@ -97,6 +97,7 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/search", searchAPI(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/usage", usageAPI(d.Store, d.Log))
 
 		// Live stream
 		r.Handler(http.MethodGet, "/api/events", events(d.Hub, d.Log))
