@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+// shownUsageRows reads the rows of the table in the element sel as the page
+// shows them, numbers without their commas.
+func shownUsageRows(p *tab, sel string) []map[string]string {
+	p.t.Helper()
+	return evalJS[[]map[string]string](p, `Array.from(document.querySelectorAll(`+jsString(sel+` [data-testid="usage-row"]`)+`)).map(r => {
+		const o = {key: r.dataset.key};
+		for (const c of r.querySelectorAll('td[data-field]')) o[c.dataset.field] = c.textContent.trim().replaceAll(',', '');
+		return o; })`)
+}
+
+// usageRowFields is a JSON row's figures as the page shows them.
+func usageRowFields(r store.UsageRow) map[string]string {
+	return map[string]string{
+		"key": r.Key, "input": fmt.Sprint(r.Tokens.Input), "output": fmt.Sprint(r.Tokens.Output),
+		"cache_read": fmt.Sprint(r.Tokens.CacheRead), "cache_creation": fmt.Sprint(r.Tokens.CacheCreation),
+		"total": fmt.Sprint(r.Tokens.Total()), "api_requests": fmt.Sprint(r.APIRequests),
+	}
+}
+
+// TestBrowserUsagePage: the top bar links to /usage; its charts' tables and
+// totals show the numbers GET /api/usage gives for the same period, the
+// estimate is marked with the pricing date in its tooltip, a model without
+// a price says so; at 390 px nothing is wider than the screen, and the
+// dark theme applies.
+func TestBrowserUsagePage(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.emulate(1280, 800, "light")
+
+	p.open("/")
+	p.click(`[data-testid="usage-link"]`)
+	p.waitFor("the usage page opens", `location.pathname === '/usage' && document.querySelector('[data-testid="usage-page"]') !== null`)
+
+	const period = "since=2026-03-01&until=2026-03-31"
+	p.open("/usage?" + period)
+	for _, group := range []string{"day", "model", "agent", "project", "session"} {
+		var rep UsageReport
+		if err := json.Unmarshal(s.get("/api/usage?group="+group+"&"+period).Body.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		sel := `[data-testid="usage-chart-` + group + `"]`
+		if group == "session" {
+			sel = `[data-testid="usage-sessions"]`
+		}
+		shown := shownUsageRows(p, sel)
+		if len(shown) != len(rep.Rows) {
+			t.Fatalf("%s: %d rows shown; want the %d of /api/usage", group, len(shown), len(rep.Rows))
+		}
+		for i, r := range rep.Rows {
+			want := usageRowFields(r)
+			for k, v := range want {
+				if shown[i][k] != v {
+					t.Errorf("%s row %d %s = %q; want %q as /api/usage", group, i, k, shown[i][k], v)
+				}
+			}
+		}
+		if group == "day" {
+			tot := map[string]string{
+				"input": "usage-total-input", "output": "usage-total-output", "cache_read": "usage-total-cache-read",
+				"cache_creation": "usage-total-cache-creation", "api_requests": "usage-total-requests",
+			}
+			want := usageRowFields(rep.Total)
+			for k, id := range tot {
+				if got := strings.ReplaceAll(p.text(`[data-testid="`+id+`"]`), ",", ""); got != want[k] {
+					t.Errorf("total %s = %q; want %q as /api/usage", k, got, want[k])
+				}
+			}
+			if n := p.count(sel + ` svg rect.usage-bar`); n != len(rep.Rows) {
+				t.Errorf("%d day bars; want %d", n, len(rep.Rows))
+			}
+			title := evalJS[string](p, `document.querySelector('[data-testid="usage-total-cost"] [data-testid="cost-estimated"]').title`)
+			if !strings.Contains(title, rep.Pricing.AsOf) || !strings.HasPrefix(p.text(`[data-testid="usage-total-cost"] [data-testid="cost-estimated"]`), "≈ $") {
+				t.Errorf("total estimate tooltip = %q; want it marked ≈ with the pricing date %s", title, rep.Pricing.AsOf)
+			}
+		}
+	}
+	if got := p.text(`[data-testid="usage-chart-model"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
+		t.Errorf("unpriced model's cost = %q; want it to say it has no price", got)
+	}
+	if got := evalJS[string](p, `document.querySelector('[data-testid="usage-chart-model"] svg title').textContent`); got != "Tokens by model" {
+		t.Errorf("model chart title = %q; want an accessible title", got)
+	}
+
+	p.emulate(390, 844, "light")
+	p.open("/usage?" + period)
+	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+		t.Errorf("/usage at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
+	}
+	p.emulate(1280, 800, "dark")
+	p.open("/usage?" + period)
+	if l := evalJS[float64](p, backgroundLuma); l > 0.2 {
+		t.Errorf("/usage in dark: background luminance %.2f; want the dark theme", l)
+	}
+	if fill := evalJS[string](p, `getComputedStyle(document.querySelector('.usage-label')).fill`); fill == "rgb(0, 0, 0)" {
+		t.Errorf("chart labels in dark are %s; want them readable on the dark background", fill)
+	}
+}

@@ -1,0 +1,111 @@
+package handlers
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// usageDays is the period /usage shows when none is given.
+const usageDays = 30
+
+// usageChartBars bounds the bars of a chart by model, agent or project and
+// the top sessions; the rest are counted.
+const usageChartBars = 20
+
+// usagePage is GET /usage[?since=&until=&agent=]: the period's totals, its
+// usage by day, model, agent and project, and the top sessions, from the
+// same report as GET /api/usage. A bad parameter is 400 with the page
+// saying what is wrong.
+func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Query()
+		if v.Get("since") == "" && v.Get("until") == "" {
+			today := time.Now()
+			v.Set("since", today.AddDate(0, 0, 1-usageDays).Format(time.DateOnly))
+			v.Set("until", today.Format(time.DateOnly))
+		}
+		table := pricing.Default()
+		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
+			Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", table.Source, table.AsOf)}
+		v.Del("group")
+		q, err := parseUsageQuery(v, store.UsageByDay)
+		if err != nil {
+			p.Problem = strings.TrimPrefix(err.Error(), "query ")
+			render(w, r, log, http.StatusBadRequest, views.Usage(p))
+			return
+		}
+		for _, c := range []views.UsageChart{
+			{ID: "day", Title: "Tokens by day", Head: "Day", Vertical: true},
+			{ID: "model", Title: "Tokens by model", Head: "Model"},
+			{ID: "agent", Title: "Tokens by agent", Head: "Agent"},
+			{ID: "project", Title: "Tokens by project", Head: "Project"},
+			{ID: "session"},
+		} {
+			q.Group = c.ID
+			rep, err := usageReport(r.Context(), src, q)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			c.Bars, c.More = usageBars(rep.Rows, c.Vertical)
+			switch c.ID {
+			case store.UsageByDay:
+				p.Total = usageBar(rep.Total, 0)
+			case store.UsageBySession:
+				for i := range c.Bars {
+					c.Bars[i].Href = "/session?id=" + url.QueryEscape(c.Bars[i].Label)
+				}
+				p.Sessions = c.Bars
+				continue
+			}
+			p.Charts = append(p.Charts, c)
+		}
+		render(w, r, log, http.StatusOK, views.Usage(p))
+	})
+}
+
+// usageBars turns report rows into bars; all of them for days, else the
+// first usageChartBars, with how many were left out.
+func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
+	more := 0
+	if !all && len(rows) > usageChartBars {
+		rows, more = rows[:usageChartBars], len(rows)-usageChartBars
+	}
+	var longest int64
+	for _, r := range rows {
+		longest = max(longest, r.Tokens.Total())
+	}
+	bars := make([]views.UsageBar, len(rows))
+	for i, r := range rows {
+		bars[i] = usageBar(r, longest)
+	}
+	return bars, more
+}
+
+// usageBar is one row as shown: reported and estimated cost apart.
+func usageBar(r store.UsageRow, longest int64) views.UsageBar {
+	b := views.UsageBar{Label: r.Key, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
+		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, Total: r.Tokens.Total(), Requests: r.APIRequests,
+		Unpriced: strings.Join(r.Unpriced, ", ")}
+	if b.Label == "" {
+		b.Label = "(unknown)"
+	}
+	if longest > 0 {
+		b.Frac = float64(b.Total) / float64(longest)
+	}
+	if r.ReportedCostUSD != nil {
+		b.Reported = fmt.Sprintf("$%.2f", *r.ReportedCostUSD)
+	}
+	if r.EstimatedCostUSD != nil {
+		b.Estimated = fmt.Sprintf("≈ $%.2f estimated", *r.EstimatedCostUSD)
+	}
+	return b
+}
