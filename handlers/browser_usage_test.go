@@ -108,3 +108,64 @@ func TestBrowserUsagePage(t *testing.T) {
 		t.Errorf("chart labels in dark are %s; want them readable on the dark background", fill)
 	}
 }
+
+// TestBrowserSessionUsage: the session page shows the session's tokens per
+// model and in total, and each turn's tokens and requests in its header,
+// equal to the session detail JSON; the estimate is marked with the pricing
+// date, a model without a price says so; at 390 px nothing is wider than
+// the screen, and the dark theme applies.
+func TestBrowserSessionUsage(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	var d struct {
+		Usage store.Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(s.get("/api/sessions/ub").Body.Bytes(), &d); err != nil || len(d.Usage.Turns) != 1 {
+		t.Fatalf("GET /api/sessions/ub usage = %+v, %v; want one turn's usage", d.Usage, err)
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	p.emulate(1280, 800, "light")
+	p.open("/session?id=ub")
+
+	shown := shownUsageRows(p, `[data-testid="session-usage"]`)
+	if len(shown) != len(d.Usage.Models)+1 {
+		t.Fatalf("%d usage rows shown; want %d models and the total", len(shown), len(d.Usage.Models))
+	}
+	rows := make([]store.UsageRow, 0, len(shown))
+	for _, m := range d.Usage.Models {
+		rows = append(rows, store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests})
+	}
+	rows = append(rows, store.UsageRow{Key: "Total", Tokens: d.Usage.Tokens, APIRequests: d.Usage.APIRequests})
+	for i, r := range rows {
+		for k, v := range usageRowFields(r) {
+			if shown[i][k] != v {
+				t.Errorf("usage row %d %s = %q; want %q as the session detail", i, k, shown[i][k], v)
+			}
+		}
+	}
+	total := `[data-testid="session-usage"] [data-key="Total"]`
+	title := evalJS[string](p, `document.querySelector(`+jsString(total+` [data-testid="cost-estimated"]`)+`).title`)
+	if !strings.Contains(title, d.Usage.Pricing.AsOf) || !strings.HasPrefix(p.text(total+` [data-testid="cost-estimated"]`), "≈ $") {
+		t.Errorf("session estimate tooltip = %q; want it marked ≈ with the pricing date %s", title, d.Usage.Pricing.AsOf)
+	}
+	if got := p.text(`[data-testid="session-usage"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
+		t.Errorf("unpriced model's cost = %q; want it to say it has no price", got)
+	}
+	tu := d.Usage.Turns[0]
+	want := strings.ReplaceAll(fmt.Sprintf("%s tokens · %d requests", fmt.Sprint(tu.Tokens.Total()), tu.APIRequests), ",", "")
+	if got := strings.ReplaceAll(p.text(`[data-testid="turn"] [data-testid="turn-tokens"]`), ",", ""); got != want {
+		t.Errorf("turn header tokens = %q; want %q as the session detail", got, want)
+	}
+
+	p.emulate(390, 844, "light")
+	p.open("/session?id=ub")
+	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+		t.Errorf("/session at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
+	}
+	p.emulate(1280, 800, "dark")
+	p.open("/session?id=ub")
+	if l := evalJS[float64](p, backgroundLuma); l > 0.2 {
+		t.Errorf("/session in dark: background luminance %.2f; want the dark theme", l)
+	}
+}

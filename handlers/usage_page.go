@@ -109,3 +109,21 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	}
 	return b
 }
+
+// sessionUsage is a session's usage as its page shows it; nil without any.
+func sessionUsage(u *store.Usage) *views.SessionUsageView {
+	if u == nil {
+		return nil
+	}
+	v := &views.SessionUsageView{Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", u.Pricing.Source, u.Pricing.AsOf)}
+	for _, m := range u.Models {
+		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD}
+		if m.EstimatedCostUSD == nil {
+			row.Unpriced = []string{m.Model}
+		}
+		v.Rows = append(v.Rows, usageBar(row, 0))
+	}
+	v.Rows = append(v.Rows, usageBar(store.UsageRow{Key: "Total", Tokens: u.Tokens, APIRequests: u.APIRequests,
+		ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD, Unpriced: u.Unpriced}, 0))
+	return v
+}

@@ -86,3 +86,27 @@ func Thousands(n int64) string {
 	}
 	return string(out)
 }
+
+// SessionUsageView is one session's usage on its page: a row per model,
+// then the total, with the price table the estimates come from.
+type SessionUsageView struct {
+	Rows    []UsageBar
+	Pricing string
+}
+
+// TurnTokens is a turn's usage in its header: the total tokens and API
+// requests, with the kinds of tokens in the tooltip.
+type TurnTokens struct {
+	Total, Requests                       int64
+	Input, Output, CacheRead, CacheCreate int64
+}
+
+// Line is "12,345 tokens · 3 requests".
+func (t TurnTokens) Line() string {
+	return Thousands(t.Total) + " tokens · " + Plural(int(t.Requests), "request")
+}
+
+// Detail is the tokens by kind, for the tooltip.
+func (t TurnTokens) Detail() string {
+	return "in " + Thousands(t.Input) + ", out " + Thousands(t.Output) + ", cache read " + Thousands(t.CacheRead) + ", cache write " + Thousands(t.CacheCreate)
+}
