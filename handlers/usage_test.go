@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -172,5 +173,27 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("GET /api/usage%.40s Content-Type = %q; want JSON", c.query, ct)
 		}
+	}
+}
+
+// TestUsagePage: /usage shows the last 30 days by default, and a bad
+// parameter is a 400 page saying which.
+func TestUsagePage(t *testing.T) {
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	rec := s.get("/usage")
+	today := time.Now().Format(time.DateOnly)
+	since := time.Now().AddDate(0, 0, -29).Format(time.DateOnly)
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `value="`+since+`"`) || !strings.Contains(body, `value="`+today+`"`) ||
+		!strings.Contains(body, `data-testid="usage-empty"`) {
+		t.Errorf("GET /usage = %d; want 200 from %s to %s, with no usage in it", rec.Code, since, today)
+	}
+	rec = s.get("/usage?since=2026-03-01&until=2026-03-31")
+	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Contains(body, `data-testid="usage-empty"`) || !strings.Contains(body, `data-testid="usage-chart-day"`) {
+		t.Errorf("GET /usage in March = %d; want 200 with the day chart", rec.Code)
+	}
+	rec = s.get("/usage?since=tomorrow")
+	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("GET /usage?since=tomorrow = %d %s; want 400 saying %s", rec.Code, rec.Body, want)
 	}
 }
