@@ -78,8 +78,25 @@ func TestBrowserUsagePage(t *testing.T) {
 					t.Errorf("total %s = %q; want %q as /api/usage", k, got, want[k])
 				}
 			}
-			if n := p.count(sel + ` svg rect.usage-bar`); n != len(rep.Rows) {
-				t.Errorf("%d day bars; want %d", n, len(rep.Rows))
+			// Each day's bar is stacked by model, each segment the model's
+			// tokens that day as /api/usage?model= gives them.
+			segs := evalJS[[]map[string]string](p, `Array.from(document.querySelectorAll('[data-testid="usage-chart-day"] svg rect[data-series]')).map(r => ({series: r.dataset.series, tokens: r.dataset.tokens}))`)
+			var wantSegs []map[string]string
+			for _, d := range rep.Rows {
+				var byModel UsageReport
+				for _, m := range []string{"gpt-5", "claude-sonnet-4-5", "claude-opus-4-1", "no-such-model"} {
+					if err := json.Unmarshal(s.get("/api/usage?group=day&since="+d.Key+"&until="+d.Key+"&model="+m).Body.Bytes(), &byModel); err != nil {
+						t.Fatal(err)
+					}
+					n := int64(0)
+					if len(byModel.Rows) == 1 {
+						n = byModel.Rows[0].Tokens.Total()
+					}
+					wantSegs = append(wantSegs, map[string]string{"series": m, "tokens": fmt.Sprint(n)})
+				}
+			}
+			if fmt.Sprint(segs) != fmt.Sprint(wantSegs) {
+				t.Errorf("day segments = %v; want %v as /api/usage by model", segs, wantSegs)
 			}
 			title := evalJS[string](p, `document.querySelector('[data-testid="usage-total-cost"] [data-testid="cost-estimated"]').title`)
 			if !strings.Contains(title, rep.Pricing.AsOf) || !strings.HasPrefix(p.text(`[data-testid="usage-total-cost"] [data-testid="cost-estimated"]`), "≈ $") {

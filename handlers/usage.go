@@ -27,16 +27,17 @@ type UsageReport struct {
 	Since   string            `json:"since,omitempty"`
 	Until   string            `json:"until,omitempty"`
 	Agent   string            `json:"agent,omitempty"`
+	Model   string            `json:"model,omitempty"`
 	Rows    []store.UsageRow  `json:"rows"`
 	Total   store.UsageRow    `json:"total"`
 	Pricing store.PricingInfo `json:"pricing"`
 }
 
-// maxUsageAgent bounds the agent parameter (agent kinds are short names).
-const maxUsageAgent = 200
+// maxUsageName bounds the agent and model parameters (short names).
+const maxUsageName = 200
 
 // usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session
-// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>]: the usage report;
+// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>]: the usage report;
 // until is included. A bad parameter is 400 with a JSON error.
 func usageAPI(st UsageReporter, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +62,7 @@ func usageReport(ctx context.Context, st UsageReporter, q usageQuery) (UsageRepo
 		return UsageReport{}, err
 	}
 	table := pricing.Default()
-	return UsageReport{Group: q.Group, Since: q.since, Until: q.until, Agent: q.Agent, Rows: rows,
+	return UsageReport{Group: q.Group, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Rows: rows,
 		Total: store.UsageTotal(rows), Pricing: store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, nil
 }
 
@@ -72,17 +73,20 @@ type usageQuery struct {
 }
 
 // parseUsageQuery reads group (def when absent), since, until (local days,
-// until included) and agent.
+// until included), agent and model.
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
-	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent")}, since: v.Get("since"), until: v.Get("until")}
+	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model")}, since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
 		q.Group = def
 	}
 	if !slices.Contains(store.UsageGroups, q.Group) {
 		return q, badRequest("query parameter group=%q is not valid: give one of %s", q.Group, strings.Join(store.UsageGroups, ", "))
 	}
-	if len(q.Agent) > maxUsageAgent {
-		return q, badRequest("query parameter agent is longer than %d bytes", maxUsageAgent)
+	if len(q.Agent) > maxUsageName {
+		return q, badRequest("query parameter agent is longer than %d bytes", maxUsageName)
+	}
+	if len(q.Model) > maxUsageName {
+		return q, badRequest("query parameter model is longer than %d bytes", maxUsageName)
 	}
 	var err error
 	if q.Since, err = parseDay(q.since, "since"); err != nil {
@@ -127,6 +131,9 @@ func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]sto
 	}
 	if uq.Agent != "" {
 		q.Set("agent", uq.Agent)
+	}
+	if uq.Model != "" {
+		q.Set("model", uq.Model)
 	}
 	var rep UsageReport
 	return rep.Rows, c.get(ctx, "/api/usage", q, &rep)

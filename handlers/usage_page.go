@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -36,12 +37,20 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
 			Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", table.Source, table.AsOf)}
 		v.Del("group")
+		p.Stack = v.Get("stack")
+		if p.Stack == "" {
+			p.Stack = store.UsageByModel
+		}
 		q, err := parseUsageQuery(v, store.UsageByDay)
+		if err == nil && p.Stack != store.UsageByModel && p.Stack != store.UsageByAgent {
+			err = badRequest("query parameter stack=%q is not valid: give model or agent", p.Stack)
+		}
 		if err != nil {
 			p.Problem = strings.TrimPrefix(err.Error(), "query ")
 			render(w, r, log, http.StatusBadRequest, views.Usage(p))
 			return
 		}
+		rows := map[string][]store.UsageRow{}
 		for _, c := range []views.UsageChart{
 			{ID: "day", Title: "Tokens by day", Head: "Day", Vertical: true},
 			{ID: "model", Title: "Tokens by model", Head: "Model"},
@@ -55,6 +64,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 				writeError(w, r, log, err)
 				return
 			}
+			rows[c.ID] = rep.Rows
 			c.Bars, c.More = usageBars(rep.Rows, c.Vertical)
 			switch c.ID {
 			case store.UsageByDay:
@@ -67,6 +77,10 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 				continue
 			}
 			p.Charts = append(p.Charts, c)
+		}
+		if err := stackDays(r.Context(), src, q, &p.Charts[0], rows[p.Stack], p.Stack); err != nil {
+			writeError(w, r, log, err)
+			return
 		}
 		render(w, r, log, http.StatusOK, views.Usage(p))
 	})
@@ -126,4 +140,53 @@ func sessionUsage(u *store.Usage) *views.SessionUsageView {
 	v.Rows = append(v.Rows, usageBar(store.UsageRow{Key: "Total", Tokens: u.Tokens, APIRequests: u.APIRequests,
 		ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD, Unpriced: u.Unpriced}, 0))
 	return v
+}
+
+// stackDays splits each day's bar by the first views.UsageSeriesCount
+// groups of by (model or agent, most tokens first), each from the day
+// report of that group alone, and "other" for the rest.
+func stackDays(ctx context.Context, src UsageReporter, q usageQuery, days *views.UsageChart, groups []store.UsageRow, by string) error {
+	q.Group = store.UsageByDay
+	byDay := map[string]int{}
+	for i, b := range days.Bars {
+		byDay[b.Label] = i
+		days.Bars[i].Segments = []int64{}
+	}
+	stacked := make([]int64, len(days.Bars))
+	for _, g := range groups {
+		if len(days.Series) == views.UsageSeriesCount || g.Key == "" {
+			break
+		}
+		sq := q
+		if by == store.UsageByModel {
+			sq.Model = g.Key
+		} else {
+			sq.Agent = g.Key
+		}
+		rows, err := src.UsageReport(ctx, sq.UsageQuery)
+		if err != nil {
+			return err
+		}
+		days.Series = append(days.Series, g.Key)
+		for i := range days.Bars {
+			days.Bars[i].Segments = append(days.Bars[i].Segments, 0)
+		}
+		for _, r := range rows {
+			if i, ok := byDay[r.Key]; ok {
+				days.Bars[i].Segments[len(days.Series)-1] = r.Tokens.Total()
+				stacked[i] += r.Tokens.Total()
+			}
+		}
+	}
+	other := false
+	for i, b := range days.Bars {
+		other = other || b.Total > stacked[i]
+	}
+	if other {
+		days.Series = append(days.Series, "other")
+		for i, b := range days.Bars {
+			days.Bars[i].Segments = append(days.Bars[i].Segments, b.Total-stacked[i])
+		}
+	}
+	return nil
 }

@@ -129,6 +129,7 @@ func TestUsageAPI(t *testing.T) {
 		{"?group=day&until=2026-03-02", []string{"2026-03-02"}, 1000},
 		{"?group=model&agent=claude-code", []string{"claude-sonnet-4-5", "claude-opus-4-1"}, 1600},
 		{"?group=day&agent=nobody", nil, 0},
+		{"?group=agent&model=claude-sonnet-4-5", []string{"claude-code"}, 1100},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var rep UsageReport
@@ -164,6 +165,7 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?until=2026-13-01", `query parameter until="2026-13-01" is not valid: give a day as YYYY-MM-DD`},
 		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
 		{"?agent=" + strings.Repeat("a", 201), "query parameter agent is longer than 200 bytes"},
+		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var body errorBody
@@ -191,6 +193,13 @@ func TestUsagePage(t *testing.T) {
 	rec = s.get("/usage?since=2026-03-01&until=2026-03-31")
 	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Contains(body, `data-testid="usage-empty"`) || !strings.Contains(body, `data-testid="usage-chart-day"`) {
 		t.Errorf("GET /usage in March = %d; want 200 with the day chart", rec.Code)
+	}
+	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `data-series="codex" data-tokens="33378"`) {
+		t.Errorf("GET /usage stacked by agent = %d; want codex's 33,378 tokens stacked on its day", rec.Code)
+	}
+	if rec = s.get("/usage?stack=day"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `stack=&#34;day&#34; is not valid: give model or agent`) {
+		t.Errorf("GET /usage?stack=day = %d; want 400 saying stack is not valid", rec.Code)
 	}
 	rec = s.get("/usage?since=tomorrow")
 	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {

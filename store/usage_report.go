@@ -36,6 +36,7 @@ type UsageQuery struct {
 	Since time.Time // zero: from the first record
 	Until time.Time // exclusive; zero: to the last
 	Agent string    // only sessions of this agent kind
+	Model string    // only this model's records
 }
 
 // UsageRow is one group of a usage report: a day, week (its Monday),
@@ -98,6 +99,9 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if q.Agent != "" {
 		agent = "AND s.agent_kind = :agent"
 	}
+	if q.Model != "" {
+		agent += " AND h.model = :model"
+	}
 	// The rows are added up here, not in SQL: a local day per hour is
 	// cheaper in Go than SQLite's localtime per row.
 	type sumKey struct {
@@ -113,7 +117,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
 			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`,
 			&sqlitex.ExecOptions{
-				Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
+				Named: namedArgs(namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent), ":model", q.Model),
 				ResultFunc: func(st *sqlite.Stmt) error {
 					k := st.ColumnText(1)
 					if keyOf != nil {

@@ -78,6 +78,10 @@ func TestUsageReport(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7+30 || rows[0].APIRequests != 2 || rows[0].ReportedCostUSD != nil {
 		t.Errorf("UsageReport after a re-read and a delete = %+v, %v; want 37 input over 2 requests, none reported", rows, err)
 	}
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since, Model: "no-such-model"})
+	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7 {
+		t.Errorf("UsageReport(day, no-such-model) = %+v, %v; want its 7 tokens alone", rows, err)
+	}
 	// Model, agent and project groups: most tokens first.
 	for _, c := range []struct {
 		group string

@@ -14,6 +14,7 @@ type UsagePage struct {
 	Charts              []UsageChart
 	Sessions            []UsageBar // most tokens first
 	Pricing             string     // "estimated from <source>, prices as of <date>"
+	Stack               string     // what the day bars are stacked by: model or agent
 	Demo                bool
 }
 
@@ -23,7 +24,8 @@ type UsageChart struct {
 	ID, Title, Head string
 	Vertical        bool
 	Bars            []UsageBar
-	More            int // groups left out of the chart and table
+	More            int      // groups left out of the chart and table
+	Series          []string // the stacked series' labels, in stacking order (vertical charts)
 }
 
 // UsageBar is one group: its label, figures as shown, and the bar's length
@@ -37,7 +39,12 @@ type UsageBar struct {
 	Estimated                             string // "≈ $0.40 estimated", empty when none
 	Unpriced                              string // models without a price, comma separated
 	Frac                                  float64
+	Segments                              []int64 // tokens of each of the chart's Series, stacked
 }
+
+// UsageSeriesCount is how many series a stacked chart shows; the rest
+// are one more series, "other".
+const UsageSeriesCount = 5
 
 // Usage chart geometry, in SVG user units.
 const (
@@ -62,6 +69,33 @@ func usageRect(c UsageChart, i int) (x, y, w, h string) {
 		return f(float64(i)*bw + bw*0.1), f(usageColumnsH - bh), f(bw * 0.8), f(bh)
 	}
 	return "0", f(float64(i*usageRowH) + 15), f(max(c.Bars[i].Frac*usageChartW, 1)), "10"
+}
+
+// usageSegmentRect is segment j of column i of a stacked chart: the
+// segments below it (earlier series) lift it.
+func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	b := c.Bars[i]
+	bw := float64(usageChartW) / float64(len(c.Bars))
+	scale := 0.0
+	if b.Total > 0 {
+		scale = b.Frac * usageColumnsH / float64(b.Total)
+	}
+	var below int64
+	for _, n := range b.Segments[:j] {
+		below += n
+	}
+	bh := float64(b.Segments[j]) * scale
+	return f(float64(i)*bw + bw*0.1), f(usageColumnsH - float64(below)*scale - bh), f(bw * 0.8), f(bh)
+}
+
+// usageSegmentTitle is a segment's accessible title.
+func usageSegmentTitle(c UsageChart, i, j int) string {
+	return c.Bars[i].Label + ", " + c.Series[j] + ": " + Thousands(c.Bars[i].Segments[j]) + " tokens"
+}
+
+func usageSeriesClass(j int) string {
+	return "usage-bar usage-s" + strconv.Itoa(j%(UsageSeriesCount+1))
 }
 
 func usageLabelY(i int) string { return strconv.Itoa(i*usageRowH + 12) }
