@@ -97,6 +97,7 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/search", searchAPI(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/usage", usageAPI(d.Store, d.Log))
 
 		// Live stream
 		r.Handler(http.MethodGet, "/api/events", events(d.Hub, d.Log))
@@ -112,6 +113,7 @@ func Routes(d Deps) http.Handler {
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/search", searchPage(pages, d.Demo, d.Log))
+	r.Handler(http.MethodGet, "/usage", usagePage(pages, d.Demo, d.Log))
 
 	// Static files
 	r.Handler(http.MethodGet, "/static/*filepath", http.StripPrefix("/static", http.FileServerFS(static.FS)))

@@ -37,6 +37,7 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 		end = t
 	}
 	v.Duration = between(d.StartedAt, end)
+	v.Usage = sessionUsage(d.Usage)
 	if m := d.Metrics; m != nil {
 		v.APIRequests = views.Number(m.APIRequests)
 		v.TokensIn = views.Number(m.Tokens.Input)
@@ -75,6 +76,14 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars), At: t.StartedAt}
 	}
 	actors := actorsByID(d.Actors)
+	if d.Usage != nil {
+		for _, u := range d.Usage.Turns {
+			if i, ok := byID[u.TurnID]; ok {
+				out[i].Tokens = &views.TurnTokens{Total: u.Tokens.Total(), Requests: u.APIRequests, Input: u.Tokens.Input,
+					Output: u.Tokens.Output, CacheRead: u.Tokens.CacheRead, CacheCreate: u.Tokens.CacheCreation}
+			}
+		}
+	}
 	lastAt := make([]time.Time, len(out))
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -64,5 +67,142 @@ func TestSessionDetailUsage(t *testing.T) {
 	}
 	if len(u.Models) != 1 || u.Models[0].Model != "claude-sonnet-4-5" || u.Models[0].EstimatedCostUSD == nil || u.EstimatedCostUSD == nil || u.Pricing.Source == "" || u.Pricing.AsOf == "" {
 		t.Errorf("usage = %s; want one priced model and the pricing source", rec.Body)
+	}
+}
+
+// mustApplyUsage stores session sid of agent kind and workspace root with
+// the usage records recs.
+func mustApplyUsage(t *testing.T, s *testService, sid, agent, root string, recs ...store.UsageRecord) {
+	t.Helper()
+	v := newBatch(sid)
+	hdr := v["session"].(obj)
+	hdr["agent"].(obj)["kind"] = agent
+	hdr["workspace"].(obj)["root"] = root
+	b, err := store.ParseBatch(mustJSON(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		recs[i].ActorID, recs[i].TurnID, recs[i].Source = sid+"-root", sid+"-t1", store.UsageFromFile
+	}
+	b.Usage = recs
+	if _, err := s.store.Apply(context.Background(), b); err != nil {
+		t.Fatalf("Apply(%s) = %v", sid, err)
+	}
+}
+
+// mustUsageFixture stores three sessions with usage on two days, two agents,
+// two projects and three models (one without a price).
+func mustUsageFixture(t *testing.T, s *testService) {
+	t.Helper()
+	tok := func(in, out int64) pricing.Tokens { return pricing.Tokens{Input: in, Output: out, CacheRead: 10 * in} }
+	mustApplyUsage(t, s, "ua", "claude-code", "/src/alpha",
+		store.UsageRecord{ID: "1", At: "2026-03-02T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(1000, 200)},
+		store.UsageRecord{ID: "2", At: "2026-03-03T12:00:00Z", Model: "claude-opus-4-1", Tokens: tok(500, 50)})
+	mustApplyUsage(t, s, "ub", "codex", "/src/beta",
+		store.UsageRecord{ID: "1", At: "2026-03-03T12:00:00Z", Model: "gpt-5", Tokens: tok(3000, 300)},
+		store.UsageRecord{ID: "2", At: "2026-03-03T13:00:00Z", Model: "no-such-model", Tokens: tok(7, 1)})
+	mustApplyUsage(t, s, "uc", "claude-code", "/src/beta",
+		store.UsageRecord{ID: "1", At: "2026-03-05T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(100, 10)})
+}
+
+// TestUsageAPI: GET /api/usage answers every group with the store's
+// report and its total, and honours since, until and agent.
+func TestUsageAPI(t *testing.T) {
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	for _, c := range []struct {
+		query string
+		keys  []string
+		input int64
+	}{
+		{"", []string{"2026-03-02", "2026-03-03", "2026-03-05"}, 4607},
+		{"?group=day", []string{"2026-03-02", "2026-03-03", "2026-03-05"}, 4607},
+		{"?group=week", []string{"2026-03-02"}, 4607},
+		{"?group=month", []string{"2026-03"}, 4607},
+		{"?group=model", []string{"gpt-5", "claude-sonnet-4-5", "claude-opus-4-1", "no-such-model"}, 4607},
+		{"?group=agent", []string{"codex", "claude-code"}, 4607},
+		{"?group=project", []string{"/src/beta", "/src/alpha"}, 4607},
+		{"?group=session", []string{"ub", "ua", "uc"}, 4607},
+		{"?group=day&since=2026-03-03&until=2026-03-03", []string{"2026-03-03"}, 3507},
+		{"?group=day&since=2026-03-04", []string{"2026-03-05"}, 100},
+		{"?group=day&until=2026-03-02", []string{"2026-03-02"}, 1000},
+		{"?group=model&agent=claude-code", []string{"claude-sonnet-4-5", "claude-opus-4-1"}, 1600},
+		{"?group=day&agent=nobody", nil, 0},
+		{"?group=agent&model=claude-sonnet-4-5", []string{"claude-code"}, 1100},
+	} {
+		rec := s.get("/api/usage" + c.query)
+		var rep UsageReport
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &rep) != nil {
+			t.Fatalf("GET /api/usage%s = %d %s", c.query, rec.Code, rec.Body)
+		}
+		var keys []string
+		var input int64
+		for _, r := range rep.Rows {
+			keys = append(keys, r.Key)
+			input += r.Tokens.Input
+		}
+		if !slices.Equal(keys, c.keys) || input != c.input || rep.Total.Tokens.Input != c.input || rep.Pricing.AsOf == "" {
+			t.Errorf("GET /api/usage%s = keys %v, input %d, total %d; want %v, %d", c.query, keys, input, rep.Total.Tokens.Input, c.keys, c.input)
+		}
+	}
+	var rep UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=model").Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if last := rep.Rows[len(rep.Rows)-1]; last.EstimatedCostUSD != nil || !slices.Equal(last.Unpriced, []string{"no-such-model"}) {
+		t.Errorf("no-such-model row = %+v; want no estimate and the model listed as unpriced", last)
+	}
+}
+
+// TestUsageAPIBadParameters: a bad parameter is 400 with a JSON error
+// naming it.
+func TestUsageAPIBadParameters(t *testing.T) {
+	s := newTestService(t)
+	for _, c := range []struct{ query, want string }{
+		{"?group=year", `query parameter group="year" is not valid: give one of day, week, month, session, model, agent, project`},
+		{"?since=yesterday", `query parameter since="yesterday" is not valid: give a day as YYYY-MM-DD`},
+		{"?until=2026-13-01", `query parameter until="2026-13-01" is not valid: give a day as YYYY-MM-DD`},
+		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
+		{"?agent=" + strings.Repeat("a", 201), "query parameter agent is longer than 200 bytes"},
+		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
+	} {
+		rec := s.get("/api/usage" + c.query)
+		var body errorBody
+		if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &body) != nil || body.Error != c.want {
+			t.Errorf("GET /api/usage%.40s = %d %s; want 400 %q", c.query, rec.Code, rec.Body, c.want)
+		}
+		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("GET /api/usage%.40s Content-Type = %q; want JSON", c.query, ct)
+		}
+	}
+}
+
+// TestUsagePage: /usage shows the last 30 days by default, and a bad
+// parameter is a 400 page saying which.
+func TestUsagePage(t *testing.T) {
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	rec := s.get("/usage")
+	today := time.Now().Format(time.DateOnly)
+	since := time.Now().AddDate(0, 0, -29).Format(time.DateOnly)
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `value="`+since+`"`) || !strings.Contains(body, `value="`+today+`"`) ||
+		!strings.Contains(body, `data-testid="usage-empty"`) {
+		t.Errorf("GET /usage = %d; want 200 from %s to %s, with no usage in it", rec.Code, since, today)
+	}
+	rec = s.get("/usage?since=2026-03-01&until=2026-03-31")
+	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Contains(body, `data-testid="usage-empty"`) || !strings.Contains(body, `data-testid="usage-chart-day"`) {
+		t.Errorf("GET /usage in March = %d; want 200 with the day chart", rec.Code)
+	}
+	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `data-series="codex" data-tokens="33378"`) {
+		t.Errorf("GET /usage stacked by agent = %d; want codex's 33,378 tokens stacked on its day", rec.Code)
+	}
+	if rec = s.get("/usage?stack=day"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `stack=&#34;day&#34; is not valid: give model or agent`) {
+		t.Errorf("GET /usage?stack=day = %d; want 400 saying stack is not valid", rec.Code)
+	}
+	rec = s.get("/usage?since=tomorrow")
+	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("GET /usage?since=tomorrow = %d %s; want 400 saying %s", rec.Code, rec.Body, want)
 	}
 }

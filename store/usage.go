@@ -138,6 +138,8 @@ type Usage struct {
 	Tokens      pricing.Tokens `json:"tokens"`
 	APIRequests int64          `json:"api_requests"`
 	Models      []ModelUsage   `json:"models"`
+	// Turns is the usage per turn, in the order of the turns' first response.
+	Turns []TurnUsage `json:"turns,omitempty"`
 	// EstimatedCostUSD is the estimate for the requests of priced models;
 	// nil when no model has a price. Unpriced lists the models without one.
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
@@ -171,11 +173,11 @@ type PricingInfo struct {
 func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 	var recs []UsageRecord
 	otel := false
-	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests
+	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
 		FROM usage_records WHERE session_pk = ? ORDER BY at_ns, id`, &sqlitex.ExecOptions{
 		Args: []any{pk},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7), Requests: st.ColumnInt64(8),
+			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7), Requests: st.ColumnInt64(8), TurnID: st.ColumnText(9),
 				Tokens: pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}}
 			if st.ColumnType(6) != sqlite.TypeNull {
 				c := st.ColumnFloat(6)
@@ -192,7 +194,41 @@ func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 	if otel {
 		recs = slices.DeleteFunc(recs, func(r UsageRecord) bool { return r.Source != UsageFromOTel })
 	}
-	return SumUsage(recs, pricing.Default()), nil
+	u := SumUsage(recs, pricing.Default())
+	u.Turns = sumTurns(recs)
+	return u, nil
+}
+
+// TurnUsage is the usage of one turn: its tokens and API requests, and the
+// times of its first and last response.
+type TurnUsage struct {
+	TurnID      string         `json:"turn_id"`
+	Tokens      pricing.Tokens `json:"tokens"`
+	APIRequests int64          `json:"api_requests"`
+	First       string         `json:"first_at"`
+	Last        string         `json:"last_at"`
+}
+
+// sumTurns adds up records (in time order) by turn, in the order of their
+// turns' first response; records without a turn are left out.
+func sumTurns(recs []UsageRecord) []TurnUsage {
+	var out []TurnUsage
+	at := map[string]int{}
+	for _, r := range recs {
+		if r.TurnID == "" {
+			continue
+		}
+		i, ok := at[r.TurnID]
+		if !ok {
+			i = len(out)
+			at[r.TurnID] = i
+			out = append(out, TurnUsage{TurnID: r.TurnID, First: r.At})
+		}
+		out[i].Tokens.Add(r.Tokens)
+		out[i].APIRequests += max(r.Requests, 1)
+		out[i].Last = r.At
+	}
+	return out
 }
 
 // SumUsage adds up usage records by model, estimating each request's cost

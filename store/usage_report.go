@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/pricing"
@@ -19,7 +20,13 @@ const (
 	UsageByWeek    = "week" // weeks start on Monday
 	UsageByMonth   = "month"
 	UsageBySession = "session"
+	UsageByModel   = "model"
+	UsageByAgent   = "agent"   // the session's agent kind
+	UsageByProject = "project" // the session's workspace root
 )
+
+// UsageGroups lists every UsageQuery.Group, for callers that check one.
+var UsageGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageBySession, UsageByModel, UsageByAgent, UsageByProject}
 
 // UsageQuery chooses the usage records a report adds up. Days are the
 // local time's, made of whole hours (a zone half an hour off UTC counts a
@@ -29,6 +36,7 @@ type UsageQuery struct {
 	Since time.Time // zero: from the first record
 	Until time.Time // exclusive; zero: to the last
 	Agent string    // only sessions of this agent kind
+	Model string    // only this model's records
 }
 
 // UsageRow is one group of a usage report: a day, week (its Monday),
@@ -50,7 +58,7 @@ type UsageRow struct {
 }
 
 // UsageReport adds up the usage records by group, oldest group first (by
-// tokens, most first, for sessions). As in a session's detail, a session
+// tokens, most first, for sessions, models, agents and projects). As in a session's detail, a session
 // with OpenTelemetry records counts only those.
 func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 	keyOf, ok := map[string]func(time.Time) string{
@@ -58,6 +66,9 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
 		UsageByMonth:   func(t time.Time) string { return t.Format("2006-01") },
 		UsageBySession: nil,
+		UsageByModel:   nil,
+		UsageByAgent:   nil,
+		UsageByProject: nil,
 	}[q.Group]
 	if !ok {
 		return nil, fmt.Errorf("store: usage report: unknown group %q", q.Group)
@@ -69,13 +80,27 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if !q.Until.IsZero() {
 		until = startedNS(q.Until)
 	}
-	// Sessions are joined only when needed: for their id or agent.
+	// Sessions are joined only when needed: for their id, agent or
+	// workspace.
 	id, join, agent := "''", "", ""
-	if q.Group == UsageBySession || q.Agent != "" {
-		id, join = "s.id", "JOIN sessions s ON s.pk = h.session_pk"
+	switch q.Group {
+	case UsageBySession:
+		id = "s.id"
+	case UsageByModel:
+		id = "h.model"
+	case UsageByAgent:
+		id = "s.agent_kind"
+	case UsageByProject:
+		id = "s.workspace_root"
+	}
+	if strings.HasPrefix(id, "s.") || q.Agent != "" {
+		join = "JOIN sessions s ON s.pk = h.session_pk"
 	}
 	if q.Agent != "" {
 		agent = "AND s.agent_kind = :agent"
+	}
+	if q.Model != "" {
+		agent += " AND h.model = :model"
 	}
 	// The rows are added up here, not in SQL: a local day per hour is
 	// cheaper in Go than SQLite's localtime per row.
@@ -92,7 +117,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
 			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`,
 			&sqlitex.ExecOptions{
-				Named: namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent),
+				Named: namedArgs(namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent), ":model", q.Model),
 				ResultFunc: func(st *sqlite.Stmt) error {
 					k := st.ColumnText(1)
 					if keyOf != nil {
@@ -167,10 +192,40 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-	if q.Group == UsageBySession {
+	if keyOf == nil {
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
 	return out, nil
+}
+
+// UsageTotal adds up a report's rows into one row keyed "Total": costs
+// stay apart, reported and estimated.
+func UsageTotal(rows []UsageRow) UsageRow {
+	t := UsageRow{Key: "Total", Models: []string{}}
+	for _, r := range rows {
+		t.Tokens.Add(r.Tokens)
+		t.APIRequests += r.APIRequests
+		t.Reported += r.Reported
+		if r.ReportedCostUSD != nil {
+			t.ReportedCostUSD = addCost(t.ReportedCostUSD, *r.ReportedCostUSD)
+		}
+		if r.EstimatedCostUSD != nil {
+			t.EstimatedCostUSD = addCost(t.EstimatedCostUSD, *r.EstimatedCostUSD)
+		}
+		for _, m := range r.Models {
+			if !slices.Contains(t.Models, m) {
+				t.Models = append(t.Models, m)
+			}
+		}
+		for _, m := range r.Unpriced {
+			if !slices.Contains(t.Unpriced, m) {
+				t.Unpriced = append(t.Unpriced, m)
+			}
+		}
+	}
+	slices.Sort(t.Models)
+	slices.Sort(t.Unpriced)
+	return t
 }
 
 // usageSum adds up the usage_hours rows of one group, model and tier range.

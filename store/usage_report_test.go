@@ -78,6 +78,31 @@ func TestUsageReport(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7+30 || rows[0].APIRequests != 2 || rows[0].ReportedCostUSD != nil {
 		t.Errorf("UsageReport after a re-read and a delete = %+v, %v; want 37 input over 2 requests, none reported", rows, err)
 	}
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since, Model: "no-such-model"})
+	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7 {
+		t.Errorf("UsageReport(day, no-such-model) = %+v, %v; want its 7 tokens alone", rows, err)
+	}
+	// Model, agent and project groups: most tokens first.
+	for _, c := range []struct {
+		group string
+		want  []string
+	}{
+		{store.UsageByModel, []string{"claude-sonnet-4-5", "no-such-model"}},
+		{store.UsageByAgent, []string{"cline", "claude-code"}},
+		{store.UsageByProject, []string{"/tmp/ws-b", "/tmp/ws-a"}},
+	} {
+		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: c.group, Since: since})
+		var keys []string
+		for _, r := range rows {
+			keys = append(keys, r.Key)
+		}
+		if err != nil || !slices.Equal(keys, c.want) {
+			t.Errorf("UsageReport(%s) = %v, %v; want %v", c.group, keys, err, c.want)
+		}
+		if total := store.UsageTotal(rows); err == nil && total.Tokens.Input != 37 {
+			t.Errorf("UsageTotal(%s) input = %d; want 37, as by day", c.group, total.Tokens.Input)
+		}
+	}
 	if _, err := s.UsageReport(ctx, store.UsageQuery{Group: "year"}); err == nil {
 		t.Error("UsageReport(year) = nil error; want unknown group")
 	}

@@ -50,6 +50,9 @@ func TestApplyUsage(t *testing.T) {
 	if len(u.Unpriced) != 1 || u.Unpriced[0] != "no-such-model" || u.Models[1].EstimatedCostUSD != nil {
 		t.Errorf("Unpriced = %v, models %+v; want no-such-model without a price", u.Unpriced, u.Models)
 	}
+	if len(u.Turns) != 1 || u.Turns[0].TurnID != "u-t1" || u.Turns[0].Tokens != want || u.Turns[0].APIRequests != 2 || u.Turns[0].Last != "2026-01-01T00:00:00Z" {
+		t.Errorf("Turns = %+v; want turn u-t1 with every token over 2 requests", u.Turns)
+	}
 	if u.ReportedCostUSD != nil || u.Pricing.Source == "" || u.Pricing.AsOf == "" {
 		t.Errorf("ReportedCostUSD = %v, Pricing = %+v; want none reported and the table named", u.ReportedCostUSD, u.Pricing)
 	}
@@ -68,6 +71,9 @@ func TestApplyUsageOTelAuthoritative(t *testing.T) {
 	u := mustDetail(t, s, "o").Usage
 	if u.Tokens.Input != 1000 || u.APIRequests != 1 || u.Source != store.UsageFromOTel || u.ReportedCostUSD == nil || *u.ReportedCostUSD != cost {
 		t.Errorf("Usage = %+v; want the OpenTelemetry request alone, with its reported cost", u)
+	}
+	if len(u.Turns) != 1 || u.Turns[0].Tokens.Input != 1000 || u.Turns[0].APIRequests != 1 {
+		t.Errorf("Turns = %+v; want the OpenTelemetry request alone in its turn", u.Turns)
 	}
 }
 

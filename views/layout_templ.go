@@ -57,7 +57,7 @@ func Layout(title, stream string, demo bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><script src=\"/static/vendor/htmx-2.0.11.min.js\" defer></script><script src=\"/static/vendor/htmx-ext-sse-2.2.4.js\" defer></script><script src=\"/static/app.js\" defer></script><script src=\"/static/review.js\" defer></script><script src=\"/static/keys.js\" defer></script><script src=\"/static/step-marks.js\" defer></script></head><body hx-ext=\"sse\"><header class=\"topbar\" data-testid=\"topbar\"><a class=\"brand\" href=\"/\">Agent sessions</a><form class=\"top-search\" method=\"get\" action=\"/search\" role=\"search\"><input type=\"search\" name=\"q\" placeholder=\"Search  /\" aria-label=\"Search every session\" data-testid=\"topbar-search\"></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><script src=\"/static/vendor/htmx-2.0.11.min.js\" defer></script><script src=\"/static/vendor/htmx-ext-sse-2.2.4.js\" defer></script><script src=\"/static/app.js\" defer></script><script src=\"/static/review.js\" defer></script><script src=\"/static/keys.js\" defer></script><script src=\"/static/step-marks.js\" defer></script></head><body hx-ext=\"sse\"><header class=\"topbar\" data-testid=\"topbar\"><a class=\"brand\" href=\"/\">Agent sessions</a> <a class=\"topbar-link\" href=\"/usage\" data-testid=\"usage-link\">Usage</a><form class=\"top-search\" method=\"get\" action=\"/search\" role=\"search\"><input type=\"search\" name=\"q\" placeholder=\"Search  /\" aria-label=\"Search every session\" data-testid=\"topbar-search\"></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -74,7 +74,7 @@ func Layout(title, stream string, demo bool) templ.Component {
 		var templ_7745c5c3_Var4 string
 		templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(stream).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 36, Col: 52}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 37, Col: 52}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 		if templ_7745c5c3_Err != nil {
@@ -144,7 +144,7 @@ func Missing(message string) templ.Component {
 			var templ_7745c5c3_Var7 string
 			templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(message)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 56, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/layout.templ`, Line: 57, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 			if templ_7745c5c3_Err != nil {

@@ -137,6 +137,7 @@ type SessionView struct {
 	APIRequests  string
 	TokensIn     string
 	TokensOut    string
+	Usage        *SessionUsageView // nil when the agent recorded no token usage
 	Steps        int
 	TurnCount    int
 	Failed       int
@@ -182,8 +183,9 @@ type TurnView struct {
 	Prompt   string
 	Mode     string
 	Actor    string
-	At       string // RFC 3339
-	Duration string // from the turn's start to its last step
+	At       string      // RFC 3339
+	Duration string      // from the turn's start to its last step
+	Tokens   *TurnTokens // nil when no usage was recorded for the turn
 	Steps    []StepView
 }
 

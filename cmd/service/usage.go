@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,7 +53,7 @@ func (c *UsageCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	total := usageTotal(rows)
+	total := store.UsageTotal(rows)
 	table := pricing.Default()
 	if c.JSON {
 		b, err := json.MarshalIndent(struct {
@@ -83,36 +82,6 @@ func parseDay(s, flag string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want a day as YYYY-MM-DD or YYYYMMDD", flag, s)
-}
-
-func usageTotal(rows []store.UsageRow) store.UsageRow {
-	t := store.UsageRow{Key: "Total", Models: []string{}}
-	for _, r := range rows {
-		t.Tokens.Add(r.Tokens)
-		t.APIRequests += r.APIRequests
-		t.Reported += r.Reported
-		if r.ReportedCostUSD != nil {
-			t.ReportedCostUSD = sumCost(t.ReportedCostUSD, *r.ReportedCostUSD)
-		}
-		if r.EstimatedCostUSD != nil {
-			t.EstimatedCostUSD = sumCost(t.EstimatedCostUSD, *r.EstimatedCostUSD)
-		}
-		for _, m := range r.Unpriced {
-			if !slices.Contains(t.Unpriced, m) {
-				t.Unpriced = append(t.Unpriced, m)
-			}
-		}
-	}
-	slices.Sort(t.Unpriced)
-	return t
-}
-
-func sumCost(total *float64, usd float64) *float64 {
-	if total == nil {
-		return &usd
-	}
-	v := *total + usd
-	return &v
 }
 
 // printUsage prints the table ccusage users know: tokens by kind, and the

@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+// UsageReporter is the store's usage report, shared by the CLI, GET
+// /api/usage and the /usage page.
+type UsageReporter interface {
+	UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
+}
+
+// UsageReport is the body of GET /api/usage: the rows of one group, their
+// total and the price table the estimates come from.
+type UsageReport struct {
+	Group   string            `json:"group"`
+	Since   string            `json:"since,omitempty"`
+	Until   string            `json:"until,omitempty"`
+	Agent   string            `json:"agent,omitempty"`
+	Model   string            `json:"model,omitempty"`
+	Rows    []store.UsageRow  `json:"rows"`
+	Total   store.UsageRow    `json:"total"`
+	Pricing store.PricingInfo `json:"pricing"`
+}
+
+// maxUsageName bounds the agent and model parameters (short names).
+const maxUsageName = 200
+
+// usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session
+// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>]: the usage report;
+// until is included. A bad parameter is 400 with a JSON error.
+func usageAPI(st UsageReporter, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseUsageQuery(r.URL.Query(), store.UsageByDay)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		rep, err := usageReport(r.Context(), st, q)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, rep)
+	})
+}
+
+// usageReport runs the store's report and adds its total.
+func usageReport(ctx context.Context, st UsageReporter, q usageQuery) (UsageReport, error) {
+	rows, err := st.UsageReport(ctx, q.UsageQuery)
+	if err != nil {
+		return UsageReport{}, err
+	}
+	table := pricing.Default()
+	return UsageReport{Group: q.Group, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Rows: rows,
+		Total: store.UsageTotal(rows), Pricing: store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, nil
+}
+
+// usageQuery is a store query with the days as the request gave them.
+type usageQuery struct {
+	store.UsageQuery
+	since, until string
+}
+
+// parseUsageQuery reads group (def when absent), since, until (local days,
+// until included), agent and model.
+func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
+	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model")}, since: v.Get("since"), until: v.Get("until")}
+	if q.Group == "" {
+		q.Group = def
+	}
+	if !slices.Contains(store.UsageGroups, q.Group) {
+		return q, badRequest("query parameter group=%q is not valid: give one of %s", q.Group, strings.Join(store.UsageGroups, ", "))
+	}
+	if len(q.Agent) > maxUsageName {
+		return q, badRequest("query parameter agent is longer than %d bytes", maxUsageName)
+	}
+	if len(q.Model) > maxUsageName {
+		return q, badRequest("query parameter model is longer than %d bytes", maxUsageName)
+	}
+	var err error
+	if q.Since, err = parseDay(q.since, "since"); err != nil {
+		return q, err
+	}
+	if q.Until, err = parseDay(q.until, "until"); err != nil {
+		return q, err
+	}
+	if !q.Until.IsZero() {
+		q.Until = q.Until.AddDate(0, 0, 1) // the last day is included
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return q, badRequest("query parameter since=%q is after until=%q", q.since, q.until)
+	}
+	return q, nil
+}
+
+// parseDay reads a local day, YYYY-MM-DD; "" is no day.
+func parseDay(s, name string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.ParseInLocation(time.DateOnly, s, time.Local)
+	if err != nil {
+		return t, badRequest("query parameter %s=%q is not valid: give a day as YYYY-MM-DD", name, s)
+	}
+	return t, nil
+}
+
+func badRequest(format string, args ...any) error {
+	return &statusError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// UsageReport is GET /api/usage with the query's parameters.
+func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]store.UsageRow, error) {
+	q := url.Values{"group": {uq.Group}}
+	if !uq.Since.IsZero() {
+		q.Set("since", uq.Since.Format(time.DateOnly))
+	}
+	if !uq.Until.IsZero() {
+		q.Set("until", uq.Until.AddDate(0, 0, -1).Format(time.DateOnly))
+	}
+	if uq.Agent != "" {
+		q.Set("agent", uq.Agent)
+	}
+	if uq.Model != "" {
+		q.Set("model", uq.Model)
+	}
+	var rep UsageReport
+	return rep.Rows, c.get(ctx, "/api/usage", q, &rep)
+}

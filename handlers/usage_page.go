@@ -1,0 +1,192 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
+)
+
+// usageDays is the period /usage shows when none is given.
+const usageDays = 30
+
+// usageChartBars bounds the bars of a chart by model, agent or project and
+// the top sessions; the rest are counted.
+const usageChartBars = 20
+
+// usagePage is GET /usage[?since=&until=&agent=]: the period's totals, its
+// usage by day, model, agent and project, and the top sessions, from the
+// same report as GET /api/usage. A bad parameter is 400 with the page
+// saying what is wrong.
+func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Query()
+		if v.Get("since") == "" && v.Get("until") == "" {
+			today := time.Now()
+			v.Set("since", today.AddDate(0, 0, 1-usageDays).Format(time.DateOnly))
+			v.Set("until", today.Format(time.DateOnly))
+		}
+		table := pricing.Default()
+		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
+			Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", table.Source, table.AsOf)}
+		v.Del("group")
+		p.Stack = v.Get("stack")
+		if p.Stack == "" {
+			p.Stack = store.UsageByModel
+		}
+		q, err := parseUsageQuery(v, store.UsageByDay)
+		if err == nil && p.Stack != store.UsageByModel && p.Stack != store.UsageByAgent {
+			err = badRequest("query parameter stack=%q is not valid: give model or agent", p.Stack)
+		}
+		if err != nil {
+			p.Problem = strings.TrimPrefix(err.Error(), "query ")
+			render(w, r, log, http.StatusBadRequest, views.Usage(p))
+			return
+		}
+		rows := map[string][]store.UsageRow{}
+		for _, c := range []views.UsageChart{
+			{ID: "day", Title: "Tokens by day", Head: "Day", Vertical: true},
+			{ID: "model", Title: "Tokens by model", Head: "Model"},
+			{ID: "agent", Title: "Tokens by agent", Head: "Agent"},
+			{ID: "project", Title: "Tokens by project", Head: "Project"},
+			{ID: "session"},
+		} {
+			q.Group = c.ID
+			rep, err := usageReport(r.Context(), src, q)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			rows[c.ID] = rep.Rows
+			c.Bars, c.More = usageBars(rep.Rows, c.Vertical)
+			switch c.ID {
+			case store.UsageByDay:
+				p.Total = usageBar(rep.Total, 0)
+			case store.UsageBySession:
+				for i := range c.Bars {
+					c.Bars[i].Href = "/session?id=" + url.QueryEscape(c.Bars[i].Label)
+				}
+				p.Sessions = c.Bars
+				continue
+			}
+			p.Charts = append(p.Charts, c)
+		}
+		if err := stackDays(r.Context(), src, q, &p.Charts[0], rows[p.Stack], p.Stack); err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		render(w, r, log, http.StatusOK, views.Usage(p))
+	})
+}
+
+// usageBars turns report rows into bars; all of them for days, else the
+// first usageChartBars, with how many were left out.
+func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
+	more := 0
+	if !all && len(rows) > usageChartBars {
+		rows, more = rows[:usageChartBars], len(rows)-usageChartBars
+	}
+	var longest int64
+	for _, r := range rows {
+		longest = max(longest, r.Tokens.Total())
+	}
+	bars := make([]views.UsageBar, len(rows))
+	for i, r := range rows {
+		bars[i] = usageBar(r, longest)
+	}
+	return bars, more
+}
+
+// usageBar is one row as shown: reported and estimated cost apart.
+func usageBar(r store.UsageRow, longest int64) views.UsageBar {
+	b := views.UsageBar{Label: r.Key, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
+		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, Total: r.Tokens.Total(), Requests: r.APIRequests,
+		Unpriced: strings.Join(r.Unpriced, ", ")}
+	if b.Label == "" {
+		b.Label = "(unknown)"
+	}
+	if longest > 0 {
+		b.Frac = float64(b.Total) / float64(longest)
+	}
+	if r.ReportedCostUSD != nil {
+		b.Reported = fmt.Sprintf("$%.2f", *r.ReportedCostUSD)
+	}
+	if r.EstimatedCostUSD != nil {
+		b.Estimated = fmt.Sprintf("≈ $%.2f estimated", *r.EstimatedCostUSD)
+	}
+	return b
+}
+
+// sessionUsage is a session's usage as its page shows it; nil without any.
+func sessionUsage(u *store.Usage) *views.SessionUsageView {
+	if u == nil {
+		return nil
+	}
+	v := &views.SessionUsageView{Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", u.Pricing.Source, u.Pricing.AsOf)}
+	for _, m := range u.Models {
+		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD}
+		if m.EstimatedCostUSD == nil {
+			row.Unpriced = []string{m.Model}
+		}
+		v.Rows = append(v.Rows, usageBar(row, 0))
+	}
+	v.Rows = append(v.Rows, usageBar(store.UsageRow{Key: "Total", Tokens: u.Tokens, APIRequests: u.APIRequests,
+		ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD, Unpriced: u.Unpriced}, 0))
+	return v
+}
+
+// stackDays splits each day's bar by the first views.UsageSeriesCount
+// groups of by (model or agent, most tokens first), each from the day
+// report of that group alone, and "other" for the rest.
+func stackDays(ctx context.Context, src UsageReporter, q usageQuery, days *views.UsageChart, groups []store.UsageRow, by string) error {
+	q.Group = store.UsageByDay
+	byDay := map[string]int{}
+	for i, b := range days.Bars {
+		byDay[b.Label] = i
+		days.Bars[i].Segments = []int64{}
+	}
+	stacked := make([]int64, len(days.Bars))
+	for _, g := range groups {
+		if len(days.Series) == views.UsageSeriesCount || g.Key == "" {
+			break
+		}
+		sq := q
+		if by == store.UsageByModel {
+			sq.Model = g.Key
+		} else {
+			sq.Agent = g.Key
+		}
+		rows, err := src.UsageReport(ctx, sq.UsageQuery)
+		if err != nil {
+			return err
+		}
+		days.Series = append(days.Series, g.Key)
+		for i := range days.Bars {
+			days.Bars[i].Segments = append(days.Bars[i].Segments, 0)
+		}
+		for _, r := range rows {
+			if i, ok := byDay[r.Key]; ok {
+				days.Bars[i].Segments[len(days.Series)-1] = r.Tokens.Total()
+				stacked[i] += r.Tokens.Total()
+			}
+		}
+	}
+	other := false
+	for i, b := range days.Bars {
+		other = other || b.Total > stacked[i]
+	}
+	if other {
+		days.Series = append(days.Series, "other")
+		for i, b := range days.Bars {
+			days.Bars[i].Segments = append(days.Bars[i].Segments, b.Total-stacked[i])
+		}
+	}
+	return nil
+}

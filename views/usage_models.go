@@ -1,0 +1,146 @@
+package views
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// UsagePage is the page at /usage: the totals of a period and its usage
+// by day, model, agent and project, with the top sessions.
+type UsagePage struct {
+	Since, Until, Agent string // the form's values, as YYYY-MM-DD
+	Problem             string // why the query was refused; empty when it ran
+	Total               UsageBar
+	Charts              []UsageChart
+	Sessions            []UsageBar // most tokens first
+	Pricing             string     // "estimated from <source>, prices as of <date>"
+	Stack               string     // what the day bars are stacked by: model or agent
+	Demo                bool
+}
+
+// UsageChart is one SVG bar chart with the table under it. Vertical charts
+// (days) have a bar per column; the others a bar per row with its label.
+type UsageChart struct {
+	ID, Title, Head string
+	Vertical        bool
+	Bars            []UsageBar
+	More            int      // groups left out of the chart and table
+	Series          []string // the stacked series' labels, in stacking order (vertical charts)
+}
+
+// UsageBar is one group: its label, figures as shown, and the bar's length
+// as a fraction of the longest.
+type UsageBar struct {
+	Label, Href                           string
+	Models                                string
+	Input, Output, CacheRead, CacheCreate int64
+	Total, Requests                       int64
+	Reported                              string // "$1.20", empty when none was reported
+	Estimated                             string // "≈ $0.40 estimated", empty when none
+	Unpriced                              string // models without a price, comma separated
+	Frac                                  float64
+	Segments                              []int64 // tokens of each of the chart's Series, stacked
+}
+
+// UsageSeriesCount is how many series a stacked chart shows; the rest
+// are one more series, "other".
+const UsageSeriesCount = 5
+
+// Usage chart geometry, in SVG user units.
+const (
+	usageChartW   = 600
+	usageColumnsH = 160
+	usageRowH     = 28
+)
+
+func usageViewBox(c UsageChart) string {
+	if c.Vertical {
+		return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH)
+	}
+	return fmt.Sprintf("0 0 %d %d", usageChartW, max(1, len(c.Bars))*usageRowH)
+}
+
+// usageRect is the x, y, width and height of bar i of c.
+func usageRect(c UsageChart, i int) (x, y, w, h string) {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	if c.Vertical {
+		bw := float64(usageChartW) / float64(len(c.Bars))
+		bh := max(c.Bars[i].Frac*usageColumnsH, 1)
+		return f(float64(i)*bw + bw*0.1), f(usageColumnsH - bh), f(bw * 0.8), f(bh)
+	}
+	return "0", f(float64(i*usageRowH) + 15), f(max(c.Bars[i].Frac*usageChartW, 1)), "10"
+}
+
+// usageSegmentRect is segment j of column i of a stacked chart: the
+// segments below it (earlier series) lift it.
+func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	b := c.Bars[i]
+	bw := float64(usageChartW) / float64(len(c.Bars))
+	scale := 0.0
+	if b.Total > 0 {
+		scale = b.Frac * usageColumnsH / float64(b.Total)
+	}
+	var below int64
+	for _, n := range b.Segments[:j] {
+		below += n
+	}
+	bh := float64(b.Segments[j]) * scale
+	return f(float64(i)*bw + bw*0.1), f(usageColumnsH - float64(below)*scale - bh), f(bw * 0.8), f(bh)
+}
+
+// usageSegmentTitle is a segment's accessible title.
+func usageSegmentTitle(c UsageChart, i, j int) string {
+	return c.Bars[i].Label + ", " + c.Series[j] + ": " + Thousands(c.Bars[i].Segments[j]) + " tokens"
+}
+
+func usageSeriesClass(j int) string {
+	return "usage-bar usage-s" + strconv.Itoa(j%(UsageSeriesCount+1))
+}
+
+func usageLabelY(i int) string { return strconv.Itoa(i*usageRowH + 12) }
+
+// usageBarTitle is a bar's accessible title: its label and tokens.
+func usageBarTitle(b UsageBar) string {
+	return b.Label + ": " + Thousands(b.Total) + " tokens"
+}
+
+// Thousands writes n with comma separators.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 {
+		return "-" + Thousands(-n)
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// SessionUsageView is one session's usage on its page: a row per model,
+// then the total, with the price table the estimates come from.
+type SessionUsageView struct {
+	Rows    []UsageBar
+	Pricing string
+}
+
+// TurnTokens is a turn's usage in its header: the total tokens and API
+// requests, with the kinds of tokens in the tooltip.
+type TurnTokens struct {
+	Total, Requests                       int64
+	Input, Output, CacheRead, CacheCreate int64
+}
+
+// Line is "12,345 tokens · 3 requests".
+func (t TurnTokens) Line() string {
+	return Thousands(t.Total) + " tokens · " + Plural(int(t.Requests), "request")
+}
+
+// Detail is the tokens by kind, for the tooltip.
+func (t TurnTokens) Detail() string {
+	return "in " + Thousands(t.Input) + ", out " + Thousands(t.Output) + ", cache read " + Thousands(t.CacheRead) + ", cache write " + Thousands(t.CacheCreate)
+}
