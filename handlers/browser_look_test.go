@@ -323,7 +323,7 @@ func browserDisabled(t *testing.T, b *browser) {
 }
 
 // browserScreenshots writes the screenshots of docs/screenshots (list,
-// session, diff, message, tools, search) when
+// session, diff, message, tools, search, usage) when
 // SERVICE_SCREENSHOTS names a folder.
 func browserScreenshots(t *testing.T, b *browser) {
 	dir := os.Getenv("SERVICE_SCREENSHOTS")
@@ -370,6 +370,8 @@ func browserScreenshots(t *testing.T, b *browser) {
 			p.open("/search?q=parse")
 			p.waitFor("the hits show", `document.querySelector('mark') !== null`)
 			shot("search" + suffix)
+			p.open("/usage")
+			shot("usage" + suffix)
 		}
 	}
 }
