@@ -150,7 +150,7 @@ func setActor(v *views.StepView, a store.Actor, id string) {
 // and the compaction summariser as such.
 func actorLabel(a store.Actor) string {
 	switch {
-	case a.Label == "compact" || strings.HasPrefix(a.ID, "acompact"):
+	case a.Label == "compact":
 		return "compaction summariser"
 	case a.Label != "":
 		return shorten(a.Label, lineChars)

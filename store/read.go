@@ -110,7 +110,9 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 	coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
 	  (SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
-	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'task' ORDER BY p.seq LIMIT 1)),
+	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'task'
+	    AND NOT EXISTS (SELECT 1 FROM actors a WHERE a.session_pk = s.pk AND a.id = p.actor_id AND a.label = 'compact')
+	  ORDER BY p.seq LIMIT 1)),
 	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
 // titleChars is how much of the first prompt the title is taken from.
@@ -118,7 +120,8 @@ const titleChars = 1000
 
 // scanSession reads a row of sessionColumns, and the title from the first
 // prompt (column 19: its row, 0 when it has no text; a session with no
-// user prompt, a subagent-only session, takes its first task prompt;
+// user prompt, a subagent-only session, takes its first task prompt
+// other than the compaction summariser's, which says nothing of the work;
 // column 20 is the last step's time).
 func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{

@@ -174,6 +174,34 @@ func TestAgentProgressSubagent(t *testing.T) {
 	}
 }
 
+// TestSubagentOnlyTitleSkipsCompaction: with the compaction summariser's
+// file beside the subagent's (its prompt comes first), the title is still
+// the subagent's first prompt, read from the raw file: the summariser's
+// prompt says nothing of the work.
+func TestSubagentOnlyTitleSkipsCompaction(t *testing.T) {
+	compact := filepath.Join(filepath.Dir(spawnAgent), "agent-acompact-fffbd0.jsonl")
+	files := map[string][]byte{}
+	for _, path := range []string{spawnAgent, compact} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join(spawnSID, "subagents", filepath.Base(path))] = b
+	}
+	var first struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(files[filepath.Join(spawnSID, "subagents", filepath.Base(spawnAgent))], []byte("\n"), 2)[0], &first); err != nil {
+		t.Fatal(err)
+	}
+	wantTitle, _, _ := strings.Cut(first.Message.Content, "\n")
+	if d := importFiles(t, files); d.Summary.Title != wantTitle {
+		t.Errorf("title = %q; want the subagent's first prompt %q", d.Summary.Title, wantTitle)
+	}
+}
+
 // TestSubagentOnlySession imports a session folder that holds only a
 // subagent's file (the main transcript is missing): the session is titled
 // with the subagent's first prompt, taken from the raw file, and its root
