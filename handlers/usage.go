@@ -104,16 +104,15 @@ func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	return q, nil
 }
 
-// parseDay reads a local day, YYYY-MM-DD; "" is no day.
+// parseDay reads a local day (store.ParseDay); "" is no day.
 func parseDay(s, name string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.ParseInLocation(time.DateOnly, s, time.Local)
-	if err != nil {
-		return t, badRequest("query parameter %s=%q is not valid: give a day as YYYY-MM-DD", name, s)
+	if t, ok := store.ParseDay(s); ok {
+		return t, nil
 	}
-	return t, nil
+	return time.Time{}, badRequest("query parameter %s=%q is not valid: give a day as YYYY-MM-DD or YYYYMMDD", name, s)
 }
 
 func badRequest(format string, args ...any) error {

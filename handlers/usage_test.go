@@ -161,8 +161,8 @@ func TestUsageAPIBadParameters(t *testing.T) {
 	s := newTestService(t)
 	for _, c := range []struct{ query, want string }{
 		{"?group=year", `query parameter group="year" is not valid: give one of day, week, month, session, model, agent, project`},
-		{"?since=yesterday", `query parameter since="yesterday" is not valid: give a day as YYYY-MM-DD`},
-		{"?until=2026-13-01", `query parameter until="2026-13-01" is not valid: give a day as YYYY-MM-DD`},
+		{"?since=yesterday", `query parameter since="yesterday" is not valid: give a day as YYYY-MM-DD or YYYYMMDD`},
+		{"?until=2026-13-01", `query parameter until="2026-13-01" is not valid: give a day as YYYY-MM-DD or YYYYMMDD`},
 		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
 		{"?agent=" + strings.Repeat("a", 201), "query parameter agent is longer than 200 bytes"},
 		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
@@ -202,7 +202,7 @@ func TestUsagePage(t *testing.T) {
 		t.Errorf("GET /usage?stack=day = %d; want 400 saying stack is not valid", rec.Code)
 	}
 	rec = s.get("/usage?since=tomorrow")
-	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD or YYYYMMDD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("GET /usage?since=tomorrow = %d %s; want 400 saying %s", rec.Code, rec.Body, want)
 	}
 }

@@ -244,3 +244,14 @@ func namedArgs(args map[string]any, name, value string) map[string]any {
 	}
 	return args
 }
+
+// ParseDay reads a local day as YYYY-MM-DD or YYYYMMDD, the days the usage
+// report takes from its callers (the CLI, the JSON route and the page).
+func ParseDay(s string) (time.Time, bool) {
+	for _, layout := range []string{time.DateOnly, "20060102"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -71,15 +71,13 @@ func (c *UsageCmd) Run(e *env) error {
 	return printUsage(e.stdout, c.Report, rows, total, table)
 }
 
-// parseDay reads a local day, YYYY-MM-DD or YYYYMMDD; "" is no day.
+// parseDay reads a local day (store.ParseDay); "" is no day.
 func parseDay(s, flag string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	for _, layout := range []string{time.DateOnly, "20060102"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
+	if t, ok := store.ParseDay(s); ok {
+		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%s %q: want a day as YYYY-MM-DD or YYYYMMDD", flag, s)
 }
