@@ -26,7 +26,11 @@ const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
 //   - segments: the first starts with the session (at its start time,
 //     reason "start"); NewSegment starts the next, which ends the one
 //     before. A segment's source files are the session's files (Files)
-//     and the files of the streams its steps came from.
+//     and the files of the streams its steps came from. A segment that
+//     starts inside a turn (a compaction mid-turn) does not move the turn:
+//     a turn belongs to the segment it started in, and each root step
+//     keeps the segment current when it was added, so a turn's steps may
+//     span segments (the timeline draws a divider where one begins).
 //   - turns: NewTurn opens a turn of the root actor in the current
 //     segment; a root step before any turn opens one named for it. A turn
 //     the agent recorded no mode for takes ModeAt's, else the mode of the

@@ -148,3 +148,45 @@ func TestBuilderSubagent(t *testing.T) {
 		t.Errorf("started_at = %s; want the files' modification time %s (no time observed)", got, want)
 	}
 }
+
+// TestBuilderSegmentInsideTurn checks the segment rule: a compaction in
+// the middle of a turn leaves the turn in the segment it started in, the
+// steps after it are in the new segment, a subagent's steps stay in its
+// spawning call's segment, and the next turn starts in the new one.
+func TestBuilderSegmentInsideTurn(t *testing.T) {
+	b := adapters.NewBuilder(adapters.Unit{ID: "s3"}, "test")
+	t1, t2, t3, t4 := mustTime(t, "2026-01-02T03:04:01Z"), mustTime(t, "2026-01-02T03:04:02Z"),
+		mustTime(t, "2026-01-02T03:04:03Z"), mustTime(t, "2026-01-02T03:04:04Z")
+	main, sub := b.Stream("main"), b.Stream("sub")
+	b.NewTurn("p1", "", t1)
+	main.Message(nil, "p1", "user", "start", t1)
+	spawn := main.Add(nil, store.Step{ID: "task", Type: store.TypeOther, Decision: adapters.DecisionAuto, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{ToolName: "Task", Raw: adapters.Raw(map[string]any{})}}, t1)
+	b.NewSegment("compaction", t2)
+	main.Message(nil, "after", "assistant", "carry on", t3)
+	a := b.Subagent("agent-1")
+	sub.Message(a, "a1", "task", "look", t3) // after the compaction, spawned before it
+	a.SpawnedBy(spawn)
+	b.NewTurn("p2", "", t4)
+	main.Message(nil, "p2", "user", "next", t4)
+	_, batch := built(t, b)
+
+	turnSeg := map[string]int64{}
+	for _, tr := range batch.Turns {
+		turnSeg[tr.ID] = tr.SegmentIndex
+	}
+	if turnSeg["turn-p1"] != 0 || turnSeg["turn-p2"] != 1 {
+		t.Errorf("turn segments = %v; want turn-p1 in 0 (where it started), turn-p2 in 1", turnSeg)
+	}
+	for _, c := range []struct {
+		id   string
+		turn string
+		seg  int64
+	}{
+		{"p1", "turn-p1", 0}, {"task", "turn-p1", 0}, {"after", "turn-p1", 1}, {"a1", "turn-p1", 0}, {"p2", "turn-p2", 1},
+	} {
+		if got := stepByID(t, batch, c.id); got.TurnID != c.turn || got.SegmentIndex != c.seg {
+			t.Errorf("step %s in %s segment %d; want %s segment %d", c.id, got.TurnID, got.SegmentIndex, c.turn, c.seg)
+		}
+	}
+}
