@@ -91,7 +91,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	out.templ = &templruntime.Buffer{}
 	out.templ.Reset(out)
 	p := views.ExportPage{
-		Session:   sessionView(walk.d, 0),
+		Session:   sessionView(walk.d, 0, nil),
 		Turns:     walk.turns(ctx, out.flush),
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
@@ -290,13 +290,14 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 		return w.err == nil
 	}
 	actors := actorsByID(w.d.Actors)
+	marks := newSegmentMarks(w.d.Segments)
 	return func(yield func(views.ExportTurn) bool) {
 		for _, t := range w.d.Turns {
 			page := w.page(ctx, t.ID, -1)
 			if !step(0) {
 				return
 			}
-			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars)}
+			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars), Divider: marks.turn(t)}
 			// The turn's prompt is its first step when that is a user
 			// message: the walk does not look ahead.
 			if len(page) > 0 && page[0].Type == store.TypeMessage && page[0].Payload.Role == "user" {
@@ -312,6 +313,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 						v := stepView(page[i], 0)
 						setActor(&v, actors[page[i].ActorID], page[i].ActorID)
 						v.Notes = w.notes[v.Seq]
+						v.Divider = marks.step(v)
 						if !yield(v) {
 							return
 						}

@@ -113,10 +113,15 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			writePageError(w, r, log, err)
 			return
 		}
+		before, err := segmentsBefore(r.Context(), src, d)
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
 			Changes: changeViews(files),
-			Session: sessionView(d, headChars), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
+			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
 		}
@@ -147,7 +152,12 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		v := sessionView(d, headChars)
+		segs, err := segmentsBefore(r.Context(), src, d)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		v := sessionView(d, headChars, segs)
 		linkSteps(&v, d.ID, true, nil)
 		attachNotes(&v, !demo)
 		earlier, next := 0, ""
@@ -179,13 +189,18 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		before, err := segmentsBefore(r.Context(), src, d)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
 		open := map[int64]bool{}
 		for _, s := range strings.Split(r.URL.Query().Get("open"), ",") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				open[n] = true
 			}
 		}
-		v := sessionView(d, headChars)
+		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)
 		attachNotes(&v, !demo)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)

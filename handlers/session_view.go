@@ -16,8 +16,10 @@ import (
 
 // sessionView turns a stored session into what the session page and the
 // export show. limit cuts each recorded value of the steps (0: none); the
-// session's own values are always cut to a readable length.
-func sessionView(d store.SessionDetail, limit int) views.SessionView {
+// session's own values are always cut to a readable length. before is the
+// segment the timeline is in before each turn that does not follow the
+// one before it in d (segmentsBefore); nil: the first segment.
+func sessionView(d store.SessionDetail, limit int, before map[string]int64) views.SessionView {
 	short := func(s string) string { return shorten(s, headChars) }
 	v := views.SessionView{
 		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
@@ -55,7 +57,7 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 			Command: short(c.Command), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		})
 	}
-	v.Turns = turnViews(d, limit)
+	v.Turns = turnViews(d, limit, before)
 	for _, a := range d.Actors {
 		if a.Type != "root" {
 			v.Actors = append(v.Actors, views.ActorOption{ID: a.ID, Label: actorLabel(a)})
@@ -66,8 +68,9 @@ func sessionView(d store.SessionDetail, limit int) views.SessionView {
 	return v
 }
 
-// turnViews groups the steps by turn, in turn order.
-func turnViews(d store.SessionDetail, limit int) []views.TurnView {
+// turnViews groups the steps by turn, in turn order, with the segment
+// dividers (segmentMarks).
+func turnViews(d store.SessionDetail, limit int, before map[string]int64) []views.TurnView {
 	byID := map[string]int{}
 	out := make([]views.TurnView, len(d.Turns))
 	for i, t := range d.Turns {
@@ -104,8 +107,16 @@ func turnViews(d store.SessionDetail, limit int) []views.TurnView {
 		setActor(&sv, actors[s.ActorID], s.ActorID)
 		out[i].Steps = append(out[i].Steps, sv)
 	}
-	for i := range out {
+	marks := newSegmentMarks(d.Segments)
+	for i, t := range d.Turns {
 		out[i].Duration = between(out[i].At, lastAt[i])
+		if i == 0 || d.Turns[i-1].Index != t.Index-1 {
+			marks.cur = before[t.ID]
+		}
+		out[i].Divider = marks.turn(t)
+		for j := range out[i].Steps {
+			out[i].Steps[j].Divider = marks.step(out[i].Steps[j])
+		}
 	}
 	return out
 }
@@ -172,7 +183,7 @@ func between(start string, end time.Time) string {
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
 	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
-		ToolName: s.Payload.ToolName}
+		ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
 	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
 	case s.Outcome == "failed":

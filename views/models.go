@@ -187,6 +187,9 @@ type TurnView struct {
 	Duration string      // from the turn's start to its last step
 	Tokens   *TurnTokens // nil when no usage was recorded for the turn
 	Steps    []StepView
+	// Divider, when set, is shown before the turn's header: the turn
+	// started in a segment that begins with it.
+	Divider *SegmentDivider
 }
 
 // StepView is one step: its line in the timeline and its details.
@@ -219,6 +222,9 @@ type StepView struct {
 	AllURL      string // the step's details, whole
 	Notes       []NoteView
 	CanNote     bool // the page offers to add and edit notes (not the export)
+	Segment     int64
+	// Divider, when set, is shown before the step: a segment begins with it.
+	Divider *SegmentDivider
 }
 
 // IsCut reports whether any text of the step was cut.
@@ -299,10 +305,11 @@ type ExportPage struct {
 
 // ExportTurn is one turn of the export, its steps read as they are shown.
 type ExportTurn struct {
-	Number int64
-	Mode   string
-	Prompt string
-	Steps  iter.Seq[StepView]
+	Number  int64
+	Mode    string
+	Prompt  string
+	Steps   iter.Seq[StepView]
+	Divider *SegmentDivider // before the turn's header, as on the page
 }
 
 // ManifestRow counts the distinct secrets one redaction rule masked, and

@@ -1,6 +1,9 @@
 package views
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // SubagentBlock is one subagent's steps within a turn, shown nested under
 // the step that spawned it.
@@ -92,4 +95,34 @@ func spawnOf(items []TimelineItem, claimed map[int]bool, kind string) int {
 		return len(items) - 1
 	}
 	return latest
+}
+
+// SegmentDivider marks where a segment of the session begins in the
+// timeline: after a compaction, a clear or a resume.
+type SegmentDivider struct {
+	Index  int64  // the segment's index, from 0
+	Reason string // why it started: compaction, clear, resume, ...
+	At     string // RFC 3339
+}
+
+// Title says what started the segment.
+func (d SegmentDivider) Title() string {
+	switch d.Reason {
+	case "compaction":
+		return "Context compacted"
+	case "clear":
+		return "Context cleared"
+	case "resume":
+		return "Session resumed"
+	case "turn_aborted":
+		return "After an aborted turn"
+	case "":
+		return "New segment"
+	}
+	return "New segment (" + d.Reason + ")"
+}
+
+// Begins is "segment 2 begins": segments are counted from 1 for readers.
+func (d SegmentDivider) Begins() string {
+	return "segment " + strconv.FormatInt(d.Index+1, 10) + " begins"
 }
