@@ -328,3 +328,17 @@ func MergeByTime[T any](lists [][]T, at func(T) time.Time) []T {
 		heads[best]++
 	}
 }
+
+// SegmentAt is the segment of a step of turn made at t, for a step added
+// after the builder (telemetry): the last segment started at or before t,
+// never one before the turn's. It keeps the builder's rule: a turn stays
+// in the segment it started in, a step is in the one current at its time.
+func (r *Records) SegmentAt(turn store.Turn, t Time) int64 {
+	seg := turn.SegmentIndex
+	for _, g := range r.Segments {
+		if at, ok := store.ParseTimestamp(g.StartedAt); ok && g.Index > seg && !at.After(t.At) {
+			seg = g.Index
+		}
+	}
+	return seg
+}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/store"
 )
 
 // rawSegments reads a transcript's lines without the parser: the segment
@@ -96,6 +98,38 @@ func TestCompactionInsideTurn(t *testing.T) {
 		}
 		if after < 2 {
 			t.Errorf("%d steps after the compaction; want the summary and the turn's later steps", after)
+		}
+	}
+}
+
+// TestTelemetryStepSegment: a call known only from telemetry that
+// happened after a compaction inside its turn is in the new segment, like
+// a transcript step, while its turn stays in the one it started in.
+func TestTelemetryStepSegment(t *testing.T) {
+	ok := true
+	r := adapters.Records{
+		Header: store.SessionHeader{ID: "s", Agent: store.Agent{Kind: Kind, Version: "2.1.40"}, Workspace: store.Workspace{Root: "/w"},
+			StartedAt: "2026-03-01T10:00:00Z", Source: "import:" + Kind},
+		Segments: []store.Segment{
+			{Index: 0, StartReason: "start", StartedAt: "2026-03-01T10:00:00Z", EndedAt: "2026-03-01T10:00:03Z", SourceFiles: []string{}},
+			{Index: 1, StartReason: "compaction", StartedAt: "2026-03-01T10:00:03Z", SourceFiles: []string{}},
+		},
+		Actors: []store.Actor{adapters.RootActorRecord()},
+		Turns:  []store.Turn{{ID: "turn-p1", SessionID: "s", ActorID: adapters.RootActor, Index: 1, StartedAt: "2026-03-01T10:00:00Z", StepIDs: []string{}}},
+		Steps: []store.Step{{ID: "p1", SessionID: "s", TurnID: "turn-p1", ActorID: adapters.RootActor, Seq: 1, At: "2026-03-01T10:00:00Z",
+			Type: store.TypeMessage, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK, ContentStatus: store.ContentInline,
+			Channels: []string{"transcript"}, Flags: []store.Flag{}, Payload: store.Payload{Role: "user", Text: adapters.Text("go")}}},
+	}
+	recs := []store.TelemetryRecord{
+		rec(KindToolResult, "toolu_before", 1, ToolEvent{At: "2026-03-01T10:00:02Z", ToolName: "Bash", Success: &ok}),
+		rec(KindToolResult, "toolu_after", 2, ToolEvent{At: "2026-03-01T10:00:05Z", ToolName: "Bash", Success: &ok}),
+	}
+	sess := &adapters.Session{ID: "s", Batches: TelemetryBatches("s", r, recs, nil)}
+	mustValid(t, sess)
+	a := gather(sess)
+	for id, want := range map[string]int64{"toolu_before": 0, "toolu_after": 1} {
+		if st := a.step(t, id); st.SegmentIndex != want || st.TurnID != "turn-p1" {
+			t.Errorf("telemetry step %s in %s segment %d; want turn-p1 segment %d", id, st.TurnID, st.SegmentIndex, want)
 		}
 	}
 }

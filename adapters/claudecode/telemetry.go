@@ -340,7 +340,7 @@ func joinTelemetry(r *adapters.Records, spilled []*adapters.SpilledStep, t *tele
 		} else {
 			turn = otelTurn(r, t, c)
 		}
-		r.Steps = append(r.Steps, referenceStep(t.sessionID, turn, c, when))
+		r.Steps = append(r.Steps, referenceStep(t.sessionID, turn, r.SegmentAt(turn, when), c, when))
 	}
 	r.Usage = append(r.Usage, t.usage(r.Turns)...)
 	if m := t.metrics(); m != nil {
@@ -391,12 +391,12 @@ func join(st *store.Step, c *telemetryCall) {
 	}
 }
 
-// referenceStep is a tool call known only from telemetry: no content, a
-// pointer to the event, and a provisional seq.
-func referenceStep(sid string, turn store.Turn, c *telemetryCall, when adapters.Time) store.Step {
+// referenceStep is a tool call known only from telemetry, in turn and
+// segment seg: no content, a pointer to the event, and a provisional seq.
+func referenceStep(sid string, turn store.Turn, seg int64, c *telemetryCall, when adapters.Time) store.Step {
 	ref := "otel:tool_result/" + c.id
 	st := store.Step{
-		ID: c.id, SessionID: sid, SegmentIndex: turn.SegmentIndex, TurnID: turn.ID, ActorID: turn.ActorID,
+		ID: c.id, SessionID: sid, SegmentIndex: seg, TurnID: turn.ID, ActorID: turn.ActorID,
 		Seq: adapters.ProvisionalSeq + c.ord, At: when.Text,
 		Decision: cmp.Or(c.stepDecision(), adapters.DecisionUnknown), ContentStatus: store.ContentReferenceOnly,
 		Channels: []string{"otel"}, Flags: []store.Flag{},
