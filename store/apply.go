@@ -139,13 +139,11 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		}
 		changed = changed || c
 	}
-	for i := range b.Usage {
-		c, err := upsertUsage(conn, *pk, &b.Usage[i])
-		if err != nil {
-			return false, 0, err
-		}
-		changed = changed || c
+	c, err := writeUsage(conn, *pk, b.Usage) // usage.go
+	if err != nil {
+		return false, 0, err
 	}
+	changed = changed || c
 	if !changed {
 		return false, 0, nil
 	}
