@@ -50,7 +50,7 @@ type groupedSession struct {
 // batches in memory stay a small multiple of a few MB.
 const (
 	groupFileBytes = 1 << 20
-	groupBytes     = 8 << 20
+	groupBytes     = 4 << 20
 )
 
 // Progress is how far an import run is.
