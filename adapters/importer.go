@@ -31,7 +31,27 @@ type Importer struct {
 	Rescan bool
 	// Progress, when set, is called after each session.
 	Progress func(Progress)
+
+	// group holds small sessions parsed but not yet written (ApplyGroup).
+	group     []groupedSession
+	groupSize int64 // the bytes of their files
 }
+
+// groupedSession is a small session waiting to be written with others:
+// one commit per small session cost an import of many small files more
+// than their steps (docs/performance.md).
+type groupedSession struct {
+	id    string
+	write store.SessionWrite
+}
+
+// A session of at most groupFileBytes of files is written with others in
+// one transaction, up to groupBytes of files at a time; so a group's
+// batches in memory stay a small multiple of a few MB.
+const (
+	groupFileBytes = 1 << 20
+	groupBytes     = 4 << 20
+)
 
 // Progress is how far an import run is.
 type Progress struct {
@@ -85,10 +105,14 @@ func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, 
 		}
 		im.importUnit(ctx, a, u, known, &sum)
 		done += newFiles(u)
+		if im.groupSize >= groupBytes {
+			im.flush(ctx, a.Kind, &sum)
+		}
 		if im.Progress != nil {
 			im.Progress(Progress{Files: done, FilesTotal: sum.Files, Sessions: sum.Sessions, Steps: sum.Steps})
 		}
 	}
+	im.flush(ctx, a.Kind, &sum)
 	if len(sum.Failed) > 0 {
 		return sum, fmt.Errorf("%d sessions not imported: %w", len(sum.Failed), errors.Join(sum.Failed...))
 	}
@@ -131,7 +155,7 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 		return
 	}
 	u.Paths = paths
-	u.Stored = func(sid string) (Stored, error) { return im.stored(ctx, sid) }
+	u.Stored = func(sid string) (Stored, error) { return im.stored(ctx, a.Kind, sid, sum) }
 	sess, bad := parseUnit(a, u)
 	if sess != nil {
 		defer sess.Close()
@@ -150,26 +174,89 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	for _, p := range sess.Incomplete {
 		skip[p] = true
 	}
-	deleted, err := im.apply(ctx, sess, sum)
-	if err != nil {
-		sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", sess.ID, err))
-		return // not recorded: tried again next run
-	}
-	if deleted {
-		// Not recorded either, so every run says it was skipped.
-		sum.Deleted++
-		return
-	}
-	sum.Sessions++
 	var record []store.ImportedFile
+	var size int64
 	for _, st := range states {
 		if !skip[st.Path] && (len(u.Stamps) == 0 || len(skip) == 0) {
 			record = append(record, st)
 		}
+		size += st.Size
 	}
+	if sess.Spilled == nil && size <= groupFileBytes {
+		im.group = append(im.group, groupedSession{id: sess.ID, write: store.SessionWrite{Batches: sess.Batches, Files: record}})
+		im.groupSize += size
+		return
+	}
+	var results []store.ApplyResult
+	err := sess.Each(func(b *store.Batch) error {
+		res, err := im.Store.Apply(ctx, b)
+		results = append(results, res)
+		return err
+	})
+	if !im.tally(sess.ID, results, err, sum) {
+		return
+	}
+	sum.Sessions++
 	if err := im.Store.RecordImportedFiles(ctx, a.Kind, record); err != nil {
 		sum.Failed = append(sum.Failed, err)
 	}
+}
+
+// flush writes the grouped small sessions in one transaction
+// (store.ApplyGroup), which records each one's files with it. A session
+// the store refuses is rolled back alone and reported.
+func (im *Importer) flush(ctx context.Context, kind string, sum *Summary) {
+	group := im.group
+	im.group, im.groupSize = nil, 0
+	if len(group) == 0 {
+		return
+	}
+	writes := make([]store.SessionWrite, len(group))
+	for i, g := range group {
+		writes[i] = g.write
+	}
+	results, err := im.Store.ApplyGroup(ctx, kind, writes)
+	for i, g := range group {
+		if err != nil {
+			sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", g.id, err))
+			continue
+		}
+		if im.tally(g.id, results[i].Results, results[i].Err, sum) {
+			sum.Sessions++
+		}
+	}
+}
+
+// tally counts a written session (its batches' results) as new, updated
+// or unchanged, a deleted one as deleted, and a refused one as failed;
+// written says whether it was written.
+func (im *Importer) tally(id string, results []store.ApplyResult, err error, sum *Summary) (written bool) {
+	var del *store.DeletedError
+	switch {
+	case errors.As(err, &del):
+		// Not recorded, so every run says it was skipped.
+		sum.Deleted++
+		return false
+	case err != nil:
+		// Not recorded: tried again next run.
+		sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", id, err))
+		return false
+	}
+	created, changed := false, false
+	for i, r := range results {
+		created = created || (i == 0 && r.Created)
+		changed = changed || r.Changed
+		sum.Steps += r.StepsWritten
+	}
+	switch {
+	case created:
+		sum.New++
+	case changed:
+		sum.Updated++
+	default:
+		sum.Unchanged++
+	}
+	return true
 }
 
 // parseUnit opens a unit's files and parses them. Files that cannot be
@@ -196,47 +283,21 @@ func parseUnit(a Agent, u Unit) (*Session, []Problem) {
 }
 
 // stored is what the store holds of a session, for the builder to join
-// before it splits the session (Unit.Stored).
-func (im *Importer) stored(ctx context.Context, sid string) (Stored, error) {
+// before it splits the session (Unit.Stored). A session of the same id
+// waiting in the group is written first.
+func (im *Importer) stored(ctx context.Context, kind, sid string, sum *Summary) (Stored, error) {
+	for _, g := range im.group {
+		if g.id == sid {
+			im.flush(ctx, kind, sum)
+			break
+		}
+	}
 	seqs, err := im.Store.StepSeqs(ctx, sid)
 	if err != nil {
 		return Stored{}, err
 	}
 	tel, err := im.Store.Telemetry(ctx, sid)
 	return Stored{Seqs: seqs, Telemetry: tel}, err
-}
-
-// apply writes a session's batches. A session deleted in the service is
-// reported (deleted true), not an error.
-func (im *Importer) apply(ctx context.Context, sess *Session, sum *Summary) (deleted bool, err error) {
-	created, changed, first := false, false, true
-	err = sess.Each(func(b *store.Batch) error {
-		res, err := im.Store.Apply(ctx, b)
-		if err != nil {
-			return err
-		}
-		created = created || (first && res.Created)
-		changed = changed || res.Changed
-		sum.Steps += res.StepsWritten
-		first = false
-		return nil
-	})
-	var del *store.DeletedError
-	if errors.As(err, &del) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case created:
-		sum.New++
-	case changed:
-		sum.Updated++
-	default:
-		sum.Unchanged++
-	}
-	return false, nil
 }
 
 // String is the one-line summary the import command prints.

@@ -2,7 +2,9 @@ package adapters
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -95,5 +97,39 @@ func TestSpillRefusesACorruptStep(t *testing.T) {
 	ref.N-- // a step cut short
 	if _, err := sp.get(ref); err == nil {
 		t.Error("Get of a step cut short: no error")
+	}
+}
+
+// TestSpillWritesInLargePieces puts 2,000 small steps and reads each back:
+// the steps reach the file in pieces of spillWrite bytes (plus the last,
+// before the first read), not one write per step.
+func TestSpillWritesInLargePieces(t *testing.T) {
+	sp, err := NewSpill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var outs []*SpilledStep
+	sizes := map[int64]bool{} // file sizes seen after each Put
+	for i := range 2000 {
+		out, err := sp.Put(&store.Step{ID: fmt.Sprint("s", i), Payload: store.Payload{Text: Text(strings.Repeat("x", 300))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+		fi, err := sp.f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[fi.Size()] = true
+	}
+	if len(sizes) > 1+int(sp.size/spillWrite) {
+		t.Errorf("the spill file had %d sizes over 2,000 puts of %d bytes; want a write per %d bytes", len(sizes), sp.size, spillWrite)
+	}
+	for i, o := range outs {
+		st, err := sp.get(o.ref)
+		if err != nil || st.ID != fmt.Sprint("s", i) || st.Payload.Text == nil || len(*st.Payload.Text) != 300 {
+			t.Fatalf("get(step %d) = %q, %v; want it back whole", i, st.ID, err)
+		}
 	}
 }

@@ -36,33 +36,9 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 	if err := b.Validate(); err != nil {
 		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
 	}
-	res := ApplyResult{
-		SessionID: b.Session.ID,
-		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
-	}
-	err := s.write(ctx, func(conn *sqlite.Conn) error {
-		if deleted, err := isDeleted(conn, b.Session.ID); err != nil || deleted {
-			if deleted {
-				return &DeletedError{SessionID: b.Session.ID}
-			}
-			return err
-		}
-		pk, err := sessionPK(conn, b.Session.ID)
-		if err != nil {
-			return err
-		}
-		if ps, err := checkReferences(conn, pk, b); err != nil || len(ps) > 0 {
-			if err == nil {
-				err = newReferenceError(ps)
-			}
-			return err
-		}
-		if err := checkSeqs(conn, pk, b.Steps); err != nil {
-			return err
-		}
-		res.Created = pk == 0
-		changed, written, err := s.applyRecords(conn, &pk, b)
-		res.Changed, res.StepsWritten = changed, written
+	var res ApplyResult
+	err := s.write(ctx, func(conn *sqlite.Conn) (err error) {
+		res, err = s.applyBatch(conn, b)
 		return err
 	})
 	if err != nil {
@@ -72,6 +48,37 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 		s.indexLater() // search_index.go
 	}
 	return res, nil
+}
+
+// applyBatch writes a validated batch inside a write transaction: the
+// checks (deleted, references, seqs), then the records (applyRecords).
+func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
+	res := ApplyResult{
+		SessionID: b.Session.ID,
+		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
+	}
+	if deleted, err := isDeleted(conn, b.Session.ID); err != nil || deleted {
+		if deleted {
+			return res, &DeletedError{SessionID: b.Session.ID}
+		}
+		return res, err
+	}
+	pk, err := sessionPK(conn, b.Session.ID)
+	if err != nil {
+		return res, err
+	}
+	if ps, err := checkReferences(conn, pk, b); err != nil || len(ps) > 0 {
+		if err == nil {
+			err = newReferenceError(ps)
+		}
+		return res, err
+	}
+	if err := checkSeqs(conn, pk, b.Steps); err != nil {
+		return res, err
+	}
+	res.Created = pk == 0
+	res.Changed, res.StepsWritten, err = s.applyRecords(conn, &pk, b)
+	return res, err
 }
 
 func isDeleted(conn *sqlite.Conn, id string) (bool, error) {
@@ -139,13 +146,11 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		}
 		changed = changed || c
 	}
-	for i := range b.Usage {
-		c, err := upsertUsage(conn, *pk, &b.Usage[i])
-		if err != nil {
-			return false, 0, err
-		}
-		changed = changed || c
+	c, err := writeUsage(conn, *pk, b.Usage) // usage.go
+	if err != nil {
+		return false, 0, err
 	}
+	changed = changed || c
 	if !changed {
 		return false, 0, nil
 	}

@@ -42,18 +42,22 @@ func (s *Store) RecordImportedFiles(ctx context.Context, agentKind string, files
 		return nil
 	}
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
-		for _, f := range files {
-			err := sqlitex.Execute(conn, `INSERT INTO import_files (path, agent_kind, size, mtime_ns) VALUES (?, ?, ?, ?)
-				ON CONFLICT (path) DO UPDATE SET agent_kind = excluded.agent_kind, size = excluded.size, mtime_ns = excluded.mtime_ns`,
-				&sqlitex.ExecOptions{Args: []any{f.Path, agentKind, f.Size, f.ModTime}})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return recordImportedFiles(conn, agentKind, files)
 	})
 	if err != nil {
 		return fmt.Errorf("store: record imported files: %w", err)
+	}
+	return nil
+}
+
+func recordImportedFiles(conn *sqlite.Conn, agentKind string, files []ImportedFile) error {
+	for _, f := range files {
+		err := sqlitex.Execute(conn, `INSERT INTO import_files (path, agent_kind, size, mtime_ns) VALUES (?, ?, ?, ?)
+			ON CONFLICT (path) DO UPDATE SET agent_kind = excluded.agent_kind, size = excluded.size, mtime_ns = excluded.mtime_ns`,
+			&sqlitex.ExecOptions{Args: []any{f.Path, agentKind, f.Size, f.ModTime}})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

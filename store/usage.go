@@ -2,8 +2,10 @@ package store
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/agentreview/service/pricing"
 	"zombiezen.com/go/sqlite"
@@ -107,28 +109,150 @@ func sourceRule(s string) string {
 	return ""
 }
 
-// upsertUsage writes one usage record in the batch's transaction (Apply).
-// A changed record is deleted and inserted again, never updated in place,
-// so the triggers that keep usage_hours see one removal and one addition.
-func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord) (bool, error) {
+// writeUsage writes a batch's usage records in its transaction (Apply) and
+// keeps usage_hours, their sums per session, hour (UTC), model, price-tier
+// range of the prompt, source and whether a cost was reported. The sums
+// change by what the batch removed and added, added up here and written
+// once per hour and model: a trigger per record cost an import more than
+// the records themselves (docs/performance.md).
+func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, err error) {
+	if len(recs) == 0 {
+		return false, nil
+	}
+	hours := map[usageHourKey]*usageHour{}
+	removed := false
+	for i := range recs {
+		rm, add, err := upsertUsage(conn, pk, &recs[i], hours)
+		if err != nil {
+			return false, err
+		}
+		removed = removed || rm
+		changed = changed || rm || add
+	}
+	keys := slices.SortedFunc(maps.Keys(hours), func(a, b usageHourKey) int {
+		return cmp.Or(cmp.Compare(a.hourNS, b.hourNS), cmp.Compare(a.model, b.model), cmp.Compare(a.promptRange, b.promptRange),
+			cmp.Compare(a.source, b.source), cmp.Compare(a.reported, b.reported))
+	})
+	for _, k := range keys {
+		h := hours[k]
+		err := sqlitex.Execute(conn, `INSERT INTO usage_hours (session_pk, hour_ns, model, prompt_range, source, reported,
+			  input, output, cache_read, cache_creation, requests, cost_usd, last_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO UPDATE SET input = input + excluded.input, output = output + excluded.output,
+			  cache_read = cache_read + excluded.cache_read, cache_creation = cache_creation + excluded.cache_creation,
+			  requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd,
+			  last_ns = max(last_ns, excluded.last_ns)`, &sqlitex.ExecOptions{Args: []any{
+			pk, k.hourNS, k.model, k.promptRange, k.source, k.reported,
+			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.requests, h.cost, h.lastNS}})
+		if err != nil {
+			return false, err
+		}
+	}
+	if removed {
+		err = sqlitex.Execute(conn, `DELETE FROM usage_hours WHERE session_pk = ? AND requests <= 0`, &sqlitex.ExecOptions{Args: []any{pk}})
+	}
+	return changed, err
+}
+
+// usageHourKey is a row of usage_hours within a session.
+type usageHourKey struct {
+	hourNS      int64
+	model       string
+	promptRange int64
+	source      string
+	reported    int64 // 1: the records' costs were reported
+}
+
+// usageHour is the change to one row of usage_hours.
+type usageHour struct {
+	pricing.Tokens
+	requests int64
+	cost     float64
+	lastNS   int64 // the latest added record's time; removals leave it
+}
+
+// promptRanges are where the price table's long-context tiers started
+// when usage_hours was made (migration 007); a record's prompt falls in
+// the range of the largest start at most its size.
+var promptRanges = []int64{512000, 272000, 271999, 200000, 199999, 128000}
+
+func promptRange(t pricing.Tokens) int64 {
+	prompt := t.Input + t.CacheRead + t.CacheCreation
+	for _, r := range promptRanges {
+		if prompt >= r {
+			return r
+		}
+	}
+	return 0
+}
+
+// addHour adds a record to (sign 1) or takes it from (sign -1) its hour.
+func addHour(hours map[usageHourKey]*usageHour, atNS int64, model string, t pricing.Tokens, source string, requests int64, cost *float64, sign int64) {
+	k := usageHourKey{hourNS: atNS - atNS%int64(time.Hour), model: model, promptRange: promptRange(t), source: source}
+	if cost != nil {
+		k.reported = 1
+	}
+	h := hours[k]
+	if h == nil {
+		h = &usageHour{lastNS: math.MinInt64}
+		hours[k] = h
+	}
+	h.Input += sign * t.Input
+	h.Output += sign * t.Output
+	h.CacheRead += sign * t.CacheRead
+	h.CacheCreation += sign * t.CacheCreation
+	h.requests += sign * requests
+	if cost != nil {
+		h.cost += float64(sign) * *cost
+	}
+	if sign > 0 {
+		h.lastNS = max(h.lastNS, atNS)
+	}
+}
+
+// upsertUsage writes one usage record. A changed record is deleted and
+// inserted again, never updated in place; what it takes from and adds to
+// usage_hours is added up in hours.
+func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours map[usageHourKey]*usageHour) (removed, added bool, err error) {
 	at, _ := ParseTimestamp(r.At)
 	var cost any
 	if r.CostUSD != nil {
 		cost = *r.CostUSD
 	}
-	args := []any{pk, r.ID, r.At, startedNS(at), r.Model, r.ActorID, r.TurnID,
-		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, max(r.Requests, 1), cost, r.Source}
-	err := sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
+	atNS, requests := startedNS(at), max(r.Requests, 1)
+	args := []any{pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID,
+		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, requests, cost, r.Source}
+	err = sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
 		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
-		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`, &sqlitex.ExecOptions{Args: args})
+		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source`, &sqlitex.ExecOptions{
+		Args: args,
+		ResultFunc: func(st *sqlite.Stmt) error {
+			var c *float64
+			if st.ColumnType(7) != sqlite.TypeNull {
+				v := st.ColumnFloat(7)
+				c = &v
+			}
+			t := pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}
+			addHour(hours, st.ColumnInt64(0), st.ColumnText(1), t, st.ColumnText(8), st.ColumnInt64(6), c, -1)
+			removed = true
+			return nil
+		},
+	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	removed := conn.Changes() > 0
 	err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
 		  input, output, cache_read, cache_creation, requests, cost_usd, source)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
-	return removed || conn.Changes() > 0, err
+	if err != nil {
+		return false, false, err
+	}
+	if conn.Changes() > 0 {
+		added = true
+		addHour(hours, atNS, r.Model, r.Tokens, r.Source, requests, r.CostUSD, 1)
+	}
+	return removed, added, nil
 }
 
 // Usage is a session's token usage: what its agent reported, added up,

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 func usageRecord(id, model string, in, out int64) store.UsageRecord {
@@ -107,5 +112,85 @@ func TestApplyUsageInvalid(t *testing.T) {
 				t.Errorf("Detail after a refused batch = %v; want ErrNotFound", err)
 			}
 		})
+	}
+}
+
+// TestUsageHoursFollowRecords checks that usage_hours holds the sums of
+// usage_records per session, hour, model, prompt range, source and
+// reported cost after records are added, replaced by others of another
+// hour, model, tier or cost, and dropped with their session; and that the
+// sums are kept by Apply, not by a trigger run once per record.
+func TestUsageHoursFollowRecords(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := 0.25
+	rec := func(id, at, model string, in int64, cost *float64) store.UsageRecord {
+		r := usageRecord(id, model, in, 7)
+		r.At, r.CostUSD = at, cost
+		return r
+	}
+	apply := func(sid string, recs ...store.UsageRecord) {
+		t.Helper()
+		b := mustParse(t, newBatch(sid))
+		b.Usage = recs
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatalf("Apply(%s usage) = %v", sid, err)
+		}
+	}
+	apply("a",
+		rec("m1", "2026-01-01T10:05:00Z", "x", 100, nil),
+		rec("m2", "2026-01-01T10:55:00Z", "x", 300000, nil), // another price tier
+		rec("m3", "2026-01-01T11:00:00Z", "y", 5, &cost),
+		rec("m4", "2026-01-01T10:30:00Z", "x", 9, &cost))
+	apply("b", rec("m1", "2026-01-01T10:05:00Z", "x", 1, nil))
+	// Read again: m1 moves to another hour and model, m3 loses its cost,
+	// m2 stays, and m5 is new.
+	apply("a",
+		rec("m1", "2026-01-01T12:00:00Z", "y", 100, nil),
+		rec("m2", "2026-01-01T10:55:00Z", "x", 300000, nil),
+		rec("m3", "2026-01-01T11:00:00Z", "y", 5, nil),
+		rec("m5", "2026-01-01T10:59:59Z", "x", 1, nil))
+	if err := s.Delete(ctx, "b"); err != nil {
+		t.Fatalf("Delete(b) = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+
+	conn, err := sqlite.OpenConn(s.Path(), sqlite.OpenReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows := func(q string) []string {
+		t.Helper()
+		var out []string
+		err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			var cols []string
+			for i := range st.ColumnCount() {
+				cols = append(cols, st.ColumnText(i))
+			}
+			out = append(out, strings.Join(cols, " "))
+			return nil
+		}})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return out
+	}
+	const cols = `session_pk, hour_ns, model, prompt_range, source, reported, input, output, cache_read, cache_creation, requests, cost_usd, last_ns`
+	got := rows(`SELECT ` + cols + ` FROM usage_hours ORDER BY 1, 2, 3, 4, 5, 6`)
+	want := rows(`SELECT session_pk, at_ns - at_ns % 3600000000000 AS h, model,
+		  CASE WHEN input + cache_read + cache_creation >= 272000 THEN 272000 ELSE 0 END AS r, source, cost_usd IS NOT NULL AS rep,
+		  sum(input), sum(output), sum(cache_read), sum(cache_creation), sum(requests), sum(coalesce(cost_usd, 0.0)), max(at_ns)
+		FROM usage_records GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6`)
+	if len(want) != 5 || !slices.Equal(got, want) {
+		t.Errorf("usage_hours =\n%s\nwant the records' sums (5 rows)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if trig := rows(`SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'usage_records'`); len(trig) > 0 {
+		t.Errorf("triggers on usage_records = %v; want none (Apply keeps usage_hours once per hour and model)", trig)
 	}
 }
