@@ -429,6 +429,23 @@ func (p *parser) user(c ctx, ln *line, at adapters.Time) {
 	case len(texts) > 0 || (images > 0 && results == 0):
 		p.userText(c, r, id, text, at)
 	}
+	if results == 0 {
+		p.pastedImages(c, id, blocks, at)
+	}
+}
+
+// pastedImages keeps the images pasted into a prompt as an other step
+// beside it, the one payload that carries them (a message holds text only).
+func (p *parser) pastedImages(c ctx, id string, blocks content, at adapters.Time) {
+	images := blocks.images()
+	if len(images) == 0 {
+		return
+	}
+	st := store.Step{
+		ID: id + "#images", Type: store.TypeOther, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
+		Payload: store.Payload{ToolName: "pasted images", Raw: adapters.Raw(map[string]any{"content": images})},
+	}
+	p.addStep(c, st, at)
 }
 
 var injectedPrefixes = []string{
@@ -666,7 +683,7 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 		return
 	}
 	s := steps[0]
-	res := &toolResult{text: b.Content.text(), isError: b.IsError}
+	res := &toolResult{text: b.Content.text(), isError: b.IsError, images: b.Content.images()}
 	if single && adapters.Present(r.ToolUseResult) {
 		res.tur = r.ToolUseResult
 		res.turObj = object(r.ToolUseResult)

@@ -1,0 +1,132 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/store"
+)
+
+// mustImportImageSample imports the image variant of a real Claude Code
+// sample and returns it with its stored detail.
+func mustImportImageSample(t *testing.T, s *store.Store) (adapterstest.ImageSample, store.SessionDetail) {
+	t.Helper()
+	sample := adapterstest.MustImageSample(t, "../"+adapterstest.ImageSampleSource)
+	im := adapters.Importer{Store: s}
+	if _, err := im.Run(context.Background(), claudecode.Agent, []string{sample.Path}); err != nil {
+		t.Fatalf("import %s = %v", sample.Path, err)
+	}
+	d, err := s.Detail(context.Background(), sample.SessionID, store.DetailQuery{})
+	if err != nil {
+		t.Fatalf("Detail(%s) = %v", sample.SessionID, err)
+	}
+	return sample, d
+}
+
+// TestImageOfImportedSteps: the pasted image and the image a Read call
+// returned are each stored once, on their own step, and read back as the
+// PNG bytes the transcript carried.
+func TestImageOfImportedSteps(t *testing.T) {
+	s := mustOpen(t)
+	sample, d := mustImportImageSample(t, s)
+	want := map[string][]byte{sample.ReadID: sample.Read}
+	seqs := map[string]int64{}
+	for _, st := range d.Steps {
+		refs := store.FindImages(st.Payload.Raw)
+		switch {
+		case st.ID == sample.ReadID:
+		case strings.HasSuffix(st.ID, "#images"):
+			want[st.ID] = sample.Prompt
+		default:
+			if len(refs) > 0 {
+				t.Errorf("step %d (%s) holds %d images; want none", st.Seq, st.ID, len(refs))
+			}
+			continue
+		}
+		seqs[st.ID] = st.Seq
+		if len(refs) != 1 {
+			t.Errorf("step %d (%s) holds %d images; want 1", st.Seq, st.ID, len(refs))
+		}
+		if n := bytes.Count(st.Payload.Raw, []byte(base64.StdEncoding.EncodeToString(want[st.ID])[:40])); n != 1 {
+			t.Errorf("step %d (%s) raw holds its image %d times; want once", st.Seq, st.ID, n)
+		}
+	}
+	if len(seqs) != 2 {
+		t.Fatalf("steps with images = %v; want the Read call and the pasted images", seqs)
+	}
+	for id, seq := range seqs {
+		img, err := s.Image(context.Background(), d.ID, seq, 1)
+		if err != nil {
+			t.Fatalf("Image(%d, 1) = %v", seq, err)
+		}
+		if !bytes.Equal(img.Data, want[id]) || img.MediaType != "image/png" {
+			t.Errorf("Image(%d, 1) = %s, %d bytes; want the %d bytes of the PNG in the sample", seq, img.MediaType, len(img.Data), len(want[id]))
+		}
+		if got := store.FormatStamp(img.Stamp); got != d.UpdatedAt {
+			t.Errorf("Image(%d, 1).Stamp = %s; want the session's %s", seq, got, d.UpdatedAt)
+		}
+		if _, err := s.Image(context.Background(), d.ID, seq, 2); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Image(%d, 2) = %v; want ErrNotFound", seq, err)
+		}
+	}
+}
+
+// TestImageRefused: what is not a served image is refused, by kind.
+func TestImageRefused(t *testing.T) {
+	s := mustOpen(t)
+	png := adapterstest.MustPNG(t, 4, 4)
+	raws := []string{
+		`{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString([]byte("<svg onload=alert(1)>not an image at all</svg>")) + `"}}]}`,
+		`{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"%%%not base64%%%"}}]}`,
+		`{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + strings.Repeat("A", store.MaxImageBytes/3*4+8) + `"}}]}`,
+		`{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"}`,
+	}
+	b := newBatch("refused")
+	steps := arr{}
+	for i, raw := range raws {
+		st := step("refused", i, "other")
+		st["payload"] = obj{"tool_name": "screenshot", "raw": json.RawMessage(raw)}
+		steps = append(steps, st)
+	}
+	b["steps"] = steps
+	if _, err := s.Apply(context.Background(), mustParse(t, b)); err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	for seq := range int64(3) {
+		if _, err := s.Image(context.Background(), "refused", seq, 1); !errors.Is(err, store.ErrNotImage) {
+			t.Errorf("Image(step %d) = %v; want ErrNotImage", seq, err)
+		}
+	}
+	if img, err := s.Image(context.Background(), "refused", 3, 1); err != nil || !bytes.Equal(img.Data, png) {
+		t.Errorf("Image(data: URI) = %d bytes, %v; want the PNG", len(img.Data), err)
+	}
+	for _, q := range []struct {
+		id       string
+		seq      int64
+		n        int
+		wantKind error
+	}{{"refused", 9, 1, store.ErrNotFound}, {"refused", 3, 0, store.ErrNotFound}, {"missing", 0, 1, store.ErrNotFound}} {
+		if _, err := s.Image(context.Background(), q.id, q.seq, q.n); !errors.Is(err, q.wantKind) {
+			t.Errorf("Image(%s, %d, %d) = %v; want %v", q.id, q.seq, q.n, err, q.wantKind)
+		}
+	}
+}
+
+// TestElideImages: the raw shown keeps everything but the images' text.
+func TestElideImages(t *testing.T) {
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG fake"))
+	raw := json.RawMessage(`{"input":{"file_path":"/a.png"},"result":{"type":"image","file":{"base64":"` + png + `","type":"image/png"}},"z":"data:image/gif;base64,R0lG"}`)
+	got := store.ElideImages(raw, func(n int, r store.ImageRef) string { return "[" + r.MediaType + "]" })
+	want := `{"input":{"file_path":"/a.png"},"result":{"type":"image","file":{"base64":"[image/png]","type":"image/png"}},"z":"[image/gif]"}`
+	if string(got) != want {
+		t.Errorf("ElideImages = %s; want %s", got, want)
+	}
+}
