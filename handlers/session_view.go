@@ -171,7 +171,11 @@ func between(start string, end time.Time) string {
 // to limit characters (0: whole). Texts the store already cut (Step.Cut)
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
-	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
+	var images []views.ImageView
+	if s.Type == store.TypeOther {
+		images, s.Payload.Raw = stepImages(s.Payload.Raw, "shown above") // no view shows an image's text
+	}
+	v := views.StepView{Images: images, Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
 		ToolName: s.Payload.ToolName}
 	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {

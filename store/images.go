@@ -142,34 +142,45 @@ func imageURI(s string) (ImageRef, bool) {
 }
 
 // ElideImages returns raw with each image's text replaced by note(n, ref)
-// (n from 1), so that a page showing the raw never carries the images.
+// (n from 1, called once each, in order), so that a page showing the raw
+// never carries the images.
 func ElideImages(raw json.RawMessage, note func(n int, r ImageRef) string) json.RawMessage {
 	refs := FindImages(raw)
 	if len(refs) == 0 {
 		return raw
 	}
+	notes := make([]string, len(refs))
+	for i, r := range refs {
+		notes[i] = note(i+1, r)
+	}
 	out := raw
 	for i, r := range refs {
 		enc, _ := json.Marshal(r.value)
-		rep, _ := json.Marshal(note(i+1, r))
+		rep, _ := json.Marshal(notes[i])
 		at := bytes.Index(out, enc)
 		if at < 0 {
-			return elideDecoded(raw, note) // the writer escaped the text otherwise
+			return elideDecoded(raw, notes) // the writer escaped the text otherwise
 		}
 		out = slices.Concat(out[:at], rep, out[at+len(enc):])
 	}
 	return out
 }
 
-// elideDecoded replaces the images in the decoded raw; the keys come back
-// sorted.
-func elideDecoded(raw json.RawMessage, note func(n int, r ImageRef) string) json.RawMessage {
+// elideDecoded replaces the images in the decoded raw by their notes; the
+// keys come back sorted.
+func elideDecoded(raw json.RawMessage, notes []string) json.RawMessage {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return raw
 	}
 	n := 0
-	walkImages(v, func(r ImageRef) any { n++; return note(n, r) })
+	walkImages(v, func(ImageRef) any {
+		n++
+		if n > len(notes) {
+			return nil
+		}
+		return notes[n-1]
+	})
 	b, err := json.Marshal(v)
 	if err != nil {
 		return raw

@@ -219,6 +219,8 @@ type StepView struct {
 	AllURL      string // the step's details, whole
 	Notes       []NoteView
 	CanNote     bool // the page offers to add and edit notes (not the export)
+
+	Images []ImageView // the images its raw holds, shown as thumbnails
 }
 
 // IsCut reports whether any text of the step was cut.
@@ -295,6 +297,9 @@ type ExportPage struct {
 	// Manifest is called after the turns: what redaction masked, counts
 	// per rule, never values.
 	Manifest func() []ManifestRow
+	// Images: the steps' images are data: URIs in the page, which its
+	// policy then allows.
+	Images bool
 }
 
 // ExportTurn is one turn of the export, its steps read as they are shown.
