@@ -95,3 +95,12 @@ func exportImages(images []views.ImageView, include bool) {
 
 // servedImageTypes are the media types an export may carry inline.
 var servedImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// imagesLine names a step's images in its line: image/png, 312 KB.
+func imagesLine(images []store.ImageRef) string {
+	names := make([]string, len(images))
+	for i, r := range images {
+		names[i] = r.MediaType + ", " + byteSize(r.Bytes())
+	}
+	return strings.Join(names, "; ")
+}

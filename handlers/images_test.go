@@ -157,8 +157,16 @@ func TestStepDetailImages(t *testing.T) {
 			t.Errorf("session page carries image of step %d", seq)
 		}
 		line := doc.Find(fmt.Sprintf(`#step-%d [data-testid="images-count"]`, seq))
-		if got := strings.Join(strings.Fields(line.Text()), " "); got != "🖼 1 1 image" {
-			t.Errorf("step %d line marks images %q; want 🖼 1 and the words 1 image", seq, got)
+		summary := doc.Find(fmt.Sprintf(`#step-%d .line`, seq)).Text()
+		want := "pasted images image/png, " + byteSize(len(png))
+		if seq == is.readStep() {
+			want = "Read /tmp/screenshot.png"
+		}
+		if summary != want {
+			t.Errorf("step %d line = %q; want %q", seq, summary, want)
+		}
+		if got := line.Text(); got != "1 image" {
+			t.Errorf("step %d line marks images %q; want 1 image", seq, got)
 		}
 		if n := doc.Find(fmt.Sprintf(`#step-%d img`, seq)).Length(); n != 0 {
 			t.Errorf("session page shows %d images of step %d; want none until it opens", n, seq)
@@ -178,7 +186,7 @@ func TestStepDetailImages(t *testing.T) {
 		src, _ := thumb.Find("img").Attr("src")
 		alt, _ := thumb.Find("img").Attr("alt")
 		lazy, _ := thumb.Find("img").Attr("loading")
-		wantAlt := fmt.Sprintf("Image 1 of step %d (image/png, %s)", seq, byteSize(len(b64(png))/4*3))
+		wantAlt := fmt.Sprintf("Image 1 of step %d (image/png, %s)", seq, byteSize(len(png)))
 		if thumb.Length() != 1 || href != imageURL(is.SessionID, seq, 1) || src != href || alt != wantAlt || lazy != "lazy" {
 			t.Errorf("step %d thumbnails = %d, href %q src %q alt %q loading %q; want one of %s, alt %q, lazy",
 				seq, thumb.Length(), href, src, alt, lazy, imageURL(is.SessionID, seq, 1), wantAlt)

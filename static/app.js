@@ -312,6 +312,7 @@
     viewer = document.createElement('dialog');
     viewer.className = 'image-viewer';
     viewer.dataset.testid = 'image-viewer';
+    viewer.tabIndex = -1;
     const form = document.createElement('form');
     form.method = 'dialog';
     const close = document.createElement('button');
@@ -332,5 +333,6 @@
     img.alt = a.querySelector('img').alt;
     d.setAttribute('aria-label', img.alt);
     d.showModal();
+    d.focus(); // not its button, which the key that opened it would press
   });
 })();

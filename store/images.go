@@ -36,7 +36,9 @@ type ImageRef struct {
 }
 
 // Bytes is the image's size once decoded.
-func (r ImageRef) Bytes() int { return len(r.Data) / 4 * 3 }
+func (r ImageRef) Bytes() int {
+	return len(r.Data)*3/4 - strings.Count(r.Data[max(0, len(r.Data)-2):], "=")
+}
 
 // FindImages lists the images an other step's raw holds, in document
 // order (an object's keys in sorted order). It knows one shape per
