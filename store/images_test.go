@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/store"
 )
 
@@ -128,5 +131,60 @@ func TestElideImages(t *testing.T) {
 	want := `{"input":{"file_path":"/a.png"},"result":{"type":"image","file":{"base64":"[image/png]","type":"image/png"}},"z":"[image/gif]"}`
 	if string(got) != want {
 		t.Errorf("ElideImages = %s; want %s", got, want)
+	}
+}
+
+// TestImageOfCodexPrompt: the images of a Codex user_message (data: URIs)
+// are stored once, beside the prompt, and read back as the PNG given.
+func TestImageOfCodexPrompt(t *testing.T) {
+	const src = "../../shared/samples/codex/agentlogs_crud_rollout.jsonl"
+	body, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := adapterstest.MustPNG(t, 20, 10)
+	uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+	prompts := bytes.Count(body, []byte(`"type":"user_message"`))
+	derived := bytes.Replace(body, []byte(`"images":[]`), []byte(`"images":["`+uri+`"]`), 1)
+	if prompts == 0 || bytes.Equal(derived, body) {
+		t.Fatalf("sample %s has no user_message with images to fill", src)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(path, derived, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), codex.Agent, []string{path}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []store.Step
+	for _, st := range d.Steps {
+		if n := bytes.Count(st.Payload.Raw, []byte(uri[30:90])); n > 0 {
+			with = append(with, st)
+		}
+	}
+	if len(with) != 1 || !strings.HasSuffix(with[0].ID, "#images") || with[0].Seq == 0 {
+		t.Fatalf("steps holding the image = %d; want one, beside the prompt", len(with))
+	}
+	var prompt store.Step
+	for _, st := range d.Steps {
+		if st.Seq == with[0].Seq-1 {
+			prompt = st
+		}
+	}
+	if prompt.Type != store.TypeMessage || prompt.Payload.Role != "user" || prompt.TurnID != with[0].TurnID {
+		t.Errorf("step before the image = %s %s; want the prompt of its turn", prompt.Type, prompt.Payload.Role)
+	}
+	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
+	if err != nil || !bytes.Equal(img.Data, png) {
+		t.Errorf("Image = %d bytes, %v; want the PNG given", len(img.Data), err)
 	}
 }

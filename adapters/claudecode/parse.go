@@ -430,22 +430,8 @@ func (p *parser) user(c ctx, ln *line, at adapters.Time) {
 		p.userText(c, r, id, text, at)
 	}
 	if results == 0 {
-		p.pastedImages(c, id, blocks, at)
+		c.s.PastedImages(p.actor(c), id, blocks.images(), at)
 	}
-}
-
-// pastedImages keeps the images pasted into a prompt as an other step
-// beside it, the one payload that carries them (a message holds text only).
-func (p *parser) pastedImages(c ctx, id string, blocks content, at adapters.Time) {
-	images := blocks.images()
-	if len(images) == 0 {
-		return
-	}
-	st := store.Step{
-		ID: id + "#images", Type: store.TypeOther, Decision: adapters.DecisionNone, Outcome: adapters.OutcomeOK,
-		Payload: store.Payload{ToolName: "pasted images", Raw: adapters.Raw(map[string]any{"content": images})},
-	}
-	p.addStep(c, st, at)
 }
 
 var injectedPrefixes = []string{
