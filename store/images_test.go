@@ -15,6 +15,7 @@ import (
 	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -186,5 +187,62 @@ func TestImageOfCodexPrompt(t *testing.T) {
 	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
 	if err != nil || !bytes.Equal(img.Data, png) {
 		t.Errorf("Image = %d bytes, %v; want the PNG given", len(img.Data), err)
+	}
+}
+
+// TestImageOfOpencodePrompt: an image attached to an opencode prompt (a
+// file part holding a data: URI) is stored once, beside the prompt.
+func TestImageOfOpencodePrompt(t *testing.T) {
+	const src = "../../shared/samples/opencode/agentlogs_crud_export.json"
+	body, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var export map[string]any
+	if err := json.Unmarshal(body, &export); err != nil {
+		t.Fatal(err)
+	}
+	png := adapterstest.MustPNG(t, 12, 8)
+	uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+	var promptID string
+	for _, m := range export["messages"].([]any) {
+		m := m.(map[string]any)
+		info := m["info"].(map[string]any)
+		if info["role"] != "user" || promptID != "" {
+			continue
+		}
+		promptID = info["id"].(string)
+		m["parts"] = append(m["parts"].([]any), map[string]any{"id": "prt_image", "sessionID": info["sessionID"], "messageID": promptID,
+			"type": "file", "mime": "image/png", "filename": "shot.png", "url": uri})
+	}
+	derived, _ := json.Marshal(export)
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(path, derived, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), opencode.Agent, []string{path}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []store.Step
+	for _, st := range d.Steps {
+		if bytes.Contains(st.Payload.Raw, []byte(uri[30:90])) {
+			with = append(with, st)
+		}
+	}
+	if len(with) != 1 || !strings.HasSuffix(with[0].ID, "#images") {
+		t.Fatalf("steps holding the image = %d; want one, beside the prompt", len(with))
+	}
+	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
+	if err != nil || !bytes.Equal(img.Data, png) {
+		t.Errorf("Image = %d bytes, %v; want the PNG attached", len(img.Data), err)
 	}
 }
