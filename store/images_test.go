@@ -14,6 +14,7 @@ import (
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
@@ -244,5 +245,60 @@ func TestImageOfOpencodePrompt(t *testing.T) {
 	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
 	if err != nil || !bytes.Equal(img.Data, png) {
 		t.Errorf("Image = %d bytes, %v; want the PNG attached", len(img.Data), err)
+	}
+}
+
+// TestImageOfClinePrompt: an image block in the user message that holds a
+// Cline task's prompt is stored once, beside the prompt.
+func TestImageOfClinePrompt(t *testing.T) {
+	const src = "../../shared/samples/cline/tasks/1770913324799"
+	dir := filepath.Join(t.TempDir(), "tasks", filepath.Base(src))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png := adapterstest.MustPNG(t, 16, 9)
+	data := base64.StdEncoding.EncodeToString(png)
+	for _, name := range []string{"api_conversation_history.json", "task_metadata.json"} {
+		body, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "api_conversation_history.json" {
+			var history []map[string]any
+			if err := json.Unmarshal(body, &history); err != nil || history[0]["role"] != "user" {
+				t.Fatalf("sample history: %v; want a user message first", err)
+			}
+			history[0]["content"] = append(history[0]["content"].([]any), map[string]any{"type": "image",
+				"source": map[string]any{"type": "base64", "media_type": "image/png", "data": data}})
+			body, _ = json.Marshal(history)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), cline.Agent, []string{dir}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []store.Step
+	for _, st := range d.Steps {
+		if bytes.Contains(st.Payload.Raw, []byte(data[20:80])) {
+			with = append(with, st)
+		}
+	}
+	if len(with) != 1 || !strings.HasSuffix(with[0].ID, "#images") {
+		t.Fatalf("steps holding the image = %d; want one, beside the prompt", len(with))
+	}
+	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
+	if err != nil || !bytes.Equal(img.Data, png) {
+		t.Errorf("Image = %d bytes, %v; want the PNG given", len(img.Data), err)
 	}
 }
