@@ -16,6 +16,7 @@ import (
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
@@ -300,5 +301,77 @@ func TestImageOfClinePrompt(t *testing.T) {
 	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
 	if err != nil || !bytes.Equal(img.Data, png) {
 		t.Errorf("Image = %d bytes, %v; want the PNG given", len(img.Data), err)
+	}
+}
+
+// TestImageOfGeminiRead: a Gemini CLI read_file whose result is an image
+// (an inlineData part beside the functionResponse) keeps it on its step.
+func TestImageOfGeminiRead(t *testing.T) {
+	const src = "../../shared/samples/gemini/vibecodingtracker/tmp/ab14fe397f91d5f283525b3178d2314aef552f761131c42172a21b7bf735e73d/chats/test_conversation_gemini.json"
+	body, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat map[string]any
+	if err := json.Unmarshal(body, &chat); err != nil {
+		t.Fatal(err)
+	}
+	png := adapterstest.MustPNG(t, 30, 20)
+	data := base64.StdEncoding.EncodeToString(png)
+	callID := ""
+	for _, m := range chat["messages"].([]any) {
+		calls, _ := m.(map[string]any)["toolCalls"].([]any)
+		for _, c := range calls {
+			c := c.(map[string]any)
+			if c["name"] != "read_file" || callID != "" {
+				continue
+			}
+			callID = c["id"].(string)
+			c["args"] = map[string]any{"file_path": "/tmp/shot.png"}
+			c["result"] = []any{
+				map[string]any{"functionResponse": map[string]any{"id": callID, "name": "read_file", "response": map[string]any{"output": "Binary content provided (1 item(s))."}}},
+				map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": data}},
+			}
+		}
+	}
+	if callID == "" {
+		t.Fatalf("sample %s has no read_file call", src)
+	}
+	derived, _ := json.Marshal(chat)
+	rel, _ := filepath.Rel("../../shared/samples/gemini/vibecodingtracker", src)
+	path := filepath.Join(t.TempDir(), rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, derived, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), geminicli.Agent, []string{path}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []store.Step
+	for _, st := range d.Steps {
+		if n := bytes.Count(st.Payload.Raw, []byte(data[20:80])); n > 0 {
+			with = append(with, st)
+			if n != 1 {
+				t.Errorf("step %d holds the image %d times; want once", st.Seq, n)
+			}
+		}
+	}
+	if len(with) != 1 || with[0].Payload.ToolName != "read_file" {
+		t.Fatalf("steps holding the image = %d; want the read_file call", len(with))
+	}
+	img, err := s.Image(context.Background(), d.ID, with[0].Seq, 1)
+	if err != nil || !bytes.Equal(img.Data, png) {
+		t.Errorf("Image = %d bytes, %v; want the PNG read", len(img.Data), err)
 	}
 }
