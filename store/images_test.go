@@ -375,3 +375,76 @@ func TestImageOfGeminiRead(t *testing.T) {
 		t.Errorf("Image = %d bytes, %v; want the PNG read", len(img.Data), err)
 	}
 }
+
+// TestImageOfClaudeToolResults: a tool result's image blocks are kept
+// once whether or not toolUseResult repeats them (an MCP screenshot's
+// toolUseResult is its content; a result without one keeps the blocks in
+// raw.images).
+func TestImageOfClaudeToolResults(t *testing.T) {
+	src := "../" + adapterstest.ImageSampleSource
+	body, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := adapterstest.MustPNG(t, 8, 8)
+	data := base64.StdEncoding.EncodeToString(png)
+	image := map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": data}}
+	var out []byte
+	results := 0
+	for line := range bytes.Lines(body) {
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := rec["message"].(map[string]any)
+		blocks, _ := msg["content"].([]any)
+		for _, b := range blocks {
+			b := b.(map[string]any)
+			tur, _ := rec["toolUseResult"].(map[string]any)
+			if _, todo := tur["newTodos"]; b["type"] != "tool_result" || !todo || results >= 2 {
+				continue // TodoWrite's results: other steps, which keep their result
+			}
+			content := []any{map[string]any{"type": "text", "text": "screenshot"}, image}
+			b["content"] = content
+			if results == 0 {
+				rec["toolUseResult"] = content // as for an MCP tool
+			} else {
+				delete(rec, "toolUseResult")
+			}
+			results++
+		}
+		l, _ := json.Marshal(rec)
+		out = append(append(out, l...), '\n')
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), claudecode.Agent, []string{path}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with []int64
+	for _, st := range d.Steps {
+		if n := strings.Count(string(st.Payload.Raw), data); n > 0 {
+			with = append(with, st.Seq)
+			if n != 1 {
+				t.Errorf("step %d holds the image %d times; want once", st.Seq, n)
+			}
+			if img, err := s.Image(context.Background(), d.ID, st.Seq, 1); err != nil || !bytes.Equal(img.Data, png) {
+				t.Errorf("Image(step %d) = %d bytes, %v; want the PNG", st.Seq, len(img.Data), err)
+			}
+		}
+	}
+	if len(with) != 2 {
+		t.Errorf("steps holding the image = %v; want the two tool calls", with)
+	}
+}
