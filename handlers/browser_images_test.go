@@ -105,8 +105,9 @@ func browserImageExport(t *testing.T, b *browser) {
 	}
 }
 
-// browserImageScreenshots writes the step with its image open, and the
-// image whole, when SERVICE_SCREENSHOTS names a folder.
+// browserImageScreenshots writes the step with its image (images-*) and
+// the image opened whole (image-open-*) when SERVICE_SCREENSHOTS names a
+// folder.
 func browserImageScreenshots(t *testing.T, b *browser) {
 	dir := os.Getenv("SERVICE_SCREENSHOTS")
 	if dir == "" {
@@ -128,13 +129,21 @@ func browserImageScreenshots(t *testing.T, b *browser) {
 				t.Errorf("at %s px: wider than the screen:\n%s", w.name, strings.Join(wide, "\n"))
 			}
 			p.do("scroll to the step", chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(step)+`).scrollIntoView()`))
-			png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-			if err != nil {
-				t.Fatal(err)
+			shot := func(name string) {
+				t.Helper()
+				png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name+"-"+w.name+"-"+scheme+".png"), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := os.WriteFile(filepath.Join(dir, "images-"+w.name+"-"+scheme+".png"), png, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			shot("images")
+			p.pressEnter(step + ` a[data-testid="image-thumb"]`)
+			p.waitFor("the image opens", `document.querySelector('dialog[data-testid="image-viewer"]').open`)
+			shot("image-open")
+			p.key(kb.Escape)
 		}
 	}
 }
