@@ -43,6 +43,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeJSON(w, se.status, errorBody{Error: se.msg})
 	case errors.Is(err, store.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "not found"})
+	case errors.Is(err, store.ErrNotImage):
+		writeJSON(w, http.StatusNotFound, errorBody{Error: err.Error()}) // no image to serve there
 	case errors.Is(err, store.ErrNotJSON), errors.Is(err, store.ErrNotObject), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrBadFilter):
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
 	case errors.As(err, &invalid):

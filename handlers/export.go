@@ -67,6 +67,7 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		walk.images = r.URL.Query().Get("images") != ""
 		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + ".html"}
 		err = writeExport(r.Context(), out, walk, time.Now())
 		var withheld *withheldError
@@ -94,6 +95,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 		Session:   sessionView(walk.d, 0, nil),
 		Turns:     walk.turns(ctx, out.flush),
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
+		Images:    walk.images,
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
 	}
 	if err := views.Export(p).Render(views.WithHighlighting(ctx, exportHighlight), out.templ); err != nil {
@@ -261,6 +263,9 @@ type exportWalk struct {
 	d     store.SessionDetail        // header, summary, report, notes and turns, masked; no steps
 	notes map[int64][]views.NoteView // the masked notes, by step
 	err   error                      // the first failure; the walk stops there
+	// images includes the steps' images in the download, which redaction
+	// cannot look into; without it each is named and left out.
+	images bool
 }
 
 // newExportWalk starts the walk of session id; keep lists the placeholders
@@ -311,6 +316,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 							return
 						}
 						v := stepView(page[i], 0)
+						exportImages(v.Images, w.images)
 						setActor(&v, actors[page[i].ActorID], page[i].ActorID)
 						v.Notes = w.notes[v.Seq]
 						v.Divider = marks.step(v)

@@ -21,6 +21,7 @@ type Store interface {
 	Reader
 	Deleter
 	Reviewer
+	ImageReader
 }
 
 // Deps is what the routes are built from.
@@ -94,6 +95,7 @@ func Routes(d Deps) http.Handler {
 		r.Handler(http.MethodPut, "/api/sessions/:id/notes/:note", write(appOnly(editNote(d.Store, d.Hub, d.Log))))
 		r.Handler(http.MethodDelete, "/api/sessions/:id/notes/:note", write(appOnly(deleteNote(d.Store, d.Hub, d.Log))))
 		r.Handler(http.MethodGet, "/api/sessions/:id/changes", fileChanges(d.Store, d.Log))
+		r.Handler(http.MethodGet, "/api/sessions/:id/steps/:seq/images/:n", stepImage(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export", exportSession(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id/export/review", exportReview(d.Store, exports, d.Log))
 		r.Handler(http.MethodGet, "/api/search", searchAPI(d.Store, d.Log))

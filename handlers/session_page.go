@@ -91,7 +91,10 @@ func linkSteps(v *views.SessionView, id string, partial bool, open map[int64]boo
 func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) {
 	s.BodyURL, s.AllURL = u.step(s.Seq, false), u.step(s.Seq, true)
 	s.Open = open[s.Seq]
-	s.Partial = partial && s.IsCut()
+	s.Partial = partial && (s.IsCut() || len(s.Images) > 0) // images load with the details
+	for i := range s.Images {
+		s.Images[i].Src, s.Images[i].Data = imageURL(u.id, s.Seq, s.Images[i].N), ""
+	}
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every

@@ -182,7 +182,12 @@ func between(start string, end time.Time) string {
 // to limit characters (0: whole). Texts the store already cut (Step.Cut)
 // count the characters it left out.
 func stepView(s store.Step, limit int) views.StepView {
-	v := views.StepView{Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: stepSummary(s),
+	summary := stepSummary(s) // names the images, where the raw shown cannot
+	var images []views.ImageView
+	if s.Type == store.TypeOther {
+		images, s.Payload.Raw = stepImages(s.Payload.Raw, "shown above") // no view shows an image's text
+	}
+	v := views.StepView{Images: images, Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: summary,
 		ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
 	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
@@ -297,6 +302,9 @@ func stepSummary(s store.Step) string {
 	default:
 		if line := toolLine(p.ToolName, p.Raw); line != "" {
 			return oneLine(p.ToolName + " " + line)
+		}
+		if images := store.FindImages(p.Raw); len(images) > 0 {
+			return oneLine(p.ToolName + " " + imagesLine(images))
 		}
 		return oneLine(p.ToolName + " " + oneLine(string(p.Raw)))
 	}

@@ -21,7 +21,7 @@ type toolRaw struct {
 	Result json.RawMessage            `json:"result"`
 }
 
-// toolKind is what a tool is, by its name: todo, fetch, grep, task or "".
+// toolKind is what a tool is, by its name: todo, fetch, grep, task, read or "".
 func toolKind(name string) string {
 	switch strings.ReplaceAll(strings.ToLower(name), "_", "") {
 	case "todowrite", "todo", "updateplan", "updatetodos":
@@ -32,6 +32,8 @@ func toolKind(name string) string {
 		return "grep"
 	case "task", "agent", "newtask":
 		return "task"
+	case "read", "readfile", "viewimage":
+		return "read" // an other step only when what it read was an image
 	}
 	return ""
 }
@@ -87,6 +89,8 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 			matches = resultLines(r.Result, "filenames")
 		}
 		result("Matches", matches)
+	case "read":
+		field("File", "file_path", "path")
 	case "task":
 		field("Description", "description")
 		field("Subagent", "subagent_type")
@@ -113,8 +117,8 @@ func toolLine(name string, raw json.RawMessage) string {
 			}
 		}
 		return views.Plural(len(items), "todo") + ", " + views.Number(int64(done)) + " done"
-	case "fetch":
-		return oneLine(inputString(r.Input, "url"))
+	case "fetch", "read":
+		return oneLine(inputString(r.Input, "url") + inputString(r.Input, "file_path") + inputString(r.Input, "path"))
 	case "grep":
 		return oneLine(inputString(r.Input, "pattern") + " " + inputString(r.Input, "path"))
 	case "task":

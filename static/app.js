@@ -301,3 +301,38 @@
     if (timeline) filterActors(timeline, true);
   });
 })();
+
+// Images: a step's thumbnail opens its image whole in a dialog (Esc, the
+// close button or a click beside it closes it); a click with a modifier
+// opens the image itself, as any link.
+(function () {
+  let viewer;
+  function imageViewer() {
+    if (viewer) return viewer;
+    viewer = document.createElement('dialog');
+    viewer.className = 'image-viewer';
+    viewer.dataset.testid = 'image-viewer';
+    viewer.tabIndex = -1;
+    const form = document.createElement('form');
+    form.method = 'dialog';
+    const close = document.createElement('button');
+    close.textContent = 'Close';
+    form.append(close);
+    viewer.append(form, document.createElement('img'));
+    viewer.addEventListener('click', function (e) { if (e.target === viewer) viewer.close(); });
+    document.body.append(viewer);
+    return viewer;
+  }
+  document.addEventListener('click', function (e) {
+    const a = e.target.closest('a.thumb');
+    if (!a || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    const d = imageViewer();
+    const img = d.querySelector('img');
+    img.src = a.href;
+    img.alt = a.querySelector('img').alt;
+    d.setAttribute('aria-label', img.alt);
+    d.showModal();
+    d.focus(); // not its button, which the key that opened it would press
+  });
+})();

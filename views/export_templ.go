@@ -39,9 +39,9 @@ func Export(p ExportPage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var2 string
-		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ExportCSP).Resolve(ctx)
+		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.CSP()).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 18, Col: 65}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 18, Col: 63}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 		if templ_7745c5c3_Err != nil {
@@ -517,6 +517,7 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .md table { border-collapse: collapse; } .md th, .md td { border: 1px solid #e3e6ee; padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
 .todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: #6b7385; } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+.images { display: flex; flex-wrap: wrap; gap: .5rem; margin: .4rem 0; } .images img { max-width: 100%; max-height: 30rem; border: 1px solid #e3e6ee; } .image-omitted { color: #6b7385; font-style: italic; margin: .2rem 0; } .images-count { color: #6b7385; margin-left: .4rem; }
 [class^="hl-k"] { color: #8b2fb8; } [class^="hl-s"] { color: #1d7044; } [class^="hl-m"] { color: #a35a00; } [class^="hl-c"] { color: #6f7788; font-style: italic; } .hl-nf, .hl-nt { color: #2a55b8; } .hl-nc, .hl-kt, .hl-nb { color: #a72e6a; }
 .segment-divider { display: flex; align-items: center; gap: .6rem; margin: .5rem 0; font-size: 12px; color: #6b7385; } .segment-divider::before, .segment-divider::after { content: ""; flex: 1; border-top: 1px dashed #b9c0ce; } .segment-divider strong { color: #1d2330; }
 `

@@ -225,6 +225,8 @@ type StepView struct {
 	Segment     int64
 	// Divider, when set, is shown before the step: a segment begins with it.
 	Divider *SegmentDivider
+
+	Images []ImageView // the images its raw holds, shown as thumbnails
 }
 
 // IsCut reports whether any text of the step was cut.
@@ -301,6 +303,9 @@ type ExportPage struct {
 	// Manifest is called after the turns: what redaction masked, counts
 	// per rule, never values.
 	Manifest func() []ManifestRow
+	// Images: the steps' images are data: URIs in the page, which its
+	// policy then allows.
+	Images bool
 }
 
 // ExportTurn is one turn of the export, its steps read as they are shown.

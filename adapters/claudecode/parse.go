@@ -429,6 +429,9 @@ func (p *parser) user(c ctx, ln *line, at adapters.Time) {
 	case len(texts) > 0 || (images > 0 && results == 0):
 		p.userText(c, r, id, text, at)
 	}
+	if results == 0 {
+		c.s.PastedImages(p.actor(c), id, blocks.images(), at)
+	}
 }
 
 var injectedPrefixes = []string{
@@ -666,7 +669,7 @@ func (p *parser) toolResult(c ctx, r *record, b block, single bool) {
 		return
 	}
 	s := steps[0]
-	res := &toolResult{text: b.Content.text(), isError: b.IsError}
+	res := &toolResult{text: b.Content.text(), isError: b.IsError, images: b.Content.images()}
 	if single && adapters.Present(r.ToolUseResult) {
 		res.tur = r.ToolUseResult
 		res.turObj = object(r.ToolUseResult)

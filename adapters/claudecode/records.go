@@ -90,7 +90,7 @@ type block struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   content         `json:"content"`
 	IsError   bool            `json:"is_error"`
-	raw       json.RawMessage // the block's JSON, kept for block types the adapter does not know
+	raw       json.RawMessage // the block's JSON, kept for images and block types the adapter does not know
 }
 
 // knownBlocks are the block types the adapter maps; others keep their raw
@@ -128,8 +128,8 @@ func (c *content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 				b = block{}
 				json.Unmarshal(v, &b) // keeps what decodes, as for a record
 			}
-			if !knownBlocks[b.Type] {
-				b.raw = json.RawMessage(v.Clone())
+			if !knownBlocks[b.Type] || b.Type == "image" {
+				b.raw = json.RawMessage(v.Clone()) // an image is kept as written: its step shows it
 			}
 			*c = append(*c, b)
 		}
@@ -144,6 +144,17 @@ func (c *content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // record with an odd field.
 func (c *content) UnmarshalJSON(b []byte) error {
 	return c.UnmarshalJSONFrom(jsontext.NewDecoder(bytes.NewReader(b), decodeOptions))
+}
+
+// images is the image blocks of a content, as written.
+func (c content) images() []json.RawMessage {
+	var out []json.RawMessage
+	for _, b := range c {
+		if b.Type == "image" && b.raw != nil {
+			out = append(out, b.raw)
+		}
+	}
+	return out
 }
 
 // text is the text blocks of a tool result's content joined by newlines.

@@ -38,6 +38,7 @@ type toolResult struct {
 	tur     json.RawMessage            // the line's toolUseResult, when it is this call's
 	turObj  map[string]json.RawMessage // toolUseResult as an object
 	turStr  string                     // toolUseResult as a string (errors, rejections)
+	images  []json.RawMessage          // the image blocks of the tool_result content
 }
 
 // ToolStepID is the id of the step a tool call becomes: its tool_use id,
@@ -135,6 +136,9 @@ func otherRaw(call *toolCall, res *toolResult) json.RawMessage {
 		if res.isError {
 			raw["is_error"] = true
 		}
+		if len(res.images) > 0 && len(store.FindImages(res.tur)) == 0 {
+			raw["images"] = res.images // only the content has them: once, not twice
+		}
 	}
 	return adapters.Raw(raw)
 }
@@ -179,6 +183,12 @@ func finishTool(st *store.Step, call *toolCall, res *toolResult) {
 	case store.TypeCommand:
 		finishBash(st, res)
 	case store.TypeRead:
+		if str(res.turObj, "type") == "image" || len(res.images) > 0 {
+			// A read payload has no place for the image read: the step
+			// becomes the tool call it was, with its raw.
+			st.Type, *p = store.TypeOther, store.Payload{ToolName: call.name, Raw: otherRaw(call, res)}
+			return
+		}
 		if f := object(res.turObj["file"]); f != nil {
 			start, okStart := num(f, "startLine")
 			n, okN := num(f, "numLines")

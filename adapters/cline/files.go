@@ -152,6 +152,7 @@ type block struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	Source    json.RawMessage `json:"source"` // an image block's
 }
 
 // contentBlocks reads message content: a string is one text block.

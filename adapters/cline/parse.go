@@ -484,7 +484,8 @@ func (p *parser) userMessage(c *conv, base string, m apiMessage, at adapters.Tim
 			mode = strings.ToLower(mm[1])
 		}
 	}
-	prompted := false
+	prompted, promptID := false, ""
+	var images []json.RawMessage
 	for j, b := range blocks {
 		id := blockID(base, j)
 		switch b.Type {
@@ -493,12 +494,19 @@ func (p *parser) userMessage(c *conv, base string, m apiMessage, at adapters.Tim
 				p.skip("tool_result without its call")
 			}
 		case "text":
-			if p.userText(c, id, b.Text, mode, at, results || prompted) {
-				prompted = true
+			if p.userText(c, id, b.Text, mode, at, results || prompted) && !prompted {
+				prompted, promptID = true, id
 			}
+		case "image":
+			images = append(images, imageBlock(b))
 		default:
 			p.skip(b.Type)
 		}
+	}
+	if prompted {
+		c.s.PastedImages(c.actor, promptID, images, at)
+	} else if len(images) > 0 {
+		p.skip("image of a tool result")
 	}
 	p.pending = nil
 }
@@ -535,6 +543,12 @@ func (p *parser) userText(c *conv, id, text, mode string, at adapters.Time, notP
 		p.message(c, id, "system", text, at)
 	}
 	return false
+}
+
+// imageBlock is an image block of a user message, as Cline wrote it.
+func imageBlock(b block) json.RawMessage {
+	raw, _ := json.Marshal(map[string]any{"type": "image", "source": b.Source})
+	return raw
 }
 
 func unwrap(t, name string) string {

@@ -59,6 +59,8 @@ type payload struct {
 	Text    string          `json:"text"`
 	Reason  string          `json:"reason"`
 	Info    json.RawMessage `json:"info"`
+
+	Images []json.RawMessage `json:"images"` // user_message: the images given, as data: URIs
 }
 
 type line struct {
@@ -293,6 +295,7 @@ func (p *parser) event(ln *line) {
 	switch pl.Type {
 	case "user_message":
 		p.prompt(id, pl.Message, ln.at)
+		p.s.PastedImages(nil, id, pl.Images, ln.at)
 	case "agent_message":
 		if !p.hasReplies && strings.TrimSpace(pl.Message) != "" {
 			p.message(id, "assistant", pl.Message, ln.at)

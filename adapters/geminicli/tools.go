@@ -65,7 +65,9 @@ func (p *parser) toolStep(id string, tc toolCall) store.Step {
 		if d.FileDiff != "" {
 			st.Payload.StructuredPatch, _ = json.Marshal(d.FileDiff)
 		}
-	case tc.Name == "read_file" && filePath != "":
+	case tc.Name == "read_file" && filePath != "" && store.FindImages(tc.Result) == nil:
+		// A read payload has no place for an image read (an inlineData
+		// part): that read stays an other step, with its result.
 		st.Type = store.TypeRead
 		st.Payload = store.Payload{Path: filePath}
 		switch {

@@ -89,9 +89,10 @@ func (p *parser) message(m *message) {
 	}
 }
 
-// prompt starts a turn with the user's text parts.
+// prompt starts a turn with the user's text parts and the images attached.
 func (p *parser) prompt(m *message, at adapters.Time) {
 	var text []string
+	var images []json.RawMessage
 	id, opened := m.Info.ID, false
 	for _, pt := range m.Parts {
 		switch {
@@ -108,17 +109,26 @@ func (p *parser) prompt(m *message, at adapters.Time) {
 			}
 			p.b.NewTurn(m.Info.ID, cmp.Or(m.Info.Agent, m.Info.Mode), at)
 			opened = true
+		case pt.Type == "file" && strings.HasPrefix(pt.URL, "data:image/"):
+			images = append(images, imageURI(pt.URL))
 		default:
 			p.b.Skip("user part:" + cmp.Or(pt.Type, "?"))
 		}
 	}
-	if len(text) == 0 {
+	if len(text) == 0 && len(images) == 0 {
 		return
 	}
 	if !opened {
 		p.b.NewTurn(m.Info.ID, cmp.Or(m.Info.Agent, m.Info.Mode), at)
 	}
 	p.s.Message(nil, id, "user", strings.Join(text, "\n\n"), at)
+	p.s.PastedImages(nil, id, images, at)
+}
+
+// imageURI is an attached image's data: URI as JSON, for PastedImages.
+func imageURI(uri string) json.RawMessage {
+	b, _ := json.Marshal(uri)
+	return b
 }
 
 // reply adds the steps of an assistant message's parts.

@@ -72,6 +72,8 @@ type part struct {
 	Time      struct {
 		Start int64 `json:"start"`
 	} `json:"time"`
+
+	URL string `json:"url"` // a file part's content: a data: URI for an attached image
 }
 
 // toolState is a tool part's state: opencode rewrites the part as the call
