@@ -275,24 +275,20 @@ func splitStep(st *Step) (stepRow, error) {
 	var err error
 	p := st.Payload
 	p.Role, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString = "", nil, nil, nil, nil, nil
-	if r.payload, err = json.Marshal(p); err != nil {
+	if r.payload, err = appendPayloadJSON(nil, &p); err != nil { // step_json.go
 		return r, err
 	}
 	if st.Error != nil {
-		if r.errorJSON, err = json.Marshal(st.Error); err != nil {
-			return r, err
-		}
+		r.errorJSON = appendErrorJSON(nil, st.Error)
 	}
 	r.channels, r.flags = emptyArray, emptyArray
 	if len(st.Channels) > 0 {
-		if r.channels, err = json.Marshal(st.Channels); err != nil {
-			return r, err
-		}
+		r.channels = appendStringsJSON(nil, st.Channels)
 	}
 	if len(st.Flags) > 0 {
-		r.flags, err = json.Marshal(st.Flags)
+		r.flags = appendFlagsJSON(nil, st.Flags)
 	}
-	return r, err
+	return r, nil
 }
 
 func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error) {
