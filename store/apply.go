@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -294,30 +295,44 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
 
 // stepRow is the JSON columns of a step. The large text fields and the
-// message role leave the payload JSON for columns of their own.
+// message role leave the payload JSON for columns of their own. An empty
+// errorJSON is NULL.
 type stepRow struct {
-	errorJSON, channels, flags, payload []byte
+	errorJSON, channels, flags, payload string
 }
 
-var emptyArray = []byte("[]")
+const emptyArray = "[]"
+
+// stepScratch holds the buffers the JSON columns are written into before
+// they are copied into strings, so each column costs one allocation.
+var stepScratch = sync.Pool{New: func() any { return new([]byte) }}
 
 func splitStep(st *Step) (stepRow, error) {
 	var r stepRow
-	var err error
+	buf := stepScratch.Get().(*[]byte)
+	defer stepScratch.Put(buf)
 	p := st.Payload
 	p.Role, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString = "", nil, nil, nil, nil, nil
-	if r.payload, err = appendPayloadJSON(nil, &p); err != nil { // step_json.go
+	b, err := appendPayloadJSON((*buf)[:0], &p) // step_json.go
+	if err != nil {
 		return r, err
 	}
+	r.payload = string(b)
 	if st.Error != nil {
-		r.errorJSON = appendErrorJSON(nil, st.Error)
+		b = appendErrorJSON(b[:0], st.Error)
+		r.errorJSON = string(b)
 	}
 	r.channels, r.flags = emptyArray, emptyArray
 	if len(st.Channels) > 0 {
-		r.channels = appendStringsJSON(nil, st.Channels)
+		b = appendStringsJSON(b[:0], st.Channels)
+		r.channels = string(b)
 	}
 	if len(st.Flags) > 0 {
-		r.flags = appendFlagsJSON(nil, st.Flags)
+		b = appendFlagsJSON(b[:0], st.Flags)
+		r.flags = string(b)
+	}
+	if cap(b) <= 1<<20 { // a huge payload's buffer is not kept
+		*buf = b
 	}
 	return r, nil
 }
@@ -343,15 +358,11 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error
 	stmt.BindText(11, st.ContentStatus)
 	bindOptional(stmt, 12, st.Payload.Role)
 	stmt.BindInt64(13, int64(len(st.Flags)))
-	if r.errorJSON != nil {
-		stmt.BindText(14, string(r.errorJSON))
-	} else {
-		stmt.BindNull(14)
-	}
-	stmt.BindText(15, string(r.channels))
-	stmt.BindText(16, string(r.flags))
+	bindOptional(stmt, 14, r.errorJSON)
+	stmt.BindText(15, r.channels)
+	stmt.BindText(16, r.flags)
 	stmt.BindInt64(17, stamp)
-	stmt.BindText(18, string(r.payload))
+	stmt.BindText(18, r.payload)
 	for i, body := range []*string{st.Payload.Stdout, st.Payload.Stderr, st.Payload.Text, st.Payload.OldString, st.Payload.NewString} {
 		if body != nil {
 			stmt.BindText(19+i, *body)
