@@ -537,6 +537,37 @@ func (o *object) lineRange(v any) *[2]int64 {
 	return &r
 }
 
+// fieldNames are the names of the batch format, by their JSON: a name
+// decoded is one of these strings, not a new one per record.
+var fieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range strings.Fields(`schema_version session segments actors turns steps usage
+		id agent kind version format_version workspace root repo started_at ended_at source metrics
+		cost_usd api_requests tokens input output cache_read cache_creation
+		index start_reason source_files parent_id type label
+		session_id segment_index actor_id prompt_id mode step_ids
+		turn_id seq at decision outcome content_status channels error message flags severity reason payload
+		command stdout stderr exit_code cwd output_ref path old_string new_string structured_patch
+		is_full_write landed_in_final_state range role text text_ref tool_name raw`) {
+		m[`"`+name+`"`] = name
+	}
+	return m
+}()
+
+// readName reads an object's name as a Token's String would: escapes
+// decoded, invalid UTF-8 as U+FFFD.
+func readName(dec *jsontext.Decoder) (string, error) {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if name, ok := fieldNames[string(raw)]; ok {
+		return name, nil
+	}
+	b, _ := jsontext.AppendUnquote(nil, raw) // its only error is the invalid UTF-8 it replaced
+	return string(b), nil
+}
+
 // openShape holds the exact JSON of a field the store keeps as it was
 // sent, without inspecting it: an other step's raw and an edit's
 // structured_patch.
@@ -570,11 +601,10 @@ func readTree(dec *jsontext.Decoder) (any, error) {
 	case '{':
 		m := map[string]any{}
 		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
+			key, err := readName(dec)
 			if err != nil {
 				return nil, err
 			}
-			key := name.String()
 			if openFields[key] {
 				val, err := dec.ReadValue()
 				if err != nil {
