@@ -167,7 +167,9 @@ func TestRawInsertMatchesApply(t *testing.T) {
 
 // benchTableQueries selects every column of every table but the change
 // stamps (they are clock readings), so a column Apply starts writing that
-// the raw insert does not shows up as a difference.
+// the raw insert does not shows up as a difference. The search index's
+// tables are left out: Apply does not write them, the background catch-up
+// does, whenever it runs (search_index.go).
 func benchTableQueries(t *testing.T, path string) []string {
 	t.Helper()
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
@@ -176,7 +178,7 @@ func benchTableQueries(t *testing.T, path string) []string {
 	}
 	defer conn.Close()
 	var tables []string
-	err = sqlitex.ExecuteTransient(conn, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`,
+	err = sqlitex.ExecuteTransient(conn, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'search%' ORDER BY name`,
 		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { tables = append(tables, st.ColumnText(0)); return nil }})
 	if err != nil {
 		t.Fatalf("list tables: %v", err)
