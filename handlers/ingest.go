@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +101,9 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 }
 
 // readBody checks the content type and encoding and reads the body, gzip
-// or plain, within limit bytes before and after decompression.
+// or plain, within limit bytes before and after decompression. Buffers are
+// sized up front from Content-Length and, for gzip, the size the trailer
+// gives, so a 7 MB body is not copied through a buffer doubling its way up.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
@@ -116,8 +119,23 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 	raw := &cappedReader{r: r.Body, n: limit}
 	var src io.Reader = raw
+	size := r.ContentLength // a hint; -1 when unknown
 	if enc == "gzip" {
-		zr, err := gzip.NewReader(raw)
+		if size > 0 {
+			// The client said how long the body is: read it whole, for the
+			// decompressed size in its trailer. A body of unknown length
+			// is decompressed as it arrives, so a stream never ending is
+			// refused at limit bytes decompressed, not compressed.
+			zipped, err := readAll(raw, size)
+			if err != nil {
+				if errors.Is(err, errTooLarge) {
+					return nil, tooLarge
+				}
+				return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+			}
+			src, size = bytes.NewReader(zipped), gzipSize(zipped, limit)
+		}
+		zr, err := gzip.NewReader(src)
 		if err != nil {
 			if errors.Is(err, errTooLarge) {
 				return nil, tooLarge
@@ -127,8 +145,8 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		defer zr.Close()
 		src = &cappedReader{r: zr, n: limit}
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(src); err != nil {
+	body, err := readAll(src, size)
+	if err != nil {
 		switch {
 		case errors.Is(err, errTooLarge) && raw.n < 0:
 			return nil, tooLarge
@@ -141,5 +159,32 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("read body: %w", err)
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readAll reads r to its end into a buffer of size bytes to begin with
+// (when size is positive), growing it only if r holds more.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead free to try the read that finds the end
+	}
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
+// maxDeflateRatio bounds how much deflate can expand its input (about
+// 1032:1), so a trailer's claim never sizes a buffer beyond what the body
+// could decompress to.
+const maxDeflateRatio = 1032
+
+// gzipSize is the decompressed size a gzip body's trailer gives (its last
+// four bytes, modulo 4 GiB, of the last member only): a hint, capped at
+// limit and at what the body could decompress to.
+func gzipSize(zipped []byte, limit int64) int64 {
+	if len(zipped) < 18 { // header and trailer
+		return -1
+	}
+	n := int64(binary.LittleEndian.Uint32(zipped[len(zipped)-4:]))
+	return min(n, limit, int64(len(zipped))*maxDeflateRatio)
 }

@@ -3,12 +3,17 @@ package handlers
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/agentreview/service/store/storetest"
 )
 
 func TestIngestCreatesThenUpdates(t *testing.T) {
@@ -251,5 +256,56 @@ func TestIngestStopsReadingAtTheLimit(t *testing.T) {
 				closer.Close()
 			}
 		})
+	}
+}
+
+// readBodyAllocs is how many bytes readBody allocates for body, sent with
+// its content length and the given encoding, and what it returns.
+func readBodyAllocs(t *testing.T, body []byte, enc string) (uint64, []byte, error) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/api/ingest", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if enc != "" {
+		req.Header.Set("Content-Encoding", enc)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := readBody(req, MaxBody)
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc, got, err
+}
+
+func TestReadBodySizesItsBuffers(t *testing.T) {
+	plain := mustJSON(t, storetest.Batch("s1", 0, 4000)) // about 6 MB, as an import pushes
+	zipped := gzipped(t, plain)
+	for _, c := range []struct {
+		enc  string
+		sent []byte
+	}{{"", plain}, {"gzip", zipped}} {
+		t.Run("encoding "+c.enc, func(t *testing.T) {
+			allocated, got, err := readBodyAllocs(t, c.sent, c.enc)
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("readBody = %d bytes, %v; want the %d bytes sent", len(got), err, len(plain))
+			}
+			// The body once, the compressed body once, and the gzip
+			// reader's state; a buffer doubling its way up allocates twice
+			// the body and more.
+			if want := uint64(len(plain)+len(c.sent)) + 1<<20; allocated > want {
+				t.Errorf("readBody of %d bytes (%d sent) allocated %d bytes; want at most %d", len(plain), len(c.sent), allocated, want)
+			}
+		})
+	}
+}
+
+func TestReadBodyDoesNotTrustTheGzipTrailer(t *testing.T) {
+	zipped := gzipped(t, []byte(`{"schema_version": "1.2"}`))
+	binary.LittleEndian.PutUint32(zipped[len(zipped)-4:], MaxBody) // claims 8 MB
+	allocated, _, err := readBodyAllocs(t, zipped, "gzip")
+	var se *statusError
+	if !errors.As(err, &se) || se.status != http.StatusBadRequest || se.msg != "invalid gzip body" {
+		t.Fatalf("readBody of a gzip body with a false size = %v; want 400 invalid gzip body", err)
+	}
+	if allocated > 1<<20 {
+		t.Errorf("readBody of %d bytes claiming %d allocated %d bytes; want under 1 MiB", len(zipped), MaxBody, allocated)
 	}
 }

@@ -90,20 +90,37 @@ func (j *jsonProblems) rest() []Problem {
 }
 
 // object is one JSON object being decoded. Reading a field marks it
-// known; done notes the fields nobody read as unknown.
+// known; done notes the fields nobody read as unknown. Its path is built
+// only for a problem: a valid batch is decoded without one string per
+// record.
 type object struct {
 	found   *jsonProblems // where the problems of the JSON go
-	path    string
+	parent  *object       // nil for the batch itself
+	name    string        // the field of parent that holds it
+	index   int           // its index in that field's array, or -1
 	m       map[string]any
 	seen    []string
 	present int // fields read that were in m: when all of m, none is unknown
 }
 
+// path is where the object is in the body: "" for the batch itself.
+func (o *object) path() string {
+	if o.parent == nil {
+		return ""
+	}
+	p := o.parent.at(o.name)
+	if o.index >= 0 {
+		p += "[" + strconv.Itoa(o.index) + "]"
+	}
+	return p
+}
+
 func (o *object) at(name string) string {
-	if o.path == "" {
+	p := o.path()
+	if p == "" {
 		return name
 	}
-	return o.path + "." + name
+	return p + "." + name
 }
 
 // get returns the field's value; ok is false when it is missing or null,
@@ -138,11 +155,12 @@ func (o *object) done() {
 		}
 	}
 	slices.Sort(unknown)
+	path := o.path()
 	if o.found.unknown == nil {
 		o.found.unknown = map[string][]string{}
 	}
 	for _, k := range unknown {
-		o.found.unknown[o.path] = append(o.found.unknown[o.path], o.at(k))
+		o.found.unknown[path] = append(o.found.unknown[path], o.at(k))
 	}
 }
 
@@ -278,7 +296,7 @@ func (o *object) object(name string, required bool) *object {
 		o.wrongType(name, "object", v)
 		return nil
 	}
-	return &object{found: o.found, path: o.at(name), m: m}
+	return &object{found: o.found, parent: o, name: name, index: -1, m: m}
 }
 
 func (o *object) array(name string, required bool) []any {
@@ -313,13 +331,12 @@ func (o *object) strings(name string) []string {
 func (o *object) items(name string, required bool, each func(i int, item *object)) {
 	a := o.array(name, required)
 	for i, v := range a {
-		path := fmt.Sprintf("%s[%d]", o.at(name), i)
 		m, isObj := v.(map[string]any)
 		if !isObj {
-			o.found.add(path, "expected object, got "+jsonType(v))
+			o.found.add(fmt.Sprintf("%s[%d]", o.at(name), i), "expected object, got "+jsonType(v))
 			continue
 		}
-		item := &object{found: o.found, path: path, m: m}
+		item := &object{found: o.found, parent: o, name: name, index: i, m: m}
 		each(i, item)
 		item.done()
 	}
@@ -520,6 +537,37 @@ func (o *object) lineRange(v any) *[2]int64 {
 	return &r
 }
 
+// fieldNames are the names of the batch format, by their JSON: a name
+// decoded is one of these strings, not a new one per record.
+var fieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range strings.Fields(`schema_version session segments actors turns steps usage
+		id agent kind version format_version workspace root repo started_at ended_at source metrics
+		cost_usd api_requests tokens input output cache_read cache_creation
+		index start_reason source_files parent_id type label
+		session_id segment_index actor_id prompt_id mode step_ids
+		turn_id seq at decision outcome content_status channels error message flags severity reason payload
+		command stdout stderr exit_code cwd output_ref path old_string new_string structured_patch
+		is_full_write landed_in_final_state range role text text_ref tool_name raw`) {
+		m[`"`+name+`"`] = name
+	}
+	return m
+}()
+
+// readName reads an object's name as a Token's String would: escapes
+// decoded, invalid UTF-8 as U+FFFD.
+func readName(dec *jsontext.Decoder) (string, error) {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if name, ok := fieldNames[string(raw)]; ok {
+		return name, nil
+	}
+	b, _ := jsontext.AppendUnquote(nil, raw) // its only error is the invalid UTF-8 it replaced
+	return string(b), nil
+}
+
 // openShape holds the exact JSON of a field the store keeps as it was
 // sent, without inspecting it: an other step's raw and an edit's
 // structured_patch.
@@ -553,11 +601,10 @@ func readTree(dec *jsontext.Decoder) (any, error) {
 	case '{':
 		m := map[string]any{}
 		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
+			key, err := readName(dec)
 			if err != nil {
 				return nil, err
 			}
-			key := name.String()
 			if openFields[key] {
 				val, err := dec.ReadValue()
 				if err != nil {

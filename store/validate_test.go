@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,6 +182,23 @@ func TestParseBatchUnknownField(t *testing.T) {
 		cases = append(cases, parseCase{o, with(o+".unexpected", "x"), []problem{{o + ".unexpected", "unknown field"}}})
 	}
 	runParseCases(t, cases)
+}
+
+// TestParseBatchNames: a field name is read as JSON defines it, escapes and
+// all, and an unknown name with invalid UTF-8 is reported with U+FFFD.
+func TestParseBatchNames(t *testing.T) {
+	body := mustJSON(t, newBatch("sess"))
+	escaped := bytes.Replace(body, []byte(`"schema_version"`), []byte(`"schema\u005fversion"`), 1)
+	if _, err := store.ParseBatch(escaped); err != nil {
+		t.Errorf("ParseBatch(a body naming schema\\u005fversion) = %v; want no error", err)
+	}
+	bad := append([]byte("{\"x\xff\":1,"), body[1:]...)
+	_, err := store.ParseBatch(bad)
+	var inv *store.InvalidError
+	want := []problem{{Path: "x\uFFFD", Message: "unknown field"}}
+	if !errors.As(err, &inv) || !reflect.DeepEqual(inv.Problems, want) {
+		t.Errorf("ParseBatch(a body with the name x\\xff) = %v; want %+v", err, want)
+	}
 }
 
 func TestParseBatchTimestamps(t *testing.T) {
