@@ -425,9 +425,12 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if pk == 0 {
 			return ErrNotFound
 		}
-		if err := s.whole.get(conn, pk, d.UpdatedAt, &d.Summary, &d.Report); err != nil {
+		e, _, err := s.whole.entry(conn, pk) // whole.go
+		if err != nil {
 			return err
 		}
+		e.summary(&d.Summary)
+		d.Report = e.report()
 		if d.Notes, err = readNotes(conn, pk); err != nil {
 			return err
 		}
@@ -554,7 +557,10 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		}
 		b, _ := json.Marshal(ids)
 		named[":turns"] = string(b)
-		where += " AND turn_id IN (SELECT value FROM json_each(:turns))"
+		delete(named, ":seq")
+		// The turns' rows by steps_by_turn: with the session's condition
+		// beside it, SQLite walked every step of the session in seq order.
+		where = "pk IN (SELECT p.pk FROM json_each(:turns) AS w CROSS JOIN steps p WHERE p.session_pk = :pk AND p.turn_id = w.value)"
 	}
 	if q.Head > 0 {
 		named[":head"] = q.Head
