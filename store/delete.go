@@ -54,6 +54,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
 	s.whole.drop(pk) // nothing of it stays in memory either
+	s.summaries.drop(pk)
 	// Only after the tombstone commits: a capture writer checks it after
 	// each write (AppendCapture), so no file is made again once this ran.
 	if done, _ := s.scrub(ctx); !done {

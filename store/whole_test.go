@@ -68,11 +68,12 @@ func BenchmarkViewAfterChange(b *testing.B) {
 	})
 }
 
-// wholeRead is what a read computes over all of a session's steps.
+// wholeRead is what reads compute over all of a session's steps.
 type wholeRead struct {
 	Summary store.Summary
 	Report  store.Report
 	Changes []store.FileChange
+	Listed  store.SessionOverview // its row of the whole list
 }
 
 func mustWholeRead(t *testing.T, s *store.Store, id string) wholeRead {
@@ -85,14 +86,23 @@ func mustWholeRead(t *testing.T, s *store.Store, id string) wholeRead {
 	if err != nil {
 		t.Fatalf("FileChanges(%s) = %v; want no error", id, err)
 	}
-	return wholeRead{Summary: d.Summary, Report: d.Report, Changes: files}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil {
+		t.Fatalf("List = %v; want no error", err)
+	}
+	i := slices.IndexFunc(l.Sessions, func(o store.SessionOverview) bool { return o.ID == id })
+	if i < 0 {
+		t.Fatalf("List has no %s", id)
+	}
+	return wholeRead{Summary: d.Summary, Report: d.Report, Changes: files, Listed: l.Sessions[i]}
 }
 
 // TestWholeReadFollowsEveryChange changes a long session in each way a
 // write can (new steps, a step of an old turn changed or moved to another
 // turn, a note, a new workspace root) and checks after each that a store
-// that remembered the earlier results answers exactly as one computing
-// everything afresh, with the counts the change made.
+// that remembered the earlier results (Detail, FileChanges, List) answers
+// exactly as one computing everything afresh, with the counts the change
+// made.
 func TestWholeReadFollowsEveryChange(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
@@ -192,6 +202,12 @@ func TestWholeReadFollowsEveryChange(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Changes, want.Changes) {
 				t.Errorf("FileChanges differ from a fresh read's")
+			}
+			if !reflect.DeepEqual(got.Listed, want.Listed) {
+				t.Errorf("List row = %+v; want %+v (a fresh read)", got.Listed, want.Listed)
+			}
+			if !reflect.DeepEqual(got.Listed.Summary, got.Summary) {
+				t.Errorf("List row's summary = %+v; Detail's %+v", got.Listed.Summary, got.Summary)
 			}
 			if tt.check != nil {
 				tt.check(got)
