@@ -318,17 +318,16 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks, stamps []int64
-		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
+		err := sqlitex.Execute(conn, `SELECT s.pk, s.id, s.updated_at FROM sessions s
 			WHERE `+listFilter+`
 			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
 			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
 			Named: with("", ":after", len(q.After), ":ns", afterNS, ":id", afterID, ":limit", limit),
 			ResultFunc: func(st *sqlite.Stmt) error {
-				pk, o, err := scanHeader(st)
-				pks = append(pks, pk)
-				stamps = append(stamps, st.ColumnInt64(16))
-				l.Sessions = append(l.Sessions, o)
-				return err
+				pks = append(pks, st.ColumnInt64(0))
+				stamps = append(stamps, st.ColumnInt64(2))
+				l.Sessions = append(l.Sessions, SessionOverview{Session: Session{ID: st.ColumnText(1)}})
+				return nil
 			},
 		})
 		if err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"sync"
 
@@ -10,11 +9,11 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// listSummaries remembers, in memory only, the summary List computed for
-// each session (step counts, turns, segments, title, last step) by the
-// session's change stamp, so a list reads again only the sessions written
-// since it last listed them: the whole list of a large store costs the
-// sessions table, not every step. The stamp changes with every write by
+// listSummaries remembers, in memory only, each session as List read it
+// (header and summary: step counts, turns, segments, title, last step) by
+// the session's change stamp, so a list reads again only the sessions
+// written since it last listed them: the whole list of a large store costs
+// an index of the sessions table, not every step. The stamp changes with every write by
 // any process and the id is checked beside the row, so a remembered
 // summary is never stale.
 type listSummaries struct {
@@ -24,9 +23,8 @@ type listSummaries struct {
 }
 
 type listSummary struct {
-	id    string
 	stamp int64
-	sum   Summary
+	o     SessionOverview
 	bytes int
 }
 
@@ -36,18 +34,17 @@ const (
 	rememberedSummaryBytes = 64 << 20
 )
 
-// fill sets the summary of each listed session (row pks[i] at stamps[i]),
-// from memory or computed. every says the list holds every stored
-// session, so any other remembered one was deleted.
+// fill reads each listed session (row pks[i] at stamps[i], whose ID is
+// set), from memory or from the store. every says the list holds every
+// stored session, so any other remembered one was deleted.
 func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []SessionOverview, every bool) error {
 	missing := map[int64]*Summary{}
 	index := map[int64]int{}
 	var ids []int64
 	c.mu.Lock()
 	for i, pk := range pks {
-		if e, ok := c.byPK[pk]; ok && e.stamp == stamps[i] && e.id == sessions[i].ID {
-			sessions[i].Summary = e.sum
-			sessions[i].Summary.StepsByType = maps.Clone(e.sum.StepsByType) // callers may change it
+		if e, ok := c.byPK[pk]; ok && e.stamp == stamps[i] && e.o.ID == sessions[i].ID {
+			sessions[i] = cloneOverview(e.o) // callers may change it
 			continue
 		}
 		missing[pk], index[pk] = &sessions[i].Summary, i
@@ -59,7 +56,7 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 			listed[pk] = sessions[i].ID
 		}
 		for pk, e := range c.byPK {
-			if id, ok := listed[pk]; !ok || id != e.id {
+			if id, ok := listed[pk]; !ok || id != e.o.ID {
 				c.forgetLocked(pk)
 			}
 		}
@@ -69,15 +66,14 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 		return nil
 	}
 	b, _ := json.Marshal(ids)
-	err := sqlitex.Execute(conn, `SELECT s.pk, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+	err := sqlitex.Execute(conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
 		Args: []any{string(b)},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			pk := st.ColumnInt64(0)
-			sum, err := scanSummary(conn, st, 1)
+			pk, o, err := scanSession(conn, st)
 			if err != nil {
-				return fmt.Errorf("session %s %w", sessions[index[pk]].ID, err)
+				return err
 			}
-			*missing[pk] = sum
+			sessions[index[pk]] = o
 			return nil
 		},
 	})
@@ -90,9 +86,11 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for pk, i := range index {
-		sum := sessions[i].Summary
-		sum.StepsByType = maps.Clone(sum.StepsByType)
-		e := listSummary{id: sessions[i].ID, stamp: stamps[i], sum: sum, bytes: len(sessions[i].ID) + len(sum.Title) + len(sum.LastStepAt) + 400}
+		o := cloneOverview(sessions[i])
+		e := listSummary{stamp: stamps[i], o: o, bytes: len(o.ID) + len(o.Summary.Title) + len(o.Workspace.Root) + len(o.Workspace.Repo) + len(o.Source) + 600}
+		if o.Verdict != nil {
+			e.bytes += len(o.Verdict.Note)
+		}
 		c.forgetLocked(pk)
 		if c.byPK == nil || len(c.byPK) >= rememberedSummaries || c.bytes+e.bytes > rememberedSummaryBytes {
 			c.byPK, c.bytes = map[int64]listSummary{}, 0 // simplest eviction: start over
@@ -122,9 +120,23 @@ func (c *listSummaries) held(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.byPK {
-		if e.id == id {
+		if e.o.ID == id {
 			return true
 		}
 	}
 	return false
+}
+
+// cloneOverview copies what a caller could change in place.
+func cloneOverview(o SessionOverview) SessionOverview {
+	if o.Metrics != nil {
+		m := *o.Metrics
+		o.Metrics = &m
+	}
+	if o.Verdict != nil {
+		v := *o.Verdict
+		o.Verdict = &v
+	}
+	o.Summary.StepsByType = maps.Clone(o.Summary.StepsByType)
+	return o
 }
