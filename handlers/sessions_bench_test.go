@@ -19,9 +19,10 @@ import (
 
 // BenchmarkListAll10000 is GET /api/sessions, unpaged, on a store of
 // 10,000 sessions of 10 steps each (as cmd/load seeds it): a real server
-// and client asking for gzip, as load's does. Before each GET one session
-// gets a new step (not timed), as while agents run; the first GET of the
-// server is timed apart (first-ms). The store is built once per machine (a
+// and client asking for gzip, as load's does. The first GET of the server
+// is timed apart (first-ms): it computes every summary, the later ones
+// only those of sessions written since (none here: a write starts a search
+// index catch-up in the background, whose time would show in the GET's). The store is built once per machine (a
 // copy of os.TempDir()/bench-list-10000.db; delete it after a change of
 // schema). docs/performance.md records the numbers.
 func BenchmarkListAll10000(b *testing.B) {
@@ -55,14 +56,7 @@ func BenchmarkListAll10000(b *testing.B) {
 	start := time.Now()
 	get()
 	first := time.Since(start)
-	seq := 10
 	for b.Loop() {
-		b.StopTimer()
-		seq++
-		if _, err := st.Apply(context.Background(), storetest.Batch("list-00001", seq-1, 1)); err != nil {
-			b.Fatalf("Apply = %v", err)
-		}
-		b.StartTimer()
 		get()
 	}
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
