@@ -265,3 +265,63 @@ func TestWholeMemoryIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeReadWhileWriting reads a session from several goroutines while
+// it is written (run with -race): the remembered results are shared, never
+// changed in place, and the last read answers as a fresh store.
+func TestWholeReadWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	first, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	if _, err := first.Apply(ctx, storetest.Batch("live", 0, 3000)); err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	if err := first.Close(); err != nil { // finishes the search index first
+		t.Fatalf("Close = %v", err)
+	}
+	s := mustOpenPath(t, path)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.Detail(ctx, "live", store.DetailQuery{Turns: 3, Head: 100}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.FileChanges(ctx, "live"); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.List(ctx, store.ListQuery{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		if _, err := s.Apply(ctx, storetest.Batch("live", 3000+i, 1)); err != nil {
+			t.Fatalf("Apply = %v", err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("read while writing = %v", err)
+		}
+	}
+	got, want := mustWholeRead(t, s, "live"), mustWholeRead(t, mustOpenPath(t, path), "live")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("after reads while writing: Summary = %+v; want %+v (a fresh read), or the report, changes or list row differ", got.Summary, want.Summary)
+	}
+}
