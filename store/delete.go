@@ -19,8 +19,9 @@ import (
 // removes capture files left over by an earlier Delete that could not.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	leftover := false
-	err := s.write(ctx, func(conn *sqlite.Conn) error {
-		pk, err := sessionPK(conn, id)
+	var pk int64
+	err := s.write(ctx, func(conn *sqlite.Conn) (err error) {
+		pk, err = sessionPK(conn, id)
 		if err != nil {
 			return err
 		}
@@ -52,6 +53,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
+	s.whole.drop(pk) // nothing of it stays in memory either
+	s.summaries.drop(pk)
 	// Only after the tombstone commits: a capture writer checks it after
 	// each write (AppendCapture), so no file is made again once this ran.
 	if done, _ := s.scrub(ctx); !done {

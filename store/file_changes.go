@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -53,12 +53,12 @@ type FileEdit struct {
 func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error) {
 	var out []FileChange
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		var pk, stamp int64
+		var pk int64
 		var root string
-		err := sqlitex.Execute(conn, `SELECT pk, workspace_root, updated_at FROM sessions WHERE id = ?`, &sqlitex.ExecOptions{
+		err := sqlitex.Execute(conn, `SELECT pk, workspace_root FROM sessions WHERE id = ?`, &sqlitex.ExecOptions{
 			Args: []any{id},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				pk, root, stamp = st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2)
+				pk, root = st.ColumnInt64(0), st.ColumnText(1)
 				return nil
 			},
 		})
@@ -68,13 +68,19 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 		if pk == 0 {
 			return ErrNotFound
 		}
-		if out = s.changes.get(pk, stamp); out != nil {
-			return nil
-		}
-		if out, err = readFileChanges(conn, pk, root); err != nil {
+		e, _, err := s.whole.entry(conn, pk) // whole.go
+		if err != nil {
 			return err
 		}
-		s.changes.put(pk, stamp, out)
+		if e.changes != nil {
+			out = cloneChanges(e.changes)
+			return nil
+		}
+		var texts map[int64][2]*string
+		if out, texts, err = readFileChanges(conn, e.changeRows(), root, e.texts); err != nil {
+			return err
+		}
+		s.whole.rememberChanges(pk, e, out, texts)
 		out = cloneChanges(out)
 		return nil
 	})
@@ -84,11 +90,45 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 	return out, nil
 }
 
-func readFileChanges(conn *sqlite.Conn, pk int64, root string) ([]FileChange, error) {
+// readFileChanges puts the changes together from the session's rows in
+// seq order (wholeEntry.changeRows): edits within MaxChangeBytes, in seq
+// order, come with their strings: from known (by pk), else read. It
+// returns the strings it used, by pk.
+func readFileChanges(conn *sqlite.Conn, rows []changeRow, root string, known map[int64][2]*string) ([]FileChange, map[int64][2]*string, error) {
+	budget := MaxChangeBytes
+	withText := make([]bool, len(rows))
+	texts := make(map[int64][2]*string, len(known))
+	var pks []int64
+	for i, r := range rows {
+		if r.typ != TypeEdit {
+			continue
+		}
+		if r.textLen <= budget {
+			budget -= r.textLen
+			withText[i] = true
+			if t, ok := known[r.pk]; ok {
+				texts[r.pk] = t
+			} else {
+				pks = append(pks, r.pk)
+			}
+		} else {
+			budget = 0
+		}
+	}
+	ids, _ := json.Marshal(pks)
+	err := sqlitex.Execute(conn, `SELECT pk, old_string, new_string FROM steps WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args: []any{string(ids)},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			texts[st.ColumnInt64(0)] = [2]*string{columnText(st, 1), columnText(st, 2)}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	files := map[string]*FileChange{}
 	var order []string
 	read := map[string]bool{} // paths read before any edit of them
-	budget := MaxChangeBytes
 	file := func(p string) *FileChange {
 		f := files[p]
 		if f == nil {
@@ -98,48 +138,34 @@ func readFileChanges(conn *sqlite.Conn, pk int64, root string) ([]FileChange, er
 		}
 		return f
 	}
-	err := sqlitex.Execute(conn, `SELECT seq, type, outcome = 'failed' OR decision = 'rejected',
-		  json_extract(payload, '$.path'), coalesce(json_extract(payload, '$.is_full_write'), 0),
-		  old_string, new_string, coalesce(length(old_string), 0) + coalesce(length(new_string), 0),
-		  json_extract(payload, '$.command'), json_extract(payload, '$.cwd')
-		FROM steps WHERE session_pk = ? AND (type IN ('edit', 'read')
-		  OR (type = 'command' AND outcome != 'failed' AND json_extract(payload, '$.command') LIKE '%rm %'))
-		ORDER BY seq`, &sqlitex.ExecOptions{
-		Args: []any{pk},
-		ResultFunc: func(st *sqlite.Stmt) error {
-			seq, typ, failed, p := st.ColumnInt64(0), st.ColumnText(1), st.ColumnBool(2), st.ColumnText(3)
-			switch typ {
-			case TypeRead:
-				if files[p] == nil {
-					read[p] = true
-				}
-			case TypeCommand:
-				// Only files the session read or edited: rm -rf of a build
-				// folder is not a change to review here.
-				for _, gone := range removedPaths(st.ColumnText(8), st.ColumnText(9), root) {
-					if files[gone] == nil && !read[gone] {
-						continue
-					}
-					if f := file(gone); f.DeletedAt == nil {
-						f.DeletedAt = &seq
-					}
-				}
-			case TypeEdit:
-				f := file(p)
-				e := FileEdit{Seq: seq, FullWrite: st.ColumnBool(4), Failed: failed}
-				if n := st.ColumnInt(7); n <= budget {
-					budget -= n
-					e.Old, e.New = columnText(st, 5), columnText(st, 6)
-				} else {
-					budget, e.Cut = 0, true
-				}
-				f.Edits = append(f.Edits, e)
+	for i, r := range rows {
+		switch r.typ {
+		case TypeRead:
+			if files[r.path] == nil {
+				read[r.path] = true
 			}
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, err
+		case TypeCommand:
+			// Only files the session read or edited: rm -rf of a build
+			// folder is not a change to review here.
+			for _, gone := range removedPaths(r.command, r.cwd, root) {
+				if files[gone] == nil && !read[gone] {
+					continue
+				}
+				if f := file(gone); f.DeletedAt == nil {
+					f.DeletedAt = &r.seq
+				}
+			}
+		case TypeEdit:
+			f := file(r.path)
+			e := FileEdit{Seq: r.seq, FullWrite: r.full, Failed: r.failed}
+			if withText[i] {
+				t := texts[r.pk]
+				e.Old, e.New = t[0], t[1]
+			} else {
+				e.Cut = true
+			}
+			f.Edits = append(f.Edits, e)
+		}
 	}
 	out := make([]FileChange, 0, len(order))
 	for _, p := range order {
@@ -147,7 +173,7 @@ func readFileChanges(conn *sqlite.Conn, pk int64, root string) ([]FileChange, er
 		f.net(read[p])
 		out = append(out, *f)
 	}
-	return out, nil
+	return out, texts, nil
 }
 
 func columnText(st *sqlite.Stmt, col int) *string {
@@ -235,59 +261,6 @@ func removedPaths(command, cwd, root string) []string {
 		}
 	}
 	return out
-}
-
-// rememberedChangeBytes bounds the edit text changesCache holds.
-const rememberedChangeBytes = 32 << 20
-
-// changesCache remembers FileChanges per session and change stamp, as
-// wholeSession does the counts and report: the stamp changes with every
-// write, so a remembered value is never stale, and a page view or live
-// refresh of a long session that did not change costs no scan of its
-// edits. Nothing is stored on disk.
-type changesCache struct {
-	mu    sync.Mutex
-	byPK  map[int64]changesEntry
-	bytes int
-}
-
-type changesEntry struct {
-	stamp int64
-	files []FileChange
-	bytes int
-}
-
-// get returns a copy of the remembered changes, or nil.
-func (c *changesCache) get(pk, stamp int64) []FileChange {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byPK[pk]; ok && e.stamp == stamp {
-		return cloneChanges(e.files)
-	}
-	return nil
-}
-
-func (c *changesCache) put(pk, stamp int64, files []FileChange) {
-	n := 0
-	for _, f := range files {
-		n += len(f.Path) + len(f.Before) + len(f.After)
-		for _, e := range f.Edits {
-			n += len(deref(e.Old)) + len(deref(e.New))
-		}
-	}
-	if n > rememberedChangeBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.byPK[pk]; ok {
-		c.bytes -= old.bytes
-	}
-	if c.byPK == nil || c.bytes+n > rememberedChangeBytes || len(c.byPK) >= rememberedSessions {
-		c.byPK, c.bytes = map[int64]changesEntry{}, 0 // simplest eviction: start over
-	}
-	c.byPK[pk] = changesEntry{stamp: stamp, files: files, bytes: n}
-	c.bytes += n
 }
 
 // cloneChanges copies the slices callers may change; the strings are

@@ -104,8 +104,15 @@ type SessionDetail struct {
 
 const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_format_version,
 	s.workspace_root, s.workspace_repo, s.started_at, s.ended_at, s.source, s.metrics,
-	s.owner_id, s.captured_on, s.verdict_state, s.verdict_note, s.verdict_reviewer, s.updated_at,
-	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
+	s.owner_id, s.captured_on, s.verdict_state, s.verdict_note, s.verdict_reviewer, s.updated_at`
+
+// summaryColumns are what the summary reads beside the step counts, for
+// session s: turn and segment counts, the row of the first prompt (its
+// row, 0 when it has no text; a session with no user prompt, a
+// subagent-only session, takes its first task prompt other than the
+// compaction summariser's, which says nothing of the work), and the last
+// step's time.
+const summaryColumns = `(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
 	coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
@@ -118,12 +125,21 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 // titleChars is how much of the first prompt the title is taken from.
 const titleChars = 1000
 
-// scanSession reads a row of sessionColumns, and the title from the first
-// prompt (column 19: its row, 0 when it has no text; a session with no
-// user prompt, a subagent-only session, takes its first task prompt
-// other than the compaction summariser's, which says nothing of the work;
-// column 20 is the last step's time).
+// scanSession reads a row of sessionColumns then summaryColumns.
 func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
+	pk, o, err := scanHeader(st)
+	if err != nil {
+		return 0, o, err
+	}
+	o.Summary, err = scanSummary(conn, st, 17)
+	if err != nil {
+		return 0, o, fmt.Errorf("session %s %w", o.ID, err)
+	}
+	return pk, o, nil
+}
+
+// scanHeader reads a row of sessionColumns.
+func scanHeader(st *sqlite.Stmt) (int64, SessionOverview, error) {
 	o := SessionOverview{
 		Session: Session{
 			ID:         st.ColumnText(1),
@@ -136,15 +152,6 @@ func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, er
 			CapturedOn: st.ColumnText(12),
 			UpdatedAt:  FormatStamp(st.ColumnInt64(16)),
 		},
-		Summary: Summary{
-			Turns:       st.ColumnInt(17),
-			Segments:    st.ColumnInt(18),
-			LastStepAt:  st.ColumnText(20),
-			StepsByType: map[string]int{},
-		},
-	}
-	for _, t := range StepTypes {
-		o.Summary.StepsByType[t] = 0
 	}
 	if !st.ColumnIsNull(10) {
 		o.Metrics = &Metrics{}
@@ -155,14 +162,29 @@ func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, er
 	if state := st.ColumnText(13); state != "" {
 		o.Verdict = &Verdict{State: state, Note: st.ColumnText(14), Reviewer: st.ColumnText(15)}
 	}
-	if prompt := st.ColumnInt64(19); prompt != 0 {
+	return st.ColumnInt64(0), o, nil
+}
+
+// scanSummary reads summaryColumns from column from on, and the title
+// from the first prompt; the step counts are left at zero.
+func scanSummary(conn *sqlite.Conn, st *sqlite.Stmt, from int) (Summary, error) {
+	sum := Summary{
+		Turns:       st.ColumnInt(from),
+		Segments:    st.ColumnInt(from + 1),
+		LastStepAt:  st.ColumnText(from + 3),
+		StepsByType: map[string]int{},
+	}
+	for _, t := range StepTypes {
+		sum.StepsByType[t] = 0
+	}
+	if prompt := st.ColumnInt64(from + 2); prompt != 0 {
 		text, err := readHead(conn, "text", prompt, titleChars)
 		if err != nil {
-			return 0, o, fmt.Errorf("session %s title: %w", o.ID, err)
+			return sum, fmt.Errorf("title: %w", err)
 		}
-		o.Summary.Title = firstLine(text)
+		sum.Title = firstLine(text)
 	}
-	return st.ColumnInt64(0), o, nil
+	return sum, nil
 }
 
 // readHead returns the first chars characters of a text column of a steps
@@ -295,28 +317,23 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		return m
 	}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
-		var pks []int64
-		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s
+		var pks, stamps []int64
+		err := sqlitex.Execute(conn, `SELECT s.pk, s.id, s.updated_at FROM sessions s
 			WHERE `+listFilter+`
 			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
 			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
 			Named: with("", ":after", len(q.After), ":ns", afterNS, ":id", afterID, ":limit", limit),
 			ResultFunc: func(st *sqlite.Stmt) error {
-				pk, o, err := scanSession(conn, st)
-				pks = append(pks, pk)
-				l.Sessions = append(l.Sessions, o)
-				return err
+				pks = append(pks, st.ColumnInt64(0))
+				stamps = append(stamps, st.ColumnInt64(2))
+				l.Sessions = append(l.Sessions, SessionOverview{Session: Session{ID: st.ColumnText(1)}})
+				return nil
 			},
 		})
 		if err != nil {
 			return err
 		}
-		byPK := make(map[int64]*Summary, len(pks))
-		for i, pk := range pks {
-			byPK[pk] = &l.Sessions[i].Summary
-		}
-		ids, _ := json.Marshal(pks)
-		if err := countSteps(conn, "session_pk IN (SELECT value FROM json_each(?))", []any{string(ids)}, byPK); err != nil {
+		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {
@@ -412,7 +429,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 	var d SessionDetail
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
 		var pk int64
-		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = ?`, &sqlitex.ExecOptions{
+		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.id = ?`, &sqlitex.ExecOptions{
 			Args: []any{id},
 			ResultFunc: func(st *sqlite.Stmt) (err error) {
 				pk, d.SessionOverview, err = scanSession(conn, st)
@@ -425,9 +442,12 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if pk == 0 {
 			return ErrNotFound
 		}
-		if err := s.whole.get(conn, pk, d.UpdatedAt, &d.Summary, &d.Report); err != nil {
+		e, _, err := s.whole.entry(conn, pk) // whole.go
+		if err != nil {
 			return err
 		}
+		e.summary(&d.Summary)
+		d.Report = e.report()
 		if d.Notes, err = readNotes(conn, pk); err != nil {
 			return err
 		}
@@ -554,7 +574,10 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		}
 		b, _ := json.Marshal(ids)
 		named[":turns"] = string(b)
-		where += " AND turn_id IN (SELECT value FROM json_each(:turns))"
+		delete(named, ":seq")
+		// The turns' rows by steps_by_turn: with the session's condition
+		// beside it, SQLite walked every step of the session in seq order.
+		where = "pk IN (SELECT p.pk FROM json_each(:turns) AS w CROSS JOIN steps p WHERE p.session_pk = :pk AND p.turn_id = w.value)"
 	}
 	if q.Head > 0 {
 		named[":head"] = q.Head

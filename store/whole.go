@@ -1,64 +1,414 @@
 package store
 
 import (
+	"cmp"
+	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// wholeSession remembers, per session and change stamp, what Detail
-// computes over all of a session's steps: the step counts and the report.
-// The stamp changes with every write by any process, so a remembered value
-// is never stale; a page view or live refresh of a long session that did
-// not change since costs no scan of its steps. Nothing is stored on disk.
+// wholeSession remembers, in memory only, what the reads compute over all
+// of a session's steps (the step counts, the report and the Changes
+// section) as partial results per block of steps, so that after a write
+// only the blocks it touched are read again: a live refresh of a long
+// session costs the work of the steps just pushed, not of every step.
+//
+// A block is the session's steps whose row number (pk) shares pk >>
+// blockShift. A step keeps its row when it is written again and steps go
+// only with their session, so a block changes only when one of its steps
+// is written, and that step's change stamp then is later than the
+// remembered stamp: steps_by_change finds exactly the blocks to read again.
+// The session's stamp changes with every write by any process, and the id
+// is checked beside the row, so a remembered value is never stale.
 type wholeSession struct {
-	mu   sync.Mutex
-	byPK map[int64]wholeEntry
+	mu    sync.Mutex
+	byPK  map[int64]*wholeEntry
+	bytes int
 }
 
+// Bounds of the memory wholeSession holds: a few long sessions open in
+// tabs. A session whose partial results alone pass rememberedBytes is
+// computed on every read instead.
+const (
+	blockShift         = 10 // 1,024 rows a block
+	rememberedSessions = 64
+	rememberedBytes    = 64 << 20
+)
+
+// wholeEntry is one session at one change stamp. It is never changed once
+// remembered (readers share it); a later read makes a new one.
 type wholeEntry struct {
-	stamp   string
-	summary Summary // the step counts only
-	report  Report
+	id      string
+	stamp   int64
+	blocks  map[int64]*stepBlock
+	changes []FileChange // FileChanges' answer at this stamp, once asked for
+	// texts are the strings of the edits FileChanges read (those within
+	// MaxChangeBytes) by pk, kept for the next stamp's answer but for the
+	// blocks written since; they share their strings with changes.
+	texts map[int64][2]*string
+	bytes int
 }
 
-// rememberedSessions bounds the memory: a few long sessions open in tabs.
-const rememberedSessions = 64
+// stepBlock is what one block's steps add to the whole-session results.
+type stepBlock struct {
+	counts   Summary // the step counts only
+	files    map[string]fileTally
+	commands map[string]commandTally
+	changes  []changeRow // the rows FileChanges reads, in seq order
+	bytes    int
+}
 
-// get fills the step counts of sum and the report, from memory when the
-// session has not changed since they were computed.
-func (w *wholeSession) get(conn *sqlite.Conn, pk int64, stamp string, sum *Summary, report *Report) error {
+// fileTally is what a block's edit and read steps on one path add up to.
+type fileTally struct {
+	first                int64 // seq of the first edit or read of the path
+	firstFull            bool  // that step is an edit that writes the whole file
+	edits, reads, failed int
+}
+
+// commandTally is what a block's runs of one command line add up to.
+type commandTally struct {
+	first        int64 // seq of the first run
+	runs, failed int
+	exitCodes    []int64 // distinct
+	notInline    bool
+}
+
+// changeRow is a step FileChanges reads: an edit, a read, or a command
+// that may remove files. The edit's strings are read when needed, by pk.
+type changeRow struct {
+	pk, seq      int64
+	typ          string
+	failed       bool // failed or rejected: the file was not changed
+	path         string
+	full         bool
+	textLen      int // characters of old_string and new_string
+	command, cwd string
+}
+
+// blockColumns are what scanBlocks reads of each step: the counted
+// columns, and the small payload fields the report and the Changes section
+// need, for the step types that have them.
+const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'reference_only', flag_count,
+	decision = 'rejected',
+	iif(type IN ('edit', 'read'), json_extract(payload, '$.path')),
+	iif(type = 'edit', coalesce(json_extract(payload, '$.is_full_write'), 0)),
+	iif(type = 'command', coalesce(json_extract(payload, '$.command'), '')),
+	iif(type = 'command', json_extract(payload, '$.exit_code')),
+	iif(type = 'command', json_extract(payload, '$.output_ref') IS NOT NULL),
+	iif(type = 'command', json_extract(payload, '$.cwd')),
+	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0))`
+
+// entry returns session pk's partial results as of this read, reading
+// again only the blocks written since the remembered ones; ok is false
+// when the session does not exist.
+func (w *wholeSession) entry(conn *sqlite.Conn, pk int64) (e *wholeEntry, ok bool, err error) {
+	e = &wholeEntry{blocks: map[int64]*stepBlock{}}
+	err = sqlitex.Execute(conn, `SELECT id, updated_at FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{
+		Args:       []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error { e.id, e.stamp, ok = st.ColumnText(0), st.ColumnInt64(1), true; return nil },
+	})
+	if err != nil || !ok {
+		return nil, ok, err
+	}
 	w.mu.Lock()
-	e, ok := w.byPK[pk]
+	old := w.byPK[pk]
 	w.mu.Unlock()
-	if !ok || e.stamp != stamp {
-		e = wholeEntry{stamp: stamp, summary: Summary{StepsByType: map[string]int{}}}
-		for _, t := range StepTypes {
-			e.summary.StepsByType[t] = 0
+	switch {
+	case old != nil && old.id == e.id && old.stamp == e.stamp:
+		return old, true, nil
+	case old != nil && old.id == e.id && old.stamp < e.stamp:
+		maps.Copy(e.blocks, old.blocks)
+		var dirty []int64
+		err = sqlitex.Execute(conn, `SELECT DISTINCT pk >> ? FROM steps WHERE session_pk = ? AND updated_at > ?`, &sqlitex.ExecOptions{
+			Args:       []any{blockShift, pk, old.stamp},
+			ResultFunc: func(st *sqlite.Stmt) error { dirty = append(dirty, st.ColumnInt64(0)); return nil },
+		})
+		for _, b := range dirty {
+			if err != nil {
+				break
+			}
+			delete(e.blocks, b)
+			// +session_pk: the row range, not the session's index, finds them.
+			err = scanBlocks(conn, `+session_pk = ? AND pk >= ? AND pk < ?`, []any{pk, b << blockShift, (b + 1) << blockShift}, e.blocks)
 		}
-		if err := countSteps(conn, "session_pk = ?", []any{pk}, map[int64]*Summary{pk: &e.summary}); err != nil {
-			return err
+		e.texts = make(map[int64][2]*string, len(old.texts))
+		for k, t := range old.texts {
+			if !slices.Contains(dirty, k>>blockShift) {
+				e.texts[k] = t
+			}
 		}
-		var err error
-		if e.report, err = readReport(conn, pk); err != nil {
-			return err
-		}
-		w.mu.Lock()
-		if w.byPK == nil || len(w.byPK) >= rememberedSessions {
-			w.byPK = map[int64]wholeEntry{} // simplest eviction: start over
-		}
-		w.byPK[pk] = e
-		w.mu.Unlock()
+	default:
+		err = scanBlocks(conn, `session_pk = ?`, []any{pk}, e.blocks)
 	}
-	// Callers may change what they get (the export masks it): copies.
-	sum.Steps, sum.Failed, sum.ReferenceOnly, sum.Flags = e.summary.Steps, e.summary.Failed, e.summary.ReferenceOnly, e.summary.Flags
-	sum.StepsByType = maps.Clone(e.summary.StepsByType)
-	report.Files = slices.Clone(e.report.Files)
-	report.Commands = slices.Clone(e.report.Commands)
-	for i := range report.Commands {
-		report.Commands[i].ExitCodes = slices.Clone(report.Commands[i].ExitCodes)
+	if err != nil {
+		return nil, true, err
 	}
-	return nil
+	for _, b := range e.blocks {
+		e.bytes += b.bytes
+	}
+	for _, b := range e.blocks {
+		if !slices.IsSortedFunc(b.changes, bySeq) {
+			slices.SortFunc(b.changes, bySeq)
+		}
+	}
+	w.remember(conn, pk, e)
+	return e, true, nil
 }
+
+// scanBlocks reads the steps matched by where (on steps, with args) into
+// the partial results of their blocks.
+func scanBlocks(conn *sqlite.Conn, where string, args []any, blocks map[int64]*stepBlock) error {
+	return sqlitex.Execute(conn, `SELECT `+blockColumns+` FROM steps WHERE `+where, &sqlitex.ExecOptions{
+		Args: args,
+		ResultFunc: func(st *sqlite.Stmt) error {
+			pk, seq, typ := st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)
+			b := blocks[pk>>blockShift]
+			if b == nil {
+				b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
+				blocks[pk>>blockShift] = b
+			}
+			outcomeFailed := st.ColumnBool(3)
+			c := &b.counts
+			c.Steps++
+			c.StepsByType[typ]++
+			if outcomeFailed {
+				c.Failed++
+			}
+			if st.ColumnBool(4) {
+				c.ReferenceOnly++
+			}
+			c.Flags += st.ColumnInt(5)
+			switch typ {
+			case TypeEdit, TypeRead:
+				p := st.ColumnText(7)
+				full := typ == TypeEdit && st.ColumnBool(8)
+				t, seen := b.files[p]
+				if !seen || seq < t.first {
+					t.first, t.firstFull = seq, full
+				}
+				if !seen {
+					b.bytes += len(p) + 64
+				}
+				if typ == TypeEdit {
+					t.edits++
+				} else {
+					t.reads++
+				}
+				if outcomeFailed {
+					t.failed++
+				}
+				b.files[p] = t
+				b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, failed: outcomeFailed || st.ColumnBool(6),
+					path: p, full: full, textLen: st.ColumnInt(13)})
+				b.bytes += len(p) + 96
+			case TypeCommand:
+				cmd := st.ColumnText(9)
+				t, seen := b.commands[cmd]
+				if !seen || seq < t.first {
+					t.first = seq
+				}
+				if !seen {
+					b.bytes += len(cmd) + 64
+				}
+				t.runs++
+				if outcomeFailed {
+					t.failed++
+				}
+				if !st.ColumnIsNull(10) {
+					if code := st.ColumnInt64(10); !slices.Contains(t.exitCodes, code) {
+						t.exitCodes = append(t.exitCodes, code)
+						b.bytes += 8
+					}
+				}
+				t.notInline = t.notInline || st.ColumnBool(4) || st.ColumnBool(11)
+				b.commands[cmd] = t
+				// Only lines that may remove a file (as LIKE '%rm %' would
+				// match them): removedPaths reads them with the session's
+				// workspace root when the changes are put together.
+				if !outcomeFailed && strings.Contains(strings.ToLower(cmd), "rm ") {
+					cwd := st.ColumnText(12)
+					b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, command: cmd, cwd: cwd})
+					b.bytes += len(cmd) + len(cwd) + 96
+				}
+			}
+			return nil
+		},
+	})
+}
+
+// remember keeps e unless a newer stamp of the session is kept already,
+// and forgets sessions deleted since they were remembered (by any
+// process), so nothing of a deleted session stays in memory for long.
+func (w *wholeSession) remember(conn *sqlite.Conn, pk int64, e *wholeEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.byPK[pk]; old != nil {
+		if old.id == e.id && old.stamp > e.stamp {
+			return
+		}
+		w.bytes -= old.bytes
+		delete(w.byPK, pk)
+	}
+	if e.bytes > rememberedBytes {
+		return
+	}
+	if w.byPK == nil || w.bytes+e.bytes > rememberedBytes || len(w.byPK) >= rememberedSessions {
+		w.byPK, w.bytes = map[int64]*wholeEntry{}, 0 // simplest eviction: start over
+	}
+	w.byPK[pk] = e
+	w.bytes += e.bytes
+	// A session another process deleted: its rows are gone.
+	pks, _ := json.Marshal(slices.Collect(maps.Keys(w.byPK)))
+	live := map[int64]string{}
+	err := sqlitex.Execute(conn, `SELECT pk, id FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args:       []any{string(pks)},
+		ResultFunc: func(st *sqlite.Stmt) error { live[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+	})
+	if err != nil {
+		return
+	}
+	for k, v := range w.byPK {
+		if live[k] != v.id {
+			w.bytes -= v.bytes
+			delete(w.byPK, k)
+		}
+	}
+}
+
+// rememberChanges keeps FileChanges' answer, and the edit strings it
+// read, beside the entry it was put together from, while that entry is the
+// one remembered.
+func (w *wholeSession) rememberChanges(pk int64, e *wholeEntry, files []FileChange, texts map[int64][2]*string) {
+	n := 0
+	for _, f := range files {
+		n += len(f.Path) + len(f.Before) + len(f.After) + 64
+		for _, ed := range f.Edits {
+			n += len(deref(ed.Old)) + len(deref(ed.New)) + 64
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byPK[pk] != e || w.bytes+n > rememberedBytes {
+		return
+	}
+	with := *e
+	with.changes, with.texts, with.bytes = files, texts, e.bytes+n+48*len(texts)
+	w.byPK[pk] = &with
+	w.bytes += n + 48*len(texts)
+}
+
+// drop forgets a session: Delete calls it.
+func (w *wholeSession) drop(pk int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.byPK[pk]; e != nil {
+		w.bytes -= e.bytes
+		delete(w.byPK, pk)
+	}
+}
+
+// held reports whether anything of session id is remembered, for tests.
+func (w *wholeSession) held(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.byPK {
+		if e.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// summary fills the step counts of sum from e.
+func (e *wholeEntry) summary(sum *Summary) {
+	sum.Steps, sum.Failed, sum.ReferenceOnly, sum.Flags = 0, 0, 0, 0
+	sum.StepsByType = map[string]int{}
+	for _, t := range StepTypes {
+		sum.StepsByType[t] = 0
+	}
+	for _, b := range e.blocks {
+		c := b.counts
+		sum.Steps += c.Steps
+		sum.Failed += c.Failed
+		sum.ReferenceOnly += c.ReferenceOnly
+		sum.Flags += c.Flags
+		for t, n := range c.StepsByType {
+			sum.StepsByType[t] += n
+		}
+	}
+}
+
+// report puts the report together from e's blocks: files and commands in
+// order of their first step.
+func (e *wholeEntry) report() Report {
+	files := map[string]fileTally{}
+	commands := map[string]commandTally{}
+	for _, b := range e.blocks {
+		for p, t := range b.files {
+			if m, ok := files[p]; ok {
+				if m.first < t.first {
+					t.first, t.firstFull = m.first, m.firstFull
+				}
+				t.edits, t.reads, t.failed = t.edits+m.edits, t.reads+m.reads, t.failed+m.failed
+			}
+			files[p] = t
+		}
+		for c, t := range b.commands {
+			if m, ok := commands[c]; ok {
+				t.first = min(t.first, m.first)
+				t.runs, t.failed, t.notInline = t.runs+m.runs, t.failed+m.failed, t.notInline || m.notInline
+				codes := slices.Clone(m.exitCodes)
+				for _, code := range t.exitCodes {
+					if !slices.Contains(codes, code) {
+						codes = append(codes, code)
+					}
+				}
+				t.exitCodes = codes
+			}
+			commands[c] = t
+		}
+	}
+	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands))}
+	paths := slices.SortedFunc(maps.Keys(files), func(a, b string) int { return cmp.Compare(files[a].first, files[b].first) })
+	for _, p := range paths {
+		t := files[p]
+		created := 0
+		if t.firstFull {
+			created = 1
+		}
+		r.Files = append(r.Files, FileTouched{Path: p, Created: created, Edited: t.edits - created, Read: t.reads, Failed: t.failed})
+	}
+	lines := slices.SortedFunc(maps.Keys(commands), func(a, b string) int { return cmp.Compare(commands[a].first, commands[b].first) })
+	for _, c := range lines {
+		t := commands[c]
+		codes := slices.Clone(t.exitCodes)
+		if codes == nil {
+			codes = []int64{}
+		}
+		slices.Sort(codes)
+		r.Commands = append(r.Commands, CommandRun{Command: c, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
+	}
+	return r
+}
+
+// changeRows are e's FileChanges rows in seq order.
+func (e *wholeEntry) changeRows() []changeRow {
+	n := 0
+	for _, b := range e.blocks {
+		n += len(b.changes)
+	}
+	rows := make([]changeRow, 0, n)
+	for _, k := range slices.Sorted(maps.Keys(e.blocks)) {
+		rows = append(rows, e.blocks[k].changes...)
+	}
+	// Seqs mostly grow with pk: nearly sorted already.
+	slices.SortFunc(rows, bySeq)
+	return rows
+}
+
+func bySeq(a, b changeRow) int { return cmp.Compare(a.seq, b.seq) }

@@ -130,6 +130,20 @@ func (l *loader) bigSession(ctx context.Context, out io.Writer, n, reads int) er
 		}
 		fmt.Fprintf(out, "  %-44s %s\n", "", transferSizes(sizes))
 	}
+	// The first view after a change, as each live refresh of a session
+	// being written is: one step pushed before each GET.
+	var lat []time.Duration
+	for i := range reads {
+		if err := l.push(ctx, batch(sid, n+i, 1)); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := l.getJSON(ctx, "/session?id="+url.QueryEscape(sid), nil); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(start))
+	}
+	fmt.Fprintf(out, "  %-44s %s\n", "GET /session?id=<big> after a 1-step push", percentiles(lat))
 	return nil
 }
 

@@ -1,0 +1,63 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
+)
+
+// BenchmarkSessionPageAfterChange is each live refresh of a 100,000-step
+// session (5,000 turns) over a real server: one step pushed (not timed),
+// then GET /session?id=<big>. docs/performance.md records the numbers.
+func BenchmarkSessionPageAfterChange(b *testing.B) {
+	const pushes, perPush = 20, 5000
+	path := filepath.Join(b.TempDir(), "store.db")
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		b.Fatalf("store.Open = %v", err)
+	}
+	for p := range pushes {
+		if _, err := st.Apply(context.Background(), storetest.Batch("big", p, perPush)); err != nil {
+			b.Fatalf("Apply(push %d) = %v", p, err)
+		}
+	}
+	if err := st.Close(); err != nil { // finishes the search index first
+		b.Fatalf("Close = %v", err)
+	}
+	if st, err = store.Open(context.Background(), path); err != nil {
+		b.Fatalf("store.Open = %v", err)
+	}
+	b.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
+	b.Cleanup(srv.Close)
+	get := func() {
+		res, err := http.Get(srv.URL + "/session?id=big")
+		if err != nil {
+			b.Fatalf("GET /session = %v", err)
+		}
+		_, err = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			b.Fatalf("GET /session = %d, %v", res.StatusCode, err)
+		}
+	}
+	get() // the first view computes everything: not timed
+	next := pushes * perPush
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := st.Apply(context.Background(), storetest.Batch("big", next, 1)); err != nil {
+			b.Fatalf("Apply = %v", err)
+		}
+		next++
+		b.StartTimer()
+		get()
+	}
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"encoding/json"
+	"maps"
+	"sync"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// listSummaries remembers, in memory only, each session as List read it
+// (header and summary: step counts, turns, segments, title, last step) by
+// the session's change stamp, so a list reads again only the sessions
+// written since it last listed them: the whole list of a large store costs
+// an index of the sessions table, not every step. The stamp changes with every write by
+// any process and the id is checked beside the row, so a remembered
+// summary is never stale.
+type listSummaries struct {
+	mu    sync.Mutex
+	byPK  map[int64]listSummary
+	bytes int
+}
+
+type listSummary struct {
+	stamp int64
+	o     SessionOverview
+	bytes int
+}
+
+// Bounds of the memory listSummaries holds: a few hundred bytes a session.
+const (
+	rememberedSummaries    = 200_000
+	rememberedSummaryBytes = 64 << 20
+)
+
+// fill reads each listed session (row pks[i] at stamps[i], whose ID is
+// set), from memory or from the store. every says the list holds every
+// stored session, so any other remembered one was deleted.
+func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []SessionOverview, every bool) error {
+	missing := map[int64]*Summary{}
+	index := map[int64]int{}
+	var ids []int64
+	c.mu.Lock()
+	for i, pk := range pks {
+		if e, ok := c.byPK[pk]; ok && e.stamp == stamps[i] && e.o.ID == sessions[i].ID {
+			sessions[i] = cloneOverview(e.o) // callers may change it
+			continue
+		}
+		missing[pk], index[pk] = &sessions[i].Summary, i
+		ids = append(ids, pk)
+	}
+	if every {
+		listed := make(map[int64]string, len(pks))
+		for i, pk := range pks {
+			listed[pk] = sessions[i].ID
+		}
+		for pk, e := range c.byPK {
+			if id, ok := listed[pk]; !ok || id != e.o.ID {
+				c.forgetLocked(pk)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(ids)
+	err := sqlitex.Execute(conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args: []any{string(b)},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			pk, o, err := scanSession(conn, st)
+			if err != nil {
+				return err
+			}
+			sessions[index[pk]] = o
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := countSteps(conn, "session_pk IN (SELECT value FROM json_each(?))", []any{string(b)}, missing); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pk, i := range index {
+		o := cloneOverview(sessions[i])
+		e := listSummary{stamp: stamps[i], o: o, bytes: len(o.ID) + len(o.Summary.Title) + len(o.Workspace.Root) + len(o.Workspace.Repo) + len(o.Source) + 600}
+		if o.Verdict != nil {
+			e.bytes += len(o.Verdict.Note)
+		}
+		c.forgetLocked(pk)
+		if c.byPK == nil || len(c.byPK) >= rememberedSummaries || c.bytes+e.bytes > rememberedSummaryBytes {
+			c.byPK, c.bytes = map[int64]listSummary{}, 0 // simplest eviction: start over
+		}
+		c.byPK[pk] = e
+		c.bytes += e.bytes
+	}
+	return nil
+}
+
+func (c *listSummaries) forgetLocked(pk int64) {
+	if e, ok := c.byPK[pk]; ok {
+		c.bytes -= e.bytes
+		delete(c.byPK, pk)
+	}
+}
+
+// drop forgets a session: Delete calls it.
+func (c *listSummaries) drop(pk int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(pk)
+}
+
+// held reports whether session id's summary is remembered, for tests.
+func (c *listSummaries) held(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.byPK {
+		if e.o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneOverview copies what a caller could change in place.
+func cloneOverview(o SessionOverview) SessionOverview {
+	if o.Metrics != nil {
+		m := *o.Metrics
+		o.Metrics = &m
+	}
+	if o.Verdict != nil {
+		v := *o.Verdict
+		o.Verdict = &v
+	}
+	o.Summary.StepsByType = maps.Clone(o.Summary.StepsByType)
+	return o
+}
