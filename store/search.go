@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -292,27 +293,23 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		where = append(where, "coalesce(st.pk, -s.pk) NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
 		args = append(args, q.exclude)
 	}
-	// Keys first, the snippets of one page after: SQLite computes every
-	// column of every matching row before it sorts, and a snippet reads
-	// the row's whole text. A session's own row has rowid -pk.
+	// A session's own row has rowid -pk. The index holds no text: the
+	// snippets of the page come after, from the rows' own columns.
 	var sql string
 	if q.hasWords {
-		sql = `WITH page AS (SELECT search.rowid AS rid, s.pk AS spk, s.started_ns AS ns, coalesce(st.seq, 0) AS seq
+		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
+			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), search.rowid
 			FROM search LEFT JOIN steps st ON st.pk = search.rowid JOIN sessions s ON s.pk = coalesce(st.session_pk, -search.rowid)
-			WHERE search MATCH ?1` + conditions(where) + ` ORDER BY ns DESC, spk DESC, seq LIMIT ?)
-			SELECT s.pk, s.id, s.agent_kind, s.started_at, page.ns, page.seq, coalesce(st.type, 'session'), coalesce(st.outcome, ''),
-			  snippet(search, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
-			FROM page JOIN search ON search.rowid = page.rid JOIN sessions s ON s.pk = page.spk LEFT JOIN steps st ON st.pk = page.rid
-			WHERE search MATCH ?1 ORDER BY page.ns DESC, page.spk DESC, page.seq`
+			WHERE search MATCH ?` + conditions(where) + ` ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`
 		args = append([]any{q.match}, args...)
 	} else {
-		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, ''
+		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
 			FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1` + conditions(where) + `
 			ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
 	}
 	args = append(args, limit+1)
 
-	type key struct{ ns, pk, seq int64 }
+	type key struct{ ns, pk, seq, rid int64 }
 	var keys []key
 	titles := map[int64]string{}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
@@ -321,10 +318,9 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			ResultFunc: func(st *sqlite.Stmt) error {
 				h := SearchHit{
 					SessionID: st.ColumnText(1), Agent: st.ColumnText(2), StartedAt: st.ColumnText(3),
-					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7),
+					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7), Matches: [][2]int{},
 				}
-				h.Snippet, h.Matches = splitMarks(st.ColumnText(8))
-				keys = append(keys, key{st.ColumnInt64(4), st.ColumnInt64(0), h.Seq})
+				keys = append(keys, key{st.ColumnInt64(4), st.ColumnInt64(0), h.Seq, st.ColumnInt64(8)})
 				titles[st.ColumnInt64(0)] = ""
 				res.Hits = append(res.Hits, h)
 				return nil
@@ -332,6 +328,19 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		})
 		if err != nil {
 			return err
+		}
+		if q.hasWords && len(keys) > 0 {
+			rids := make([]int64, len(keys))
+			for i, k := range keys {
+				rids[i] = k.rid
+			}
+			snippets, err := pageSnippets(conn, q.match, rids)
+			if err != nil {
+				return err
+			}
+			for i, k := range keys {
+				res.Hits[i].Snippet, res.Hits[i].Matches = splitMarks(snippets[k.rid])
+			}
 		}
 		for pk := range titles {
 			if titles[pk], err = sessionTitle(conn, pk); err != nil {
@@ -352,6 +361,41 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		res.Hits[i].Title = titles[keys[i].pk]
 	}
 	return res, nil
+}
+
+// pageSnippets returns the snippet of each row of a page: FTS5's own
+// snippet function over a one-page index of the rows' text, built in the
+// connection's temporary schema from the same views as the index (the
+// index keeps no copy of the text) and emptied again, so the words are
+// found by the same tokenizer rules as the search.
+func pageSnippets(conn *sqlite.Conn, match string, rids []int64) (map[int64]string, error) {
+	ids, err := json.Marshal(rids)
+	if err != nil {
+		return nil, err
+	}
+	snippets := make(map[int64]string, len(rids))
+	for _, step := range []struct {
+		sql  string
+		args []any
+	}{
+		{`CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_page USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')`, nil},
+		{`INSERT INTO temp.search_page (rowid, body)
+		  SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+		  UNION ALL
+		  SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`, []any{string(ids)}},
+		{`SELECT rowid, snippet(search_page, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
+		  FROM temp.search_page WHERE search_page MATCH ?`, []any{match}},
+		{`DELETE FROM temp.search_page`, nil},
+	} {
+		err := sqlitex.Execute(conn, step.sql, &sqlitex.ExecOptions{
+			Args:       step.args,
+			ResultFunc: func(st *sqlite.Stmt) error { snippets[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return snippets, nil
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

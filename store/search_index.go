@@ -96,16 +96,21 @@ const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_
 	SELECT st.pk FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
 	WHERE s.updated_at > indexed_through`
 
-// indexChanges (re)indexes the session rows and steps stamped after
-// indexed_through and moves it to the newest stamp.
+// indexChanges removes the text writes replaced (search_stale) from the
+// index, indexes the session rows and steps stamped after indexed_through
+// that it does not hold, and moves indexed_through to the newest stamp. A
+// row whose text no write changed (a note stamps its step) stays as it is.
 func indexChanges(conn *sqlite.Conn) error {
+	if err := removeStale(conn); err != nil {
+		return err
+	}
 	for _, sql := range []string{
-		`DELETE FROM search WHERE rowid IN (` + changedRows + `)`,
-		`WITH changed (rid) AS (` + changedRows + `)
+		`WITH changed (rid) AS (` + changedRows + `),
+			todo (rid) AS (SELECT rid FROM changed WHERE rid NOT IN (SELECT id FROM search_docsize))
 			INSERT INTO search (rowid, body)
-			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM changed WHERE rid < 0)
+			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0)
 			UNION ALL
-			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM changed WHERE rid > 0)`,
+			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
 		`UPDATE search_state SET indexed_through = coalesce((SELECT max(updated_at) FROM sessions), 0)`,
 	} {
 		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
@@ -115,12 +120,36 @@ func indexChanges(conn *sqlite.Conn) error {
 	return nil
 }
 
+// removeStale removes from the index the text that writes changed or
+// deleted since the last catch-up (migration 008's triggers keep it in
+// search_stale): a contentless index forgets a row only when given the
+// text it holds, and then, with secure-delete, at once.
+func removeStale(conn *sqlite.Conn) error {
+	for _, sql := range []string{
+		`INSERT INTO search (search, rowid, body) SELECT 'delete', rid, body FROM search_stale`,
+		`DELETE FROM search_stale`,
+	} {
+		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // unindexSession removes the session's rows from the index, before its
-// own rows go: with the secure-delete option the terms leave the index
-// b-trees at once, and secure_delete overwrites the freed pages.
+// own rows go: the text of each row it holds and what search_stale kept
+// of earlier versions. With the secure-delete option the terms leave the
+// index b-trees at once, and secure_delete overwrites the freed pages.
 func unindexSession(conn *sqlite.Conn, pk int64) error {
-	return sqlitex.Execute(conn, `DELETE FROM search WHERE rowid = -?1
-		OR rowid IN (SELECT pk FROM steps WHERE session_pk = ?1)`, &sqlitex.ExecOptions{Args: []any{pk}})
+	if err := removeStale(conn); err != nil {
+		return err
+	}
+	return sqlitex.Execute(conn, `INSERT INTO search (search, rowid, body)
+		SELECT 'delete', -session_pk, body FROM search_session_docs
+		  WHERE session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
+		UNION ALL
+		SELECT 'delete', step_pk, body FROM search_step_docs
+		  WHERE session_pk = ?1 AND step_pk IN (SELECT id FROM search_docsize)`, &sqlitex.ExecOptions{Args: []any{pk}})
 }
 
 // Reindex rebuilds the search index from every stored session and step in
@@ -129,7 +158,8 @@ func (s *Store) Reindex(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		for _, sql := range []string{
-			`DELETE FROM search`,
+			`INSERT INTO search (search) VALUES ('delete-all')`,
+			`DELETE FROM search_stale`,
 			`UPDATE search_state SET indexed_through = 0`,
 		} {
 			if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
