@@ -98,7 +98,8 @@ const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_
 
 // indexChanges removes the text writes replaced (search_stale) from the
 // index, indexes the session rows and steps stamped after indexed_through
-// that it does not hold, and moves indexed_through to the newest stamp. A
+// that it does not hold, widens their sessions' spans (search_spans) and
+// moves indexed_through to the newest stamp. A
 // row whose text no write changed (a note stamps its step) stays as it is.
 func indexChanges(conn *sqlite.Conn) error {
 	if err := removeStale(conn); err != nil {
@@ -111,6 +112,11 @@ func indexChanges(conn *sqlite.Conn) error {
 			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0)
 			UNION ALL
 			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
+		`INSERT INTO search_spans (session_pk, lo, hi)
+			SELECT st.session_pk, min(st.pk), max(st.pk)
+			FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
+			WHERE s.updated_at > indexed_through GROUP BY st.session_pk
+			ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
 		`UPDATE search_state SET indexed_through = coalesce((SELECT max(updated_at) FROM sessions), 0)`,
 	} {
 		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
@@ -160,6 +166,7 @@ func (s *Store) Reindex(ctx context.Context) (int64, error) {
 		for _, sql := range []string{
 			`INSERT INTO search (search) VALUES ('delete-all')`,
 			`DELETE FROM search_stale`,
+			`DELETE FROM search_spans`,
 			`UPDATE search_state SET indexed_through = 0`,
 		} {
 			if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {

@@ -46,7 +46,19 @@ BEGIN
   INSERT OR IGNORE INTO search_stale (rid, body) SELECT -session_pk, body FROM search_session_docs WHERE session_pk = old.pk;
 END;
 
+-- Where each session's steps sit among the index rows: the smallest and
+-- largest pk of its steps. A search walks the sessions newest first and
+-- reads only the index rows in their spans, so a common word costs a page,
+-- not every hit (search.go, wordPage). The catch-up widens a changed
+-- session's span; a step keeps its pk, so a span never narrows.
+CREATE TABLE search_spans (
+  session_pk INTEGER PRIMARY KEY REFERENCES sessions (pk) ON DELETE CASCADE,
+  lo         INTEGER NOT NULL,
+  hi         INTEGER NOT NULL
+);
+
 -- Existing stores: build the index again from what is stored.
+INSERT INTO search_spans (session_pk, lo, hi) SELECT session_pk, min(pk), max(pk) FROM steps GROUP BY session_pk;
 INSERT INTO search (rowid, body) SELECT -session_pk, body FROM search_session_docs;
 INSERT INTO search (rowid, body) SELECT step_pk, body FROM search_step_docs;
 UPDATE search_state SET indexed_through = coalesce((SELECT max(updated_at) FROM sessions), 0);
