@@ -129,33 +129,51 @@ func indexChanges(conn *sqlite.Conn) error {
 // removeStale removes from the index the text that writes changed or
 // deleted since the last catch-up (migration 008's triggers keep it in
 // search_stale): a contentless index forgets a row only when given the
-// text it holds, and then, with secure-delete, at once.
+// text it holds.
 func removeStale(conn *sqlite.Conn) error {
-	for _, sql := range []string{
-		`INSERT INTO search (search, rowid, body) SELECT 'delete', rid, body FROM search_stale`,
-		`DELETE FROM search_stale`,
-	} {
+	stale := false
+	err := sqlitex.ExecuteTransient(conn, `SELECT 1 FROM search_stale LIMIT 1`, &sqlitex.ExecOptions{
+		ResultFunc: func(*sqlite.Stmt) error { stale = true; return nil },
+	})
+	if err != nil || !stale {
+		return err
+	}
+	return secureDelete(conn, `INSERT INTO search (search, rowid, body) SELECT 'delete', rid, body FROM search_stale`, nil,
+		`DELETE FROM search_stale`)
+}
+
+// unindexSession removes the session's rows from the index, before its
+// own rows go: the text of each row it holds and what search_stale kept
+// of earlier versions. secure_delete overwrites the freed pages.
+func unindexSession(conn *sqlite.Conn, pk int64) error {
+	if err := removeStale(conn); err != nil {
+		return err
+	}
+	return secureDelete(conn, `INSERT INTO search (search, rowid, body)
+		SELECT 'delete', -session_pk, body FROM search_session_docs
+		  WHERE session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
+		UNION ALL
+		SELECT 'delete', step_pk, body FROM search_step_docs
+		  WHERE session_pk = ?1 AND step_pk IN (SELECT id FROM search_docsize)`, []any{pk})
+}
+
+// secureDelete runs FTS5 'delete' commands with the secure-delete option
+// on, so the terms leave the segment b-trees at once, not at a later merge,
+// and then the statements after. FTS5 writes out its pending rows before
+// it changes an option, so the deletes are written with it on.
+func secureDelete(conn *sqlite.Conn, sql string, args []any, after ...string) error {
+	if err := sqlitex.ExecuteTransient(conn, `INSERT INTO search (search, rank) VALUES ('secure-delete', 1)`, nil); err != nil {
+		return err
+	}
+	if err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{Args: args}); err != nil {
+		return err
+	}
+	for _, sql := range append(after, `INSERT INTO search (search, rank) VALUES ('secure-delete', 0)`) {
 		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// unindexSession removes the session's rows from the index, before its
-// own rows go: the text of each row it holds and what search_stale kept
-// of earlier versions. With the secure-delete option the terms leave the
-// index b-trees at once, and secure_delete overwrites the freed pages.
-func unindexSession(conn *sqlite.Conn, pk int64) error {
-	if err := removeStale(conn); err != nil {
-		return err
-	}
-	return sqlitex.Execute(conn, `INSERT INTO search (search, rowid, body)
-		SELECT 'delete', -session_pk, body FROM search_session_docs
-		  WHERE session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
-		UNION ALL
-		SELECT 'delete', step_pk, body FROM search_step_docs
-		  WHERE session_pk = ?1 AND step_pk IN (SELECT id FROM search_docsize)`, &sqlitex.ExecOptions{Args: []any{pk}})
 }
 
 // Reindex rebuilds the search index from every stored session and step in
