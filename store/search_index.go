@@ -22,17 +22,24 @@ import (
 // index current. Delete removes the session's rows in its own transaction
 // (unindexSession).
 
-// indexQuiet is how long a background catch-up waits for more writes
-// before it runs; with the catch-up itself (about 0.25 s for a 5,000-step
-// push) a write is searchable well within a second.
-const indexQuiet = 200 * time.Millisecond
+// A background catch-up starts once the writes have paused for
+// indexQuiet, or indexMaxWait after the first write it has to index when
+// they go on (an import, a busy server): a burst of writes gathers into
+// a catch-up or two a second, not one every 200 ms, and with the catch-up
+// itself (about 0.25 s for a 5,000-step push) a write is searchable
+// within a second.
+const (
+	indexQuiet   = 200 * time.Millisecond
+	indexMaxWait = 600 * time.Millisecond
+)
 
 // indexer runs the background catch-ups of one store, one goroutine at most.
 type indexer struct {
-	mu      sync.Mutex
-	running bool
-	again   bool // a write committed while a catch-up ran
-	wg      sync.WaitGroup
+	mu          sync.Mutex
+	running     bool
+	pending     bool      // a write committed that no catch-up started after
+	first, last time.Time // the first and last such write
+	wg          sync.WaitGroup
 }
 
 // indexLater starts a background catch-up unless one runs already.
@@ -40,7 +47,10 @@ func (s *Store) indexLater() {
 	x := &s.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.again = true
+	x.last = time.Now()
+	if !x.pending {
+		x.pending, x.first = true, x.last
+	}
 	if x.running {
 		return
 	}
@@ -49,16 +59,20 @@ func (s *Store) indexLater() {
 	go func() {
 		defer x.wg.Done()
 		for {
-			// Let a burst of writes (an import's sessions) gather into one
-			// catch-up: one per write cost an import half its time again.
-			time.Sleep(indexQuiet)
 			x.mu.Lock()
-			if !x.again {
+			if !x.pending {
 				x.running = false
 				x.mu.Unlock()
 				return
 			}
-			x.again = false
+			wait := time.Until(x.last.Add(indexQuiet))
+			wait = min(wait, time.Until(x.first.Add(indexMaxWait)))
+			if wait > 0 {
+				x.mu.Unlock()
+				time.Sleep(wait)
+				continue
+			}
+			x.pending = false
 			x.mu.Unlock()
 			// An error (the store busy past busyLimit) is retried by the
 			// next write, search or Close.
