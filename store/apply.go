@@ -60,10 +60,16 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 		if err := checkSeqs(conn, pk, b.Steps); err != nil {
 			return err
 		}
+		if err := keepIndexedText(conn, pk, b); err != nil { // search_index.go
+			return err
+		}
 		res.Created = pk == 0
 		changed, written, err := s.applyRecords(conn, &pk, b)
 		res.Changed, res.StepsWritten = changed, written
-		return err
+		if err != nil {
+			return err
+		}
+		return dropUnchangedText(conn) // search_index.go
 	})
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -140,10 +141,45 @@ func indexChanges(conn *sqlite.Conn) error {
 	return nil
 }
 
-// removeStale removes from the index the text that writes changed or
-// deleted since the last catch-up (migration 008's triggers keep it in
-// search_stale): a contentless index forgets a row only when given the
-// text it holds.
+// keepIndexedText keeps in search_stale, before Apply writes a batch to a
+// stored session, the text the index holds of the rows the batch may
+// change: the session's own row when the agent or workspace changes, and
+// the stored steps the batch names (whether they change is known only
+// after the upsert: dropUnchangedText drops those it left as they were).
+// A contentless index forgets a row only when given the text it indexed.
+func keepIndexedText(conn *sqlite.Conn, pk int64, b *Batch) error {
+	if pk == 0 {
+		return nil
+	}
+	ids := make([]string, len(b.Steps))
+	for i := range b.Steps {
+		ids[i] = b.Steps[i].ID
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return sqlitex.Execute(conn, `INSERT OR IGNORE INTO search_stale (rid, body)
+		SELECT -d.session_pk, d.body FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk
+		  WHERE d.session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
+		  AND (s.agent_kind, s.workspace_root, s.workspace_repo) IS NOT (?3, ?4, coalesce(?5, s.workspace_repo))
+		UNION ALL
+		SELECT step_pk, body FROM search_step_docs
+		  WHERE step_pk IN (SELECT pk FROM steps WHERE session_pk = ?1 AND id IN (SELECT value FROM json_each(?2)))
+		  AND step_pk IN (SELECT id FROM search_docsize)`, &sqlitex.ExecOptions{
+		Args: []any{pk, string(idsJSON), b.Session.Agent.Kind, b.Session.Workspace.Root, nullable(b.Session.Workspace.Repo)},
+	})
+}
+
+// dropUnchangedText drops the kept text of the steps a write left as they
+// were: stamped no later than the index, the index holds them as they are.
+func dropUnchangedText(conn *sqlite.Conn) error {
+	return sqlitex.ExecuteTransient(conn, `DELETE FROM search_stale WHERE rid > 0
+		AND (SELECT updated_at FROM steps WHERE pk = rid) <= (SELECT indexed_through FROM search_state)`, nil)
+}
+
+// removeStale removes from the index the text that writes changed since
+// the last catch-up (kept by keepIndexedText).
 func removeStale(conn *sqlite.Conn) error {
 	stale := false
 	err := sqlitex.ExecuteTransient(conn, `SELECT 1 FROM search_stale LIMIT 1`, &sqlitex.ExecOptions{

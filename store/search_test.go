@@ -261,6 +261,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 	b := newBatch("a")
 	set(b, "steps[1].payload.stdout", "firstversion")
 	mustApply(t, s, b)
+	mustSearch(t, s, "firstversion") // the index holds the first version
 	set(b, "steps[1].payload.stdout", "secondversion")
 	mustApply(t, s, b)
 	if got := hitKeys(mustSearch(t, s, "firstversion")); len(got) != 0 {
