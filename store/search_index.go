@@ -11,7 +11,9 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// The search index (table search, migration 006) follows the writes in
+// The search index (table search, migrations 006 and 008: contentless,
+// terms only; removing a row takes the text it was indexed with, which
+// Apply keeps in search_stale for the rows it may change) follows the writes in
 // the background, off the push's transaction: tokenizing and writing the
 // index cost a 5,000-step push +80% when it ran inside it. Every write
 // stamps what it changed (updated_at), and search_state.indexed_through

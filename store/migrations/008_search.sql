@@ -1,6 +1,6 @@
 -- The search index without its own copy of the text (issue 13's size
 -- target): a contentless FTS5 table (content = '') keeps only the index
--- b-trees, 1.67x of the indexed text became about 0.6x. Snippets are made
+-- b-trees: 1.67x of the indexed text became 0.36-0.39x. Snippets are made
 -- from the steps' own columns (search.go). The views of 006 stay what a
 -- row indexes: removing a row from a contentless index takes the very text
 -- it was indexed with ('delete' command), and with the secure-delete option
@@ -20,8 +20,8 @@ INSERT INTO search (search, rank) VALUES ('hashsize', 16777216);
 
 -- The text a row was indexed with, kept from the moment a write may change
 -- it (Apply, keepIndexedText in search_index.go) until the next catch-up
--- or Delete removes it from the index; the catch-up drops what the write
--- left unchanged. A row is in the index when search_docsize holds its
+-- or Delete removes it from the index; Apply drops it again for the steps
+-- it left unchanged (dropUnchangedText). A row is in the index when search_docsize holds its
 -- rowid. Not triggers: a trigger on steps makes every step's upsert keep
 -- a statement journal, which made a 5,000-step push 2.3 times slower in
 -- its inserts (CPU profile of BenchmarkIngest5000Gzip).
