@@ -77,9 +77,15 @@ func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
 	if err := checkSeqs(conn, pk, b.Steps); err != nil {
 		return res, err
 	}
+	if err := keepIndexedText(conn, pk, b); err != nil { // search_index.go
+		return res, err
+	}
 	res.Created = pk == 0
 	res.Changed, res.StepsWritten, err = s.applyRecords(conn, &pk, b)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return res, dropUnchangedText(conn) // search_index.go
 }
 
 func isDeleted(conn *sqlite.Conn, id string) (bool, error) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -280,58 +281,53 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	}
 	limit = min(limit, MaxSearchLimit)
 	where, args := q.where, q.args
+	var from sessionKey
 	if sq.After != "" {
 		ns, spk, seq, err := parseSearchCursor(sq.After)
 		if err != nil {
 			return res, err // its message is the answer's, as List's
 		}
+		from = sessionKey{ns, spk}
 		where = append(where, "(s.started_ns < ? OR (s.started_ns = ? AND (s.pk < ? OR (s.pk = ? AND coalesce(st.seq, 0) > ?))))")
 		args = append(args, ns, ns, spk, spk, seq)
 	}
-	if q.exclude != "" {
-		where = append(where, "coalesce(st.pk, -s.pk) NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
+	match := q.match
+	if q.exclude != "" && q.hasWords {
+		match = "(" + q.match + ") NOT (" + q.exclude + ")"
+	} else if q.exclude != "" {
+		where = append(where, "st.pk NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
 		args = append(args, q.exclude)
 	}
-	// Keys first, the snippets of one page after: SQLite computes every
-	// column of every matching row before it sorts, and a snippet reads
-	// the row's whole text. A session's own row has rowid -pk.
-	var sql string
-	if q.hasWords {
-		sql = `WITH page AS (SELECT search.rowid AS rid, s.pk AS spk, s.started_ns AS ns, coalesce(st.seq, 0) AS seq
-			FROM search LEFT JOIN steps st ON st.pk = search.rowid JOIN sessions s ON s.pk = coalesce(st.session_pk, -search.rowid)
-			WHERE search MATCH ?1` + conditions(where) + ` ORDER BY ns DESC, spk DESC, seq LIMIT ?)
-			SELECT s.pk, s.id, s.agent_kind, s.started_at, page.ns, page.seq, coalesce(st.type, 'session'), coalesce(st.outcome, ''),
-			  snippet(search, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
-			FROM page JOIN search ON search.rowid = page.rid JOIN sessions s ON s.pk = page.spk LEFT JOIN steps st ON st.pk = page.rid
-			WHERE search MATCH ?1 ORDER BY page.ns DESC, page.spk DESC, page.seq`
-		args = append([]any{q.match}, args...)
-	} else {
-		sql = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, ''
-			FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1` + conditions(where) + `
-			ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
-	}
-	args = append(args, limit+1)
 
-	type key struct{ ns, pk, seq int64 }
-	var keys []key
+	var rows []pageRow
 	titles := map[int64]string{}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{
-			Args: args,
-			ResultFunc: func(st *sqlite.Stmt) error {
-				h := SearchHit{
-					SessionID: st.ColumnText(1), Agent: st.ColumnText(2), StartedAt: st.ColumnText(3),
-					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7),
-				}
-				h.Snippet, h.Matches = splitMarks(st.ColumnText(8))
-				keys = append(keys, key{st.ColumnInt64(4), st.ColumnInt64(0), h.Seq})
-				titles[st.ColumnInt64(0)] = ""
-				res.Hits = append(res.Hits, h)
-				return nil
-			},
-		})
+		var err error
+		if q.hasWords {
+			rows, err = wordPage(conn, match, from, where, args, limit+1)
+		} else {
+			rows, err = readPage(conn, `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
+				FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1`+conditions(where)+`
+				ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`, append(args, limit+1))
+		}
 		if err != nil {
 			return err
+		}
+		if q.hasWords && len(rows) > 0 {
+			rids := make([]int64, len(rows))
+			for i, r := range rows {
+				rids[i] = r.rid
+			}
+			snippets, err := pageSnippets(conn, q.match, rids)
+			if err != nil {
+				return err
+			}
+			for i, r := range rows {
+				rows[i].hit.Snippet, rows[i].hit.Matches = splitMarks(snippets[r.rid])
+			}
+		}
+		for _, r := range rows {
+			titles[r.pk] = ""
 		}
 		for pk := range titles {
 			if titles[pk], err = sessionTitle(conn, pk); err != nil {
@@ -343,15 +339,148 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("store: search: %w", err)
 	}
-	if len(res.Hits) > limit {
-		res.Hits = res.Hits[:limit]
-		k := keys[limit-1]
-		res.Next = fmt.Sprintf("%d:%d:%d", k.ns, k.pk, k.seq)
+	for _, r := range rows {
+		r.hit.Title = titles[r.pk]
+		res.Hits = append(res.Hits, r.hit)
 	}
-	for i := range res.Hits {
-		res.Hits[i].Title = titles[keys[i].pk]
+	if len(rows) > limit {
+		res.Hits = res.Hits[:limit]
+		r := rows[limit-1]
+		res.Next = fmt.Sprintf("%d:%d:%d", r.ns, r.pk, r.hit.Seq)
 	}
 	return res, nil
+}
+
+// pageRow is a hit of a page and where it sorts: its session's start and
+// pk, and its index row (the step's pk, or minus the session's).
+type pageRow struct {
+	hit         SearchHit
+	ns, pk, rid int64
+}
+
+// sessionKey is where a session sorts: newest start first, then by pk
+// from the highest; the zero key is before every session.
+type sessionKey struct{ ns, pk int64 }
+
+// readPage runs a page query: its columns are the session's pk, id, agent,
+// start and start_ns, the step's seq, type and outcome, and the index row.
+func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
+	var rows []pageRow
+	err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{
+		Args: args,
+		ResultFunc: func(st *sqlite.Stmt) error {
+			rows = append(rows, pageRow{
+				hit: SearchHit{
+					SessionID: st.ColumnText(1), Agent: st.ColumnText(2), StartedAt: st.ColumnText(3),
+					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7), Matches: [][2]int{},
+				},
+				ns: st.ColumnInt64(4), pk: st.ColumnInt64(0), rid: st.ColumnInt64(8),
+			})
+			return nil
+		},
+	})
+	return rows, err
+}
+
+// maxWalkBatch is the most sessions wordPage reads the index rows of in
+// one query.
+const maxWalkBatch = 256
+
+// wordPage finds up to n hits of an FTS5 expression in page order without
+// reading every hit: it walks the sessions newest first (from the cursor's
+// session on), a batch of 1, 2, 4 ... sessions at a time, and reads only
+// the index rows in the batch's spans (search_spans: a session's steps are
+// the rows from its first step's pk to its last's, its own row is minus
+// its pk), until it has n. A common word is answered from the newest
+// session or two; a rare one costs about twice reading all its hits.
+func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
+	sessions := conn.Prep(`SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
+		FROM sessions s LEFT JOIN search_spans sp ON sp.session_pk = s.pk
+		WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
+		ORDER BY s.started_ns DESC, s.pk DESC`)
+	defer sessions.Reset()
+	sessions.BindInt64(1, from.ns)
+	sessions.BindInt64(2, from.pk)
+	sessions.BindBool(3, from.pk != 0)
+	hits := `WITH hits (rid) AS (
+		  SELECT rowid FROM search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+		  UNION ALL
+		  SELECT rowid FROM search WHERE search MATCH ?1 AND rowid BETWEEN ?4 AND ?5)
+		SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
+		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid
+		FROM hits LEFT JOIN steps st ON st.pk = hits.rid JOIN sessions s ON s.pk = coalesce(st.session_pk, -hits.rid)
+		WHERE s.pk IN (SELECT value FROM json_each(?6))` + conditions(where) + `
+		ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`
+	var rows []pageRow
+	for size, more := 1, true; more && len(rows) < n; size = min(2*size, maxWalkBatch) {
+		var pks []int64
+		lo, hi := int64(1), int64(0) // the steps' span: empty until a session has one
+		for len(pks) < size {
+			var err error
+			if more, err = sessions.Step(); err != nil {
+				return nil, err
+			} else if !more {
+				break
+			}
+			pks = append(pks, sessions.ColumnInt64(0))
+			if l, h := sessions.ColumnInt64(1), sessions.ColumnInt64(2); l <= h {
+				if lo > hi {
+					lo, hi = l, h
+				} else {
+					lo, hi = min(lo, l), max(hi, h)
+				}
+			}
+		}
+		if len(pks) == 0 {
+			break
+		}
+		ids, err := json.Marshal(pks)
+		if err != nil {
+			return nil, err
+		}
+		batch, err := readPage(conn, hits, append([]any{match, lo, hi, -slices.Max(pks), -slices.Min(pks), string(ids)},
+			append(slices.Clone(args), n-len(rows))...))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, batch...)
+	}
+	return rows, nil
+}
+
+// pageSnippets returns the snippet of each row of a page: FTS5's own
+// snippet function over a one-page index of the rows' text, built in the
+// connection's temporary schema from the same views as the index (the
+// index keeps no copy of the text) and emptied again, so the words are
+// found by the same tokenizer rules as the search.
+func pageSnippets(conn *sqlite.Conn, match string, rids []int64) (map[int64]string, error) {
+	ids, err := json.Marshal(rids)
+	if err != nil {
+		return nil, err
+	}
+	snippets := make(map[int64]string, len(rids))
+	for _, step := range []struct {
+		sql  string
+		args []any
+	}{
+		{`CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_page USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')`, nil},
+		{`INSERT INTO temp.search_page (rowid, body)
+		  SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+		  UNION ALL
+		  SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`, []any{string(ids)}},
+		{`SELECT rowid, snippet(search_page, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
+		  FROM temp.search_page WHERE search_page MATCH ?`, []any{match}},
+		{`DELETE FROM temp.search_page`, nil},
+	} {
+		err := sqlitex.Execute(conn, step.sql, &sqlitex.ExecOptions{
+			Args:       step.args,
+			ResultFunc: func(st *sqlite.Stmt) error { snippets[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return snippets, nil
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// The search index (table search, migration 006) follows the writes in
+// The search index (table search, migrations 006 and 008: contentless,
+// terms only; removing a row takes the text it was indexed with, which
+// Apply keeps in search_stale for the rows it may change) follows the writes in
 // the background, off the push's transaction: tokenizing and writing the
 // index cost a 5,000-step push +80% when it ran inside it. Every write
 // stamps what it changed (updated_at), and search_state.indexed_through
@@ -22,17 +25,24 @@ import (
 // index current. Delete removes the session's rows in its own transaction
 // (unindexSession).
 
-// indexQuiet is how long a background catch-up waits for more writes
-// before it runs; with the catch-up itself (about 0.25 s for a 5,000-step
-// push) a write is searchable well within a second.
-const indexQuiet = 200 * time.Millisecond
+// A background catch-up starts once the writes have paused for
+// indexQuiet, or indexMaxWait after the first write it has to index when
+// they go on (an import, a busy server): a burst of writes gathers into
+// a catch-up or two a second, not one every 200 ms, and with the catch-up
+// itself (about 0.25 s for a 5,000-step push) a write is searchable
+// within a second.
+const (
+	indexQuiet   = 200 * time.Millisecond
+	indexMaxWait = 600 * time.Millisecond
+)
 
 // indexer runs the background catch-ups of one store, one goroutine at most.
 type indexer struct {
-	mu      sync.Mutex
-	running bool
-	again   bool // a write committed while a catch-up ran
-	wg      sync.WaitGroup
+	mu          sync.Mutex
+	running     bool
+	pending     bool      // a write committed that no catch-up started after
+	first, last time.Time // the first and last such write
+	wg          sync.WaitGroup
 }
 
 // indexLater starts a background catch-up unless one runs already.
@@ -40,7 +50,10 @@ func (s *Store) indexLater() {
 	x := &s.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.again = true
+	x.last = time.Now()
+	if !x.pending {
+		x.pending, x.first = true, x.last
+	}
 	if x.running {
 		return
 	}
@@ -49,16 +62,20 @@ func (s *Store) indexLater() {
 	go func() {
 		defer x.wg.Done()
 		for {
-			// Let a burst of writes (an import's sessions) gather into one
-			// catch-up: one per write cost an import half its time again.
-			time.Sleep(indexQuiet)
 			x.mu.Lock()
-			if !x.again {
+			if !x.pending {
 				x.running = false
 				x.mu.Unlock()
 				return
 			}
-			x.again = false
+			wait := time.Until(x.last.Add(indexQuiet))
+			wait = min(wait, time.Until(x.first.Add(indexMaxWait)))
+			if wait > 0 {
+				x.mu.Unlock()
+				time.Sleep(wait)
+				continue
+			}
+			x.pending = false
 			x.mu.Unlock()
 			// An error (the store busy past busyLimit) is retried by the
 			// next write, search or Close.
@@ -96,16 +113,27 @@ const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_
 	SELECT st.pk FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
 	WHERE s.updated_at > indexed_through`
 
-// indexChanges (re)indexes the session rows and steps stamped after
-// indexed_through and moves it to the newest stamp.
+// indexChanges removes the text writes replaced (search_stale) from the
+// index, indexes the session rows and steps stamped after indexed_through
+// that it does not hold, widens their sessions' spans (search_spans) and
+// moves indexed_through to the newest stamp. A
+// row whose text no write changed (a note stamps its step) stays as it is.
 func indexChanges(conn *sqlite.Conn) error {
+	if err := removeStale(conn); err != nil {
+		return err
+	}
 	for _, sql := range []string{
-		`DELETE FROM search WHERE rowid IN (` + changedRows + `)`,
-		`WITH changed (rid) AS (` + changedRows + `)
+		`WITH changed (rid) AS (` + changedRows + `),
+			todo (rid) AS (SELECT rid FROM changed WHERE rid NOT IN (SELECT id FROM search_docsize))
 			INSERT INTO search (rowid, body)
-			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM changed WHERE rid < 0)
+			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0)
 			UNION ALL
-			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM changed WHERE rid > 0)`,
+			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
+		`INSERT INTO search_spans (session_pk, lo, hi)
+			SELECT st.session_pk, min(st.pk), max(st.pk)
+			FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
+			WHERE s.updated_at > indexed_through GROUP BY st.session_pk
+			ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
 		`UPDATE search_state SET indexed_through = coalesce((SELECT max(updated_at) FROM sessions), 0)`,
 	} {
 		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
@@ -115,12 +143,89 @@ func indexChanges(conn *sqlite.Conn) error {
 	return nil
 }
 
+// keepIndexedText keeps in search_stale, before Apply writes a batch to a
+// stored session, the text the index holds of the rows the batch may
+// change: the session's own row when the agent or workspace changes, and
+// the stored steps the batch names (whether they change is known only
+// after the upsert: dropUnchangedText drops those it left as they were).
+// A contentless index forgets a row only when given the text it indexed.
+func keepIndexedText(conn *sqlite.Conn, pk int64, b *Batch) error {
+	if pk == 0 {
+		return nil
+	}
+	ids := make([]string, len(b.Steps))
+	for i := range b.Steps {
+		ids[i] = b.Steps[i].ID
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return sqlitex.Execute(conn, `INSERT OR IGNORE INTO search_stale (rid, body)
+		SELECT -d.session_pk, d.body FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk
+		  WHERE d.session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
+		  AND (s.agent_kind, s.workspace_root, s.workspace_repo) IS NOT (?3, ?4, coalesce(?5, s.workspace_repo))
+		UNION ALL
+		SELECT step_pk, body FROM search_step_docs
+		  WHERE step_pk IN (SELECT pk FROM steps WHERE session_pk = ?1 AND id IN (SELECT value FROM json_each(?2)))
+		  AND step_pk IN (SELECT id FROM search_docsize)`, &sqlitex.ExecOptions{
+		Args: []any{pk, string(idsJSON), b.Session.Agent.Kind, b.Session.Workspace.Root, nullable(b.Session.Workspace.Repo)},
+	})
+}
+
+// dropUnchangedText drops the kept text of the steps a write left as they
+// were: stamped no later than the index, the index holds them as they are.
+func dropUnchangedText(conn *sqlite.Conn) error {
+	return sqlitex.ExecuteTransient(conn, `DELETE FROM search_stale WHERE rid > 0
+		AND (SELECT updated_at FROM steps WHERE pk = rid) <= (SELECT indexed_through FROM search_state)`, nil)
+}
+
+// removeStale removes from the index the text that writes changed since
+// the last catch-up (kept by keepIndexedText).
+func removeStale(conn *sqlite.Conn) error {
+	stale := false
+	err := sqlitex.ExecuteTransient(conn, `SELECT 1 FROM search_stale LIMIT 1`, &sqlitex.ExecOptions{
+		ResultFunc: func(*sqlite.Stmt) error { stale = true; return nil },
+	})
+	if err != nil || !stale {
+		return err
+	}
+	return secureDelete(conn, `INSERT INTO search (search, rowid, body) SELECT 'delete', rid, body FROM search_stale`, nil,
+		`DELETE FROM search_stale`)
+}
+
 // unindexSession removes the session's rows from the index, before its
-// own rows go: with the secure-delete option the terms leave the index
-// b-trees at once, and secure_delete overwrites the freed pages.
+// own rows go: the text of each row it holds and what search_stale kept
+// of earlier versions. secure_delete overwrites the freed pages.
 func unindexSession(conn *sqlite.Conn, pk int64) error {
-	return sqlitex.Execute(conn, `DELETE FROM search WHERE rowid = -?1
-		OR rowid IN (SELECT pk FROM steps WHERE session_pk = ?1)`, &sqlitex.ExecOptions{Args: []any{pk}})
+	if err := removeStale(conn); err != nil {
+		return err
+	}
+	return secureDelete(conn, `INSERT INTO search (search, rowid, body)
+		SELECT 'delete', -session_pk, body FROM search_session_docs
+		  WHERE session_pk = ?1 AND -?1 IN (SELECT id FROM search_docsize)
+		UNION ALL
+		SELECT 'delete', step_pk, body FROM search_step_docs
+		  WHERE session_pk = ?1 AND step_pk IN (SELECT id FROM search_docsize)`, []any{pk})
+}
+
+// secureDelete runs FTS5 'delete' commands with the secure-delete option
+// on, so the terms leave the segment b-trees at once, not at a later merge,
+// and then the statements after. FTS5 writes out its pending rows before
+// it changes an option, so the deletes are written with it on.
+func secureDelete(conn *sqlite.Conn, sql string, args []any, after ...string) error {
+	if err := sqlitex.ExecuteTransient(conn, `INSERT INTO search (search, rank) VALUES ('secure-delete', 1)`, nil); err != nil {
+		return err
+	}
+	if err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{Args: args}); err != nil {
+		return err
+	}
+	for _, sql := range append(after, `INSERT INTO search (search, rank) VALUES ('secure-delete', 0)`) {
+		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Reindex rebuilds the search index from every stored session and step in
@@ -129,7 +234,9 @@ func (s *Store) Reindex(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		for _, sql := range []string{
-			`DELETE FROM search`,
+			`INSERT INTO search (search) VALUES ('delete-all')`,
+			`DELETE FROM search_stale`,
+			`DELETE FROM search_spans`,
 			`UPDATE search_state SET indexed_through = 0`,
 		} {
 			if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {

@@ -1,12 +1,18 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -71,5 +77,98 @@ func TestCloseLeavesIndexCurrent(t *testing.T) {
 		if hits, current := indexState(t, path, word); hits != 1 || !current {
 			t.Errorf("index after Close: %d hits for %s, current %v; want 1 and true", hits, word, current)
 		}
+	}
+}
+
+// indexShare reads, from the file itself, the bytes of the search tables'
+// pages (dbstat) and of the text the index holds (the views of what a row
+// indexes).
+func indexShare(tb testing.TB, path string) (index, text float64) {
+	tb.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
+	}
+	defer conn.Close()
+	err = sqlitex.ExecuteTransient(conn, `SELECT (SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%'),
+		(SELECT sum(length(CAST(body AS BLOB))) FROM search_step_docs) + (SELECT sum(length(CAST(body AS BLOB))) FROM search_session_docs)`,
+		&sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error { index, text = st.ColumnFloat(0), st.ColumnFloat(1); return nil },
+		})
+	if err != nil {
+		tb.Fatalf("read the index size of %s: %v", path, err)
+	}
+	return index, text
+}
+
+// The index keeps no copy of the text it indexes, only its terms: issue
+// 13 bounds it at the size of the text (a copy alone is that much).
+func TestIndexSmallerThanText(t *testing.T) {
+	s := mustOpen(t)
+	if _, err := s.Apply(context.Background(), storetest.Batch("a", 0, 2000)); err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
+	index, text := indexShare(t, s.Path())
+	if index > text {
+		t.Errorf("search index is %.0f bytes for %.0f bytes of text (%.2fx); want at most 1x", index, text, index/text)
+	}
+	t.Logf("search index %.0f bytes for %.0f bytes of text: %.2fx", index, text, index/text)
+}
+
+// Text a write replaced, still in the index when its session is deleted,
+// leaves the store files with the rest: no term of it stays in a segment,
+// in the kept text of replaced rows or in the log.
+func TestIndexForgetsReplacedText(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	s := mustOpenPath(t, path)
+	marker := func() string {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		return hex.EncodeToString(b[:])
+	}
+	first, second, kept := marker(), marker(), marker()
+	mustApply(t, s, searchBatch("keep")) // in the same segments
+	b := searchBatch("gone")
+	set(b, "steps[1].payload.stdout", "first "+first)
+	set(b, "session.workspace.root", "/home/"+first)
+	mustApply(t, s, b)
+	k := searchBatch("keep2")
+	set(k, "steps[1].payload.stdout", kept)
+	mustApply(t, s, k)
+	if got := hitKeys(mustSearch(t, s, first)); len(got) != 2 { // the step and the session
+		t.Fatalf("Search(first) = %v; want the step and the session", got)
+	}
+	set(b, "steps[1].payload.stdout", "second "+second)
+	set(b, "session.workspace.root", "/home/"+second)
+	mustApply(t, s, b)
+	mustDelete(t, s, "gone")
+
+	var all []byte
+	for _, name := range []string{"s.db", "s.db-wal", "s.db-shm"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("read %s: %v", name, err)
+		}
+		all = append(all, data...)
+	}
+	for name, mk := range map[string]string{"first": first, "second": second} {
+		if n := bytes.Count(all, []byte(mk[8:])); n != 0 {
+			t.Errorf("the %s text of the deleted session is %d times in the store files; want 0", name, n)
+		}
+		if got := hitKeys(mustSearch(t, s, mk)); len(got) != 0 {
+			t.Errorf("Search(%s) after Delete = %v; want none", name, got)
+		}
+	}
+	if !bytes.Contains(all, []byte(kept[8:])) {
+		t.Errorf("the kept session's text is missing from the store files; the check above proves nothing")
+	}
+	if got := hitKeys(mustSearch(t, s, kept)); len(got) != 1 {
+		t.Errorf("Search(kept) = %v; want one hit", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,6 +261,7 @@ func TestSearchFollowsUpdates(t *testing.T) {
 	b := newBatch("a")
 	set(b, "steps[1].payload.stdout", "firstversion")
 	mustApply(t, s, b)
+	mustSearch(t, s, "firstversion") // the index holds the first version
 	set(b, "steps[1].payload.stdout", "secondversion")
 	mustApply(t, s, b)
 	if got := hitKeys(mustSearch(t, s, "firstversion")); len(got) != 0 {
@@ -316,5 +318,78 @@ func TestSearchDeepToolInput(t *testing.T) {
 	mustApply(t, s, b)
 	if got := hitKeys(mustSearch(t, s, "deepword")); !reflect.DeepEqual(got, []hitKey{{"a", 5}}) {
 		t.Errorf("Search(deepword) = %v; want [{a 5}]", got)
+	}
+}
+
+// A word search walks the sessions newest first a few at a time (reading
+// only the index rows of their steps): its pages are in the order of one
+// sort of every hit, whatever order the sessions were made and pushed in,
+// across batches of sessions whose rows interleave.
+func TestSearchWalksSessionsInOrder(t *testing.T) {
+	s := mustOpen(t)
+	// Made in one order, started in another (w1 and w3 at the same time).
+	starts := []string{"2026-01-05", "2026-01-09", "2026-01-01", "2026-01-09", "2026-01-03", "2026-01-07", "2026-01-02", "2026-01-08", "2026-01-06"}
+	type sess struct {
+		id    string
+		start string
+		made  int
+	}
+	var all []sess
+	rest := map[string]arr{}
+	for i, day := range starts {
+		sid := fmt.Sprintf("w%d", i)
+		b := newBatch(sid)
+		set(b, "session.started_at", day+"T00:00:00Z")
+		set(b, "steps[1].payload.stdout", "walkword")
+		set(b, "steps[3].payload.path", "/src/walkword.go")
+		if i%3 == 0 {
+			set(b, "session.workspace.root", "/src/walkword")
+		}
+		steps := b["steps"].(arr)
+		b["steps"] = steps[:3]
+		mustApply(t, s, b)
+		rest[sid] = steps[3:]
+		all = append(all, sess{sid, day, i})
+	}
+	mustSearch(t, s, "walkword") // the first steps are indexed
+	// The rest of each session's steps, pushed later in reverse: every
+	// session's rows now span those of the sessions made after it.
+	for i := len(all) - 1; i >= 0; i-- {
+		b := stepsBatch(all[i].id, rest[all[i].id][0].(obj), rest[all[i].id][1].(obj))
+		set(b, "session.started_at", all[i].start+"T00:00:00Z")
+		if all[i].made%3 == 0 {
+			set(b, "session.workspace.root", "/src/walkword")
+		}
+		mustApply(t, s, b)
+	}
+	slices.SortFunc(all, func(a, b sess) int {
+		if c := strings.Compare(b.start, a.start); c != 0 {
+			return c
+		}
+		return b.made - a.made
+	})
+	var want []hitKey
+	for _, se := range all {
+		if se.made%3 == 0 {
+			want = append(want, hitKey{se.id, 0})
+		}
+		want = append(want, hitKey{se.id, 2}, hitKey{se.id, 4})
+	}
+	for _, limit := range []int{1, 2, 5, 50} {
+		var got []hitKey
+		after := ""
+		for range 50 {
+			r, err := s.Search(context.Background(), store.SearchQuery{Q: "walkword", Limit: limit, After: after})
+			if err != nil {
+				t.Fatalf("Search(walkword, limit %d, after %q) = %v", limit, after, err)
+			}
+			got = append(got, hitKeys(r)...)
+			if after = r.Next; after == "" {
+				break
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(walkword) in pages of %d = %v; want %v", limit, got, want)
+		}
 	}
 }
