@@ -156,18 +156,7 @@ func TestImageOfCodexPrompt(t *testing.T) {
 	if err := os.WriteFile(path, derived, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := mustOpen(t)
-	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), codex.Agent, []string{path}); err != nil {
-		t.Fatalf("import = %v", err)
-	}
-	l, err := s.List(context.Background(), store.ListQuery{})
-	if err != nil || len(l.Sessions) != 1 {
-		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
-	}
-	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, d := importOne(t, codex.Agent, path)
 	var with []store.Step
 	for _, st := range d.Steps {
 		if n := bytes.Count(st.Payload.Raw, []byte(uri[30:90])); n > 0 {
@@ -222,18 +211,7 @@ func TestImageOfOpencodePrompt(t *testing.T) {
 	if err := os.WriteFile(path, derived, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := mustOpen(t)
-	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), opencode.Agent, []string{path}); err != nil {
-		t.Fatalf("import = %v", err)
-	}
-	l, err := s.List(context.Background(), store.ListQuery{})
-	if err != nil || len(l.Sessions) != 1 {
-		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
-	}
-	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, d := importOne(t, opencode.Agent, path)
 	var with []store.Step
 	for _, st := range d.Steps {
 		if bytes.Contains(st.Payload.Raw, []byte(uri[30:90])) {
@@ -277,18 +255,7 @@ func TestImageOfClinePrompt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := mustOpen(t)
-	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), cline.Agent, []string{dir}); err != nil {
-		t.Fatalf("import = %v", err)
-	}
-	l, err := s.List(context.Background(), store.ListQuery{})
-	if err != nil || len(l.Sessions) != 1 {
-		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
-	}
-	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, d := importOne(t, cline.Agent, dir)
 	var with []store.Step
 	for _, st := range d.Steps {
 		if bytes.Contains(st.Payload.Raw, []byte(data[20:80])) {
@@ -346,18 +313,7 @@ func TestImageOfGeminiRead(t *testing.T) {
 	if err := os.WriteFile(path, derived, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := mustOpen(t)
-	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), geminicli.Agent, []string{path}); err != nil {
-		t.Fatalf("import = %v", err)
-	}
-	l, err := s.List(context.Background(), store.ListQuery{})
-	if err != nil || len(l.Sessions) != 1 {
-		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
-	}
-	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, d := importOne(t, geminicli.Agent, path)
 	var with []store.Step
 	for _, st := range d.Steps {
 		if n := bytes.Count(st.Payload.Raw, []byte(data[20:80])); n > 0 {
@@ -420,18 +376,7 @@ func TestImageOfClaudeToolResults(t *testing.T) {
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := mustOpen(t)
-	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), claudecode.Agent, []string{path}); err != nil {
-		t.Fatalf("import = %v", err)
-	}
-	l, err := s.List(context.Background(), store.ListQuery{})
-	if err != nil || len(l.Sessions) != 1 {
-		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
-	}
-	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, d := importOne(t, claudecode.Agent, path)
 	var with []int64
 	for _, st := range d.Steps {
 		if n := strings.Count(string(st.Payload.Raw), data); n > 0 {
@@ -447,4 +392,23 @@ func TestImageOfClaudeToolResults(t *testing.T) {
 	if len(with) != 2 {
 		t.Errorf("steps holding the image = %v; want the two tool calls", with)
 	}
+}
+
+// importOne imports path with agent into a new store and returns the store
+// and the one session it holds.
+func importOne(t *testing.T, agent adapters.Agent, path string) (*store.Store, store.SessionDetail) {
+	t.Helper()
+	s := mustOpen(t)
+	if _, err := (&adapters.Importer{Store: s}).Run(context.Background(), agent, []string{path}); err != nil {
+		t.Fatalf("import = %v", err)
+	}
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want 1", len(l.Sessions), err)
+	}
+	d, err := s.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, d
 }
