@@ -160,7 +160,10 @@
     const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
     doc.querySelectorAll('template[data-region]').forEach(function (t) {
       const old = document.getElementById(t.dataset.region);
-      if (old) old.replaceWith(document.importNode(t.content, true));
+      if (!old) return;
+      old.replaceWith(document.importNode(t.content, true));
+      const fresh = document.getElementById(t.dataset.region);
+      if (fresh) htmx.process(fresh); // the Changes section's more-files control
     });
     const turns = document.getElementById('turns');
     const shown = turns.querySelectorAll('section.turn');

@@ -44,6 +44,16 @@ type VerdictChip struct {
 	Active bool
 }
 
+// ChangesView is the Changes section, or the next files of it: at most a
+// page of files with their diffs, then the control that loads the next.
+type ChangesView struct {
+	Files   []FileChangeView
+	Total   int    // files the session changed
+	More    int    // files after these, not shown
+	Next    int    // files the control loads
+	MoreURL string // the next files' fragment
+}
+
 // FileChangeView is the net change of one file over the session.
 type FileChangeView struct {
 	Path    string
