@@ -281,7 +281,8 @@ func browserChangesOfASample(t *testing.T, b *browser) {
 }
 
 // browserMoreChanges: a session that changed 25 files shows 20 in the
-// page; the more-files control, by keyboard, shows the other 5. After a
+// page, closed, without their diffs; opening one, by keyboard, loads its
+// diff; the more-files control, by keyboard, shows the other 5. After a
 // live update redraws the section, its new control works too.
 func browserMoreChanges(t *testing.T, b *browser) {
 	s := newTestService(t)
@@ -308,8 +309,16 @@ func browserMoreChanges(t *testing.T, b *browser) {
 	if got := p.text(`[data-testid="more-changes"]`); !strings.Contains(got, "5 more files") || !strings.Contains(got, "5 not shown") {
 		t.Errorf("more-files control = %q; want 5 more, 5 not shown", got)
 	}
+	if n := p.count(`[data-testid="change-edit"]`); n != 0 {
+		t.Errorf("%d diffs in the page; want none until a file is opened", n)
+	}
+	p.pressEnter(`#change-3 > summary`)
+	p.waitFor("Enter on a file opens it and loads its diff", `document.querySelector('#change-3').open
+		&& Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`)
 	p.pressEnter(`[data-testid="more-changes"]`)
 	p.waitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
+	p.click(`#change-25 > summary`)
+	p.waitFor("a loaded file opens with its diff", `document.querySelector('#change-25 [data-testid="change-edit-diff"]') !== null`)
 
 	s.mustPush(laterPush(x, nil, arr{edit(27)}), http.StatusOK)
 	p.waitFor("the update redraws the section's first 20 files and its control", shown+` === 20

@@ -18,6 +18,7 @@ const (
 	changeEdits   = 200 // edits listed per file; the rest are counted
 	firstChanges  = 20  // files in the page
 	moreChanges   = 50  // files added by the more-files control
+	openChanges   = 5   // files open at first, with their diffs, when no more
 )
 
 // fileChanges is GET /api/sessions/:id/changes: each file the session
@@ -60,15 +61,43 @@ func changesFragment(src PageSource, log *slog.Logger) http.Handler {
 	})
 }
 
+// changeFragment is GET /session/change?id=&n=: the steps and diffs of
+// the Changes section's file at position n (from 1), for opening it.
+func changeFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n <= 0 {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "n must be a file position above 0"})
+			return
+		}
+		files, err := src.FileChanges(r.Context(), r.URL.Query().Get("id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if n > len(files) {
+			writeError(w, r, log, &statusError{http.StatusNotFound, "no file at that position"})
+			return
+		}
+		render(w, r, log, http.StatusOK, views.ChangeBody(changeView(n-1, files[n-1])))
+	})
+}
+
 // changesView is the Changes section from the file at position from: at
-// most n files, in the store's order, with their diffs, and the control
-// for the next ones. Only the files shown are diffed.
+// most n files, in the store's order, and the control for the next ones.
+// Only the files shown are diffed; beyond 5 files each is closed, and its
+// diffs load when it is opened.
 func changesView(id string, files []store.FileChange, from, n int) views.ChangesView {
 	from = min(from, len(files))
 	end := min(from+n, len(files))
 	c := views.ChangesView{Total: len(files), More: len(files) - end}
 	for i := from; i < end; i++ {
-		c.Files = append(c.Files, changeView(i, files[i]))
+		v := changeView(i, files[i])
+		if len(files) > openChanges {
+			v.Net, v.Edits = nil, nil // only counted: ChangeBody renders them from BodyURL
+			v.BodyURL = pageURLs{id}.with("/session/change", "n", strconv.Itoa(i+1))
+		}
+		c.Files = append(c.Files, v)
 	}
 	if c.More > 0 {
 		c.Next = min(c.More, moreChanges)

@@ -13,7 +13,8 @@ import (
 // The Changes section of a session that changed many files shows the
 // first firstChanges files in the page, whatever the session's size, and
 // its control loads the next moreChanges files as a fragment until every
-// file is shown, in the order of the changes route.
+// file is shown, in the order of the changes route. Each file, closed, has
+// its diffs loaded from its own fragment.
 func TestChangesSectionPages(t *testing.T) {
 	const files = 75 // 20 in the page, 50, then 5
 	s := newTestService(t)
@@ -73,6 +74,14 @@ func TestChangesSectionPages(t *testing.T) {
 			if _, open := c.Attr("open"); open {
 				t.Errorf("file %d is open; want closed among %d files", len(got)+1, files)
 			}
+			if c.Find(`[data-testid="change-edit"]`).Length() != 0 {
+				t.Errorf("file %d, closed, has its diffs in the page; want them loaded when opened", len(got)+1)
+			}
+			url, _ := c.Attr("data-body-url")
+			body := page(url)
+			if d := body.Find(`[data-testid="change-edit-diff"] .dl`); d.Length() != 2 || d.Text() != "-a+b" {
+				t.Errorf("file %d opened: diff %q; want -a, +b", len(got)+1, d.Text())
+			}
 			got = append(got, c.Find(`[data-testid="change-path"]`).Text())
 		})
 		more := doc.Find(`[data-testid="more-changes"]`)
@@ -94,6 +103,11 @@ func TestChangesSectionPages(t *testing.T) {
 		"/session/changes?id=big":           http.StatusBadRequest,
 		"/session/changes?id=never&from=20": http.StatusNotFound,
 		"/session/changes?id=big&from=999":  http.StatusOK,
+		"/session/change?id=big&n=0":        http.StatusBadRequest,
+		"/session/change?id=big":            http.StatusBadRequest,
+		"/session/change?id=big&n=76":       http.StatusNotFound,
+		"/session/change?id=never&n=1":      http.StatusNotFound,
+		"/session/change?id=big&n=75":       http.StatusOK,
 	} {
 		if rec := s.get(path); rec.Code != code {
 			t.Errorf("GET %s = %d %s; want %d", path, rec.Code, rec.Body, code)

@@ -69,6 +69,7 @@ type FileChangeView struct {
 	Edits     []EditChangeView
 	More      int // diff lines left out past the page's bound
 	MoreEdits int // edits left out past the page's bound (their lines are not counted)
+	BodyURL   string // where its steps and diffs load from when opened; "" when in the page
 }
 
 // EditChangeView is one edit of a file, linked to its step.
