@@ -67,8 +67,8 @@ type FileChangeView struct {
 	Net       []DiffLine
 	NetShown  bool
 	Edits     []EditChangeView
-	More      int // diff lines left out past the page's bound
-	MoreEdits int // edits left out past the page's bound (their lines are not counted)
+	More      int    // diff lines left out past the page's bound
+	MoreEdits int    // edits left out past the page's bound (their lines are not counted)
 	BodyURL   string // where its steps and diffs load from when opened; "" when in the page
 }
 
