@@ -27,6 +27,7 @@ func TestBrowserReview(t *testing.T) {
 		{"VerdictInOtherTabs", browserVerdictInOtherTabs},
 		{"NoteSurvivesUpdateAndExports", browserNoteSurvivesUpdateAndExports},
 		{"ChangesOfASample", browserChangesOfASample},
+		{"MoreChanges", browserMoreChanges},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
 	}
@@ -277,4 +278,54 @@ func browserChangesOfASample(t *testing.T, b *browser) {
 	}
 	p.click(change + ` [data-testid="change-step"]:last-child`)
 	p.waitFor("the link opens step 11", `document.getElementById('step-11').open`)
+}
+
+// browserMoreChanges: a session that changed 25 files shows 20 in the
+// page, closed, without their diffs; opening one, by keyboard, loads its
+// diff; the more-files control, by keyboard, shows the other 5. After a
+// live update redraws the section, its new control works too.
+func browserMoreChanges(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sid := "many-files"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	edit := func(seq int) obj {
+		return stepRec(sid, seq, 1, at, "edit", obj{"path": fmt.Sprintf("/tmp/ws/f%02d.go", seq), "old_string": "a", "new_string": "b", "is_full_write": false})
+	}
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	steps := arr{stepRec(sid, 1, 1, at, "message", userPrompt("Touch every file"))}
+	for seq := 2; seq <= 26; seq++ {
+		steps = append(steps, edit(seq))
+	}
+	x["steps"] = steps
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.open("/session?id=" + sid)
+	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	const shown = `document.querySelectorAll('[data-testid="change"]').length`
+	if n := p.count(`[data-testid="change"]`); n != firstChanges {
+		t.Fatalf("%d files in the page; want %d", n, firstChanges)
+	}
+	if got := p.text(`[data-testid="more-changes"]`); !strings.Contains(got, "5 more files") || !strings.Contains(got, "5 not shown") {
+		t.Errorf("more-files control = %q; want 5 more, 5 not shown", got)
+	}
+	if n := p.count(`[data-testid="change-edit"]`); n != 0 {
+		t.Errorf("%d diffs in the page; want none until a file is opened", n)
+	}
+	p.pressEnter(`#change-3 > summary`)
+	p.waitFor("Enter on a file opens it and loads its diff", `document.querySelector('#change-3').open
+		&& Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`)
+	p.pressEnter(`[data-testid="more-changes"]`)
+	p.waitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
+	p.click(`#change-25 > summary`)
+	p.waitFor("a loaded file opens with its diff", `document.querySelector('#change-25 [data-testid="change-edit-diff"]') !== null`)
+
+	s.mustPush(laterPush(x, nil, arr{edit(27)}), http.StatusOK)
+	p.waitFor("the update redraws the section's first 20 files and its control", shown+` === 20
+		&& document.querySelector('[data-testid="more-changes"]') !== null`)
+	p.click(`[data-testid="more-changes"]`)
+	p.waitFor("the redrawn control shows the 26 files", shown+` === 26`)
+	if got := p.text(`#change-26 [data-testid="change-path"]`); got != "/tmp/ws/f27.go" {
+		t.Errorf("the last file = %q; want /tmp/ws/f27.go", got)
+	}
 }

@@ -10,11 +10,15 @@ import (
 )
 
 // Bounds of the Changes section: context lines kept around each change,
-// and diff lines shown per file.
+// diff lines shown per file, and files shown at first and per "more"
+// control, so a page's first delivery does not grow with the session.
 const (
 	changeContext = 3
 	changeLines   = 2000
 	changeEdits   = 200 // edits listed per file; the rest are counted
+	firstChanges  = 20  // files in the page
+	moreChanges   = 50  // files added by the more-files control
+	openChanges   = 5   // files open at first, with their diffs, when no more
 )
 
 // fileChanges is GET /api/sessions/:id/changes: each file the session
@@ -37,65 +41,126 @@ type changesAnswer struct {
 	Files     []store.FileChange `json:"files"`
 }
 
-// changeViews turns each file's change into what the Changes section
-// shows: one diff from the content before to after when it is known, else
-// each edit's own diff; every edit links to its step.
-func changeViews(files []store.FileChange) []views.FileChangeView {
-	out := make([]views.FileChangeView, 0, len(files))
-	for i, f := range files {
-		v := views.FileChangeView{Path: shorten(f.Path, headChars), DOMID: "change-" + strconv.Itoa(i+1), Failed: f.Failed, NetShown: f.Known}
-		switch {
-		case f.Created:
-			v.Status = "created"
-		case len(f.Edits) > 0:
-			v.Status = "edited"
+// changesFragment is GET /session/changes?id=&from=: the files of the
+// Changes section from position from, a page of them, then the control
+// for the next page.
+func changesFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		from, err := strconv.Atoi(r.URL.Query().Get("from"))
+		if err != nil || from <= 0 {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "from must be a file position above 0"})
+			return
 		}
-		if f.DeletedAt != nil {
-			if v.Status != "" {
-				v.Status += ", "
-			}
-			v.Status += "removed at step " + strconv.FormatInt(*f.DeletedAt, 10)
+		id := r.URL.Query().Get("id")
+		files, err := src.FileChanges(r.Context(), id)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
 		}
-		left := changeLines
-		show := func(d []views.DiffLine) []views.DiffLine {
-			for _, l := range d {
-				switch l.Kind {
-				case "add":
-					v.Added++
-				case "del":
-					v.Removed++
-				}
-			}
-			d = trimContext(d, changeContext)
-			if len(d) > left {
-				v.More += len(d) - left
-				d = d[:left]
-			}
-			left -= len(d)
-			return d
+		render(w, r, log, http.StatusOK, views.ChangesAfter(changesView(id, files, from, moreChanges)))
+	})
+}
+
+// changeFragment is GET /session/change?id=&n=: the steps and diffs of
+// the Changes section's file at position n (from 1), for opening it.
+func changeFragment(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n <= 0 {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "n must be a file position above 0"})
+			return
 		}
-		if f.Known {
-			v.Net = show(lineDiff(splitLines(f.Before), splitLines(f.After)))
+		files, err := src.FileChanges(r.Context(), r.URL.Query().Get("id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
 		}
-		for i, e := range f.Edits {
-			if i == changeEdits {
-				v.MoreEdits = len(f.Edits) - i
-				break
-			}
-			ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut}
-			if !f.Known && !e.Cut {
-				d := lineDiff(splitLines(deref(e.Old)), splitLines(deref(e.New)))
-				if e.Failed {
-					ev.Diff = trimContext(d, changeContext) // shown, but not counted: it changed nothing
-				} else {
-					ev.Diff = show(d)
-				}
-			}
-			v.Edits = append(v.Edits, ev)
+		if n > len(files) {
+			writeError(w, r, log, &statusError{http.StatusNotFound, "no file at that position"})
+			return
 		}
-		out = append(out, v)
+		render(w, r, log, http.StatusOK, views.ChangeBody(changeView(n-1, files[n-1])))
+	})
+}
+
+// changesView is the Changes section from the file at position from: at
+// most n files, in the store's order, and the control for the next ones.
+// Only the files shown are diffed; beyond 5 files each is closed, and its
+// diffs load when it is opened.
+func changesView(id string, files []store.FileChange, from, n int) views.ChangesView {
+	from = min(from, len(files))
+	end := min(from+n, len(files))
+	c := views.ChangesView{Total: len(files), More: len(files) - end}
+	for i := from; i < end; i++ {
+		v := changeView(i, files[i])
+		if len(files) > openChanges {
+			v.Net, v.Edits = nil, nil // only counted: ChangeBody renders them from BodyURL
+			v.BodyURL = pageURLs{id}.with("/session/change", "n", strconv.Itoa(i+1))
+		}
+		c.Files = append(c.Files, v)
 	}
-	return out
+	if c.More > 0 {
+		c.Next = min(c.More, moreChanges)
+		c.MoreURL = pageURLs{id}.with("/session/changes", "from", strconv.Itoa(end))
+	}
+	return c
+}
+
+// changeView turns the change of the file at position i into what the
+// Changes section shows: one diff from the content before to after when
+// it is known, else each edit's own diff; every edit links to its step.
+func changeView(i int, f store.FileChange) views.FileChangeView {
+	v := views.FileChangeView{Path: shorten(f.Path, headChars), DOMID: "change-" + strconv.Itoa(i+1), Failed: f.Failed, NetShown: f.Known}
+	switch {
+	case f.Created:
+		v.Status = "created"
+	case len(f.Edits) > 0:
+		v.Status = "edited"
+	}
+	if f.DeletedAt != nil {
+		if v.Status != "" {
+			v.Status += ", "
+		}
+		v.Status += "removed at step " + strconv.FormatInt(*f.DeletedAt, 10)
+	}
+	left := changeLines
+	show := func(d []views.DiffLine) []views.DiffLine {
+		for _, l := range d {
+			switch l.Kind {
+			case "add":
+				v.Added++
+			case "del":
+				v.Removed++
+			}
+		}
+		d = trimContext(d, changeContext)
+		if len(d) > left {
+			v.More += len(d) - left
+			d = d[:left]
+		}
+		left -= len(d)
+		return d
+	}
+	if f.Known {
+		v.Net = show(lineDiff(splitLines(f.Before), splitLines(f.After)))
+	}
+	for i, e := range f.Edits {
+		if i == changeEdits {
+			v.MoreEdits = len(f.Edits) - i
+			break
+		}
+		ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut}
+		if !f.Known && !e.Cut {
+			d := lineDiff(splitLines(deref(e.Old)), splitLines(deref(e.New)))
+			if e.Failed {
+				ev.Diff = trimContext(d, changeContext) // shown, but not counted: it changed nothing
+			} else {
+				ev.Diff = show(d)
+			}
+		}
+		v.Edits = append(v.Edits, ev)
+	}
+	return v
 }
 
 // trimContext keeps the unchanged lines within n of a change; each run of

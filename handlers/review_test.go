@@ -243,7 +243,7 @@ func TestChangeViews(t *testing.T) {
 			{Seq: 6, Cut: true},
 		}},
 	}
-	v := changeViews(files)
+	v := changesView("s", files, 0, firstChanges).Files
 	known := v[0]
 	var diff []string
 	for _, l := range known.Net {
@@ -262,7 +262,7 @@ func TestChangeViews(t *testing.T) {
 	for i := range changeEdits + 50 {
 		many.Edits = append(many.Edits, store.FileEdit{Seq: int64(i + 1), Old: text("a"), New: text("b")})
 	}
-	if v := changeViews([]store.FileChange{many})[0]; len(v.Edits) != changeEdits || v.MoreEdits != 50 {
+	if v := changesView("s", []store.FileChange{many}, 0, firstChanges).Files[0]; len(v.Edits) != changeEdits || v.MoreEdits != 50 {
 		t.Errorf("a file of %d edits lists %d, %d more; want %d, 50 more", len(many.Edits), len(v.Edits), v.MoreEdits, changeEdits)
 	}
 }

@@ -113,6 +113,8 @@ func Routes(d Deps) http.Handler {
 	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/changes", changesFragment(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/change", changeFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/search", searchPage(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/usage", usagePage(pages, d.Demo, d.Log))

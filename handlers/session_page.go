@@ -123,7 +123,7 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
-			Changes: changeViews(files),
+			Changes: changesView(d.ID, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
@@ -207,7 +207,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		linkSteps(&v, d.ID, true, open)
 		attachNotes(&v, !demo)
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
-		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changeViews(files)))
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, files, 0, firstChanges)))
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 
 // BenchmarkSessionPageAfterChange is each live refresh of a 100,000-step
 // session (5,000 turns) over a real server: one step pushed (not timed),
-// then GET /session?id=<big>. docs/performance.md records the numbers.
+// then GET /session?id=<big>. page-bytes is the page's size. docs/performance.md records the numbers.
 func BenchmarkSessionPageAfterChange(b *testing.B) {
 	const pushes, perPush = 20, 5000
 	path := filepath.Join(b.TempDir(), "store.db")
@@ -38,12 +38,13 @@ func BenchmarkSessionPageAfterChange(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
 	b.Cleanup(srv.Close)
+	var size int64 // of the page, uncompressed
 	get := func() {
 		res, err := http.Get(srv.URL + "/session?id=big")
 		if err != nil {
 			b.Fatalf("GET /session = %v", err)
 		}
-		_, err = io.Copy(io.Discard, res.Body)
+		size, err = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		if err != nil || res.StatusCode != http.StatusOK {
 			b.Fatalf("GET /session = %d, %v", res.StatusCode, err)
@@ -60,4 +61,5 @@ func BenchmarkSessionPageAfterChange(b *testing.B) {
 		b.StartTimer()
 		get()
 	}
+	b.ReportMetric(float64(size), "page-bytes")
 }

@@ -160,7 +160,10 @@
     const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
     doc.querySelectorAll('template[data-region]').forEach(function (t) {
       const old = document.getElementById(t.dataset.region);
-      if (old) old.replaceWith(document.importNode(t.content, true));
+      if (!old) return;
+      old.replaceWith(document.importNode(t.content, true));
+      const fresh = document.getElementById(t.dataset.region);
+      if (fresh) htmx.process(fresh); // the Changes section's more-files control
     });
     const turns = document.getElementById('turns');
     const shown = turns.querySelectorAll('section.turn');
@@ -188,17 +191,19 @@
     session.querySelectorAll('.actions button').forEach(function (b) { b.disabled = true; });
   }
 
-  // Opening a step loads the rest of its output; not while expanding all.
+  // Opening a step loads the rest of its output, and opening a file of the
+  // Changes section its diffs, into the details' [data-body]; not while
+  // expanding all.
   let expanding = false;
   document.addEventListener('toggle', function (e) {
     const d = e.target;
-    if (!(d instanceof HTMLDetailsElement) || !d.classList.contains('step')) return;
-    if (d.open && !expanding && d.hasAttribute('data-partial')) loadBody(d);
+    if (!(d instanceof HTMLDetailsElement) || !d.hasAttribute('data-partial')) return;
+    if (d.open && !expanding) loadBody(d);
   }, true);
 
   function loadBody(d) {
     d.removeAttribute('data-partial');
-    htmx.ajax('GET', d.dataset.bodyUrl, { target: '#step-body-' + d.dataset.seq, swap: 'innerHTML' });
+    htmx.ajax('GET', d.dataset.bodyUrl, { target: d.querySelector('[data-body]'), swap: 'innerHTML' });
   }
 
   function setAll(open) {

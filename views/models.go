@@ -337,7 +337,7 @@ type SessionPage struct {
 	DeleteURL  string // empty in the demo: no delete button
 	Demo       bool
 	Review     ReviewForms // empty in the demo: no verdict or note forms
-	Changes    []FileChangeView
+	Changes    ChangesView
 }
 
 // ExportPanel lists every value the export masks, before the download.

@@ -44,6 +44,16 @@ type VerdictChip struct {
 	Active bool
 }
 
+// ChangesView is the Changes section, or the next files of it: at most a
+// page of files with their diffs, then the control that loads the next.
+type ChangesView struct {
+	Files   []FileChangeView
+	Total   int    // files the session changed
+	More    int    // files after these, not shown
+	Next    int    // files the control loads
+	MoreURL string // the next files' fragment
+}
+
 // FileChangeView is the net change of one file over the session.
 type FileChangeView struct {
 	Path    string
@@ -57,8 +67,9 @@ type FileChangeView struct {
 	Net       []DiffLine
 	NetShown  bool
 	Edits     []EditChangeView
-	More      int // diff lines left out past the page's bound
-	MoreEdits int // edits left out past the page's bound (their lines are not counted)
+	More      int    // diff lines left out past the page's bound
+	MoreEdits int    // edits left out past the page's bound (their lines are not counted)
+	BodyURL   string // where its steps and diffs load from when opened; "" when in the page
 }
 
 // EditChangeView is one edit of a file, linked to its step.
