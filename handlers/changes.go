@@ -61,13 +61,14 @@ func changesFragment(src PageSource, log *slog.Logger) http.Handler {
 	})
 }
 
-// changeFragment is GET /session/change?id=&n=: the steps and diffs of
-// the Changes section's file at position n (from 1), for opening it.
+// changeFragment is GET /session/change?id=&path=: the steps and diffs of
+// the Changes section's file with that path, for opening it. By path, not
+// by position, so a file opened after the list changed is still itself.
 func changeFragment(src PageSource, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, err := strconv.Atoi(r.URL.Query().Get("n"))
-		if err != nil || n <= 0 {
-			writeError(w, r, log, &statusError{http.StatusBadRequest, "n must be a file position above 0"})
+		path := r.URL.Query().Get("path")
+		if path == "" {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "path is required"})
 			return
 		}
 		files, err := src.FileChanges(r.Context(), r.URL.Query().Get("id"))
@@ -75,11 +76,13 @@ func changeFragment(src PageSource, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		if n > len(files) {
-			writeError(w, r, log, &statusError{http.StatusNotFound, "no file at that position"})
-			return
+		for i, f := range files {
+			if f.Path == path {
+				render(w, r, log, http.StatusOK, views.ChangeBody(changeView(i, f)))
+				return
+			}
 		}
-		render(w, r, log, http.StatusOK, views.ChangeBody(changeView(n-1, files[n-1])))
+		writeError(w, r, log, &statusError{http.StatusNotFound, "the session changed no file at that path"})
 	})
 }
 
@@ -95,7 +98,7 @@ func changesView(id string, files []store.FileChange, from, n int) views.Changes
 		v := changeView(i, files[i])
 		if len(files) > openChanges {
 			v.Net, v.Edits = nil, nil // only counted: ChangeBody renders them from BodyURL
-			v.BodyURL = pageURLs{id}.with("/session/change", "n", strconv.Itoa(i+1))
+			v.BodyURL = pageURLs{id}.with("/session/change", "path", files[i].Path)
 		}
 		c.Files = append(c.Files, v)
 	}

@@ -25,7 +25,7 @@ func TestChangesSectionPages(t *testing.T) {
 			"id": fmt.Sprintf("big-s%d", i+1), "session_id": "big", "segment_index": 0, "turn_id": "big-t1",
 			"actor_id": "big-root", "seq": i + 1, "at": "2026-01-02T10:00:02Z", "type": "edit",
 			"decision": "accepted", "outcome": "ok", "content_status": "inline", "channels": arr{"hook"}, "flags": arr{},
-			"payload": obj{"path": fmt.Sprintf("/tmp/ws/f%03d.go", i), "old_string": "a", "new_string": "b", "is_full_write": false},
+			"payload": obj{"path": fmt.Sprintf("/tmp/ws/f%03d.go", i), "old_string": "a", "new_string": fmt.Sprintf("b%03d", i), "is_full_write": false},
 		})
 	}
 	b["steps"] = steps
@@ -77,12 +77,14 @@ func TestChangesSectionPages(t *testing.T) {
 			if c.Find(`[data-testid="change-edit"]`).Length() != 0 {
 				t.Errorf("file %d, closed, has its diffs in the page; want them loaded when opened", len(got)+1)
 			}
+			path := c.Find(`[data-testid="change-path"]`).Text()
 			url, _ := c.Attr("data-body-url")
 			body := page(url)
-			if d := body.Find(`[data-testid="change-edit-diff"] .dl`); d.Length() != 2 || d.Text() != "-a+b" {
-				t.Errorf("file %d opened: diff %q; want -a, +b", len(got)+1, d.Text())
+			wantDiff := "-a+b" + strings.TrimSuffix(strings.TrimPrefix(path, "/tmp/ws/f"), ".go") // its own edit
+			if d := body.Find(`[data-testid="change-edit-diff"] .dl`); d.Length() != 2 || d.Text() != wantDiff {
+				t.Errorf("file %d (%s) opened: diff %q; want %q", len(got)+1, path, d.Text(), wantDiff)
 			}
-			got = append(got, c.Find(`[data-testid="change-path"]`).Text())
+			got = append(got, path)
 		})
 		more := doc.Find(`[data-testid="more-changes"]`)
 		if text := strings.Join(strings.Fields(more.Text()), " "); text != step.more {
@@ -103,11 +105,9 @@ func TestChangesSectionPages(t *testing.T) {
 		"/session/changes?id=big":           http.StatusBadRequest,
 		"/session/changes?id=never&from=20": http.StatusNotFound,
 		"/session/changes?id=big&from=999":  http.StatusOK,
-		"/session/change?id=big&n=0":        http.StatusBadRequest,
 		"/session/change?id=big":            http.StatusBadRequest,
-		"/session/change?id=big&n=76":       http.StatusNotFound,
-		"/session/change?id=never&n=1":      http.StatusNotFound,
-		"/session/change?id=big&n=75":       http.StatusOK,
+		"/session/change?id=big&path=/none": http.StatusNotFound,
+		"/session/change?id=never&path=/x":  http.StatusNotFound,
 	} {
 		if rec := s.get(path); rec.Code != code {
 			t.Errorf("GET %s = %d %s; want %d", path, rec.Code, rec.Body, code)
