@@ -65,6 +65,8 @@ type SessionList struct {
 	Total    Total          `json:"total"` // over every session the filter keeps
 	// Next, when set, asks for the following page (ListQuery.After).
 	Next string `json:"next,omitempty"`
+
+	encoded [][]byte // each session's JSON as List read it (list_json.go)
 }
 
 // AgentCount is how many sessions an agent kind has.
@@ -333,7 +335,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, q == ListQuery{}); err != nil { // summaries.go
+		l.encoded = make([][]byte, len(pks))
+		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, l.encoded, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {
