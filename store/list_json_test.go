@@ -3,7 +3,10 @@ package store_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/agentreview/service/store"
 )
 
 // TestListRemembersItsEncoding: List keeps each session's JSON beside its
@@ -31,5 +34,22 @@ func TestListRemembersItsEncoding(t *testing.T) {
 	mustDelete(t, s, "a")
 	if got, after := s.RememberedListJSON("a"); got != nil || after > before-len(a) {
 		t.Errorf("after Delete(a): remembered JSON %q, %d bytes (from %d); want none of a's %d left", got, after, before, len(a))
+	}
+}
+
+// TestListPageReadsOnlyAnIndex: the unfiltered list, whole or a page,
+// reads pk, id and stamp from one covering index, in its order: no table
+// row, no sort.
+func TestListPageReadsOnlyAnIndex(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("a"))
+	for _, q := range []store.ListQuery{{}, {Limit: 2}, {Limit: 2, After: "1:a"}} {
+		plan, err := s.ListPagePlan(q)
+		if err != nil {
+			t.Fatalf("ListPagePlan(%+v) = %v", q, err)
+		}
+		if !strings.Contains(plan, "COVERING INDEX sessions_list") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("plan of the list's page %+v =\n%s\nwant a scan of the covering index sessions_list and no sort", q, plan)
+		}
 	}
 }
