@@ -56,6 +56,9 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 		missing[pk], index[pk] = &sessions[i].Summary, i
 		ids = append(ids, pk)
 	}
+	if every && len(ids) == 0 && len(c.byPK) == len(pks) {
+		every = false // it holds the listed sessions, all found: none else
+	}
 	if every {
 		listed := make(map[int64]string, len(pks))
 		for i, pk := range pks {
