@@ -35,8 +35,21 @@ func listSessions(st Reader, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, l)
+		writeList(w, r, log, l)
 	})
+}
+
+// writeList answers l as writeJSON would, streamed, without encoding again
+// the sessions the store remembers the encoding of: the whole list of a
+// large store is mostly those bytes. WriteJSON writes nothing when it
+// fails, so the error still gets its status.
+func writeList(w http.ResponseWriter, r *http.Request, log *slog.Logger, l store.SessionList) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := l.WriteJSON(w); err != nil {
+		writeError(w, r, log, err)
+		return
+	}
+	w.Write([]byte("\n"))
 }
 
 // sessionDetail is GET /api/sessions/:id: the whole session, or the part

@@ -1,9 +1,16 @@
 package handlers
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -63,5 +70,89 @@ func TestListRoutePages(t *testing.T) {
 		if rec := s.get("/api/sessions" + q); rec.Code != http.StatusBadRequest {
 			t.Errorf("GET /api/sessions%s = %d; want 400", q, rec.Code)
 		}
+	}
+}
+
+// TestListRouteIsJSONEncoding: the list, streamed from the encodings the
+// store remembers, is byte for byte what encoding/json makes of the same
+// list, gzipped as before, on sessions with odd values: unicode, <>&,
+// U+2028, empty and null fields, verdicts, many sessions, filters and a
+// page with a cursor; after a change, the changed session's new encoding.
+func TestListRouteIsJSONEncoding(t *testing.T) {
+	s := newTestService(t)
+	odd := []string{"", "<b>&amp;</b>", "line\u2028sep\u2029para", "日本語 ü 🙂", `"quoted" \ back`, "tab\there\x7f"}
+	for i := range 120 {
+		id := fmt.Sprintf("s%03d-%s", i, []string{"a", "é", "<&>"}[i%3])
+		b := newBatch(id)
+		h := b["session"].(obj)
+		h["workspace"] = obj{"root": "/tmp/" + odd[i%len(odd)] + "ws"}
+		if repo := odd[(i+1)%len(odd)]; repo != "" {
+			h["workspace"].(obj)["repo"] = repo
+		}
+		h["agent"].(obj)["kind"] = []string{"testagent", "other<&>", "ünï"}[i%3]
+		h["started_at"] = fmt.Sprintf("2026-01-%02dT10:00:00Z", 1+i%28)
+		if i%2 == 0 {
+			delete(h, "metrics")
+		} else {
+			h["ended_at"] = "2026-02-01T00:00:00Z"
+		}
+		steps := b["steps"].(arr)
+		steps[0].(obj)["payload"].(obj)["text"] = odd[i%len(odd)] + " title " + odd[(i+2)%len(odd)]
+		if i%5 == 0 {
+			b["steps"] = steps[1:] // no prompt: an empty title
+		}
+		s.mustPush(b, http.StatusCreated)
+		if i%4 == 0 {
+			if err := s.store.SetVerdict(context.Background(), id, store.Verdict{State: odd[i%len(odd)] + "state", Note: odd[(i+3)%len(odd)], Reviewer: odd[(i+4)%len(odd)]}); err != nil {
+				t.Fatalf("SetVerdict(%s) = %v", id, err)
+			}
+		}
+	}
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	check := func(path string, q store.ListQuery) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Encoding") != "gzip" || res.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("GET %s = %d, encoding %q, type %q; want 200, gzip, application/json", path, res.StatusCode, res.Header.Get("Content-Encoding"), res.Header.Get("Content-Type"))
+		}
+		zr, err := gzip.NewReader(res.Body)
+		if err != nil {
+			t.Fatalf("GET %s: gzip: %v", path, err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		l, err := s.store.List(context.Background(), q)
+		if err != nil {
+			t.Fatalf("List(%+v) = %v", q, err)
+		}
+		if want := append(mustJSON(t, l), '\n'); !bytes.Equal(got, want) {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("GET %s differs from json.Marshal at byte %d of %d:\n got %q\nwant %q", path, i, len(want), got[max(0, i-80):min(len(got), i+80)], want[max(0, i-80):min(len(want), i+80)])
+		}
+	}
+	for range 2 { // the first computes each session, the second remembers
+		check("/api/sessions", store.ListQuery{})
+		check("/api/sessions?agent="+url.QueryEscape("other<&>"), store.ListQuery{Agent: "other<&>"})
+		check("/api/sessions?limit=7", store.ListQuery{Limit: 7})
+	}
+	if err := s.store.SetVerdict(context.Background(), "s001-é", store.Verdict{State: "needs_attention", Note: "<\u2028>"}); err != nil {
+		t.Fatal(err)
+	}
+	check("/api/sessions", store.ListQuery{})
+	if rec := s.get("/api/sessions"); !strings.Contains(rec.Body.String(), `"note":"\u003c\u2028\u003e"`) {
+		t.Errorf("GET /api/sessions after a verdict holds no new note:\n%.300s", rec.Body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,6 +66,8 @@ type SessionList struct {
 	Total    Total          `json:"total"` // over every session the filter keeps
 	// Next, when set, asks for the following page (ListQuery.After).
 	Next string `json:"next,omitempty"`
+
+	encoded [][]byte // each session's JSON as List read it (list_json.go)
 }
 
 // AgentCount is how many sessions an agent kind has.
@@ -257,35 +260,49 @@ type ListQuery struct {
 	After     string // a Next cursor of an earlier page: the sessions after it
 }
 
-// listFilter is the WHERE clause of every filter of a ListQuery but those
-// named in except, so a chip's count keeps the other filters.
-const listFilter = `(:agent = '' OR s.agent_kind = :agent OR :except = 'agent')
-	AND (:verdict = '' OR s.verdict_state = :verdict OR :except = 'verdict')
-	AND (:workspace = '' OR instr(s.workspace_root, :workspace) > 0)
-	AND (:since = 0 OR s.started_ns >= :since) AND (:until = 0 OR s.started_ns < :until)
-	AND (NOT :failed OR EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed'))
-	AND (NOT :flagged OR EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0))
-	AND (:cost = '' OR (json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded'))`
-
-// listArgs are the named arguments of listFilter for q, leaving out the
-// filter named except.
-func listArgs(q ListQuery, except string) (map[string]any, error) {
-	var ns [2]int64
+// listFilter is the WHERE clause of the filters q sets but the one named
+// except, so a chip's count keeps the other filters ("1" without any), and
+// its named arguments. It holds only the filters set, so an unfiltered
+// list reads only the sessions_list index (migrations/011), never a row.
+func listFilter(q ListQuery, except string) (string, map[string]any, error) {
+	conds, args := []string{"1"}, map[string]any{}
+	add := func(name string, set bool, cond string, arg any) {
+		if set && name != except {
+			conds = append(conds, cond)
+			if arg != nil {
+				args[":"+name] = arg
+			}
+		}
+	}
 	for i, v := range []string{q.Since, q.Until} {
 		if v == "" {
 			continue
 		}
 		t, err := parseSearchTime(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadFilter, [2]string{"since", "until"}[i], err)
+			return "", nil, fmt.Errorf("%w: %s: %v", ErrBadFilter, [2]string{"since", "until"}[i], err)
 		}
-		ns[i] = startedNS(t)
+		add([2]string{"since", "until"}[i], true, [2]string{"s.started_ns >= :since", "s.started_ns < :until"}[i], startedNS(t))
 	}
 	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {
-		return nil, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
+		return "", nil, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
 	}
-	return map[string]any{":agent": q.Agent, ":verdict": q.Verdict, ":except": except, ":workspace": q.Workspace,
-		":since": ns[0], ":until": ns[1], ":failed": q.Failed, ":flagged": q.Flagged, ":cost": q.Cost}, nil
+	add("agent", q.Agent != "", "s.agent_kind = :agent", q.Agent)
+	add("verdict", q.Verdict != "", "s.verdict_state = :verdict", q.Verdict)
+	add("workspace", q.Workspace != "", "instr(s.workspace_root, :workspace) > 0", q.Workspace)
+	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
+	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
+	add("cost", q.Cost != "", "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')", q.Cost)
+	return strings.Join(conds, " AND "), args, nil
+}
+
+// listPage reads the pk, id and change stamp of the sessions of a page
+// (:after a cursor :ns, :id, at most :limit) that where keeps.
+func listPage(where string) string {
+	return `SELECT s.pk, s.id, s.updated_at FROM sessions s
+		WHERE ` + where + `
+		  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
+		ORDER BY s.started_ns DESC, s.id LIMIT :limit`
 }
 
 // List returns stored sessions newest first, a page of them when q has a
@@ -301,28 +318,18 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	args, err := listArgs(q, "")
+	where, args, err := listFilter(q, "")
 	if err != nil {
 		return l, err
 	}
-	with := func(except string, kv ...any) map[string]any {
-		m := make(map[string]any, len(args)+len(kv)/2)
-		for k, v := range args {
-			m[k] = v
-		}
-		m[":except"] = except
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
-	}
+	whereAgent, argsAgent, _ := listFilter(q, "agent")
+	whereVerdict, argsVerdict, _ := listFilter(q, "verdict")
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks, stamps []int64
-		err := sqlitex.Execute(conn, `SELECT s.pk, s.id, s.updated_at FROM sessions s
-			WHERE `+listFilter+`
-			  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
-			ORDER BY s.started_ns DESC, s.id LIMIT :limit`, &sqlitex.ExecOptions{
-			Named: with("", ":after", len(q.After), ":ns", afterNS, ":id", afterID, ":limit", limit),
+		page := maps.Clone(args)
+		page[":after"], page[":ns"], page[":id"], page[":limit"] = len(q.After), afterNS, afterID, limit
+		err := sqlitex.Execute(conn, listPage(where), &sqlitex.ExecOptions{
+			Named: page,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pks = append(pks, st.ColumnInt64(0))
 				stamps = append(stamps, st.ColumnInt64(2))
@@ -333,7 +340,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, q == ListQuery{}); err != nil { // summaries.go
+		l.encoded = make([][]byte, len(pks))
+		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, l.encoded, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {
@@ -349,8 +357,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(s.metrics, '$.cost_usd')), 0), count(*) - count(s.metrics)
-			FROM sessions s WHERE `+listFilter, &sqlitex.ExecOptions{
-			Named: with(""),
+			FROM sessions s WHERE `+where, &sqlitex.ExecOptions{
+			Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Total = Total{Sessions: st.ColumnInt(0), CostUSD: st.ColumnFloat(1), CostNotRecorded: st.ColumnInt(2)}
 				return nil
@@ -359,8 +367,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		err = sqlitex.Execute(conn, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+listFilter+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
-			Named: with("agent"),
+		err = sqlitex.Execute(conn, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+whereAgent+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			Named: argsAgent,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Agents = append(l.Agents, AgentCount{Kind: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil
@@ -369,8 +377,8 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `SELECT s.verdict_state, count(*) FROM sessions s WHERE s.verdict_state IS NOT NULL AND `+listFilter+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
-			Named: with("verdict"),
+		return sqlitex.Execute(conn, `SELECT s.verdict_state, count(*) FROM sessions s WHERE s.verdict_state IS NOT NULL AND `+whereVerdict+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+			Named: argsVerdict,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Verdicts = append(l.Verdicts, VerdictCount{State: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"sync"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // listSummaries remembers, in memory only, each session as List read it
-// (header and summary: step counts, turns, segments, title, last step) by
-// the session's change stamp, so a list reads again only the sessions
+// (header and summary: step counts, turns, segments, title, last step),
+// and its JSON encoding as a list item (SessionList.WriteJSON), by the
+// session's change stamp, so a list reads again only the sessions
 // written since it last listed them: the whole list of a large store costs
 // an index of the sessions table, not every step. The stamp changes with every write by
 // any process and the id is checked beside the row, so a remembered
@@ -25,19 +27,22 @@ type listSummaries struct {
 type listSummary struct {
 	stamp int64
 	o     SessionOverview
+	json  []byte // json.Marshal(o); never changed once made
 	bytes int
 }
 
-// Bounds of the memory listSummaries holds: a few hundred bytes a session.
+// Bounds of the memory listSummaries holds: about 1.7 KB a session, its
+// encoding included, so the bytes bound ends the first (at ~38,000).
 const (
 	rememberedSummaries    = 200_000
 	rememberedSummaryBytes = 64 << 20
 )
 
 // fill reads each listed session (row pks[i] at stamps[i], whose ID is
-// set), from memory or from the store. every says the list holds every
-// stored session, so any other remembered one was deleted.
-func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []SessionOverview, every bool) error {
+// set), from memory or from the store, and sets encoded[i] to its JSON
+// encoding. every says the list holds every stored session, so any other
+// remembered one was deleted.
+func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []SessionOverview, encoded [][]byte, every bool) error {
 	missing := map[int64]*Summary{}
 	index := map[int64]int{}
 	var ids []int64
@@ -45,10 +50,14 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 	for i, pk := range pks {
 		if e, ok := c.byPK[pk]; ok && e.stamp == stamps[i] && e.o.ID == sessions[i].ID {
 			sessions[i] = cloneOverview(e.o) // callers may change it
+			encoded[i] = e.json
 			continue
 		}
 		missing[pk], index[pk] = &sessions[i].Summary, i
 		ids = append(ids, pk)
+	}
+	if every && len(ids) == 0 && len(c.byPK) == len(pks) {
+		every = false // it holds the listed sessions, all found: none else
 	}
 	if every {
 		listed := make(map[int64]string, len(pks))
@@ -83,11 +92,17 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 	if err := countSteps(conn, "session_pk IN (SELECT value FROM json_each(?))", []any{string(b)}, missing); err != nil {
 		return err
 	}
+	for _, i := range index {
+		if encoded[i], err = json.Marshal(sessions[i]); err != nil {
+			return fmt.Errorf("session %s: %w", sessions[i].ID, err)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for pk, i := range index {
 		o := cloneOverview(sessions[i])
-		e := listSummary{stamp: stamps[i], o: o, bytes: len(o.ID) + len(o.Summary.Title) + len(o.Workspace.Root) + len(o.Workspace.Repo) + len(o.Source) + 600}
+		e := listSummary{stamp: stamps[i], o: o, json: encoded[i],
+			bytes: len(o.ID) + len(o.Summary.Title) + len(o.Workspace.Root) + len(o.Workspace.Repo) + len(o.Source) + 600 + len(encoded[i])}
 		if o.Verdict != nil {
 			e.bytes += len(o.Verdict.Note)
 		}
@@ -117,14 +132,19 @@ func (c *listSummaries) drop(pk int64) {
 
 // held reports whether session id's summary is remembered, for tests.
 func (c *listSummaries) held(id string) bool {
+	return c.encoding(id) != nil
+}
+
+// encoding is the JSON remembered for session id, nil if none, for tests.
+func (c *listSummaries) encoding(id string) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.byPK {
 		if e.o.ID == id {
-			return true
+			return e.json
 		}
 	}
-	return false
+	return nil
 }
 
 // cloneOverview copies what a caller could change in place.

@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"strings"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// RememberedListJSON is the list item encoding List remembers for session
+// id (nil if none) and the bytes its summaries count against their bound.
+func (s *Store) RememberedListJSON(id string) (encoding []byte, bytes int) {
+	encoding = s.summaries.encoding(id)
+	s.summaries.mu.Lock()
+	defer s.summaries.mu.Unlock()
+	return encoding, s.summaries.bytes
+}
+
+// ListPagePlan is SQLite's plan of List's page query for q.
+func (s *Store) ListPagePlan(q ListQuery) (string, error) {
+	where, args, err := listFilter(q, "")
+	if err != nil {
+		return "", err
+	}
+	args[":after"], args[":ns"], args[":id"], args[":limit"] = len(q.After), 1, "a", max(q.Limit, -1)
+	var plan []string
+	err = s.read(context.Background(), func(conn *sqlite.Conn) error {
+		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+listPage(where), &sqlitex.ExecOptions{
+			Named: args,
+			ResultFunc: func(st *sqlite.Stmt) error {
+				plan = append(plan, st.ColumnText(3))
+				return nil
+			},
+		})
+	})
+	return strings.Join(plan, "\n"), err
+}
