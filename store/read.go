@@ -263,7 +263,7 @@ type ListQuery struct {
 // listFilter is the WHERE clause of the filters q sets but the one named
 // except, so a chip's count keeps the other filters ("1" without any), and
 // its named arguments. It holds only the filters set, so an unfiltered
-// list reads only the sessions_list index (migrations/011), never a row.
+// list reads only the sessions_list index (migrations/010), never a row.
 func listFilter(q ListQuery, except string) (string, map[string]any, error) {
 	conds, args := []string{"1"}, map[string]any{}
 	add := func(name string, set bool, cond string, arg any) {
