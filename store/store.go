@@ -231,14 +231,20 @@ func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
 		return err
 	}
 	defer unlock()
-	return diskFull(s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+	err = s.conn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return err
 		}
 		defer end(&err)
 		return fn(conn)
-	}))
+	})
+	if ctx.Err() != nil && sqlite.ErrCode(err).ToPrimary() == sqlite.ResultBusy {
+		// Another process held the lock until the wait ended: the
+		// context's error says so, as it does for this process's writers.
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return diskFull(err)
 }
 
 // lockWrites takes the write lock of this store, so its writers wait for

@@ -236,3 +236,21 @@ func TestWritersWaitWithoutConnections(t *testing.T) {
 		t.Errorf("List() has %d sessions; want %d", len(l.Sessions), n)
 	}
 }
+
+// A write waiting for another process's write gives up with its context's
+// error too (a busy store, 503 over HTTP), and writes nothing.
+func TestWriteWaitForOtherProcessEndsWithContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, other := mustOpenPath(t, path), mustOpenPath(t, path)
+	mustApply(t, s, newBatch("b"))
+	before := snapshot(t, s)
+	release := holdWrite(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Apply(ctx, mustParse(t, newBatch("a")))
+	release()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Apply(waiting for another process) = %v; want %v", err, context.DeadlineExceeded)
+	}
+	assertUnchanged(t, s, before)
+}
