@@ -74,3 +74,7 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 		return nil
 	})
 }
+
+// WaitIndexLater waits for the background catch-ups of the search index
+// that this store's writes started.
+func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
