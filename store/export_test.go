@@ -63,3 +63,18 @@ func (s *Store) CatchUpIndex() error {
 	s.index.wg.Wait()
 	return s.catchUpIndex(context.Background())
 }
+
+// HoldWrite runs one write transaction of s, as every write does, that
+// closes held once it holds the write lock and commits when release is
+// closed.
+func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-chan struct{}) error {
+	return s.write(ctx, func(*sqlite.Conn) error {
+		close(held)
+		<-release
+		return nil
+	})
+}
+
+// WaitIndexLater waits for the background catch-ups of the search index
+// that this store's writes started.
+func (s *Store) WaitIndexLater() { s.index.wg.Wait() }

@@ -135,10 +135,16 @@ func (s *Store) scrub(ctx context.Context) (done bool, err error) {
 // truncateLog copies the write-ahead log into the database file, which
 // overwrites the pages that held deleted rows there, and truncates the log
 // to zero bytes. It waits at most scrubWait for other connections; writers
-// wait on it meanwhile, so the wait is kept short.
+// wait on it meanwhile (this store's on its write lock), so the wait is
+// kept short.
 func (s *Store) truncateLog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, scrubWait)
 	defer cancel()
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return s.conn(ctx, func(conn *sqlite.Conn) error {
 		busy := false
 		err := sqlitex.ExecuteTransient(conn, `PRAGMA wal_checkpoint(TRUNCATE)`, &sqlitex.ExecOptions{

@@ -17,9 +17,11 @@ import (
 // the background, off the push's transaction: tokenizing and writing the
 // index cost a 5,000-step push +80% when it ran inside it. Every write
 // stamps what it changed (updated_at), and search_state.indexed_through
-// is the newest stamp the index holds, so catching up is one transaction
-// of a few whole statements, never one per step (FTS5 writes a segment at
-// the end of every statement). This store starts a catch-up after each of
+// is the newest stamp the index holds, so catching up is a few whole
+// statements, never one per step (FTS5 writes a segment at the end of
+// every statement): in one transaction for a search or Close, in one per
+// few writes in the background (catchUpInChunks), so a push waiting for
+// the write lock goes between them. This store starts a catch-up after each of
 // its writes (indexLater), Search catches up before it reads, and Close
 // catches up, so a short-lived writer (import, capture, hook) leaves the
 // index current. Delete removes the session's rows in its own transaction
@@ -79,7 +81,7 @@ func (s *Store) indexLater() {
 			x.mu.Unlock()
 			// An error (the store busy past busyLimit) is retried by the
 			// next write, search or Close.
-			_ = s.catchUpIndex(context.Background())
+			_ = s.catchUpInChunks(context.Background())
 		}
 	}()
 }
@@ -98,6 +100,57 @@ func (s *Store) catchUpIndex(ctx context.Context) error {
 	return s.write(ctx, indexChanges)
 }
 
+// indexChunk is how many steps a background catch-up indexes in one
+// transaction: a write waiting for the lock goes between two of them.
+const indexChunk = 256
+
+// catchUpInChunks indexes what catchUpIndex does, in transactions of about
+// indexChunk steps, each ending at a write's stamp.
+func (s *Store) catchUpInChunks(ctx context.Context) error {
+	behind := false
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		behind, err = indexBehind(conn)
+		return err
+	})
+	for err == nil && behind {
+		err = s.write(ctx, func(conn *sqlite.Conn) error {
+			through, last, err := indexChunkEnd(conn)
+			if err != nil || through == 0 {
+				behind = false
+				return err
+			}
+			behind = !last
+			return indexChangesThrough(conn, through)
+		})
+	}
+	return err
+}
+
+// indexChunkEnd returns the stamp that ends the next chunk of the catch-up
+// (0 when there is nothing to index) and whether it is the last: the
+// oldest writes' stamps, up to indexChunk steps (at least one write).
+func indexChunkEnd(conn *sqlite.Conn) (through int64, last bool, err error) {
+	steps, newest := 0, int64(0)
+	err = sqlitex.ExecuteTransient(conn, `SELECT st.updated_at, count(*)
+		FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
+		WHERE s.updated_at > indexed_through GROUP BY 1 ORDER BY 1`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			if steps < indexChunk {
+				through = st.ColumnInt64(0)
+			}
+			steps += st.ColumnInt(1)
+			newest = st.ColumnInt64(0)
+			return nil
+		}})
+	if err != nil || through < newest {
+		return through, false, err
+	}
+	// The last chunk also takes the writes that changed session rows only.
+	err = sqlitex.ExecuteTransient(conn, `SELECT max(updated_at) FROM sessions, search_state WHERE updated_at > indexed_through`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { through = st.ColumnInt64(0); return nil }})
+	return through, true, err
+}
+
 func indexBehind(conn *sqlite.Conn) (bool, error) {
 	behind := false
 	err := sqlitex.ExecuteTransient(conn, `SELECT (SELECT max(updated_at) FROM sessions) > indexed_through FROM search_state`,
@@ -108,9 +161,9 @@ func indexBehind(conn *sqlite.Conn) (bool, error) {
 // changedRows is the index rows of what was stamped after indexed_through:
 // minus the pk of a changed session, the pk of a changed step (a write
 // that changes a step stamps its session too).
-const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_at > indexed_through
+const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_at > indexed_through AND s.updated_at <= :through
 	UNION ALL
-	SELECT st.pk FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
+	SELECT st.pk FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
 	WHERE s.updated_at > indexed_through`
 
 // indexChanges removes the text writes replaced (search_stale) from the
@@ -119,6 +172,17 @@ const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_
 // moves indexed_through to the newest stamp. A
 // row whose text no write changed (a note stamps its step) stays as it is.
 func indexChanges(conn *sqlite.Conn) error {
+	var latest int64
+	err := sqlitex.ExecuteTransient(conn, `SELECT coalesce(max(updated_at), 0) FROM sessions`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { latest = st.ColumnInt64(0); return nil }})
+	if err != nil {
+		return err
+	}
+	return indexChangesThrough(conn, latest)
+}
+
+// indexChangesThrough is indexChanges for the writes stamped up to through.
+func indexChangesThrough(conn *sqlite.Conn, through int64) error {
 	if err := removeStale(conn); err != nil {
 		return err
 	}
@@ -131,12 +195,12 @@ func indexChanges(conn *sqlite.Conn) error {
 			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
 		`INSERT INTO search_spans (session_pk, lo, hi)
 			SELECT st.session_pk, min(st.pk), max(st.pk)
-			FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
+			FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
 			WHERE s.updated_at > indexed_through GROUP BY st.session_pk
 			ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
-		`UPDATE search_state SET indexed_through = coalesce((SELECT max(updated_at) FROM sessions), 0)`,
+		`UPDATE search_state SET indexed_through = :through`,
 	} {
-		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
+		if err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{Named: map[string]any{":through": through}}); err != nil {
 			return err
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +172,71 @@ func TestIndexForgetsReplacedText(t *testing.T) {
 	}
 	if got := hitKeys(mustSearch(t, s, kept)); len(got) != 1 {
 		t.Errorf("Search(kept) = %v; want one hit", got)
+	}
+}
+
+// indexDump reads, from the file itself, the rows the index holds, the
+// sessions' spans, whether it is current and the hits of words.
+func indexDump(t *testing.T, path string, words ...string) string {
+	t.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		t.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
+	}
+	defer conn.Close()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT 'rows ' || coalesce(group_concat(id, ','), '') FROM (SELECT id FROM search_docsize ORDER BY id)`,
+		`SELECT 'spans ' || coalesce(group_concat(session_pk || ':' || lo || '-' || hi, ','), '') FROM (SELECT * FROM search_spans ORDER BY session_pk)`,
+		`SELECT 'current ' || (indexed_through = (SELECT max(updated_at) FROM sessions)) FROM search_state`,
+	} {
+		err := sqlitex.ExecuteTransient(conn, q, &sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			b.WriteString(st.ColumnText(0) + "\n")
+			return nil
+		}})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, w := range words {
+		hits, _ := indexState(t, path, w)
+		fmt.Fprintf(&b, "%s %d\n", w, hits)
+	}
+	return b.String()
+}
+
+// The background catch-up indexes in chunks of a few writes each, so a
+// waiting push goes between them; the index it leaves is the one a
+// rebuild makes: every row, span and replaced text as in one transaction.
+func TestIndexInChunksAsRebuilt(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	for k := range 6 { // 600 steps: several chunks
+		if _, err := s.Apply(ctx, storetest.Batch("a", k, 100)); err != nil {
+			t.Fatalf("Apply(a, push %d) = %v", k, err)
+		}
+	}
+	mustApply(t, s, searchBatch("x"))
+	if _, err := s.Apply(ctx, storetest.Batch("b", 0, 300)); err != nil {
+		t.Fatalf("Apply(b) = %v", err)
+	}
+	x := searchBatch("x")
+	set(x, "steps[1].payload.stdout", "replacedword")
+	mustApply(t, s, x) // replaces indexed text or text not indexed yet
+	y := searchBatch("y")
+	mustApply(t, s, y)
+	set(y, "session.workspace.root", "/home/dev/movedroot")
+	mustApply(t, s, y) // the session row only
+	s.WaitIndexLater()
+	words := []string{"stdoutwordx", "replacedword", "wsrooty", "movedroot", "promptwordx", "promptwordy"}
+	got := indexDump(t, s.Path(), words...)
+	if _, err := s.Reindex(ctx); err != nil {
+		t.Fatalf("Reindex() = %v", err)
+	}
+	if want := indexDump(t, s.Path(), words...); got != want {
+		t.Errorf("index after the background catch-up:\n%s\nwant, as rebuilt:\n%s", got, want)
+	}
+	if !strings.Contains(got, "current 1") || !strings.Contains(got, "replacedword 1") || !strings.Contains(got, "stdoutwordx 0") {
+		t.Errorf("index after the background catch-up:\n%s\nwant it current, with replacedword and without stdoutwordx", got)
 	}
 }

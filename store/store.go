@@ -44,7 +44,8 @@ type Store struct {
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber
-	index      indexer // search_index.go
+	index      indexer       // search_index.go
+	writer     chan struct{} // the write lock of this process (lockWrites)
 }
 
 // Option changes how Open sets up a store.
@@ -95,7 +96,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	s := &Store{path: path, capturedOn: host}
+	s := &Store{path: path, capturedOn: host, writer: make(chan struct{}, 1)}
 	// The pool retries a file it cannot open until the wait below gives up;
 	// the first failure ends the wait, so Open reports its cause at once.
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
@@ -217,16 +218,52 @@ func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails
-// (a *DiskFullError when the disk had no space for it).
+// (a *DiskFullError when the disk had no space for it), holding the write
+// lock of this process (lockWrites) from before BEGIN until after COMMIT.
 func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
-	return diskFull(s.conn(ctx, func(conn *sqlite.Conn) (err error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, busyLimit)
+		defer cancel()
+	}
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	err = s.conn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return err
 		}
 		defer end(&err)
 		return fn(conn)
-	}))
+	})
+	if ctx.Err() != nil && sqlite.ErrCode(err).ToPrimary() == sqlite.ResultBusy {
+		// Another process held the lock until the wait ended: the
+		// context's error says so, as it does for this process's writers.
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return diskFull(err)
+}
+
+// lockWrites takes the write lock of this store, so its writers wait for
+// each other in Go, in the order they came, and the next starts the moment
+// the previous commits: waiting for SQLite's lock instead sleeps in its busy
+// handler, in steps of up to 100 ms, and wakes late. The busy handler stays
+// for writers of other processes (import, capture, hook beside the server).
+// A caller whose ctx ends while it waits gets ctx.Err() and writes nothing.
+// The lock is taken before a connection, so waiting writers hold none.
+func (s *Store) lockWrites(ctx context.Context) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s.writer <- struct{}{}:
+		return func() { <-s.writer }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // read runs fn in one read transaction, so it sees one snapshot.

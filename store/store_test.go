@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +142,115 @@ func TestCheckpointEvery(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// holdWrite starts a write that holds the store's write lock until the
+// returned release is called, which waits for its commit.
+func holdWrite(t *testing.T, s *store.Store) (release func()) {
+	t.Helper()
+	held, done, errc := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() { errc <- s.HoldWrite(context.Background(), held, done) }()
+	select {
+	case <-held:
+	case err := <-errc:
+		t.Fatalf("HoldWrite = %v; want it to hold the lock", err)
+	}
+	return func() {
+		close(done)
+		if err := <-errc; err != nil {
+			t.Errorf("HoldWrite = %v; want no error", err)
+		}
+	}
+}
+
+// A write waiting for another write of the same store gives up with its
+// context's error when the context ends, and writes nothing: it waited in
+// Go, not in SQLite's busy handler (which ends in an interrupt error).
+func TestWriteWaitEndsWithContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"canceled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			mustApply(t, s, newBatch("b"))
+			before := snapshot(t, s)
+			release := holdWrite(t, s)
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			_, err := s.Apply(ctx, mustParse(t, newBatch("a")))
+			release()
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Apply(waiting, %s) = %v; want %v", tc.name, err, tc.want)
+			}
+			assertUnchanged(t, s, before)
+		})
+	}
+}
+
+// Writes waiting for another write of the same store hold no connection:
+// more of them than the pool has connections leave reads free to run, and
+// each is written once the lock is free.
+func TestWritersWaitWithoutConnections(t *testing.T) {
+	s := mustOpen(t)
+	release := holdWrite(t, s)
+	const n = 20 // more than the pool's 8 connections
+	var started sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		started.Add(1)
+		go func() {
+			started.Done()
+			_, err := s.Apply(context.Background(), mustParse(t, newBatch(fmt.Sprintf("w%02d", i))))
+			errs <- err
+		}()
+	}
+	started.Wait()
+	for range 50 { // reads while the writers wait
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := s.LatestStamp(ctx)
+		cancel()
+		if err != nil {
+			release()
+			t.Fatalf("LatestStamp while %d writes wait = %v; want no error", n, err)
+		}
+		runtime.Gosched()
+	}
+	release()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("Apply(waiting) = %v; want no error", err)
+		}
+	}
+	if l := mustList(t, s, ""); len(l.Sessions) != n {
+		t.Errorf("List() has %d sessions; want %d", len(l.Sessions), n)
+	}
+}
+
+// A write waiting for another process's write gives up with its context's
+// error too (a busy store, 503 over HTTP), and writes nothing.
+func TestWriteWaitForOtherProcessEndsWithContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, other := mustOpenPath(t, path), mustOpenPath(t, path)
+	mustApply(t, s, newBatch("b"))
+	before := snapshot(t, s)
+	release := holdWrite(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Apply(ctx, mustParse(t, newBatch("a")))
+	release()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Apply(waiting for another process) = %v; want %v", err, context.DeadlineExceeded)
+	}
+	assertUnchanged(t, s, before)
 }
