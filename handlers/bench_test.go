@@ -18,14 +18,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/internal/cputime"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
@@ -52,16 +50,16 @@ func BenchmarkIngest5000Gzip(b *testing.B) {
 		b.StopTimer()
 		body := benchGzip(b, bytes.ReplaceAll(tmpl, []byte(benchSessionTemplate), []byte(benchSessionID(i))))
 		b.StartTimer()
-		start := benchCPU()
+		start := cputime.Used()
 		benchPush(b, client, url, body, http.StatusCreated)
-		cpu += benchCPU() - start
+		cpu += cputime.Used() - start
 		b.StopTimer()
 		indexing += benchCatchUp(b, st)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(steps*b.N)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric(float64(steps*b.N)/(b.Elapsed()+indexing).Seconds(), "indexed-steps/s")
-	benchReportCPU(b, cpu)
+	cputime.Report(b, cpu)
 }
 
 // benchCatchUp brings the search index up to date (a search catches it up
@@ -107,29 +105,6 @@ func BenchmarkIngest100Gzip(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(benchPercentile(took, 0.50), "p50-ms")
 	b.ReportMetric(benchPercentile(took, 0.99), "p99-ms")
-}
-
-// benchCPU is the CPU time this process has used, user and system, from
-// /proc/self/stat in ticks of 10 ms (0 where there is no /proc). On a
-// machine shared with other work it moves far less with the load than the
-// wall clock does, so cpu-ms/op compares runs made at different loads.
-func benchCPU() time.Duration {
-	stat, err := os.ReadFile("/proc/self/stat")
-	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 || i+2 > len(stat) {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+2:])) // from field 3, the state
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	system, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(user+system) * 10 * time.Millisecond
-}
-
-func benchReportCPU(b *testing.B, cpu time.Duration) {
-	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // benchPercentile is the nearest-rank percentile of sorted, in milliseconds.

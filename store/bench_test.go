@@ -14,7 +14,6 @@ package store_test
 // store and HTTP numbers measure the same rows.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/internal/cputime"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 	"zombiezen.com/go/sqlite"
@@ -40,14 +40,14 @@ func BenchmarkParseBatch5000(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := benchCPU()
+	start := cputime.Used()
 	for range b.N {
 		if _, err := store.ParseBatch(body); err != nil {
 			b.Fatalf("ParseBatch = %v; want no error", err)
 		}
 	}
 	benchReportSteps(b, benchSteps)
-	benchReportCPU(b, benchCPU()-start)
+	cputime.Report(b, cputime.Used()-start)
 }
 
 // BenchmarkValidate5000 is Batch.Validate of a parsed 5000-step batch: the
@@ -83,12 +83,12 @@ func BenchmarkApply5000(b *testing.B) {
 		b.StopTimer()
 		benchRename(batch, benchSessionID(i))
 		b.StartTimer()
-		start := benchCPU()
+		start := cputime.Used()
 		res, err := s.Apply(ctx, batch)
 		if err != nil || !res.Created || res.Steps != benchSteps {
 			b.Fatalf("Apply = %+v, %v; want a created session of %d steps", res, err, benchSteps)
 		}
-		cpu += benchCPU() - start
+		cpu += cputime.Used() - start
 		// The search index follows in the background: catch it up outside
 		// the timer, so the next Apply does not wait for it or share the CPU.
 		b.StopTimer()
@@ -98,7 +98,7 @@ func BenchmarkApply5000(b *testing.B) {
 		b.StartTimer()
 	}
 	benchReportSteps(b, benchSteps)
-	benchReportCPU(b, cpu)
+	cputime.Report(b, cpu)
 }
 
 // BenchmarkRawInsert5000 inserts the rows BenchmarkApply5000 writes (same
@@ -117,7 +117,7 @@ func BenchmarkRawInsert5000(b *testing.B) {
 	conn := benchRawConn(b, path)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := benchCPU()
+	start := cputime.Used()
 	for i := range b.N {
 		rows.session.id = benchSessionID(i)
 		if err := rows.insert(conn, time.Now().UnixMicro()); err != nil {
@@ -125,7 +125,7 @@ func BenchmarkRawInsert5000(b *testing.B) {
 		}
 	}
 	benchReportSteps(b, benchSteps)
-	benchReportCPU(b, benchCPU()-start)
+	cputime.Report(b, cputime.Used()-start)
 }
 
 // TestRawInsertMatchesApply keeps the raw baseline honest: it must write
@@ -205,29 +205,6 @@ func benchTableQueries(t *testing.T, path string) []string {
 
 func benchReportSteps(b *testing.B, steps int) {
 	b.ReportMetric(float64(steps*b.N)/b.Elapsed().Seconds(), "steps/s")
-}
-
-// benchCPU is the CPU time this process has used, user and system, from
-// /proc/self/stat in ticks of 10 ms (0 where there is no /proc). On a
-// machine shared with other work it moves far less with the load than the
-// wall clock does, so cpu-ms/op compares runs made at different loads.
-func benchCPU() time.Duration {
-	stat, err := os.ReadFile("/proc/self/stat")
-	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 || i+2 > len(stat) {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+2:])) // from field 3, the state
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	system, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(user+system) * 10 * time.Millisecond
-}
-
-func benchReportCPU(b *testing.B, cpu time.Duration) {
-	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // benchStorePath is a new store file, open for the rest of the benchmark
