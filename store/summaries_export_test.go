@@ -36,3 +36,18 @@ func (s *Store) ListPagePlan(q ListQuery) (string, error) {
 	})
 	return strings.Join(plan, "\n"), err
 }
+
+// UsageDayPlan is the query plan of a daily usage report's read.
+func (s *Store) UsageDayPlan() (string, error) {
+	var plan []string
+	err := s.read(context.Background(), func(conn *sqlite.Conn) error {
+		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+usageHoursQuery("''", "", ""), &sqlitex.ExecOptions{
+			Named: map[string]any{":since": 0, ":until": 1 << 62},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				plan = append(plan, st.ColumnText(3))
+				return nil
+			},
+		})
+	})
+	return strings.Join(plan, "\n"), err
+}

@@ -111,11 +111,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	sums := map[sumKey]*usageSum{}
 	hourKeys := map[int64]string{}
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT h.hour_ns, `+id+`, h.model, h.prompt_range, h.reported,
-			  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
-			FROM usage_hours h `+join+`
-			WHERE h.hour_ns >= :since AND h.hour_ns < :until `+agent+`
-			  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`,
+		return sqlitex.Execute(conn, usageHoursQuery(id, join, agent),
 			&sqlitex.ExecOptions{
 				Named: namedArgs(namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent), ":model", q.Model),
 				ResultFunc: func(st *sqlite.Stmt) error {
@@ -254,4 +250,16 @@ func ParseDay(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// usageHoursQuery reads the hour rows of a report: their group key (id),
+// in the time range, of the agent and model asked for; telemetry, where a
+// session has it, stands for its files' records. It reads the covering
+// index usage_hours_by_time, not the table (migration 011).
+func usageHoursQuery(id, join, filter string) string {
+	return `SELECT h.hour_ns, ` + id + `, h.model, h.prompt_range, h.reported,
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
+		FROM usage_hours h ` + join + `
+		WHERE h.hour_ns >= :since AND h.hour_ns < :until ` + filter + `
+		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,18 @@ func TestUsageTierRanges(t *testing.T) {
 		if !slices.Contains(known, n) {
 			t.Errorf("the price table has a tier from %d prompt tokens; usage_hours does not sum apart there", n)
 		}
+	}
+}
+
+// TestUsageReportReadsOnlyAnIndex: a report walks the hour rows of its
+// range in the covering index, never looking a row up in the table.
+func TestUsageReportReadsOnlyAnIndex(t *testing.T) {
+	s := mustOpen(t)
+	plan, err := s.UsageDayPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(plan, "\n"); !strings.Contains(first, "COVERING INDEX usage_hours_by_time") {
+		t.Errorf("plan of the report's read =\n%s\nwant the hour rows read from the covering index usage_hours_by_time", plan)
 	}
 }
