@@ -119,7 +119,7 @@ func benchPercentile(sorted []time.Duration, p float64) float64 {
 func benchServer(b *testing.B) (string, *store.Store) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "store.db")
-	st, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second))
+	st, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second), store.IndexInChunks())
 	if err != nil {
 		b.Fatalf("store.Open(%s) = %v", path, err)
 	}

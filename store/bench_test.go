@@ -225,7 +225,7 @@ func benchOpen(tb testing.TB) *store.Store {
 // checkpoints in the background, not inside commits.
 func benchOpenPath(tb testing.TB, path string) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second))
+	s, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second), store.IndexInChunks())
 	if err != nil {
 		tb.Fatalf("store.Open(%s) = %v", path, err)
 	}

@@ -19,9 +19,10 @@ import (
 // stamps what it changed (updated_at), and search_state.indexed_through
 // is the newest stamp the index holds, so catching up is a few whole
 // statements, never one per step (FTS5 writes a segment at the end of
-// every statement): in one transaction for a search or Close, in one per
-// few writes in the background (catchUpInChunks), so a push waiting for
-// the write lock goes between them. This store starts a catch-up after each of
+// every statement): in one transaction for a search or Close, and in the
+// background in one too, or, in the server (IndexInChunks), in one per few
+// writes (catchUpInChunks), so a push waiting for the write lock goes
+// between them. This store starts a catch-up after each of
 // its writes (indexLater), Search catches up before it reads, and Close
 // catches up, so a short-lived writer (import, capture, hook) leaves the
 // index current. Delete removes the session's rows in its own transaction
@@ -45,6 +46,7 @@ type indexer struct {
 	pending     bool      // a write committed that no catch-up started after
 	first, last time.Time // the first and last such write
 	wg          sync.WaitGroup
+	inChunks    bool // a few writes per transaction (IndexInChunks)
 }
 
 // indexLater starts a background catch-up unless one runs already.
@@ -81,7 +83,11 @@ func (s *Store) indexLater() {
 			x.mu.Unlock()
 			// An error (the store busy past busyLimit) is retried by the
 			// next write, search or Close.
-			_ = s.catchUpInChunks(context.Background())
+			if x.inChunks {
+				_ = s.catchUpInChunks(context.Background())
+			} else {
+				_ = s.catchUpIndex(context.Background())
+			}
 		}
 	}()
 }

@@ -209,7 +209,11 @@ func indexDump(t *testing.T, path string, words ...string) string {
 // waiting push goes between them; the index it leaves is the one a
 // rebuild makes: every row, span and replaced text as in one transaction.
 func TestIndexInChunksAsRebuilt(t *testing.T) {
-	s := mustOpen(t)
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), store.IndexInChunks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	for k := range 6 { // 600 steps: several chunks
 		if _, err := s.Apply(ctx, storetest.Batch("a", k, 100)); err != nil {

@@ -39,7 +39,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(e.ctx, dbPath, store.CheckpointEvery(time.Second))
+	st, err := store.Open(e.ctx, dbPath, store.CheckpointEvery(time.Second), store.IndexInChunks())
 	if err != nil {
 		return err
 	}
