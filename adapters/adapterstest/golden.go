@@ -20,13 +20,12 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.json with the batches the samples parse to now")
 
 // GoldenUnits checks the golden file (Golden) of each small sample
-// (Small) that discover finds under testdata, parsed by parse. sample
+// (Small) that a discovers under testdata, parsed by a (ParseUnit). sample
 // gives the file or folder whose path under testdata names a unit's
 // golden file (SampleName).
-func GoldenUnits(t *testing.T, discover func(roots []string) ([]adapters.Unit, []adapters.Problem),
-	sample func(adapters.Unit) string, parse func(testing.TB, adapters.Unit) *adapters.Session) {
+func GoldenUnits(t *testing.T, a adapters.Agent, sample func(adapters.Unit) string) {
 	t.Helper()
-	units, problems := discover([]string{"testdata"})
+	units, problems := a.Discover([]string{"testdata"})
 	if len(problems) > 0 {
 		t.Fatalf("Discover(testdata) problems: %v", problems)
 	}
@@ -36,7 +35,7 @@ func GoldenUnits(t *testing.T, discover func(roots []string) ([]adapters.Unit, [
 		}
 		name := SampleName(t, sample(u))
 		t.Run(name, func(t *testing.T) {
-			s := parse(t, u)
+			s := ParseUnit(t, a, u)
 			if s == nil {
 				t.Fatalf("Parse(%v) = nil; want a session", u.Paths)
 			}
@@ -191,4 +190,25 @@ func mustAbs(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return abs
+}
+
+// ParseRoots discovers a's sessions under roots and parses each, by
+// session id; a problem Discover reports fails the test.
+func ParseRoots(t testing.TB, a adapters.Agent, roots ...string) map[string]*adapters.Session {
+	t.Helper()
+	units, problems := a.Discover(roots)
+	if len(problems) > 0 {
+		t.Fatalf("Discover(%v) problems: %v", roots, problems)
+	}
+	out := map[string]*adapters.Session{}
+	for _, u := range units {
+		out[u.ID] = ParseUnit(t, a, u)
+	}
+	return out
+}
+
+// ParseUnit parses one unit's files with a.
+func ParseUnit(t testing.TB, a adapters.Agent, u adapters.Unit) *adapters.Session {
+	t.Helper()
+	return a.Parse(u, Files(t, u.Paths))
 }

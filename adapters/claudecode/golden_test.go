@@ -10,5 +10,5 @@ import (
 // TestGolden parses each small sample in testdata and compares its batches
 // with testdata/golden/<sample>.json; -update rewrites them.
 func TestGolden(t *testing.T) {
-	adapterstest.GoldenUnits(t, Discover, func(u adapters.Unit) string { return u.Paths[0] }, parseUnit)
+	adapterstest.GoldenUnits(t, Agent, func(u adapters.Unit) string { return u.Paths[0] })
 }

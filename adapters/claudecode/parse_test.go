@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,36 +12,11 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
 // parseRoots discovers and parses every session under roots.
-func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
-	t.Helper()
-	units, problems := Discover(roots)
-	if len(problems) > 0 {
-		t.Fatalf("Discover(%v) problems: %v", roots, problems)
-	}
-	out := map[string]*adapters.Session{}
-	for _, u := range units {
-		out[u.ID] = parseUnit(t, u)
-	}
-	return out
-}
-
-func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
-	t.Helper()
-	var files []adapters.File
-	for _, p := range u.Paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, adapters.File{Path: p, Body: bytes.NewReader(b)})
-	}
-	return Parse(u, files)
-}
-
 // mustValid asserts that every batch passes ParseBatch after encoding.
 func mustValid(t testing.TB, s *adapters.Session) {
 	t.Helper()
@@ -135,7 +109,7 @@ func (a all) modes() string {
 // produces for a real file is a valid v1.2 batch, and the batches apply in
 // order to a store.
 func TestSamplesPassParseBatch(t *testing.T) {
-	sessions := parseRoots(t, "testdata")
+	sessions := adapterstest.ParseRoots(t, Agent, "testdata")
 	if len(sessions) != 7 {
 		t.Fatalf("found %d sessions in testdata; want 7", len(sessions))
 	}
@@ -163,7 +137,7 @@ func TestSamplesPassParseBatch(t *testing.T) {
 }
 
 func TestSampleSessions(t *testing.T) {
-	sessions := parseRoots(t, "testdata")
+	sessions := adapterstest.ParseRoots(t, Agent, "testdata")
 	cases := []struct {
 		id, file string
 		types    string
@@ -243,7 +217,7 @@ func ptrStr(p *string) string {
 }
 
 func TestSampleSteps(t *testing.T) {
-	sessions := parseRoots(t, "testdata")
+	sessions := adapterstest.ParseRoots(t, Agent, "testdata")
 	crud := gather(sessions["8122657c-fe54-4dc9-89a3-20049e8a84f7"])
 	spotter := gather(sessions["258c7280-ae70-4798-800f-63464d01a85d"])
 	short := gather(sessions["55604662-cf2a-4331-851a-ec234028f8ca"])
@@ -404,7 +378,7 @@ func TestBrokenLines(t *testing.T) {
 	lines = append(lines, "")
 	path := filepath.Join(t.TempDir(), "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
 	writeFile(t, path, append(lines, `{"type":"assistant","uuid":"half`)...) // a line still being written
-	s := parseRoots(t, path)["8122657c-fe54-4dc9-89a3-20049e8a84f7"]
+	s := adapterstest.ParseRoots(t, Agent, path)["8122657c-fe54-4dc9-89a3-20049e8a84f7"]
 	if len(s.Problems) != 1 || s.Problems[0].String() != path+":5: invalid JSON" {
 		t.Errorf("problems = %v; want %s:5: invalid JSON", s.Problems, path)
 	}
@@ -432,7 +406,7 @@ func TestUnknownRecords(t *testing.T) {
 		`{"type":"system","subtype":"brand_new","uuid":"u-sys"}`,
 	)
 	writeFile(t, path, append(lines, sampleLines(t, "agentlogs_todos.jsonl")[3:]...)...)
-	s := parseRoots(t, path)["0db46778-18a1-4d84-853f-d4dc72a07a1b"]
+	s := adapterstest.ParseRoots(t, Agent, path)["0db46778-18a1-4d84-853f-d4dc72a07a1b"]
 	if s.Skipped["pr-link"] != 1 || s.Skipped["system:brand_new"] != 1 || s.Skipped["empty user record"] != 1 {
 		t.Errorf("skipped = %v; want the new record types counted", s.Skipped)
 	}
@@ -459,7 +433,7 @@ func TestAppendKeepsIDsAndSeqs(t *testing.T) {
 	var prev []store.Step
 	for n := 3; n <= len(lines); n += 4 {
 		writeFile(t, path, lines[:n]...)
-		a := gather(parseRoots(t, path)["8122657c-fe54-4dc9-89a3-20049e8a84f7"])
+		a := gather(adapterstest.ParseRoots(t, Agent, path)["8122657c-fe54-4dc9-89a3-20049e8a84f7"])
 		for i, p := range prev {
 			if a.steps[i].ID != p.ID || a.steps[i].Seq != p.Seq || a.steps[i].TurnID != p.TurnID {
 				t.Fatalf("after %d lines step %d is %s/%d; it was %s/%d", n, i, a.steps[i].ID, a.steps[i].Seq, p.ID, p.Seq)
@@ -484,7 +458,7 @@ func TestSiblingSubagentFile(t *testing.T) {
 		`{"type":"assistant","uuid":"s2","isSidechain":true,"agentId":"5f3e2a1b","timestamp":"2025-12-01T10:00:03Z","message":{"id":"m3","content":[{"type":"tool_use","id":"toolu_ls","name":"Bash","input":{"command":"ls"}}]}}`,
 		`{"type":"user","uuid":"s3","isSidechain":true,"agentId":"5f3e2a1b","timestamp":"2025-12-01T10:00:04Z","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_ls","content":"a\nb","is_error":false}]},"toolUseResult":{"stdout":"a\nb","stderr":"","interrupted":false}}`,
 	)
-	sessions := parseRoots(t, dir)
+	sessions := adapterstest.ParseRoots(t, Agent, dir)
 	s := sessions["11111111-2222-3333-4444-555555555555"]
 	if len(sessions) != 1 || s == nil {
 		t.Fatalf("sessions = %v; want the sibling file in its parent's session", sessions)
@@ -521,7 +495,7 @@ func TestPlanModeAndResume(t *testing.T) {
 		`{"type":"user","uuid":"p3","timestamp":"2026-01-02T09:01:00Z","message":{"role":"user","content":[{"type":"text","text":"<bash-input>make</bash-input>"}]}}`,
 		`{"type":"user","uuid":"o3","timestamp":"2026-01-02T09:01:01Z","message":{"role":"user","content":"<bash-stdout>built</bash-stdout><bash-stderr></bash-stderr>"}}`,
 	)
-	s := parseRoots(t, path)["22222222-2222-3333-4444-555555555555"]
+	s := adapterstest.ParseRoots(t, Agent, path)["22222222-2222-3333-4444-555555555555"]
 	mustValid(t, s)
 	a := gather(s)
 	if a.reasons() != "start,resume" || a.modes() != "plan,acceptEdits,acceptEdits" {
@@ -554,7 +528,7 @@ func TestLargeSessionSplits(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	writeFile(t, path, lines...)
-	s := parseRoots(t, path)["big"]
+	s := adapterstest.ParseRoots(t, Agent, path)["big"]
 	if len(s.Batches) != 2 || len(s.Batches[0].Steps) != store.MaxItems || len(s.Batches[1].Steps) != calls+1-store.MaxItems {
 		t.Fatalf("%d batches; want 2 of %d and %d steps", len(s.Batches), store.MaxItems, calls+1-store.MaxItems)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -193,7 +194,7 @@ func TestSamplesImport(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			s := parseUnit(t, u)
+			s := adapterstest.ParseUnit(t, Agent, u)
 			if s == nil {
 				t.Fatalf("Parse(%v) = nil; want a session", u.Paths)
 			}

@@ -69,7 +69,7 @@ func rawSegments(t *testing.T, path string) (seg map[string]int64, turn map[stri
 func TestCompactionInsideTurn(t *testing.T) {
 	path := adapterstest.CompactedMidTurn(t, "testdata", t.TempDir(), 14) // after the Read's result
 	wantSeg, wantTurn := rawSegments(t, path)
-	s := parseRoots(t, path)
+	s := adapterstest.ParseRoots(t, Agent, path)
 	if len(s) != 1 {
 		t.Fatalf("%d sessions; want 1", len(s))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -29,7 +30,7 @@ func TestSpilledSessionsMatchInMemory(t *testing.T) {
 	}
 	mem := map[string]all{}
 	for _, u := range units {
-		s := parseUnit(t, u)
+		s := adapterstest.ParseUnit(t, Agent, u)
 		if s.Spilled != nil {
 			t.Fatalf("%s: spilled below SpillAfter", u.ID)
 		}
@@ -37,7 +38,7 @@ func TestSpilledSessionsMatchInMemory(t *testing.T) {
 	}
 	spillEverything(t)
 	for _, u := range units {
-		s := parseUnit(t, u)
+		s := adapterstest.ParseUnit(t, Agent, u)
 		if s.Spilled == nil || len(s.Spilled.Steps) == 0 {
 			t.Fatalf("%s: not spilled", u.ID)
 		}
@@ -76,7 +77,7 @@ func TestImportSpilledSession(t *testing.T) {
 			t.Fatalf("import: %+v, %v", sum, err)
 		}
 		out := map[string]string{}
-		for id := range parseRoots(t, "testdata") {
+		for id := range adapterstest.ParseRoots(t, Agent, "testdata") {
 			d, err := st.Detail(ctx, id, store.DetailQuery{})
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +122,7 @@ func TestSpilledSessionSplits(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "big.jsonl")
 	writeFile(t, path, lines...)
-	s := parseRoots(t, path)["big"]
+	s := adapterstest.ParseRoots(t, Agent, path)["big"]
 	defer s.Close()
 	if s.Spilled == nil {
 		t.Fatal("not spilled")

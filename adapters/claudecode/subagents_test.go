@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -82,7 +83,7 @@ func importFiles(t *testing.T, files map[string][]byte) store.SessionDetail {
 	if len(units) != 1 || len(problems) > 0 {
 		t.Fatalf("Discover = %d units, %v; want 1 unit", len(units), problems)
 	}
-	s := parseUnit(t, units[0])
+	s := adapterstest.ParseUnit(t, Agent, units[0])
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)

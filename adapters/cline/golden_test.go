@@ -12,7 +12,7 @@ import (
 // folders Discover finds, and the agentlogs task) and compares its batches
 // with testdata/golden/<sample>.json; -update rewrites them.
 func TestGolden(t *testing.T) {
-	adapterstest.GoldenUnits(t, Discover, func(u adapters.Unit) string { return filepath.Dir(u.Paths[0]) }, parseUnit)
+	adapterstest.GoldenUnits(t, Agent, func(u adapters.Unit) string { return filepath.Dir(u.Paths[0]) })
 	name := adapterstest.SampleName(t, agentlogsHistory)
 	t.Run(name, func(t *testing.T) {
 		s := parseAgentlogsTask(t)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -23,28 +24,6 @@ func file(t testing.TB, path string) *adapters.File {
 		t.Fatal(err)
 	}
 	return &adapters.File{Path: path, Body: bytes.NewReader(b)}
-}
-
-func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
-	t.Helper()
-	units, problems := Discover(roots)
-	if len(problems) > 0 {
-		t.Fatalf("Discover problems: %v", problems)
-	}
-	out := map[string]*adapters.Session{}
-	for _, u := range units {
-		out[u.ID] = parseUnit(t, u)
-	}
-	return out
-}
-
-func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
-	t.Helper()
-	var files []adapters.File
-	for _, p := range u.Paths {
-		files = append(files, *file(t, p))
-	}
-	return Parse(u, files)
 }
 
 func mustValid(t testing.TB, s *adapters.Session) {
@@ -176,7 +155,7 @@ func TestSampleTask(t *testing.T) {
 // TestHandmadeTask reads a VS Code task with XML tool calls and
 // ui_messages.json (hand-made, see testdata/handmade/README.md).
 func TestHandmadeTask(t *testing.T) {
-	s := parseRoots(t, "testdata/handmade/tasks")["1769000000000"]
+	s := adapterstest.ParseRoots(t, Agent, "testdata/handmade/tasks")["1769000000000"]
 	mustValid(t, s)
 	a := gather(s)
 	if got, want := a.byType(), "command=2 edit=2 read=1 message=8 other=0"; got != want {
@@ -224,7 +203,7 @@ func TestHandmadeTask(t *testing.T) {
 
 // TestHandmadeSDKSession reads a Cline 4 session folder.
 func TestHandmadeSDKSession(t *testing.T) {
-	s := parseRoots(t, "testdata/handmade/sessions")["1769100000000_ab12c"]
+	s := adapterstest.ParseRoots(t, Agent, "testdata/handmade/sessions")["1769100000000_ab12c"]
 	mustValid(t, s)
 	a := gather(s)
 	if got, want := a.byType(), "command=1 edit=0 read=1 message=6 other=0"; got != want {
@@ -306,7 +285,7 @@ func TestHandmadeApplies(t *testing.T) {
 	}
 	defer st.Close()
 	for range 2 {
-		for _, s := range parseRoots(t, "testdata/handmade") {
+		for _, s := range adapterstest.ParseRoots(t, Agent, "testdata/handmade") {
 			for _, b := range s.Batches {
 				res, err := st.Apply(ctx, b)
 				if err != nil {

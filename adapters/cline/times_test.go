@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 )
 
 // TestTaskFolderTimes imports the real task folder (history and metadata,
@@ -66,7 +67,7 @@ func TestTaskFolderTimes(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no tool call of the sample reads a file task_metadata records")
 	}
-	s := parseRoots(t, dir)["1770913324799"]
+	s := adapterstest.ParseRoots(t, Agent, dir)["1770913324799"]
 	if s == nil {
 		t.Fatal("the task folder gives no session 1770913324799")
 	}

@@ -16,24 +16,6 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
-	t.Helper()
-	units, problems := Discover(roots)
-	if len(problems) > 0 {
-		t.Fatalf("Discover problems: %v", problems)
-	}
-	out := map[string]*adapters.Session{}
-	for _, u := range units {
-		out[u.ID] = parseUnit(t, u)
-	}
-	return out
-}
-
-func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
-	t.Helper()
-	return Parse(u, adapterstest.Files(t, u.Paths))
-}
-
 func mustValid(t testing.TB, s *adapters.Session) {
 	t.Helper()
 	if len(s.Batches) == 0 {
@@ -112,7 +94,7 @@ func deref(p *string) string {
 }
 
 func TestSampleRollout(t *testing.T) {
-	sessions := parseRoots(t, "testdata/agentlogs_crud_rollout.jsonl")
+	sessions := adapterstest.ParseRoots(t, Agent, "testdata/agentlogs_crud_rollout.jsonl")
 	s := sessions["019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b"]
 	if len(sessions) != 1 || s == nil {
 		t.Fatalf("sessions = %v", sessions)
@@ -158,7 +140,7 @@ func TestSampleRollout(t *testing.T) {
 }
 
 func TestHandmadeRollout(t *testing.T) {
-	sessions := parseRoots(t, "testdata/handmade")
+	sessions := adapterstest.ParseRoots(t, Agent, "testdata/handmade")
 	if len(sessions) != 1 {
 		t.Fatalf("sessions = %d; want 1 (history.jsonl is not a rollout)", len(sessions))
 	}
@@ -201,7 +183,7 @@ func TestBrokenRolloutLines(t *testing.T) {
 	lines[12] = "not json" // the output of the first command
 	path := filepath.Join(t.TempDir(), "rollout-x.jsonl")
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n{\"timestamp\":"), 0o600)
-	s := parseRoots(t, path)["019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b"]
+	s := adapterstest.ParseRoots(t, Agent, path)["019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b"]
 	if len(s.Problems) != 1 || s.Problems[0].String() != path+":13: invalid JSON" {
 		t.Errorf("problems = %v", s.Problems)
 	}
@@ -222,7 +204,7 @@ func TestRolloutsApplyTwice(t *testing.T) {
 	}
 	defer st.Close()
 	for round := range 2 {
-		for _, s := range parseRoots(t, "testdata") {
+		for _, s := range adapterstest.ParseRoots(t, Agent, "testdata") {
 			for _, b := range s.Batches {
 				res, err := st.Apply(ctx, b)
 				if err != nil || (round == 1 && res.Changed) {

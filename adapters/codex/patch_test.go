@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 )
 
 const crudSample = "testdata/agentlogs_crud_rollout.jsonl"
@@ -63,7 +64,7 @@ func writeRollout(t *testing.T, lines []rolloutLine) string {
 
 func parseFile(t *testing.T, path string) all {
 	t.Helper()
-	s := parseUnit(t, adapters.Unit{Paths: []string{path}})
+	s := adapterstest.ParseUnit(t, Agent, adapters.Unit{Paths: []string{path}})
 	mustValid(t, s)
 	return gather(s)
 }

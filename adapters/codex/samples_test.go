@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -91,7 +92,7 @@ func TestSamplesImport(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			sessions := parseRoots(t, path)
+			sessions := adapterstest.ParseRoots(t, Agent, path)
 			if len(sessions) != 1 {
 				t.Fatalf("Parse(%s) = %d sessions; want 1", path, len(sessions))
 			}

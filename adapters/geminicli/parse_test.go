@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -22,7 +23,7 @@ func parseText(t *testing.T, name, text string) *adapters.Session {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sessions := parseRoots(t, path)
+	sessions := adapterstest.ParseRoots(t, Agent, path)
 	if len(sessions) != 1 {
 		t.Fatalf("Parse(%s) = %d sessions; want 1", name, len(sessions))
 	}
@@ -170,7 +171,7 @@ func TestProjectRootFile(t *testing.T) {
 	os.WriteFile(filepath.Join(slug, ".project_root"), []byte("/home/dev/src/weather-cli\n"), 0o644)
 	path := filepath.Join(slug, "chats", "session-f.jsonl")
 	os.WriteFile(path, []byte(header+`{"id":"u","timestamp":"2026-05-01T10:00:01.000Z","type":"user","content":"hi"}`+"\n"), 0o644)
-	sessions := parseRoots(t, filepath.Dir(slug))
+	sessions := adapterstest.ParseRoots(t, Agent, filepath.Dir(slug))
 	s := sessions["s1"]
 	if s == nil || len(s.Batches) == 0 {
 		t.Fatalf("sessions = %v; want s1", sessions)

@@ -15,24 +15,6 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-func parseRoots(t testing.TB, roots ...string) map[string]*adapters.Session {
-	t.Helper()
-	units, problems := Discover(roots)
-	if len(problems) > 0 {
-		t.Fatalf("Discover problems: %v", problems)
-	}
-	out := map[string]*adapters.Session{}
-	for _, u := range units {
-		out[u.ID] = parseUnit(t, u)
-	}
-	return out
-}
-
-func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
-	t.Helper()
-	return Parse(u, adapterstest.Files(t, u.Paths))
-}
-
 // rawMessages reads a session file the way Gemini CLI documents it, apart
 // from the adapter: a JSONL file's message lines, the last line of each id
 // in the place of its first, or a JSON file's messages.
@@ -136,7 +118,7 @@ func TestSamplesImport(t *testing.T) {
 	for _, u := range units {
 		path := u.Paths[0]
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			s := parseUnit(t, u)
+			s := adapterstest.ParseUnit(t, Agent, u)
 			if len(s.Problems) > 0 {
 				t.Errorf("Parse(%s) problems: %v", path, s.Problems)
 			}

@@ -17,7 +17,7 @@ import (
 // with testdata/golden/<sample>.json; -update rewrites them. The same
 // records in opencode.db must make the same batches as in storage/.
 func TestGolden(t *testing.T) {
-	adapterstest.GoldenUnits(t, Discover, func(adapters.Unit) string { return "testdata/storage-derived" }, parseUnit)
+	adapterstest.GoldenUnits(t, Agent, func(adapters.Unit) string { return "testdata/storage-derived" })
 	exports, _ := filepath.Glob("testdata/*_export.json")
 	for _, path := range exports {
 		name := adapterstest.SampleName(t, path)
@@ -49,11 +49,6 @@ func outline(t testing.TB, batches []*store.Batch) []byte {
 	return out
 }
 
-func parseUnit(t testing.TB, u adapters.Unit) *adapters.Session {
-	t.Helper()
-	return Parse(u, adapterstest.Files(t, u.Paths))
-}
-
 // mustBatches parses the one session under root.
 func mustBatches(t testing.TB, root string) []*store.Batch {
 	t.Helper()
@@ -61,7 +56,7 @@ func mustBatches(t testing.TB, root string) []*store.Batch {
 	if len(units) != 1 || len(problems) > 0 {
 		t.Fatalf("Discover(%s) = %d units, problems %v; want 1", root, len(units), problems)
 	}
-	s := parseUnit(t, units[0])
+	s := adapterstest.ParseUnit(t, Agent, units[0])
 	if len(s.Problems) > 0 {
 		t.Fatalf("Parse(%s) problems: %v", root, s.Problems)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/adapters/opencode/opencodetest"
 	"github.com/agentreview/service/store"
 	"zombiezen.com/go/sqlite"
@@ -260,7 +261,7 @@ func TestDatabaseColumnsDropped(t *testing.T) {
 	if len(units) != 1 || len(problems) > 0 {
 		t.Fatalf("Discover = %d units, %v; want 1", len(units), problems)
 	}
-	s := parseUnit(t, units[0])
+	s := adapterstest.ParseUnit(t, Agent, units[0])
 	if len(s.Problems) > 0 || s.Steps != 6 {
 		t.Fatalf("Parse = %d steps, problems %v; want 6", s.Steps, s.Problems)
 	}
