@@ -60,7 +60,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	var mu sync.Mutex
 	for round := range 4 {
 		p := startServer(t, bin, home, db)
-		token := strings.TrimSpace(mustRead(t, filepath.Join(home, ".service", "ingest-token")))
+		token := ingestToken(t, home)
 		ctx, stop := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for w := range 4 {
@@ -142,4 +142,10 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// ingestToken is the token the server made under home.
+func ingestToken(t *testing.T, home string) string {
+	t.Helper()
+	return strings.TrimSpace(mustRead(t, filepath.Join(home, ".service", "ingest-token")))
 }

@@ -30,11 +30,7 @@ func TestDeleteWhileAnotherProcessReads(t *testing.T) {
 	home := t.TempDir()
 	db := filepath.Join(t.TempDir(), "store.db")
 	srv := startServer(t, bin, home, db)
-	tokenBytes, err := os.ReadFile(filepath.Join(home, ".service", "ingest-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(tokenBytes))
+	token := ingestToken(t, home)
 
 	markers := map[string]string{}
 	for _, sid := range []string{"via-route", "via-terminal"} {

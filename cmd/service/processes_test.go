@@ -119,11 +119,7 @@ func TestSeveralProcessesOneStore(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "store.db")
 	a := startServer(t, bin, home, db)
 	b := startServer(t, bin, home, db)
-	tokenBytes, err := os.ReadFile(filepath.Join(home, ".service", "ingest-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(tokenBytes))
+	token := ingestToken(t, home)
 
 	const doomed = 8
 	for i := range doomed {

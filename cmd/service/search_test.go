@@ -23,11 +23,7 @@ func TestSearchCommandBesideServer(t *testing.T) {
 	home := t.TempDir()
 	db := filepath.Join(t.TempDir(), "store.db")
 	srv := startServer(t, bin, home, db)
-	tokenBytes, err := os.ReadFile(filepath.Join(home, ".service", "ingest-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(tokenBytes))
+	token := ingestToken(t, home)
 	// Agent content with an escape sequence: it must not reach the terminal.
 	body := bytes.Replace(batchJSON("s1", 1), []byte(`"stdout":"`), []byte(`"stdout":"\u001b[2J panic in handlers/auth_test.go `), 1)
 	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {

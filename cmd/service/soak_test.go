@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +35,7 @@ func TestSoak(t *testing.T) {
 	}()
 	waitListening(t, port, &out)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	token := strings.TrimSpace(mustRead(t, filepath.Join(home, ".service", "ingest-token")))
+	token := ingestToken(t, home)
 	runtime.GC()
 	startGoroutines := runtime.NumGoroutine()
 
