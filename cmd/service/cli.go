@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentreview/service/store"
 	"github.com/alecthomas/kong"
 )
 
@@ -83,6 +84,17 @@ func serviceDir() (string, error) {
 }
 
 // storePath returns the --db path, or ~/.service/store.db.
+// openStore opens the store file db names (storePath) and returns it with
+// its path.
+func openStore(ctx context.Context, db string, opts ...store.Option) (*store.Store, string, error) {
+	path, err := storePath(db)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := store.Open(ctx, path, opts...)
+	return st, path, err
+}
+
 func storePath(db string) (string, error) {
 	if db != "" {
 		return db, nil

@@ -16,11 +16,7 @@ type DeleteCmd struct {
 // Run deletes the session in the store file directly; a running server
 // sees the tombstone and tells its streams.
 func (c *DeleteCmd) Run(e *env) error {
-	path, err := storePath(c.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, path)
+	st, path, err := openStore(e.ctx, c.DB)
 	if err != nil {
 		return err
 	}

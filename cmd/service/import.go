@@ -15,7 +15,6 @@ import (
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
-	"github.com/agentreview/service/store"
 )
 
 // ImportCmd is `service import <agent> [PATH...] [--db PATH] [--rescan]`.
@@ -117,11 +116,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 			return nil
 		}
 	}
-	path, err := storePath(f.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, path)
+	st, _, err := openStore(e.ctx, f.DB)
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,7 @@ type SearchCmd struct {
 
 // Run searches the store file directly, beside a running server.
 func (c *SearchCmd) Run(e *env) error {
-	path, err := storePath(c.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, path)
+	st, _, err := openStore(e.ctx, c.DB)
 	if err != nil {
 		return err
 	}
@@ -80,11 +76,7 @@ type ReindexCmd struct {
 
 // Run rebuilds the search index of the store file in one transaction.
 func (c *ReindexCmd) Run(e *env) error {
-	path, err := storePath(c.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, path)
+	st, _, err := openStore(e.ctx, c.DB)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if warning != "" {
 		fmt.Fprintln(e.stderr, warning)
 	}
-	dbPath, err := storePath(c.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, dbPath, store.CheckpointEvery(time.Second), store.IndexInChunks())
+	st, dbPath, err := openStore(e.ctx, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks())
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,7 @@ func (c *UsageCmd) Run(e *env) error {
 	if !q.Until.IsZero() {
 		q.Until = q.Until.AddDate(0, 0, 1) // the last day is included
 	}
-	path, err := storePath(c.DB)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(e.ctx, path)
+	st, _, err := openStore(e.ctx, c.DB)
 	if err != nil {
 		return err
 	}
