@@ -13,10 +13,10 @@ generate:
     go tool templ generate
 
 # Write the screenshots in docs/screenshots (list, session, an opened diff, a
-# message, the tools, a segment divider; 1280 and 390 px, light and dark) from
-# the Chromium tests.
+# message, the tools, search, usage, a segment divider, images, a long Changes
+# section; 1280 and 390 px, light and dark) from the Chromium tests.
 screenshots:
-    SERVICE_BROWSER_TESTS=required SERVICE_SCREENSHOTS={{justfile_directory()}}/docs/screenshots go test ./handlers/ -run 'TestBrowserLook/Screenshots|TestBrowserSegments/SampleCompactedMidTurn' -count=1
+    SERVICE_BROWSER_TESTS=required SERVICE_SCREENSHOTS={{justfile_directory()}}/docs/screenshots go test ./handlers/ -run 'TestBrowserLook/Screenshots|TestBrowserSegments/SampleCompactedMidTurn|TestBrowserImages/Screenshots|TestBrowserReview/MoreChanges' -count=1
 
 # Run the black-box conformance suite of the HTTP contract.
 conformance:

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -117,33 +116,17 @@ func browserImageScreenshots(t *testing.T, b *browser) {
 	is := importImageSample(t, s)
 	p := b.newTab(t, serveBrowser(t, s))
 	step := fmt.Sprintf("#step-%d", is.readStep())
-	for _, w := range []struct {
-		name          string
-		width, height int64
-	}{{"1280", 1280, 800}, {"390", 390, 844}} {
-		for _, scheme := range []string{"light", "dark"} {
-			p.emulate(w.width, w.height, scheme)
-			p.open("/session?id=" + is.SessionID + "&turns=all" + step)
-			p.waitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+jsString(step+` a[data-testid="image-thumb"] img`)+`); return i !== null && i.naturalWidth > 0; })()`)
-			if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
-				t.Errorf("at %s px: wider than the screen:\n%s", w.name, strings.Join(wide, "\n"))
-			}
-			p.do("scroll to the step", chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(step)+`).scrollIntoView()`))
-			shot := func(name string) {
-				t.Helper()
-				png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, name+"-"+w.name+"-"+scheme+".png"), png, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			shot("images")
-			p.pressEnter(step + ` a[data-testid="image-thumb"]`)
-			p.waitFor("the image opens", `document.querySelector('dialog[data-testid="image-viewer"]').open`)
-			shot("image-open")
-			p.key(kb.Escape)
+	p.eachLook(func(suffix string) {
+		p.open("/session?id=" + is.SessionID + "&turns=all" + step)
+		p.waitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+jsString(step+` a[data-testid="image-thumb"] img`)+`); return i !== null && i.naturalWidth > 0; })()`)
+		if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+			t.Errorf("at %s: wider than the screen:\n%s", suffix, strings.Join(wide, "\n"))
 		}
-	}
+		p.do("scroll to the step", chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(step)+`).scrollIntoView()`))
+		p.shoot(dir, "images"+suffix)
+		p.pressEnter(step + ` a[data-testid="image-thumb"]`)
+		p.waitFor("the image opens", `document.querySelector('dialog[data-testid="image-viewer"]').open`)
+		p.shoot(dir, "image-open"+suffix)
+		p.key(kb.Escape)
+	})
 }

@@ -66,6 +66,34 @@ func (p *tab) emulate(width, height int64, scheme string) {
 		}))
 }
 
+// eachLook shows p at each size and colour scheme the screenshots are
+// taken at (1280 × 800 and 390 × 844, light and dark) and calls fn with
+// the name's suffix for it, e.g. "-390-dark".
+func (p *tab) eachLook(fn func(suffix string)) {
+	p.t.Helper()
+	for _, w := range []struct {
+		name          string
+		width, height int64
+	}{{"1280", 1280, 800}, {"390", 390, 844}} {
+		for _, scheme := range []string{"light", "dark"} {
+			p.emulate(w.width, w.height, scheme)
+			fn("-" + w.name + "-" + scheme)
+		}
+	}
+}
+
+// shoot writes what p shows as dir/name.png.
+func (p *tab) shoot(dir, name string) {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
 // openAllSteps opens every step of the session page and waits for their
 // bodies, so the widest content is on the page.
 func (p *tab) openAllSteps() {
@@ -338,40 +366,27 @@ func browserScreenshots(t *testing.T, b *browser) {
 	shot := func(name string) {
 		t.Helper()
 		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
-		png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p.shoot(dir, name)
 	}
-	for _, w := range []struct {
-		name          string
-		width, height int64
-	}{{"1280", 1280, 800}, {"390", 390, 844}} {
-		for _, scheme := range []string{"light", "dark"} {
-			p.emulate(w.width, w.height, scheme)
-			suffix := "-" + w.name + "-" + scheme
-			p.open("/")
-			shot("list" + suffix)
-			p.open("/session?id=" + showcaseID)
-			shot("session" + suffix)
-			p.open("/session?id=" + showcaseID + "#step-5")
-			p.waitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
-			shot("diff" + suffix)
-			p.open("/session?id=" + showcaseID + "#step-9")
-			p.waitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
-			shot("message" + suffix)
-			p.openAllSteps()
-			p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
-			p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
-			shot("tools" + suffix)
-			p.open("/search?q=parse")
-			p.waitFor("the hits show", `document.querySelector('mark') !== null`)
-			shot("search" + suffix)
-			p.open("/usage")
-			shot("usage" + suffix)
-		}
-	}
+	p.eachLook(func(suffix string) {
+		p.open("/")
+		shot("list" + suffix)
+		p.open("/session?id=" + showcaseID)
+		shot("session" + suffix)
+		p.open("/session?id=" + showcaseID + "#step-5")
+		p.waitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
+		shot("diff" + suffix)
+		p.open("/session?id=" + showcaseID + "#step-9")
+		p.waitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
+		shot("message" + suffix)
+		p.openAllSteps()
+		p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
+		p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
+		shot("tools" + suffix)
+		p.open("/search?q=parse")
+		p.waitFor("the hits show", `document.querySelector('mark') !== null`)
+		shot("search" + suffix)
+		p.open("/usage")
+		shot("usage" + suffix)
+	})
 }

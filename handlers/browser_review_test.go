@@ -319,6 +319,13 @@ func browserMoreChanges(t *testing.T, b *browser) {
 	p.waitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
 	p.click(`#change-25 > summary`)
 	p.waitFor("a loaded file opens with its diff", `document.querySelector('#change-25 [data-testid="change-edit-diff"]') !== null`)
+	if dir := os.Getenv("SERVICE_SCREENSHOTS"); dir != "" {
+		p.eachLook(func(suffix string) {
+			p.do("scroll to the changes", chromedp.Evaluate[chromedp.Void](`document.querySelector('#change-20').scrollIntoView({block: 'center'})`))
+			p.shoot(dir, "changes"+suffix)
+		})
+		p.emulate(1280, 800, "light")
+	}
 
 	s.mustPush(laterPush(x, nil, arr{edit(27)}), http.StatusOK)
 	p.waitFor("the update redraws the section's first 20 files and its control", shown+` === 20

@@ -3,7 +3,6 @@ package handlers
 import (
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,20 +116,10 @@ func shootSegments(t *testing.T, p *tab, sid string) {
 	if dir == "" {
 		return
 	}
-	for _, w := range []int64{1280, 390} {
-		for _, scheme := range []string{"light", "dark"} {
-			p.emulate(w, 800, scheme)
-			p.open("/session?id=" + sid)
-			p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
-			p.do("scroll to the divider", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="segment-divider"]').scrollIntoView({block: 'center'})`))
-			png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-			if err != nil {
-				t.Fatalf("screenshot: %v", err)
-			}
-			name := filepath.Join(dir, "segments-"+strconv.FormatInt(w, 10)+"-"+scheme+".png")
-			if err := os.WriteFile(name, png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	p.eachLook(func(suffix string) {
+		p.open("/session?id=" + sid)
+		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+		p.do("scroll to the divider", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="segment-divider"]').scrollIntoView({block: 'center'})`))
+		p.shoot(dir, "segments"+suffix)
+	})
 }
