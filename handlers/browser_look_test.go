@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/store"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -50,6 +51,10 @@ func lookService(t *testing.T) *testService {
 	now := time.Now().UTC()
 	manySessions(s, 24, now)
 	s.mustPush(showcaseSession(t, showcaseID, now.Add(-12*time.Minute)), http.StatusCreated)
+	if _, err := s.store.AddNote(context.Background(), showcaseID, store.NoteInput{Seq: 2, Author: "Ann",
+		Text: "Read the whole test file before changing it: the failing case is further down."}); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
