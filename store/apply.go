@@ -115,7 +115,7 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		return false, 0, err
 	}
 	if *pk == 0 {
-		if *pk, err = s.insertSession(conn, &b.Session, stamp); err != nil {
+		if *pk, err = s.insertSession(conn, &b.Session, b.Owner, stamp); err != nil {
 			return false, 0, err
 		}
 		changed = true
@@ -164,7 +164,10 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	return true, written, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
 }
 
-func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) (int64, error) {
+func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, owner string, stamp int64) (int64, error) {
+	if owner == "" {
+		owner = OwnerLocal
+	}
 	source := h.Source
 	if source == "" {
 		source = "push:" + h.Agent.Kind
@@ -179,7 +182,7 @@ func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, stamp int64) 
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{
 		h.ID, h.Agent.Kind, h.Agent.Version, nullable(h.Agent.FormatVersion),
 		h.Workspace.Root, nullable(h.Workspace.Repo), h.StartedAt, startedNS(started), nullable(h.EndedAt),
-		source, metrics, OwnerLocal, s.capturedOn, stamp,
+		source, metrics, owner, s.capturedOn, stamp,
 	}})
 	return conn.LastInsertRowID(), err
 }

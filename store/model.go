@@ -44,6 +44,9 @@ type Batch struct {
 	// Usage is what adapters and capture read of the agent's token usage;
 	// not part of the v1.2 JSON (ParseBatch never fills it).
 	Usage []UsageRecord `json:"-"`
+	// Owner is the user a team server took the push from (by the token),
+	// never a field of the body; empty means OwnerLocal.
+	Owner string `json:"-"`
 }
 
 // SessionHeader is the session as a writer pushes it.
