@@ -170,7 +170,7 @@ func TestTeamPushOwner(t *testing.T) {
 			t.Errorf("page owner filter = %q; want %q", v, owner)
 		}
 		for id := range owners {
-			shown := doc.Find(`a[href="/session?id=` + id + `"]`).Length() > 0
+			shown := doc.Find(`a[href="/session?id=`+id+`"]`).Length() > 0
 			if shown != slices.Contains(want, id) {
 				t.Errorf("page ?owner=%s shows %s = %v; want %v", owner, id, shown, !shown)
 			}
