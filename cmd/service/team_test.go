@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/postgres"
+	"github.com/agentreview/service/store/postgres/pgtest"
+)
+
+// TestServeTeamRefuses: a team server that would run without sign-in, on a
+// store that is not PostgreSQL, or with an origin the Host check cannot
+// hold to, does not start; the team flags without --team are refused too.
+func TestServeTeamRefuses(t *testing.T) {
+	withHome(t)
+	dir := t.TempDir()
+	cert := filepath.Join(dir, "cert.pem")
+	os.WriteFile(cert, []byte("not a certificate"), 0o600)
+	pg := "postgres://nobody@127.0.0.1:1/none"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--db", pg, "--listen", "127.0.0.1:0"}, "never runs without authentication"},
+		{[]string{"--db", filepath.Join(dir, "store.db"), "--listen", "127.0.0.1:8080", "--auth-header", "X-Forwarded-User"}, "must be a PostgreSQL URL"},
+		{[]string{"--listen", "127.0.0.1:8080", "--auth-header", "X-Forwarded-User"}, "must be a PostgreSQL URL"},
+		{[]string{"--db", pg, "--auth-header", "X-Forwarded-User"}, "give --listen"},
+		{[]string{"--db", pg, "--listen", "8080", "--auth-header", "X-Forwarded-User"}, "is not host:port"},
+		{[]string{"--db", pg, "--listen", "0.0.0.0:8080", "--auth-header", "X-Forwarded-User"}, "give --origin"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User"}, "give --origin"},
+		{[]string{"--db", pg, "--listen", "127.0.0.1:0", "--auth-header", "X-Forwarded-User"}, "give --origin"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--origin", "https://review.example.com/app"}, "is not an origin"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--origin", "review.example.com"}, "is not an origin"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--origin", "https://u:p@review.example.com"}, "is not an origin"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X Forwarded User"}, "is not a header name"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--tls-cert", cert}, "both --tls-cert and --tls-key"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--tls-cert", cert, "--tls-key", cert}, "load the TLS certificate"},
+	} {
+		args := append([]string{"serve", "--team"}, tc.args...)
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("service %s = %v; want an error saying %q", strings.Join(args, " "), err, tc.want)
+		}
+	}
+	for _, flag := range [][]string{{"--listen", "0.0.0.0:8080"}, {"--auth-header", "X-Forwarded-User"}, {"--origin", "https://review.example.com"}} {
+		err := run(context.Background(), append([]string{"serve"}, flag...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "add --team") {
+			t.Errorf("service serve %s = %v; want it refused without --team", flag[0], err)
+		}
+	}
+}
+
+// TestTeamTokenCommands: add prints a token that names its user, list
+// shows the user and the start of its hash but not the token, revoke
+// makes it unknown.
+func TestTeamTokenCommands(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	add := func(user string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(ctx, []string{"team", "token", "add", user, "--db", dsn}, &out, &errOut); err != nil {
+			t.Fatalf("team token add %s = %v", user, err)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	alice, bob := add("alice@example.com"), add("bob")
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for tok, user := range map[string]string{alice: "alice@example.com", bob: "bob"} {
+		if got, err := st.UserForToken(ctx, tok); err != nil || got != user {
+			t.Errorf("UserForToken(printed token) = %q, %v; want %q", got, err, user)
+		}
+	}
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{"team", "token", "list", "--db", dsn}, &out, io.Discard); err != nil {
+		t.Fatalf("team token list = %v", err)
+	}
+	for tok, user := range map[string]string{alice: "alice@example.com", bob: "bob"} {
+		h := sha256.Sum256([]byte(tok))
+		if !strings.Contains(out.String(), user) || !strings.Contains(out.String(), hex.EncodeToString(h[:])[:12]) || strings.Contains(out.String(), tok) {
+			t.Errorf("team token list = %q; want %s and its hash start, without the token", out.String(), user)
+		}
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"team", "token", "revoke", "alice@example.com", "--db", dsn}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revoked 1 ") {
+		t.Fatalf("team token revoke alice = %v, %q", err, out.String())
+	}
+	if _, err := st.UserForToken(ctx, alice); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UserForToken(revoked) = %v; want ErrNotFound", err)
+	}
+	if got, err := st.UserForToken(ctx, bob); err != nil || got != "bob" {
+		t.Errorf("UserForToken(bob's) after revoking alice's = %q, %v", got, err)
+	}
+	if err := run(ctx, []string{"team", "token", "revoke", "alice@example.com", "--db", dsn}, io.Discard, io.Discard); err == nil {
+		t.Error("revoking a user without tokens = nil; want an error")
+	}
+	for _, args := range [][]string{
+		{"team", "token", "add", " padded", "--db", dsn},
+		{"team", "token", "add", "a\tb", "--db", dsn},
+		{"team", "token", "add", "alice", "--db", "/tmp/store.db"},
+		{"team", "token", "add", "alice"},
+	} {
+		if err := run(ctx, args, io.Discard, io.Discard); err == nil {
+			t.Errorf("service %s = nil; want an error", strings.Join(args, " "))
+		}
+	}
+	if tokens, err := st.ListTokens(ctx); err != nil || len(tokens) != 1 {
+		t.Errorf("tokens after refused adds = %+v, %v; want bob's only", tokens, err)
+	}
+}
+
+// TestServeTeam: a token made with `team token add` pushes to a real
+// `serve --team` on PostgreSQL, the session is that user's, and a user
+// named by the proxy header reads it; without one, reads are 401.
+func TestServeTeam(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if _, ok := any(&postgres.Store{}).(teamStore); !ok {
+		t.Skip("the PostgreSQL store does not implement store.Backend and Listen yet")
+	}
+	withHome(t)
+	ctx := context.Background()
+	var tokOut bytes.Buffer
+	if err := run(ctx, []string{"team", "token", "add", "alice@example.com", "--db", dsn}, &tokOut, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(tokOut.String())
+
+	port := freePort(t)
+	sctx, stop := context.WithCancel(ctx)
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(sctx, []string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-header", "X-Forwarded-User"}, out, out)
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve --team = %v; output:\n%s", err, out)
+		}
+	}()
+	waitListening(t, port, out)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	req := func(method, path string, body []byte, header ...string) (int, string) {
+		t.Helper()
+		r, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		res, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+
+	batch := batchJSON("team-s1", 1)
+	if code, body := req(http.MethodPost, "/api/ingest", batch, "Content-Type", "application/json", "X-Forwarded-User", "alice@example.com"); code != http.StatusUnauthorized {
+		t.Errorf("push with the header but no token = %d %s; want 401", code, body)
+	}
+	if code, body := req(http.MethodPost, "/api/ingest", batch, "Content-Type", "application/json", "Authorization", "Bearer "+tok); code != http.StatusCreated {
+		t.Fatalf("push with alice's token = %d %s; want 201", code, body)
+	}
+	if code, _ := req(http.MethodGet, "/api/sessions/team-s1", nil); code != http.StatusUnauthorized {
+		t.Errorf("read without a user = %d; want 401", code)
+	}
+	code, body := req(http.MethodGet, "/api/sessions/team-s1", nil, "X-Forwarded-User", "bob")
+	if code != http.StatusOK {
+		t.Fatalf("read as bob = %d %s; want 200", code, body)
+	}
+	var d store.SessionDetail
+	if err := json.Unmarshal([]byte(body), &d); err != nil || d.OwnerID != "alice@example.com" {
+		t.Errorf("read session owner = %q, %v; want alice@example.com", d.OwnerID, err)
+	}
+	code, body = req(http.MethodGet, "/api/sessions?owner=alice@example.com", nil, "X-Forwarded-User", "bob")
+	if code != http.StatusOK || !strings.Contains(body, `"id":"team-s1"`) {
+		t.Errorf("list of alice's sessions = %d %s; want team-s1", code, body)
+	}
+	if code, _ := req(http.MethodGet, "/", nil, "X-Forwarded-User", "bob"); code != http.StatusOK {
+		t.Errorf("list page as bob = %d; want 200", code)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "listening on") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Contains(out.String(), "postgres:postgres@") {
+		t.Errorf("serve printed the database password:\n%s", out)
+	}
+}
