@@ -236,9 +236,16 @@ func TestDeleteLargeSession(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
 	mustApply(t, s, gen("other1", 0, 5000))
-	mustApply(t, s, gen("big", 0, 5000))
-	mustApply(t, s, gen("other2", 0, 5000))
 	start := time.Now()
+	mustApply(t, s, gen("big", 0, 5000))
+	t.Logf("Apply of a new 5,000-step session: %v", time.Since(start))
+	start = time.Now()
+	if res := mustApply(t, s, gen("big", 0, 5000)); res.Changed {
+		t.Errorf("Apply(same 5,000 steps) = %+v; want nothing changed", res)
+	}
+	t.Logf("Apply of the same 5,000 steps again: %v", time.Since(start))
+	mustApply(t, s, gen("other2", 0, 5000))
+	start = time.Now()
 	if err := s.Delete(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}

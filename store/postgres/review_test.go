@@ -59,8 +59,14 @@ func TestReviewMatchesSQLite(t *testing.T) {
 		name string
 		do   func(t *testing.T, w writes) (string, error)
 	}{
-		{"push a", func(t *testing.T, w writes) (string, error) { r, err := w.Apply(ctx, gen("a", 0, 20)); return fmt.Sprint(r), err }},
-		{"push b", func(t *testing.T, w writes) (string, error) { r, err := w.Apply(ctx, gen("b", 0, 20)); return fmt.Sprint(r), err }},
+		{"push a", func(t *testing.T, w writes) (string, error) {
+			r, err := w.Apply(ctx, gen("a", 0, 20))
+			return fmt.Sprint(r), err
+		}},
+		{"push b", func(t *testing.T, w writes) (string, error) {
+			r, err := w.Apply(ctx, gen("b", 0, 20))
+			return fmt.Sprint(r), err
+		}},
 		{"set verdict", func(t *testing.T, w writes) (string, error) { return "", w.SetVerdict(ctx, "a", verdict) }},
 		{"same verdict again", func(t *testing.T, w writes) (string, error) { return "", w.SetVerdict(ctx, "a", verdict) }},
 		{"a push keeps the verdict", func(t *testing.T, w writes) (string, error) {
@@ -82,7 +88,10 @@ func TestReviewMatchesSQLite(t *testing.T) {
 			return "", w.SetVerdict(ctx, "a", store.Verdict{State: "approved"})
 		}},
 		{"clear verdict of an unknown session", func(t *testing.T, w writes) (string, error) { return "", w.ClearVerdict(ctx, "nope") }},
-		{"add note", func(t *testing.T, w writes) (string, error) { n, err := w.AddNote(ctx, "a", note); return noteResult(t, n), err }},
+		{"add note", func(t *testing.T, w writes) (string, error) {
+			n, err := w.AddNote(ctx, "a", note)
+			return noteResult(t, n), err
+		}},
 		{"add a second note", func(t *testing.T, w writes) (string, error) {
 			n, err := w.AddNote(ctx, "a", store.NoteInput{Seq: 7, Author: "Bo", Text: "fine"})
 			return noteResult(t, n), err
@@ -117,7 +126,10 @@ func TestReviewMatchesSQLite(t *testing.T) {
 		}},
 		{"delete note", func(t *testing.T, w writes) (string, error) { return "", w.DeleteNote(ctx, "a", 2) }},
 		{"delete it again", func(t *testing.T, w writes) (string, error) { return "", w.DeleteNote(ctx, "a", 2) }},
-		{"end session", func(t *testing.T, w writes) (string, error) { c, err := w.EndSession(ctx, "a", end); return fmt.Sprint(c), err }},
+		{"end session", func(t *testing.T, w writes) (string, error) {
+			c, err := w.EndSession(ctx, "a", end)
+			return fmt.Sprint(c), err
+		}},
 		{"end it earlier", func(t *testing.T, w writes) (string, error) {
 			c, err := w.EndSession(ctx, "a", end.Add(-time.Hour))
 			return fmt.Sprint(c), err
@@ -135,7 +147,10 @@ func TestReviewMatchesSQLite(t *testing.T) {
 			return fmt.Sprint(r), err
 		}},
 		{"delete b", func(t *testing.T, w writes) (string, error) { return "", w.Delete(ctx, "b") }},
-		{"end deleted b", func(t *testing.T, w writes) (string, error) { c, err := w.EndSession(ctx, "b", end); return fmt.Sprint(c), err }},
+		{"end deleted b", func(t *testing.T, w writes) (string, error) {
+			c, err := w.EndSession(ctx, "b", end)
+			return fmt.Sprint(c), err
+		}},
 		{"verdict of deleted b", func(t *testing.T, w writes) (string, error) { return "", w.SetVerdict(ctx, "b", verdict) }},
 		{"note on deleted b", func(t *testing.T, w writes) (string, error) {
 			n, err := w.AddNote(ctx, "b", note)
