@@ -139,9 +139,10 @@ func (s *Store) AddNote(ctx context.Context, id string, in store.NoteInput) (sto
 	return n, nil
 }
 
-// EditNote replaces a note's author and text (in.Seq is not used). It
-// returns ErrNotFound for an unknown or deleted session or a note that is
-// not one of the session's.
+// EditNote replaces a note's author and text (in.Seq is not used), and
+// vacuums the notes table so the old text's row version goes, as
+// SQLite's secure_delete overwrites it. It returns ErrNotFound for an
+// unknown or deleted session or a note that is not one of the session's.
 func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in store.NoteInput) (store.Note, error) {
 	in.Seq = 0
 	if err := in.Check(); err != nil {
@@ -165,6 +166,7 @@ func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in store.
 	if err != nil {
 		return store.Note{}, fmt.Errorf("store: edit note %d of %s: %w", noteID, id, unstorable("note", err))
 	}
+	_ = s.vacuum(ctx, "notes") // the old text's row version; autovacuum catches up on a failure
 	return n, nil
 }
 
