@@ -28,12 +28,10 @@ const (
 // stream's poke).
 func (s *Store) Listen(ctx context.Context, changed func()) error {
 	wait := listenRetryFirst
-	for first := true; ; first = false {
-		err := s.listen(ctx, changed, !first, func() { wait = listenRetryFirst })
-		if ctx.Err() != nil {
-			return nil
-		}
-		_ = err // a dropped or refused connection: try again after wait
+	for reconnect := false; ; reconnect = true {
+		// It returns when the connection drops or cannot be made (or ctx
+		// ends): either way, try again after wait.
+		_ = s.listen(ctx, changed, reconnect, func() { wait = listenRetryFirst })
 		select {
 		case <-ctx.Done():
 			return nil
