@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -145,21 +146,31 @@ func TestServeTeam(t *testing.T) {
 	}
 	tok := strings.TrimSpace(tokOut.String())
 
-	port := freePort(t)
-	sctx, stop := context.WithCancel(ctx)
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(sctx, []string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-header", "X-Forwarded-User"}, out, out)
-	}()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("serve --team = %v; output:\n%s", err, out)
-		}
-	}()
-	waitListening(t, port, out)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// Two server processes on one database, as a team runs them.
+	var bases []string
+	var out *syncBuffer
+	for range 2 {
+		port := freePort(t)
+		sctx, stop := context.WithCancel(ctx)
+		o := &syncBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- run(sctx, []string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-header", "X-Forwarded-User"}, o, o)
+		}()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("serve --team = %v; output:\n%s", err, o)
+			}
+		})
+		waitListening(t, port, o)
+		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", port))
+		out = o
+	}
+	// A stream on the second process sees a push to the first: the
+	// database's notification, not a poll, pokes its hub.
+	changes := teamStream(t, bases[1]+"/api/events", "X-Forwarded-User", "carol")
+	base := bases[0]
 	req := func(method, path string, body []byte, header ...string) (int, string) {
 		t.Helper()
 		r, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
@@ -181,6 +192,14 @@ func TestServeTeam(t *testing.T) {
 	}
 	if code, body := req(http.MethodPost, "/api/ingest", batch, "Content-Type", "application/json", "Authorization", "Bearer "+tok); code != http.StatusCreated {
 		t.Fatalf("push with alice's token = %d %s; want 201", code, body)
+	}
+	select {
+	case id := <-changes:
+		if id != "team-s1" {
+			t.Errorf("change on the other process names %q; want team-s1", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no change event on the other process within 5 s of the push")
 	}
 	if code, _ := req(http.MethodGet, "/api/sessions/team-s1", nil); code != http.StatusUnauthorized {
 		t.Errorf("read without a user = %d; want 401", code)
@@ -207,4 +226,48 @@ func TestServeTeam(t *testing.T) {
 	if strings.Contains(out.String(), "postgres:postgres@") {
 		t.Errorf("serve printed the database password:\n%s", out)
 	}
+}
+
+// teamStream opens the event stream at url with the header pairs given and
+// returns the session ids of its change events as they come.
+func teamStream(t *testing.T, url string, header ...string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d; want 200", url, res.StatusCode)
+	}
+	ids := make(chan string, 16)
+	ready := make(chan struct{})
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "event: ready" {
+				close(ready)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && data != "{}" {
+				var c struct {
+					SessionID string `json:"session_id"`
+				}
+				json.Unmarshal([]byte(data), &c)
+				ids <- c.SessionID
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("GET %s: no ready event", url)
+	}
+	return ids
 }
