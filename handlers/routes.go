@@ -134,9 +134,8 @@ func Routes(d Deps) http.Handler {
 	}
 	// Team server: the identity source's sign-in routes, and a user on
 	// every other route.
-	if d.Team.AuthRoutes != nil {
-		r.Handler(http.MethodGet, "/auth/*path", d.Team.AuthRoutes)
-		r.Handler(http.MethodPost, "/auth/*path", d.Team.AuthRoutes)
+	if d.Team.SignIn != nil {
+		d.Team.SignIn.Routes(r)
 	}
 	return compress(secure(d.Team.originOnly(d.Team.signedIn(d.Log, headAsGet(r)))))
 }

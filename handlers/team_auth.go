@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
@@ -39,12 +41,19 @@ type Team struct {
 	// Tokens names the user of a push, and of an API request that brings
 	// its token instead of a signed-in user (a terminal client).
 	Tokens TokenUsers
-	// SignIn, when set, answers a page request without a user (the OIDC
-	// login redirect); without it such a request gets a 401 page.
-	SignIn http.Handler
-	// AuthRoutes, when set, serves /auth/... without a user: the identity
-	// source's own sign-in, callback and sign-out routes.
-	AuthRoutes http.Handler
+	// SignIn, when set, is an identity source's own sign-in (OIDC): its
+	// /auth/ routes need no user, and a page request without a user is
+	// sent to it; without it such a request gets a 401 page.
+	SignIn SignIn
+}
+
+// SignIn is a sign-in flow of the team server's own, such as OIDC's.
+type SignIn interface {
+	// Routes adds the sign-in routes, all under /auth/, to r.
+	Routes(r *httprouter.Router)
+	// RedirectToLogin answers a page request without a user: off to sign
+	// in, and back to the page after.
+	RedirectToLogin(w http.ResponseWriter, r *http.Request)
 }
 
 // HeaderIdentity is the user a trusted reverse proxy puts in a header
@@ -112,11 +121,12 @@ func bearer(r *http.Request) (string, bool) {
 // signedIn lets through a request with a user: the identity source's, or
 // for /api routes the user of the push token it brings. Push, static files
 // and the sign-in routes need none (ingest checks its own token). Without a
-// user, /api answers 401 in JSON, a page the sign-in (SignIn) or a 401 page.
+// user, /api answers 401 in JSON, and a page goes to the sign-in (SignIn)
+// or gets a 401 page.
 func (t *Team) signedIn(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if p == "/api/ingest" || strings.HasPrefix(p, "/static/") || (t.AuthRoutes != nil && strings.HasPrefix(p, "/auth/")) {
+		if p == "/api/ingest" || strings.HasPrefix(p, "/static/") || (t.SignIn != nil && strings.HasPrefix(p, "/auth/")) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -141,7 +151,7 @@ func (t *Team) signedIn(log *slog.Logger, next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="service"`)
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "sign-in required: open the review app, or send a team token (see service team token add)"})
 		case t.SignIn != nil:
-			t.SignIn.ServeHTTP(w, r)
+			t.SignIn.RedirectToLogin(w, r)
 		default:
 			render(w, r, log, http.StatusUnauthorized, views.SignInRequired())
 		}

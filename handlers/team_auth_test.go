@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/postgres"
@@ -272,17 +273,11 @@ func TestTeamReadsNeedUser(t *testing.T) {
 	}
 }
 
-// TestTeamSignIn: with a sign-in handler (OIDC's login redirect), a page
-// without a user goes there, /api stays 401, and /auth/ routes need no
+// TestTeamSignIn: with a sign-in of its own (OIDC's), a page without a
+// user goes there, /api stays 401, and the sign-in's /auth/ routes need no
 // user.
 func TestTeamSignIn(t *testing.T) {
-	signIn := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/auth/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-	})
-	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "auth route "+r.URL.Path)
-	})
-	s := newTeamServer(t, Team{SignIn: signIn, AuthRoutes: auth})
+	s := newTeamServer(t, Team{SignIn: redirectSignIn{}})
 	s.srv.Client().CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, _ := s.do(http.MethodGet, "/session?id=s1", nil)
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/auth/login?next=%2Fsession%3Fid%3Ds1" {
@@ -292,10 +287,27 @@ func TestTeamSignIn(t *testing.T) {
 		t.Errorf("GET /api/sessions without a user = %d; want 401", res.StatusCode)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
-		if res, body := s.do(m, "/auth/callback", nil); res.StatusCode != http.StatusOK || body != "auth route /auth/callback" {
-			t.Errorf("%s /auth/callback without a user = %d %q; want the auth route", m, res.StatusCode, body)
+		if res, body := s.do(m, "/auth/callback", nil); res.StatusCode != http.StatusOK || body != m+" /auth/callback" {
+			t.Errorf("%s /auth/callback without a user = %d %q; want the sign-in's route", m, res.StatusCode, body)
 		}
 	}
+	if res, _ := s.do(http.MethodGet, "/auth/other", nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /auth/other = %d; want 404 (only the sign-in's routes)", res.StatusCode)
+	}
+}
+
+// redirectSignIn is a sign-in flow with OIDC's shape whose callback
+// answers with its method and path.
+type redirectSignIn struct{}
+
+func (redirectSignIn) Routes(r *httprouter.Router) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Method+" "+r.URL.Path) })
+	r.Handler(http.MethodGet, "/auth/callback", h)
+	r.Handler(http.MethodPost, "/auth/callback", h)
+}
+
+func (redirectSignIn) RedirectToLogin(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/auth/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 }
 
 // TestTeamHostAndCrossSite: Host must name the team's origin (421
