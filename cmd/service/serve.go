@@ -80,7 +80,6 @@ func serveOn(e *env, ln net.Listener, tlsConfig *tls.Config, deps func(base stri
 	scheme := "http://"
 	if tlsConfig != nil {
 		scheme = "https://"
-		ln = tls.NewListener(ln, tlsConfig)
 	}
 	d := deps(scheme+ln.Addr().String(), log)
 	srv := handlers.NewServer(handlers.Routes(d), log)
@@ -88,7 +87,14 @@ func serveOn(e *env, ln net.Listener, tlsConfig *tls.Config, deps func(base stri
 		srv.RegisterOnShutdown(d.Hub.Close)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			srv.TLSConfig = tlsConfig // with HTTP/2, which ServeTLS sets up
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return err

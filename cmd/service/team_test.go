@@ -4,12 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -146,17 +155,23 @@ func TestServeTeam(t *testing.T) {
 	}
 	tok := strings.TrimSpace(tokOut.String())
 
-	// Two server processes on one database, as a team runs them.
+	// Two server processes on one database, as a team runs them; the
+	// second speaks HTTPS itself.
+	certFile, keyFile, tlsClient := selfSigned(t)
 	var bases []string
 	var out *syncBuffer
-	for range 2 {
+	for i := range 2 {
 		port := freePort(t)
+		args := []string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-header", "X-Forwarded-User"}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		if i == 1 {
+			args = append(args, "--tls-cert", certFile, "--tls-key", keyFile)
+			base = fmt.Sprintf("https://127.0.0.1:%d", port)
+		}
 		sctx, stop := context.WithCancel(ctx)
 		o := &syncBuffer{}
 		done := make(chan error, 1)
-		go func() {
-			done <- run(sctx, []string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-header", "X-Forwarded-User"}, o, o)
-		}()
+		go func() { done <- run(sctx, args, o, o) }()
 		t.Cleanup(func() {
 			stop()
 			if err := <-done; err != nil {
@@ -164,12 +179,20 @@ func TestServeTeam(t *testing.T) {
 			}
 		})
 		waitListening(t, port, o)
-		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", port))
+		bases = append(bases, base)
 		out = o
 	}
 	// A stream on the second process sees a push to the first: the
 	// database's notification, not a poll, pokes its hub.
-	changes := teamStream(t, bases[1]+"/api/events", "X-Forwarded-User", "carol")
+	changes := teamStream(t, tlsClient, bases[1]+"/api/events", "X-Forwarded-User", "carol")
+	if res, err := tlsClient.Get(bases[1] + "/api/sessions"); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/sessions over HTTPS without a user = %v, %v; want 401", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if res, err := http.Get(strings.Replace(bases[1], "https:", "http:", 1) + "/"); err == nil && res.StatusCode < 400 {
+		t.Errorf("plain HTTP to the HTTPS server = %d; want it refused", res.StatusCode)
+	}
 	base := bases[0]
 	req := func(method, path string, body []byte, header ...string) (int, string) {
 		t.Helper()
@@ -228,9 +251,10 @@ func TestServeTeam(t *testing.T) {
 	}
 }
 
-// teamStream opens the event stream at url with the header pairs given and
-// returns the session ids of its change events as they come.
-func teamStream(t *testing.T, url string, header ...string) <-chan string {
+// teamStream opens the event stream at url with client and the header
+// pairs given, and returns the session ids of its change events as they
+// come.
+func teamStream(t *testing.T, client *http.Client, url string, header ...string) <-chan string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -238,7 +262,7 @@ func teamStream(t *testing.T, url string, header ...string) <-chan string {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -270,4 +294,39 @@ func teamStream(t *testing.T, url string, header ...string) <-chan string {
 		t.Fatalf("GET %s: no ready event", url)
 	}
 	return ids
+}
+
+// selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
+// key, and returns their files and a client that trusts the certificate.
+func selfSigned(t *testing.T) (certFile, keyFile string, client *http.Client) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
