@@ -142,7 +142,7 @@ func (o *OIDC) User(r *http.Request) (string, bool) {
 		return "", false
 	}
 	s, err := unseal[session](o.key, sessionCookie, c.Value, time.Now())
-	if err != nil || s.User == "" {
+	if err != nil {
 		return "", false
 	}
 	return s.User, true
@@ -289,23 +289,18 @@ func (o *OIDC) setCookie(w http.ResponseWriter, name, path, value string, maxAge
 
 // checkNext accepts only a path on this site to return to after signing
 // in: "/x", never "//host", "/\host", "https://host" or anything with a
-// scheme, host, backslash or control character.
+// control character (which browsers drop, so "/\t/host" is "//host").
 func checkNext(next string) error {
-	bad := errors.New("next must be a path on this site, such as /session?id=...")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\") {
-		return bad
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return errBadNext
 	}
-	for _, r := range next {
-		if r < 0x20 || r == 0x7f {
-			return bad
-		}
-	}
-	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
-		return bad
+	if _, err := url.Parse(next); err != nil { // control characters, bad escapes
+		return errBadNext
 	}
 	return nil
 }
+
+var errBadNext = errors.New("next must be a path on this site, such as /session?id=...")
 
 // sealed is a signed cookie's payload: a value and when it stops being
 // accepted.

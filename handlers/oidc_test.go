@@ -577,7 +577,7 @@ func TestOIDCNextStaysOnSite(t *testing.T) {
 	for _, next := range []string{
 		"https://evil.example/", "//evil.example/", "///evil.example/", "/\\evil.example/", "\\\\evil.example/",
 		"http:/evil.example", "javascript:alert(1)", "evil.example", " /x", "/x\r\nLocation: https://evil.example",
-		"/\tevil", "/\x7f",
+		"/\t/evil.example", "/\n/evil.example", "/\x7f", "/%zz",
 	} {
 		c := jarClient(t)
 		noFollow := *c
