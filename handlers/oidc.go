@@ -60,7 +60,7 @@ type OIDC struct {
 	log      *slog.Logger
 }
 
-// Cookie names, lifetimes and limits of OIDC sign-in.
+// Cookie names (see OIDC.cookieName), lifetimes and limits of OIDC sign-in.
 const (
 	sessionCookie = "service_session"
 	loginCookie   = "service_login"
@@ -137,7 +137,7 @@ func (o *OIDC) Routes(r *httprouter.Router) {
 // User returns the signed-in user named by r's session cookie, when the
 // cookie carries this server's signature and has not expired.
 func (o *OIDC) User(r *http.Request) (string, bool) {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(o.cookieName(sessionCookie))
 	if err != nil {
 		return "", false
 	}
@@ -185,7 +185,7 @@ func (o *OIDC) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := pendingLogin{State: randomToken(), Nonce: randomToken(), Verifier: oauth2.GenerateVerifier(), Next: next}
-	o.setCookie(w, loginCookie, "/auth/", seal(o.key, loginCookie, time.Now().Add(loginTTL), p), loginTTL)
+	o.setCookie(w, loginCookie, seal(o.key, loginCookie, time.Now().Add(loginTTL), p), loginTTL)
 	http.Redirect(w, r, o.oauth.AuthCodeURL(p.State, oidc.Nonce(p.Nonce), oauth2.S256ChallengeOption(p.Verifier)), http.StatusFound)
 }
 
@@ -194,13 +194,13 @@ func (o *OIDC) login(w http.ResponseWriter, r *http.Request) {
 // verify (issuer, audience, expiry, signature) and carry the nonce. Then the
 // session cookie is set and the user goes where they were going.
 func (o *OIDC) callback(w http.ResponseWriter, r *http.Request) {
-	c, err := r.Cookie(loginCookie)
+	c, err := r.Cookie(o.cookieName(loginCookie))
 	if err != nil {
 		writeText(w, http.StatusBadRequest, "no sign-in in progress in this browser: start again at /auth/login")
 		return
 	}
 	// The login cookie serves one callback, whatever its outcome.
-	o.setCookie(w, loginCookie, "/auth/", "", -1)
+	o.setCookie(w, loginCookie, "", -1)
 	p, err := unseal[pendingLogin](o.key, loginCookie, c.Value, time.Now())
 	if err != nil {
 		writeText(w, http.StatusBadRequest, "the sign-in expired or was altered: start again at /auth/login")
@@ -222,7 +222,7 @@ func (o *OIDC) callback(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusUnauthorized, "sign-in refused: the identity provider's answer did not verify")
 		return
 	}
-	o.setCookie(w, sessionCookie, "/", seal(o.key, sessionCookie, time.Now().Add(SessionTTL), session{User: user}), SessionTTL)
+	o.setCookie(w, sessionCookie, seal(o.key, sessionCookie, time.Now().Add(SessionTTL), session{User: user}), SessionTTL)
 	http.Redirect(w, r, p.Next, http.StatusSeeOther)
 }
 
@@ -267,15 +267,25 @@ func (o *OIDC) identify(ctx context.Context, code string, p pendingLogin) (strin
 // logout ends the session in this browser and goes back to the start. The
 // provider's own session is left as it is.
 func (o *OIDC) logout(w http.ResponseWriter, r *http.Request) {
-	o.setCookie(w, sessionCookie, "/", "", -1)
+	o.setCookie(w, sessionCookie, "", -1)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// cookieName is the name a sign-in cookie goes by: on https with the
+// __Host- prefix, so no other host of the domain can set it in the browser
+// (to slip its own sign-in into someone else's).
+func (o *OIDC) cookieName(name string) string {
+	if o.secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
 // setCookie sets (or, with a negative maxAge, clears) one of the sign-in
-// cookies: HttpOnly, SameSite=Lax, Secure when the site is https.
-func (o *OIDC) setCookie(w http.ResponseWriter, name, path, value string, maxAge time.Duration) {
+// cookies: HttpOnly, SameSite=Lax, Path /, Secure when the site is https.
+func (o *OIDC) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
 	c := &http.Cookie{
-		Name: name, Value: value, Path: path,
+		Name: o.cookieName(name), Value: value, Path: "/",
 		HttpOnly: true, Secure: o.secure, SameSite: http.SameSiteLaxMode,
 	}
 	if maxAge < 0 {

@@ -382,8 +382,10 @@ func TestOIDCLoginCookie(t *testing.T) {
 	for _, tc := range []struct {
 		redirect string
 		secure   bool
-	}{{"http://127.0.0.1:9/auth/callback", false}, {"https://review.example.com/auth/callback", true}} {
-		o := mustNewOIDC(t, OIDCConfig{Issuer: p.srv.URL, ClientID: p.clientID, ClientSecret: p.clientSecret, RedirectURL: tc.redirect, CookieKey: []byte(randomToken())})
+		prefix   string
+	}{{"http://127.0.0.1:9/auth/callback", false, ""}, {"https://review.example.com/auth/callback", true, "__Host-"}} {
+		key := []byte(randomToken())
+		o := mustNewOIDC(t, OIDCConfig{Issuer: p.srv.URL, ClientID: p.clientID, ClientSecret: p.clientSecret, RedirectURL: tc.redirect, CookieKey: key})
 		r := httprouter.New()
 		o.Routes(r)
 		rec := httptest.NewRecorder()
@@ -396,9 +398,18 @@ func TestOIDCLoginCookie(t *testing.T) {
 		if got := loc.Query().Get("redirect_uri"); got != tc.redirect {
 			t.Errorf("redirect_uri = %q; want %q", got, tc.redirect)
 		}
-		c := responseCookie(res, loginCookie)
-		if c == nil || !c.HttpOnly || c.Secure != tc.secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/auth/" || c.MaxAge != int(loginTTL/time.Second) {
-			t.Errorf("%s: login cookie = %+v; want HttpOnly, Secure %v, SameSite=Lax, Path /auth/, Max-Age %v", tc.redirect, c, tc.secure, loginTTL)
+		c := responseCookie(res, tc.prefix+loginCookie)
+		if c == nil || !c.HttpOnly || c.Secure != tc.secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != int(loginTTL/time.Second) {
+			t.Errorf("%s: login cookie %s = %+v; want HttpOnly, Secure %v, SameSite=Lax, Path /, Max-Age %v", tc.redirect, tc.prefix+loginCookie, c, tc.secure, loginTTL)
+		}
+		// The session is read from the cookie of that name only.
+		value := testSessionCookie(key, sessionCookie, "ada@example.com", time.Now().Add(time.Hour))
+		for _, name := range []string{sessionCookie, "__Host-" + sessionCookie} {
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.AddCookie(&http.Cookie{Name: name, Value: value})
+			if _, ok := o.User(req); ok != (name == tc.prefix+sessionCookie) {
+				t.Errorf("%s: User(cookie %s) = %v; want %v", tc.redirect, name, ok, !ok)
+			}
 		}
 	}
 }
@@ -446,7 +457,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 				tc.alter(cb)
 			}
 			if tc.cookie != nil {
-				base, _ := url.Parse(a.srv.URL + "/auth/")
+				base, _ := url.Parse(a.srv.URL + "/")
 				var value string
 				for _, k := range c.Jar.Cookies(base) {
 					if k.Name == loginCookie {
@@ -456,7 +467,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 				if value == "" {
 					t.Fatal("no login cookie in the browser after /auth/login")
 				}
-				k := &http.Cookie{Name: loginCookie, Value: tc.cookie(value), Path: "/auth/"}
+				k := &http.Cookie{Name: loginCookie, Value: tc.cookie(value), Path: "/"}
 				if k.Value == "" {
 					k.MaxAge = -1 // the jar drops it
 				}
