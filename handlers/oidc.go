@@ -21,12 +21,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// OIDC sign-in for the team server: the user of the web app is whoever the
-// OpenID Connect provider says signed in. The server keeps no sign-in state
-// of its own: the state of a sign-in in progress and the session afterwards
-// live in cookies signed with HMAC-SHA256, so any number of server
-// processes sharing the key accept each other's cookies.
-
 // OIDCConfig is what OIDC sign-in is built from.
 type OIDCConfig struct {
 	// Issuer is the provider's issuer URL; its discovery document is read
@@ -47,9 +41,13 @@ type OIDCConfig struct {
 	CookieKey []byte
 }
 
-// OIDC signs users in with an OpenID Connect provider (authorization code
-// flow with PKCE, state and nonce) and knows them afterwards by a signed
-// session cookie. Its User method is the team server's identity source.
+// OIDC signs users of the team server in with an OpenID Connect provider
+// (authorization code flow with PKCE, state and nonce) and knows them
+// afterwards by a session cookie; its User method is the team server's
+// identity source. It keeps no state of its own: a sign-in in progress and
+// the session afterwards live in cookies signed with HMAC-SHA256, so any
+// number of server processes sharing the key accept each other's cookies.
+// A session cannot be revoked before it expires except by changing the key.
 type OIDC struct {
 	oauth    oauth2.Config
 	verifier *oidc.IDTokenVerifier
