@@ -121,15 +121,20 @@ func NewOIDC(ctx context.Context, c OIDCConfig, log *slog.Logger) (*OIDC, error)
 	}, nil
 }
 
-// Routes adds the sign-in routes to r:
+// Handler serves the sign-in routes, for the team routes to mount at
+// /auth/ (Team.AuthRoutes); they need no user:
 //
 //	GET  /auth/login     start signing in (?next=/path to return to)
 //	GET  /auth/callback  where the provider sends the user back
 //	POST /auth/logout    sign out (from the review app only)
-func (o *OIDC) Routes(r *httprouter.Router) {
+func (o *OIDC) Handler() http.Handler {
+	r := httprouter.New()
+	r.HandleOPTIONS = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusNotFound, "not found") })
 	r.Handler(http.MethodGet, "/auth/login", http.HandlerFunc(o.login))
 	r.Handler(http.MethodGet, "/auth/callback", http.HandlerFunc(o.callback))
 	r.Handler(http.MethodPost, "/auth/logout", appOnly(http.HandlerFunc(o.logout)))
+	return r
 }
 
 // User returns the signed-in user named by r's session cookie, when the

@@ -224,8 +224,10 @@ func newOIDCApp(t *testing.T, p *testProvider, claim string) *oidcApp {
 		t.Fatalf("NewOIDC = %v", err)
 	}
 	a.o = o
+	// Mounted as the team routes mount it.
 	r := httprouter.New()
-	a.o.Routes(r)
+	r.Handler(http.MethodGet, "/auth/*path", a.o.Handler())
+	r.Handler(http.MethodPost, "/auth/*path", a.o.Handler())
 	r.HandlerFunc(http.MethodGet, "/whoami", func(w http.ResponseWriter, r *http.Request) {
 		if user, ok := a.o.User(r); ok {
 			writeText(w, http.StatusOK, user)
@@ -386,10 +388,8 @@ func TestOIDCLoginCookie(t *testing.T) {
 	}{{"http://127.0.0.1:9/auth/callback", false, ""}, {"https://review.example.com/auth/callback", true, "__Host-"}} {
 		key := []byte(randomToken())
 		o := mustNewOIDC(t, OIDCConfig{Issuer: p.srv.URL, ClientID: p.clientID, ClientSecret: p.clientSecret, RedirectURL: tc.redirect, CookieKey: key})
-		r := httprouter.New()
-		o.Routes(r)
 		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login?next=/usage", nil))
+		o.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/login?next=/usage", nil))
 		res := rec.Result()
 		loc, err := res.Location()
 		if res.StatusCode != http.StatusFound || err != nil || !strings.HasPrefix(loc.String(), p.srv.URL+"/authorize?") {
@@ -633,6 +633,11 @@ func TestOIDCLogout(t *testing.T) {
 		}
 		res.Body.Close()
 		return res
+	}
+	for path, want := range map[string]int{"/auth/logout": http.StatusMethodNotAllowed, "/auth/elsewhere": http.StatusNotFound} {
+		if res, body := mustGet(t, c, a.srv.URL+path); res.StatusCode != want {
+			t.Errorf("GET %s = %d %q; want %d", path, res.StatusCode, body, want)
+		}
 	}
 	if res := logout("cross-site"); res.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-site POST /auth/logout = %d; want 403", res.StatusCode)
