@@ -135,7 +135,9 @@ func Routes(d Deps) http.Handler {
 	// Team server: the identity source's sign-in routes, and a user on
 	// every other route.
 	if d.Team.SignIn != nil {
-		d.Team.SignIn.Routes(r)
+		auth := d.Team.SignIn.Handler()
+		r.Handler(http.MethodGet, "/auth/*path", auth)
+		r.Handler(http.MethodPost, "/auth/*path", auth)
 	}
 	return compress(secure(d.Team.originOnly(d.Team.signedIn(d.Log, headAsGet(r)))))
 }

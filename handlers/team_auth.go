@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
@@ -47,14 +45,17 @@ type Team struct {
 	SignIn SignIn
 }
 
-// SignIn is a sign-in flow of the team server's own, such as OIDC's.
+// SignIn is a sign-in flow of the team server's own, such as OIDC's
+// (*OIDC, oidc.go).
 type SignIn interface {
-	// Routes adds the sign-in routes, all under /auth/, to r.
-	Routes(r *httprouter.Router)
+	// Handler serves the sign-in routes, all under /auth/ (GET and POST).
+	Handler() http.Handler
 	// RedirectToLogin answers a page request without a user: off to sign
 	// in, and back to the page after.
 	RedirectToLogin(w http.ResponseWriter, r *http.Request)
 }
+
+var _ SignIn = (*OIDC)(nil)
 
 // HeaderIdentity is the user a trusted reverse proxy puts in a header
 // (oauth2-proxy's X-Forwarded-User), honoured only on a team server and

@@ -300,10 +300,12 @@ func TestTeamSignIn(t *testing.T) {
 // answers with its method and path.
 type redirectSignIn struct{}
 
-func (redirectSignIn) Routes(r *httprouter.Router) {
+func (redirectSignIn) Handler() http.Handler {
+	r := httprouter.New()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Method+" "+r.URL.Path) })
 	r.Handler(http.MethodGet, "/auth/callback", h)
 	r.Handler(http.MethodPost, "/auth/callback", h)
+	return r
 }
 
 func (redirectSignIn) RedirectToLogin(w http.ResponseWriter, r *http.Request) {

@@ -31,7 +31,7 @@ func (c *ServeCmd) Run(e *env) error {
 		return c.serveTeam(e, c.DB)
 	}
 	if c.TeamFlags.set() {
-		return errors.New("--listen, --origin, --tls-cert, --tls-key and --auth-header are the team server's: add --team (the local service binds 127.0.0.1 only)")
+		return errors.New("--listen, --origin, --tls-cert, --tls-key, --auth-header and --oidc-* are the team server's: add --team (the local service binds 127.0.0.1 only)")
 	}
 	tokenFile, err := tokenPath()
 	if err != nil {

@@ -26,11 +26,12 @@ type TeamFlags struct {
 	TLSCert    string `name:"tls-cert" help:"TLS certificate file (PEM); with --tls-key the team server speaks HTTPS itself." type:"existingfile" placeholder:"FILE" group:"Team server"`
 	TLSKey     string `name:"tls-key" help:"TLS key file (PEM), with --tls-cert." type:"existingfile" placeholder:"FILE" group:"Team server"`
 	AuthHeader string `help:"Header a trusted reverse proxy sets to the signed-in user (for oauth2-proxy: X-Forwarded-User). The proxy must set or strip it on every request." placeholder:"NAME" group:"Team server"`
+	OIDCFlags
 }
 
 // set reports whether any team flag is given.
 func (f TeamFlags) set() bool {
-	return f.Team || f.Listen != "" || f.Origin != "" || f.TLSCert != "" || f.TLSKey != "" || f.AuthHeader != ""
+	return f.Team || f.Listen != "" || f.Origin != "" || f.TLSCert != "" || f.TLSKey != "" || f.AuthHeader != "" || f.OIDCFlags.Enabled()
 }
 
 // teamStore is what a team server runs on: the store contract, the users'
@@ -45,8 +46,9 @@ type teamStore interface {
 type teamConfig struct {
 	dsn    string
 	origin *url.URL
-	tls    *tls.Config // nil: plain HTTP (TLS ends at a proxy)
-	users  handlers.Identity
+	tls    *tls.Config          // nil: plain HTTP (TLS ends at a proxy)
+	header string               // the trusted proxy's user header, or
+	oidc   *handlers.OIDCConfig // OIDC sign-in
 }
 
 // check turns the flags into a team server's configuration, refusing a
@@ -58,13 +60,23 @@ func (f TeamFlags) check(db string) (teamConfig, error) {
 		return c, errors.New("serve --team: --db must be a PostgreSQL URL (postgres://user@host:5432/db; the password can come from PGPASSWORD or ~/.pgpass)")
 	}
 	c.dsn = db
-	if f.AuthHeader == "" {
-		return c, errors.New("serve --team: no sign-in configured: a team server never runs without authentication; give --auth-header NAME, the header your sign-in proxy sets to the user")
+	switch {
+	case f.AuthHeader == "" && !f.OIDCFlags.Enabled():
+		return c, errors.New("serve --team: no sign-in configured: a team server never runs without authentication; give --auth-header NAME (the header your sign-in proxy sets to the user) or the --oidc-* flags")
+	case f.AuthHeader != "" && f.OIDCFlags.Enabled():
+		return c, errors.New("serve --team: give one sign-in: --auth-header or the --oidc-* flags, not both")
+	case f.AuthHeader != "":
+		if strings.ContainsFunc(f.AuthHeader, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+			return c, fmt.Errorf("serve --team: --auth-header %q is not a header name", f.AuthHeader)
+		}
+		c.header = f.AuthHeader
+	default:
+		oc, err := f.OIDCFlags.Config()
+		if err != nil {
+			return c, fmt.Errorf("serve --team: %w", err)
+		}
+		c.oidc = &oc
 	}
-	if strings.ContainsFunc(f.AuthHeader, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
-		return c, fmt.Errorf("serve --team: --auth-header %q is not a header name", f.AuthHeader)
-	}
-	c.users = handlers.HeaderIdentity{Header: f.AuthHeader}
 	if f.Listen == "" {
 		return c, errors.New("serve --team: give --listen ADDR (host:port) for the team server to bind")
 	}
@@ -96,6 +108,9 @@ func (f TeamFlags) check(db string) (teamConfig, error) {
 		return c, fmt.Errorf("serve --team: --origin %q is not an origin like https://review.example.com", f.Origin)
 	}
 	c.origin.Path = ""
+	if c.oidc != nil && c.oidc.RedirectURL != c.origin.String()+"/auth/callback" {
+		return c, fmt.Errorf("serve --team: --oidc-redirect-url must be %s/auth/callback, on the team's origin", c.origin)
+	}
 	return c, nil
 }
 
@@ -124,6 +139,16 @@ func (f TeamFlags) serveTeam(e *env, db string) error {
 	if !ok {
 		return errors.New("serve --team: this build's PostgreSQL store does not implement the store contract yet (store.Backend and Listen)")
 	}
+	team := &handlers.Team{Origin: c.origin, Users: handlers.HeaderIdentity{Header: c.header}, Tokens: st}
+	users := "header " + c.header
+	if c.oidc != nil {
+		o, err := handlers.NewOIDC(e.ctx, *c.oidc, slog.New(slog.NewTextHandler(e.stderr, nil)))
+		if err != nil {
+			return fmt.Errorf("serve --team: OIDC sign-in: %w", err)
+		}
+		team.Users, team.SignIn = o, o
+		users = "OIDC sign-in at " + c.oidc.Issuer
+	}
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return err
@@ -140,12 +165,9 @@ func (f TeamFlags) serveTeam(e *env, db string) error {
 		fmt.Fprintf(e.stdout, "service team server listening on %s\n", ln.Addr())
 		fmt.Fprintf(e.stdout, "  review app:  %s/\n", c.origin)
 		fmt.Fprintf(e.stdout, "  ingest:      %s/api/ingest (tokens: service team token add USER)\n", c.origin)
-		fmt.Fprintf(e.stdout, "  users:       header %s\n", f.AuthHeader)
+		fmt.Fprintf(e.stdout, "  users:       %s\n", users)
 		fmt.Fprintf(e.stdout, "  store:       %s\n", redactedDSN(c.dsn))
-		return handlers.Deps{
-			Store: st, Hub: hub, Log: log,
-			Team: &handlers.Team{Origin: c.origin, Users: c.users, Tokens: st},
-		}
+		return handlers.Deps{Store: st, Hub: hub, Log: log, Team: team}
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +59,9 @@ func TestServeTeamRefuses(t *testing.T) {
 		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X Forwarded User"}, "is not a header name"},
 		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--tls-cert", cert}, "both --tls-cert and --tls-key"},
 		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--tls-cert", cert, "--tls-key", cert}, "load the TLS certificate"},
+		{[]string{"--db", pg, "--listen", ":8080", "--auth-header", "X-Forwarded-User", "--oidc-issuer", "https://id.example.com"}, "not both"},
+		{[]string{"--db", pg, "--listen", ":8080", "--oidc-issuer", "https://id.example.com"}, "needs --oidc-client-id"},
+		{append([]string{"--db", pg, "--listen", ":8080", "--origin", "https://review.example.com"}, oidcFlags(t, "https://id.example.com", "https://other.example.com/auth/callback")...), "--oidc-redirect-url must be https://review.example.com/auth/callback"},
 	} {
 		args := append([]string{"serve", "--team"}, tc.args...)
 		var out, errOut bytes.Buffer
@@ -66,7 +70,7 @@ func TestServeTeamRefuses(t *testing.T) {
 			t.Errorf("service %s = %v; want an error saying %q", strings.Join(args, " "), err, tc.want)
 		}
 	}
-	for _, flag := range [][]string{{"--listen", "0.0.0.0:8080"}, {"--auth-header", "X-Forwarded-User"}, {"--origin", "https://review.example.com"}} {
+	for _, flag := range [][]string{{"--listen", "0.0.0.0:8080"}, {"--auth-header", "X-Forwarded-User"}, {"--origin", "https://review.example.com"}, {"--oidc-issuer", "https://id.example.com"}} {
 		err := run(context.Background(), append([]string{"serve"}, flag...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "add --team") {
 			t.Errorf("service serve %s = %v; want it refused without --team", flag[0], err)
@@ -329,4 +333,82 @@ func selfSigned(t *testing.T) (certFile, keyFile string, client *http.Client) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// oidcFlags are serve's OIDC flags for issuer and redirect, with a client
+// secret in a file of the test's.
+func oidcFlags(t *testing.T, issuer, redirect string) []string {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "oidc-secret")
+	if err := os.WriteFile(secret, []byte("a client secret of the test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--oidc-issuer", issuer, "--oidc-client-id", "review", "--oidc-client-secret-file", secret, "--oidc-redirect-url", redirect}
+}
+
+// TestServeTeamOIDC: with the OIDC flags, the team server reads the
+// provider's discovery document at start, sends a page without a user to
+// its sign-in and on to the provider, and still takes pushes by token.
+// (The whole sign-in flow is tested in handlers/oidc_test.go.)
+func TestServeTeamOIDC(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if _, ok := any(&postgres.Store{}).(teamStore); !ok {
+		t.Skip("the PostgreSQL store does not implement store.Backend and Listen yet")
+	}
+	withHome(t)
+	ctx := context.Background()
+	var provider *httptest.Server
+	provider = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"issuer": provider.URL, "authorization_endpoint": provider.URL + "/authorize", "token_endpoint": provider.URL + "/token",
+			"jwks_uri": provider.URL + "/jwks", "id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	}))
+	t.Cleanup(provider.Close)
+	var tokOut bytes.Buffer
+	if err := run(ctx, []string{"team", "token", "add", "alice", "--db", dsn}, &tokOut, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	args := append([]string{"serve", "--team", "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, oidcFlags(t, provider.URL, base+"/auth/callback")...)
+	sctx, stop := context.WithCancel(ctx)
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(sctx, args, out, out) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve --team = %v; output:\n%s", err, out)
+		}
+	}()
+	waitListening(t, port, out)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Get(base + "/session?id=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	login := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || login != "/auth/login?next=%2Fsession%3Fid%3Dx" {
+		t.Fatalf("page without a user = %d to %q; want 303 to /auth/login", res.StatusCode, login)
+	}
+	if res, err = client.Get(base + login); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if to := res.Header.Get("Location"); res.StatusCode != http.StatusFound || !strings.HasPrefix(to, provider.URL+"/authorize?") {
+		t.Errorf("GET %s = %d to %q; want 302 to the provider", login, res.StatusCode, to)
+	}
+	if res, err = client.Get(base + "/api/sessions"); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/sessions without a user = %v, %v; want 401", res, err)
+	}
+	if code, body, err := pushTo(base, strings.TrimSpace(tokOut.String()), batchJSON("oidc-s1", 1)); err != nil || code != http.StatusCreated {
+		t.Errorf("push with alice's token = %d %s %v; want 201", code, body, err)
+	}
 }
