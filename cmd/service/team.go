@@ -22,7 +22,7 @@ import (
 type TeamFlags struct {
 	Team       bool   `help:"Run the team server: PostgreSQL (--db postgres://...), signed-in users, per-user push tokens (service team token add)." group:"Team server"`
 	Listen     string `help:"Address the team server binds (host:port)." placeholder:"ADDR" group:"Team server"`
-	Origin     string `help:"The team's address of the server (https://review.example.com); Host must name it. Default: http(s)://<listen address>." placeholder:"URL" group:"Team server"`
+	Origin     string `help:"The team's address of the server (https://review.example.com); Host must name it, so a proxy in front passes the Host on. Default: http(s)://<listen address>." placeholder:"URL" group:"Team server"`
 	TLSCert    string `name:"tls-cert" help:"TLS certificate file (PEM); with --tls-key the team server speaks HTTPS itself." type:"existingfile" placeholder:"FILE" group:"Team server"`
 	TLSKey     string `name:"tls-key" help:"TLS key file (PEM), with --tls-cert." type:"existingfile" placeholder:"FILE" group:"Team server"`
 	AuthHeader string `help:"Header a trusted reverse proxy sets to the signed-in user (for oauth2-proxy: X-Forwarded-User). The proxy must set or strip it on every request." placeholder:"NAME" group:"Team server"`
@@ -47,8 +47,8 @@ type teamConfig struct {
 	dsn    string
 	origin *url.URL
 	tls    *tls.Config          // nil: plain HTTP (TLS ends at a proxy)
-	header string               // the trusted proxy's user header, or
-	oidc   *handlers.OIDCConfig // OIDC sign-in
+	header string               // the trusted proxy's user header ("" with OIDC)
+	oidc   *handlers.OIDCConfig // OIDC sign-in (nil with the header)
 }
 
 // check turns the flags into a team server's configuration, refusing a
