@@ -126,7 +126,7 @@ func bearer(r *http.Request) (string, bool) {
 // or gets a 401 page.
 func (t *Team) signedIn(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
+		p := r.URL.EscapedPath() // as the router routes it (escaped_path.go)
 		if p == "/api/ingest" || strings.HasPrefix(p, "/static/") || (t.SignIn != nil && strings.HasPrefix(p, "/auth/")) {
 			next.ServeHTTP(w, r)
 			return

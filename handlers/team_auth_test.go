@@ -265,6 +265,12 @@ func TestTeamReadsNeedUser(t *testing.T) {
 			t.Errorf("GET %s with a token = %d; want %d", path, res.StatusCode, want)
 		}
 	}
+	// A path dressed as a static file or a push reaches no session.
+	for _, path := range []string{"/static/%2e%2e/api/sessions", "/static/../api/sessions", "/%61pi/sessions", "/api/ingest/../sessions", "/api/%69ngest"} {
+		if res, body := s.do(http.MethodGet, path, nil); res.StatusCode == http.StatusOK || strings.Contains(body, "s1") {
+			t.Errorf("GET %s without a user = %d %q; want no session", path, res.StatusCode, body)
+		}
+	}
 	if res, _ := s.do(http.MethodGet, "/static/app.css", nil); res.StatusCode != http.StatusOK {
 		t.Errorf("GET /static/app.css without a user = %d; want 200", res.StatusCode)
 	}
