@@ -55,7 +55,11 @@ type SignIn interface {
 	RedirectToLogin(w http.ResponseWriter, r *http.Request)
 }
 
-var _ SignIn = (*OIDC)(nil)
+// OIDC is both the users' identity source and their sign-in.
+var (
+	_ Identity = (*OIDC)(nil)
+	_ SignIn   = (*OIDC)(nil)
+)
 
 // HeaderIdentity is the user a trusted reverse proxy puts in a header
 // (oauth2-proxy's X-Forwarded-User), honoured only on a team server and
