@@ -42,10 +42,12 @@ func ParseNote(body []byte, withSeq bool) (NoteInput, error) {
 	if err != nil {
 		return NoteInput{}, err
 	}
-	return in, in.check()
+	return in, in.Check()
 }
 
-func (in NoteInput) check() error {
+// Check reports a note out of bounds as an *InvalidError; every
+// backend's AddNote and EditNote call it.
+func (in NoteInput) Check() error {
 	return checkAll("note", func(c *reviewProblems) {
 		for path, s := range map[string]string{"author": in.Author, "text": in.Text} {
 			if s == "" {
@@ -62,7 +64,7 @@ func (in NoteInput) check() error {
 // ErrNotFound for an unknown or deleted session, and an *InvalidError for
 // a seq no step has, a note out of bounds, or a session at MaxNotes.
 func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, error) {
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return Note{}, err
 	}
 	var n Note
@@ -80,11 +82,8 @@ func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, err
 		if err != nil {
 			return err
 		}
-		switch {
-		case stepPK == 0:
-			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("no step of session %s has seq %d", id, in.Seq)}}}
-		case notes >= MaxNotes:
-			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("the session already has %d notes, the most it may hold", MaxNotes)}}}
+		if err := CheckNoteTarget(id, in.Seq, stepPK != 0, notes); err != nil {
+			return err
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		n = Note{Seq: in.Seq, Author: in.Author, Text: in.Text, CreatedAt: now, UpdatedAt: now}
@@ -107,7 +106,7 @@ func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, err
 // not one of the session's.
 func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in NoteInput) (Note, error) {
 	in.Seq = 0
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return Note{}, err
 	}
 	var n Note
@@ -148,6 +147,19 @@ func (s *Store) DeleteNote(ctx context.Context, id string, noteID int64) error {
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete note %d of %s: %w", noteID, id, err)
+	}
+	return nil
+}
+
+// CheckNoteTarget refuses, with an *InvalidError, a new note on a seq no
+// step of session id has (found false) or on a session that already holds
+// MaxNotes notes; every backend's AddNote calls it.
+func CheckNoteTarget(id string, seq int64, found bool, notes int64) error {
+	switch {
+	case !found:
+		return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("no step of session %s has seq %d", id, seq)}}}
+	case notes >= MaxNotes:
+		return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("the session already has %d notes, the most it may hold", MaxNotes)}}}
 	}
 	return nil
 }
