@@ -1,0 +1,26 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+func testList(t *testing.T, s store.Backend)              {}
+func testListPages(t *testing.T, s store.Backend)         {}
+func testDetail(t *testing.T, s store.Backend)            {}
+func testDetailQuery(t *testing.T, s store.Backend)       {}
+func testTurnSteps(t *testing.T, s store.Backend)         {}
+func testFileChanges(t *testing.T, s store.Backend)       {}
+func testImage(t *testing.T, s store.Backend)             {}
+func testEndSession(t *testing.T, s store.Backend)        {}
+func testDelete(t *testing.T, s store.Backend)            {}
+func testStamps(t *testing.T, s store.Backend)            {}
+func testSearchFields(t *testing.T, s store.Backend)      {}
+func testSearchFilters(t *testing.T, s store.Backend)     {}
+func testSearchRefused(t *testing.T, s store.Backend)     {}
+func testSearchPages(t *testing.T, s store.Backend)       {}
+func testSearchAfterDelete(t *testing.T, s store.Backend) {}
+func testUsage(t *testing.T, s store.Backend)             {}
+func testVerdict(t *testing.T, s store.Backend)           {}
+func testNotes(t *testing.T, s store.Backend)             {}
