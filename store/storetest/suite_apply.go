@@ -178,7 +178,9 @@ func testApplyHeader(t *testing.T, s store.Backend) {
 		want   func(sid string) store.Session
 	}{
 		{"steps-only push keeps end, cost, source, format and repo",
-			func(sid string) []*store.Batch { return []*store.Batch{full(sid), stepsBatch(sid, stepOf(sid, 6, store.TypeRead))} },
+			func(sid string) []*store.Batch {
+				return []*store.Batch{full(sid), stepsBatch(sid, stepOf(sid, 6, store.TypeRead))}
+			},
 			func(sid string) store.Session { return asSession(full(sid).Session) }},
 		{"source defaults to push:kind and stays with its first kind",
 			func(sid string) []*store.Batch {

@@ -6,13 +6,6 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-func testList(t *testing.T, s store.Backend)              {}
-func testListPages(t *testing.T, s store.Backend)         {}
-func testDetail(t *testing.T, s store.Backend)            {}
-func testDetailQuery(t *testing.T, s store.Backend)       {}
-func testTurnSteps(t *testing.T, s store.Backend)         {}
-func testFileChanges(t *testing.T, s store.Backend)       {}
-func testImage(t *testing.T, s store.Backend)             {}
 func testEndSession(t *testing.T, s store.Backend)        {}
 func testDelete(t *testing.T, s store.Backend)            {}
 func testStamps(t *testing.T, s store.Backend)            {}
