@@ -6,9 +6,6 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-func testEndSession(t *testing.T, s store.Backend)        {}
-func testDelete(t *testing.T, s store.Backend)            {}
-func testStamps(t *testing.T, s store.Backend)            {}
 func testSearchFields(t *testing.T, s store.Backend)      {}
 func testSearchFilters(t *testing.T, s store.Backend)     {}
 func testSearchRefused(t *testing.T, s store.Backend)     {}
