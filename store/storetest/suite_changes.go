@@ -138,7 +138,10 @@ func testStamps(t *testing.T, s store.Backend) {
 			note, err = s.AddNote(bg, "a", store.NoteInput{Seq: 2, Author: "rev", Text: "why?"})
 			return err
 		}},
-		{"a", func() error { _, err := s.EditNote(bg, "a", note.ID, store.NoteInput{Author: "rev", Text: "ok"}); return err }},
+		{"a", func() error {
+			_, err := s.EditNote(bg, "a", note.ID, store.NoteInput{Author: "rev", Text: "ok"})
+			return err
+		}},
 		{"c", func() error { _, err := s.Apply(bg, smallBatch("c")); return err }},
 		{"a", func() error { return s.DeleteNote(bg, "a", note.ID) }},
 		{"b", func() error { return s.ClearVerdict(bg, "b") }},
