@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 )
@@ -53,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"Usage", testUsage},
 		{"Verdict", testVerdict},
 		{"Notes", testNotes},
+		{"Samples", testSamples},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,9 +287,11 @@ func mergeTurns(bs ...*store.Batch) []store.Turn {
 }
 
 // wantSummary is the summary the spec computes from a session's steps
-// (in seq order), turn and segment counts.
+// (in seq order), turn and segment counts. Its title is that of a
+// session with a user prompt (not a subagent-only one).
 func wantSummary(steps []store.Step, turns, segments int) store.Summary {
 	sum := store.Summary{StepsByType: map[string]int{}, Turns: turns, Segments: segments}
+	prompted := false // the title is the first line of the first user prompt
 	for _, typ := range store.StepTypes {
 		sum.StepsByType[typ] = 0
 	}
@@ -302,12 +306,18 @@ func wantSummary(steps []store.Step, turns, segments int) store.Summary {
 		}
 		sum.Flags += len(st.Flags)
 		sum.LastStepAt = st.At
-		if sum.Title == "" && st.Type == store.TypeMessage && st.Payload.Role == "user" && st.Payload.Text != nil {
-			sum.Title = firstLine(*st.Payload.Text)
+		if !prompted && st.Type == store.TypeMessage && st.Payload.Role == "user" {
+			prompted = true
+			if st.Payload.Text != nil {
+				sum.Title = firstLine(string([]rune(*st.Payload.Text)[:min(titleChars, utf8.RuneCountInString(*st.Payload.Text))]))
+			}
 		}
 	}
 	return sum
 }
+
+// titleChars is how much of the first prompt the title is taken from.
+const titleChars = 1000
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
