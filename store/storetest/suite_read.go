@@ -44,6 +44,28 @@ func (l listed) batch() *store.Batch {
 	return b
 }
 
+// queryName names a list query by the filters it sets.
+func queryName(q store.ListQuery) string {
+	var parts []string
+	for _, f := range []struct {
+		name  string
+		value any
+		set   bool
+	}{
+		{"agent", q.Agent, q.Agent != ""}, {"verdict", q.Verdict, q.Verdict != ""}, {"workspace", q.Workspace, q.Workspace != ""},
+		{"since", q.Since, q.Since != ""}, {"until", q.Until, q.Until != ""}, {"failed", q.Failed, q.Failed},
+		{"flagged", q.Flagged, q.Flagged}, {"cost", q.Cost, q.Cost != ""}, {"limit", q.Limit, q.Limit != 0},
+	} {
+		if f.set {
+			parts = append(parts, fmt.Sprintf("%s=%v", f.name, f.value))
+		}
+	}
+	if len(parts) == 0 {
+		return "all"
+	}
+	return strings.Join(parts, ",")
+}
+
 func (l listed) started() time.Time {
 	at, ok := store.ParseTimestamp(l.start)
 	if !ok {
@@ -162,7 +184,7 @@ func testList(t *testing.T, s store.Backend) {
 		{Agent: "claude-code", Verdict: "approved"},
 		{Agent: "cline", Flagged: true, Workspace: "/home/"},
 	} {
-		t.Run(fmt.Sprintf("%+v", q), func(t *testing.T) {
+		t.Run(queryName(q), func(t *testing.T) {
 			order, agents, verdicts, total := wantList(keepFor(q))
 			l := mustList(t, s, q)
 			if got := ids(l.Sessions); !slices.Equal(got, order) {
@@ -208,7 +230,7 @@ func testList(t *testing.T, s store.Backend) {
 func testListPages(t *testing.T, s store.Backend) {
 	pushListSessions(t, s)
 	for _, q := range []store.ListQuery{{Limit: 2}, {Limit: 1, Agent: "claude-code"}, {Limit: 3, Workspace: "/home/dev/"}, {Limit: 5}} {
-		t.Run(fmt.Sprintf("%+v", q), func(t *testing.T) {
+		t.Run(queryName(q), func(t *testing.T) {
 			order, _, _, total := wantList(keepFor(q))
 			var got []string
 			for pages := 0; ; pages++ {
