@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"EndSession", testEndSession},
 		{"Delete", testDelete},
 		{"Stamps", testStamps},
+		{"ConcurrentWrites", testConcurrentWrites},
 		{"SearchFields", testSearchFields},
 		{"SearchFilters", testSearchFilters},
 		{"SearchRefused", testSearchRefused},

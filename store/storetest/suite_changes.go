@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -183,6 +184,83 @@ func testStamps(t *testing.T, s store.Backend) {
 		cs, latest := mustChanges(t, s, from)
 		if len(cs) != len(want) || (len(want) > 0 && !reflect.DeepEqual(cs, want)) || latest != stamps[len(stamps)-1] {
 			t.Errorf("ChangesSince(stamp %d) = %v, %d; want %v, %d", i, cs, latest, want, stamps[len(stamps)-1])
+		}
+	}
+}
+
+// Writers at once: a reader that follows ChangesSince from the latest
+// stamp it was given sees every session written, none lost to a write
+// that took an earlier stamp but committed later, and the final stamps
+// are distinct.
+func testConcurrentWrites(t *testing.T, s store.Backend) {
+	const writers, perWriter = 4, 6
+	done := make(chan struct{})
+	seen := map[string]bool{}
+	polled := make(chan error, 1)
+	go func() {
+		var since int64
+		poll := func() error {
+			cs, latest, err := s.ChangesSince(bg, since)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				seen[c.SessionID] = true
+			}
+			since = latest
+			return nil
+		}
+		for {
+			select {
+			case <-done:
+				polled <- poll()
+				return
+			default:
+			}
+			if err := poll(); err != nil {
+				polled <- err
+				return
+			}
+		}
+	}()
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range perWriter {
+				b := smallBatch(fmt.Sprintf("w%d-%d", w, i))
+				if _, err := s.Apply(bg, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Errorf("Apply = %v", err)
+		}
+	}
+	close(done)
+	if err := <-polled; err != nil {
+		t.Fatalf("ChangesSince = %v", err)
+	}
+	cs, latest := mustChanges(t, s, 0)
+	stamps := map[int64]string{}
+	for _, c := range cs {
+		if other, ok := stamps[c.Stamp]; ok {
+			t.Errorf("sessions %s and %s have the same stamp %d", other, c.SessionID, c.Stamp)
+		}
+		stamps[c.Stamp] = c.SessionID
+	}
+	if len(cs) != writers*perWriter || latest != mustLatest(t, s) {
+		t.Errorf("ChangesSince(0) = %d changes, latest %d; want %d, %d", len(cs), latest, writers*perWriter, mustLatest(t, s))
+	}
+	for w := range writers {
+		for i := range perWriter {
+			if id := fmt.Sprintf("w%d-%d", w, i); !seen[id] {
+				t.Errorf("a reader following ChangesSince never saw %s", id)
+			}
 		}
 	}
 }
