@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -120,23 +119,13 @@ func wantList(keep func(l listed, except string) bool) (order []string, agents [
 		}
 	}
 	agents, verdicts = []store.AgentCount{}, []store.VerdictCount{}
-	for _, k := range slices.Sorted(mapKeys(agentN)) {
+	for _, k := range slices.Sorted(maps.Keys(agentN)) {
 		agents = append(agents, store.AgentCount{Kind: k, Sessions: agentN[k]})
 	}
-	for _, k := range slices.Sorted(mapKeys(verdictN)) {
+	for _, k := range slices.Sorted(maps.Keys(verdictN)) {
 		verdicts = append(verdicts, store.VerdictCount{State: k, Sessions: verdictN[k]})
 	}
 	return order, agents, verdicts, total
-}
-
-func mapKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // keepFor is the spec of each ListQuery filter, over the pushed sessions.
@@ -506,27 +495,11 @@ func testFileChanges(t *testing.T, s store.Backend) {
 	}
 }
 
-// mustPNG encodes a w×h PNG of a gradient.
-func mustPNG(t *testing.T, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(255 * x / w), uint8(255 * y / h), 160, 255})
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 // Image serves a picture a step's raw holds (an image block as Claude
 // writes one), as its bytes show.
 func testImage(t *testing.T, s store.Backend) {
 	const w, h = 7, 5
-	pic := mustPNG(t, w, h)
+	pic := adapterstest.MustPNG(t, w, h)
 	b := smallBatch("i")
 	shot := stepOf("i", 6, store.TypeOther)
 	shot.Payload = store.Payload{ToolName: "Read", Raw: []byte(fmt.Sprintf(
