@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -180,7 +181,7 @@ func testStamps(t *testing.T, s store.Backend) {
 				want = append(want, store.Change{SessionID: id, Stamp: stamp})
 			}
 		}
-		slices.SortFunc(want, func(x, y store.Change) int { return int(x.Stamp - y.Stamp) })
+		slices.SortFunc(want, func(x, y store.Change) int { return cmp.Compare(x.Stamp, y.Stamp) })
 		cs, latest := mustChanges(t, s, from)
 		if len(cs) != len(want) || (len(want) > 0 && !reflect.DeepEqual(cs, want)) || latest != stamps[len(stamps)-1] {
 			t.Errorf("ChangesSince(stamp %d) = %v, %d; want %v, %d", i, cs, latest, want, stamps[len(stamps)-1])
