@@ -308,7 +308,7 @@ func (s *sharer) share(ctx context.Context, id string) error {
 	if err := s.st.SaveShare(ctx, run.sh); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "%s: shared with %s: %d steps in %d batches%s\n", id, s.target, run.sent, run.calls, maskedSummary(run.sh.Manifest))
+	fmt.Fprintf(s.out, "%s: shared with %s: %s in %s%s\n", id, s.target, plural(run.sent, "step", "steps"), plural(run.calls, "batch", "batches"), maskedSummary(run.sh.Manifest))
 	return nil
 }
 
@@ -561,6 +561,13 @@ func maskedSummary(m []store.ShareFinding) string {
 		return ""
 	}
 	return "; masked " + strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func jsonSize(v any) int {
