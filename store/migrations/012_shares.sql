@@ -1,7 +1,9 @@
 -- Sharing with team servers (service share): what each session has sent to
 -- each team server. Nothing here holds a session's text: the manifest names
 -- the kinds of secrets masked and where (step seq and field), never a value.
-CREATE TABLE shares (
+-- IF NOT EXISTS: a store rewound to an earlier user_version (a test of 007's
+-- upgrade does that) runs this again.
+CREATE TABLE IF NOT EXISTS shares (
   session_id   TEXT NOT NULL,
   target       TEXT NOT NULL,              -- the team server's base URL
   stamp        INTEGER NOT NULL DEFAULT 0, -- every change up to this stamp is on the target
@@ -16,7 +18,7 @@ CREATE TABLE shares (
 
 -- Rules of `service share --workspace DIR --to URL --auto`: every session of
 -- the workspace is shared with the target on each later `service share --auto`.
-CREATE TABLE share_rules (
+CREATE TABLE IF NOT EXISTS share_rules (
   workspace  TEXT NOT NULL,
   target     TEXT NOT NULL,
   token_file TEXT NOT NULL,
