@@ -32,7 +32,7 @@ func (c *DeleteCmd) Run(e *env) error {
 	var shares []store.Share
 	var targets []string
 	for _, sh := range all {
-		if !sh.Gone && sh.Steps > 0 {
+		if !sh.Gone && !sh.SharedAt.IsZero() { // something reached the team server
 			shares = append(shares, sh)
 			targets = append(targets, sh.Target)
 		}

@@ -393,7 +393,7 @@ func (r *shareRun) addTurn(ctx context.Context, id string) error {
 }
 
 // addStep puts the step and its turn in the batch, sending the batch
-// first when the step would not fit.
+// first when the step would not fit; a step no batch can hold is left out.
 func (r *shareRun) addStep(ctx context.Context, s store.Step) error {
 	n := jsonSize(s) + 1
 	t := 0
@@ -401,7 +401,10 @@ func (r *shareRun) addStep(ctx context.Context, s store.Step) error {
 		t = jsonSize(r.d.Turns[i]) + 1
 	}
 	if r.base+n+t > batchBytes {
-		return fmt.Errorf("step %d is larger than a batch may be (%d bytes): the team server cannot take it", s.Seq, maxBody)
+		// No team server takes it (the ingest body limit): say so and go
+		// on, rather than stop every later share of the session here.
+		fmt.Fprintf(r.out, "%s: step %d is larger than a batch may be (%d bytes): not shared\n", s.SessionID, s.Seq, maxBody)
+		return nil
 	}
 	if len(r.b.Steps) >= r.maxSteps || r.bytes+n+t > batchBytes {
 		if err := r.flush(ctx); err != nil {

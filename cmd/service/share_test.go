@@ -562,3 +562,43 @@ func TestAskYes(t *testing.T) {
 	}
 }
 
+
+// TestShareLeavesOutAStepNoBatchHolds: a step larger than the ingest body
+// limit is named and left out; the rest of the session is shared.
+func TestShareLeavesOutAStepNoBatchHolds(t *testing.T) {
+	f := newShareFixture(t)
+	sid := "big-step"
+	st := mustOpenStore(t, f.db)
+	body := fmt.Sprintf(`{"schema_version":"1.2",
+		"session":{"id":%[1]q,"agent":{"kind":"test","version":"1"},"workspace":{"root":"/w"},"started_at":"2026-01-02T10:00:00Z"},
+		"segments":[{"index":0,"start_reason":"start","started_at":"2026-01-02T10:00:00Z","source_files":[]}],
+		"actors":[{"id":"root","type":"root"}],
+		"turns":[{"id":"t1","session_id":%[1]q,"segment_index":0,"actor_id":"root","index":1,"started_at":"2026-01-02T10:00:00Z","step_ids":[]}],
+		"steps":[
+		 {"id":"s1","session_id":%[1]q,"segment_index":0,"turn_id":"t1","actor_id":"root","seq":1,"at":"2026-01-02T10:00:01Z","type":"command","decision":"accepted","outcome":"ok","content_status":"inline","channels":[],"flags":[],"payload":{"command":"cat big","stdout":%[2]q}},
+		 {"id":"s2","session_id":%[1]q,"segment_index":0,"turn_id":"t1","actor_id":"root","seq":2,"at":"2026-01-02T10:00:02Z","type":"command","decision":"accepted","outcome":"ok","content_status":"inline","channels":[],"flags":[],"payload":{"command":"echo small","stdout":"small"}}]}`,
+		sid, strings.Repeat("big output line\n", (maxBody/16)+1))
+	b, err := store.ParseBatch([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Apply(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	out := f.mustShare(t, sid, "--to", f.target.base)
+	if !strings.Contains(out, "step 1 is larger than a batch may be") || !strings.Contains(out, "1 step in 1 batch") {
+		t.Errorf("share printed %q; want step 1 named as left out and 1 step shared", out)
+	}
+	resp, err := http.Get(f.target.base + "/api/sessions/" + sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d store.SessionDetail
+	json.NewDecoder(resp.Body).Decode(&d)
+	resp.Body.Close()
+	if !slices.Equal(seqsOf(d), []int64{2}) {
+		t.Errorf("team server has steps %v; want [2]", seqsOf(d))
+	}
+}
