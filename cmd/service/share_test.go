@@ -562,7 +562,6 @@ func TestAskYes(t *testing.T) {
 	}
 }
 
-
 // TestShareLeavesOutAStepNoBatchHolds: a step larger than the ingest body
 // limit is named and left out; the rest of the session is shared.
 func TestShareLeavesOutAStepNoBatchHolds(t *testing.T) {
