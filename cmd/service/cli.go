@@ -15,6 +15,7 @@ import (
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
 	Delete  DeleteCmd  `cmd:"" help:"Delete a session for good (works while the server runs)."`
+	Share   ShareCmd   `cmd:"" help:"Share sessions with a team server, masked as the export masks them; only what changed since the last share is sent."`
 	Search  SearchCmd  `cmd:"" help:"Search every stored session (works while the server runs)."`
 	Reindex ReindexCmd `cmd:"" help:"Rebuild the search index from the stored sessions."`
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
