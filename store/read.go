@@ -282,7 +282,7 @@ func listFilter(q ListQuery, except string) (string, map[string]any, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("%w: %s: %v", ErrBadFilter, [2]string{"since", "until"}[i], err)
 		}
-		add([2]string{"since", "until"}[i], true, [2]string{"s.started_ns >= :since", "s.started_ns < :until"}[i], startedNS(t))
+		add([2]string{"since", "until"}[i], true, [2]string{"s.started_ns >= :since", "s.started_ns < :until"}[i], StartedNS(t))
 	}
 	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {
 		return "", nil, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
