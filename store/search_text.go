@@ -27,6 +27,17 @@ type StepDoc struct {
 	Flags                                                 string
 }
 
+// StepDocOf is the StepDoc of a step as Apply stores it (SplitStep).
+func StepDocOf(st *Step) (StepDoc, error) {
+	r, err := SplitStep(st)
+	if err != nil {
+		return StepDoc{}, err
+	}
+	p := &st.Payload
+	return StepDoc{Payload: r.Payload, Role: &p.Role, Text: p.Text, Stdout: p.Stdout, Stderr: p.Stderr,
+		OldString: p.OldString, NewString: p.NewString, Err: &r.ErrorJSON, Flags: r.Flags}, nil
+}
+
 // SearchText is what a step row indexes, as search_step_docs: every
 // string value of the payload (or the payload as written when it is not
 // JSON SQLite reads), the role, the large text columns and the strings of
