@@ -32,7 +32,10 @@ func searchData(t *testing.T) []*store.Batch {
 				p.Stdout = ptr("ok  \tgithub.com/acme/handlers\t0.2s\nauthorization checked: Crème brûlée")
 			})
 		case st.Type == "edit":
-			set(i, func(p *store.Payload) { p.Path = "handlers/auth.go"; p.NewString = ptr("func authorize(r *http.Request) error {}") })
+			set(i, func(p *store.Payload) {
+				p.Path = "handlers/auth.go"
+				p.NewString = ptr("func authorize(r *http.Request) error {}")
+			})
 		case st.Type == "read":
 			set(i, func(p *store.Payload) { p.Path = "store/author.go" })
 		case st.Type == "command":
