@@ -54,7 +54,7 @@ func searchData(t *testing.T) []*store.Batch {
 	// Words whose tsvector would pass PostgreSQL's 1 MB: the row has none
 	// and is checked in Go.
 	var huge strings.Builder
-	for w := range 70000 {
+	for w := range 100000 {
 		fmt.Fprintf(&huge, "u%dv ", w)
 	}
 	huge.WriteString("hugeend marker")
@@ -75,7 +75,7 @@ func searchData(t *testing.T) []*store.Batch {
 // malformed queries.
 var searchQueries = []string{
 	"auth.go", "handlers/auth.go", "go test", `"go test"`, "auth*", `"handlers auth"*`, "authorize",
-	"JOKE.md", "creme brulee", "Crème", "deepphrase tail", `"hugeend marker"`, "u69999v", "u6999*", `"repeat finale"`, `"word4999 word0"`, "word12*",
+	"JOKE.md", "creme brulee", "Crème", "deepphrase tail", `"hugeend marker"`, "u99999v", "u9999*", `"repeat finale"`, `"word4999 word0"`, "word12*",
 	"test -auth", "go -test", "error -failed", "the", "file", "read", "bash", "git", "README",
 	"agent:claude-code", "agent:codex go", "type:command", "type:edit|read auth", "status:failed", "status:failed -error",
 	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "workspace:billing", "workspace:/home",
