@@ -144,7 +144,7 @@ func deref(s *string) string {
 
 // mustSampleStore applies the real samples' batches and two generated
 // ones to a new store and returns a read-only connection to its file.
-func mustSampleStore(t *testing.T) *sqlite.Conn {
+func mustSampleStore(t *testing.T) (*sqlite.Conn, []*store.Batch) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.db")
 	s := mustOpenPath(t, path)
@@ -160,13 +160,25 @@ func mustSampleStore(t *testing.T) *sqlite.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return conn
+	return conn, batches
 }
 
 // The Go text of every step and session of the real samples (and of
 // generated batches) is the body SQLite's search views index.
 func TestSearchTextMatchesSQLiteViews(t *testing.T) {
-	conn := mustSampleStore(t)
+	conn, batches := mustSampleStore(t)
+	// What Apply stored of each step, by session and step id: the last
+	// batch's step wins, as it does in the store.
+	applied := map[[2]string]string{}
+	for _, b := range batches {
+		for i := range b.Steps {
+			doc, err := store.StepDocOf(&b.Steps[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied[[2]string{b.Session.ID, b.Steps[i].ID}] = doc.SearchText()
+		}
+	}
 	col := func(st *sqlite.Stmt, i int) *string {
 		if st.ColumnType(i) == sqlite.TypeNull {
 			return nil
@@ -175,14 +187,17 @@ func TestSearchTextMatchesSQLiteViews(t *testing.T) {
 		return &s
 	}
 	steps := 0
-	err := sqlitex.Execute(conn, `SELECT d.body, st.payload, st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string, st.error, st.flags, st.id
-		FROM search_step_docs d JOIN steps st ON st.pk = d.step_pk`, &sqlitex.ExecOptions{
+	err := sqlitex.Execute(conn, `SELECT d.body, st.payload, st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string, st.error, st.flags, st.id, s.id
+		FROM search_step_docs d JOIN steps st ON st.pk = d.step_pk JOIN sessions s ON s.pk = st.session_pk`, &sqlitex.ExecOptions{
 		ResultFunc: func(st *sqlite.Stmt) error {
 			steps++
 			doc := store.StepDoc{Payload: st.ColumnText(1), Role: col(st, 2), Text: col(st, 3), Stdout: col(st, 4), Stderr: col(st, 5),
 				OldString: col(st, 6), NewString: col(st, 7), Err: col(st, 8), Flags: st.ColumnText(9)}
 			if got, want := doc.SearchText(), st.ColumnText(0); got != want {
 				t.Errorf("step %s: SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
+			}
+			if got, want := applied[[2]string{st.ColumnText(11), st.ColumnText(10)}], st.ColumnText(0); got != want {
+				t.Errorf("step %s: StepDocOf(step).SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
 			}
 			return nil
 		}})
@@ -209,12 +224,13 @@ func TestSearchTextMatchesSQLiteViews(t *testing.T) {
 // neighbours, prefixes, several phrases, and texts with sentences.
 func TestSearchSnippetMatchesFTS5(t *testing.T) {
 	var texts []string
-	err := sqlitex.Execute(mustSampleStore(t), `SELECT body FROM search_step_docs ORDER BY step_pk`, &sqlitex.ExecOptions{
+	conn, _ := mustSampleStore(t)
+	err := sqlitex.Execute(conn, `SELECT body FROM search_step_docs ORDER BY step_pk`, &sqlitex.ExecOptions{
 		ResultFunc: func(st *sqlite.Stmt) error { texts = append(texts, st.ColumnText(0)); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := mustMemFTS(t)
+	conn = mustMemFTS(t)
 	texts = append(texts, "First sentence here. Second one: starts after a colon and goes on with many words to pass the window of sixteen tokens. Third.",
 		"go test ./... go test again go test", "a b c a b c a b c a b c a b c a b c a b c a b c", "x", "  leading space. Then: more")
 	ftsTerms(t, conn, texts) // loads rows 1..n
