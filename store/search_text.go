@@ -152,8 +152,20 @@ type SearchToken struct {
 // Unicode tables, not Go's), so handlers/auth.go is handlers, auth, go.
 func SearchTokens(text string) []SearchToken {
 	var tokens []SearchToken
-	var term strings.Builder
-	start := -1
+	// A word whose runes index as they are written (most of them) is a
+	// slice of the text; folded is the word so far when one does not.
+	var folded strings.Builder
+	start, folds := -1, false
+	end := func(i int) {
+		term := text[start:i]
+		if folds {
+			term = folded.String()
+		}
+		if term != "" {
+			tokens = append(tokens, SearchToken{term, start, i})
+		}
+		start, folds = -1, false
+	}
 	for i, r := range text {
 		if r == utf8.RuneError {
 			if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
@@ -161,22 +173,29 @@ func SearchTokens(text string) []SearchToken {
 			}
 		}
 		if r < 0 || !isTokenRune(r) {
-			if start >= 0 && term.Len() > 0 {
-				tokens = append(tokens, SearchToken{term.String(), start, i})
+			if start >= 0 {
+				end(i)
 			}
-			start = -1
-			term.Reset()
 			continue
 		}
 		if start < 0 {
 			start = i
 		}
-		if f := foldRune(r); f >= 0 {
-			term.WriteRune(f)
+		f := foldRune(r)
+		if f == r && !folds {
+			continue
+		}
+		if !folds {
+			folds = true
+			folded.Reset()
+			folded.WriteString(text[start:i])
+		}
+		if f >= 0 {
+			folded.WriteRune(f)
 		}
 	}
-	if start >= 0 && term.Len() > 0 {
-		tokens = append(tokens, SearchToken{term.String(), start, len(text)})
+	if start >= 0 {
+		end(len(text))
 	}
 	return tokens
 }

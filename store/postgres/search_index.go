@@ -116,7 +116,14 @@ func tsvectorOf(text string) (doc *string, exact bool) {
 	return &s, fits
 }
 
-// tsLexeme quotes a word for tsvector and tsquery input.
+// tsLexeme quotes a word for tsvector and tsquery input (a word has no
+// quote or backslash, being letters and digits, but a quoted one would
+// still be read right).
 func tsLexeme(term string) string {
-	return "'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(term) + "'"
+	if strings.ContainsAny(term, `'\`) {
+		term = lexemeEscaper.Replace(term)
+	}
+	return "'" + term + "'"
 }
+
+var lexemeEscaper = strings.NewReplacer(`'`, `''`, `\`, `\\`)
