@@ -6,10 +6,10 @@
 -- SQLite's unicode61 rules (store.SearchTokens) and written as a tsvector
 -- with their positions: <-> finds phrases, :* prefixes. Apply indexes the
 -- rows it changed in its own transaction; the rows go with their session,
--- and Delete vacuums this table as the others. A GIN index keeps a word as
--- a key after its last row is gone (VACUUM empties its list of rows, not
--- the key), so a deleted session's words stay in search_docs_doc, linked
--- to nothing, until REINDEX INDEX CONCURRENTLY search_docs_doc.
+-- and Delete vacuums this table as the others. The GIN index's file still
+-- holds a deleted session's words after that VACUUM (read from the file
+-- with pg_read_binary_file, on PostgreSQL 15), until
+-- REINDEX INDEX CONCURRENTLY search_docs_doc rebuilds it.
 -- exact is false when the words do not fit a tsvector's positions (more
 -- than 16,383 words, or a word more than 256 times): doc then holds the
 -- words without positions (NULL when even those do not fit), and a search
