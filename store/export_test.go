@@ -78,3 +78,17 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 // WaitIndexLater waits for the background catch-ups of the search index
 // that this store's writes started.
 func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
+
+// JSONStrings is the string values of a JSON text as search indexes them.
+var JSONStrings = jsonStrings
+
+// MarkSnippet is SearchSnippet with its markers (Mark and MarkEnd) kept.
+func MarkSnippet(text string, words []SearchPhrase) string {
+	return markSnippet(text, words, snippetTokens)
+}
+
+// Snippet markers, as FTS5's snippet is asked for them.
+const (
+	Mark    = markOpen
+	MarkEnd = markClose
+)

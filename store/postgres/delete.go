@@ -11,7 +11,7 @@ import (
 
 // contentTables are the tables that hold a session's text: a delete
 // vacuums them so no row version of it stays behind.
-var contentTables = []string{"sessions", "segments", "actors", "turns", "steps", "notes", "usage_records", "usage_hours"}
+var contentTables = []string{"sessions", "segments", "actors", "turns", "steps", "notes", "usage_records", "usage_hours", "search_docs"}
 
 // Delete removes a session for good: its rows go (ON DELETE CASCADE) and
 // only a tombstone with the id is kept, so the session is never recorded
