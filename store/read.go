@@ -250,6 +250,7 @@ func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64
 type ListQuery struct {
 	Agent     string // only sessions of this agent kind
 	Verdict   string // only sessions with this verdict state
+	Owner     string // only sessions of this owner_id (a team server's user)
 	Workspace string // only sessions whose workspace root contains this
 	Since     string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
 	Until     string // only sessions started before this date or time
@@ -289,6 +290,7 @@ func listFilter(q ListQuery, except string) (string, map[string]any, error) {
 	}
 	add("agent", q.Agent != "", "s.agent_kind = :agent", q.Agent)
 	add("verdict", q.Verdict != "", "s.verdict_state = :verdict", q.Verdict)
+	add("owner", q.Owner != "", "s.owner_id = :owner", q.Owner)
 	add("workspace", q.Workspace != "", "instr(s.workspace_root, :workspace) > 0", q.Workspace)
 	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
 	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
