@@ -91,10 +91,26 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 }
 
 // readFileChanges puts the changes together from the session's rows in
-// seq order (wholeEntry.changeRows): edits within MaxChangeBytes, in seq
-// order, come with their strings: from known (by pk), else read. It
-// returns the strings it used, by pk.
+// seq order (wholeEntry.changeRows), reading the edit strings it needs
+// from conn (changesOf).
 func readFileChanges(conn *sqlite.Conn, rows []changeRow, root string, known map[int64][2]*string) ([]FileChange, map[int64][2]*string, error) {
+	return changesOf(rows, root, known, func(pks []int64, texts map[int64][2]*string) error {
+		ids, _ := json.Marshal(pks)
+		return sqlitex.Execute(conn, `SELECT pk, old_string, new_string FROM steps WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+			Args: []any{string(ids)},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				texts[st.ColumnInt64(0)] = [2]*string{columnText(st, 1), columnText(st, 2)}
+				return nil
+			},
+		})
+	})
+}
+
+// changesOf puts the changes together from the session's rows in seq
+// order: edits within MaxChangeBytes, in seq order, come with their
+// strings: from known (by pk), else read by readTexts (into the map it is
+// given). It returns the strings it used, by pk.
+func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTexts func(pks []int64, into map[int64][2]*string) error) ([]FileChange, map[int64][2]*string, error) {
 	budget := MaxChangeBytes
 	withText := make([]bool, len(rows))
 	texts := make(map[int64][2]*string, len(known))
@@ -115,15 +131,7 @@ func readFileChanges(conn *sqlite.Conn, rows []changeRow, root string, known map
 			budget = 0
 		}
 	}
-	ids, _ := json.Marshal(pks)
-	err := sqlitex.Execute(conn, `SELECT pk, old_string, new_string FROM steps WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
-		Args: []any{string(ids)},
-		ResultFunc: func(st *sqlite.Stmt) error {
-			texts[st.ColumnInt64(0)] = [2]*string{columnText(st, 1), columnText(st, 2)}
-			return nil
-		},
-	})
-	if err != nil {
+	if err := readTexts(pks, texts); err != nil {
 		return nil, nil, err
 	}
 	files := map[string]*FileChange{}

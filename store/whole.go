@@ -166,79 +166,146 @@ func scanBlocks(conn *sqlite.Conn, where string, args []any, blocks map[int64]*s
 	return sqlitex.Execute(conn, `SELECT `+blockColumns+` FROM steps WHERE `+where, &sqlitex.ExecOptions{
 		Args: args,
 		ResultFunc: func(st *sqlite.Stmt) error {
-			pk, seq, typ := st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)
-			b := blocks[pk>>blockShift]
-			if b == nil {
-				b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
-				blocks[pk>>blockShift] = b
-			}
-			outcomeFailed := st.ColumnBool(3)
-			c := &b.counts
-			c.Steps++
-			c.StepsByType[typ]++
-			if outcomeFailed {
-				c.Failed++
-			}
-			if st.ColumnBool(4) {
-				c.ReferenceOnly++
-			}
-			c.Flags += st.ColumnInt(5)
-			switch typ {
-			case TypeEdit, TypeRead:
-				p := st.ColumnText(7)
-				full := typ == TypeEdit && st.ColumnBool(8)
-				t, seen := b.files[p]
-				if !seen || seq < t.first {
-					t.first, t.firstFull = seq, full
-				}
-				if !seen {
-					b.bytes += len(p) + 64
-				}
-				if typ == TypeEdit {
-					t.edits++
-				} else {
-					t.reads++
-				}
-				if outcomeFailed {
-					t.failed++
-				}
-				b.files[p] = t
-				b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, failed: outcomeFailed || st.ColumnBool(6),
-					path: p, full: full, textLen: st.ColumnInt(13)})
-				b.bytes += len(p) + 96
-			case TypeCommand:
-				cmd := st.ColumnText(9)
-				t, seen := b.commands[cmd]
-				if !seen || seq < t.first {
-					t.first = seq
-				}
-				if !seen {
-					b.bytes += len(cmd) + 64
-				}
-				t.runs++
-				if outcomeFailed {
-					t.failed++
-				}
-				if !st.ColumnIsNull(10) {
-					if code := st.ColumnInt64(10); !slices.Contains(t.exitCodes, code) {
-						t.exitCodes = append(t.exitCodes, code)
-						b.bytes += 8
-					}
-				}
-				t.notInline = t.notInline || st.ColumnBool(4) || st.ColumnBool(11)
-				b.commands[cmd] = t
-				// Only lines that may remove a file (as LIKE '%rm %' would
-				// match them): removedPaths reads them with the session's
-				// workspace root when the changes are put together.
-				if !outcomeFailed && strings.Contains(strings.ToLower(cmd), "rm ") {
-					cwd := st.ColumnText(12)
-					b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, command: cmd, cwd: cwd})
-					b.bytes += len(cmd) + len(cwd) + 96
-				}
-			}
+			addBlockRow(blocks, BlockRow{
+				PK: st.ColumnInt64(0), Seq: st.ColumnInt64(1), Type: st.ColumnText(2),
+				Failed: st.ColumnBool(3), ReferenceOnly: st.ColumnBool(4), Flags: st.ColumnInt(5), Rejected: st.ColumnBool(6),
+				Path: st.ColumnText(7), FullWrite: st.ColumnBool(8),
+				Command: st.ColumnText(9), HasExitCode: !st.ColumnIsNull(10), ExitCode: st.ColumnInt64(10),
+				OutputRef: st.ColumnBool(11), Cwd: st.ColumnText(12), TextLen: st.ColumnInt(13),
+			})
 			return nil
 		},
 	})
+}
+
+// BlockRow is one step as the whole-session results count it (the columns
+// of blockColumns): what every backend reads of each step for the summary's
+// step counts, the report and the Changes section.
+type BlockRow struct {
+	PK, Seq       int64 // the step's row number and seq
+	Type          string
+	Failed        bool // outcome failed
+	ReferenceOnly bool // content_status reference_only
+	Flags         int  // flag count
+	Rejected      bool // decision rejected
+	// Path of an edit or read; FullWrite: an edit's is_full_write.
+	Path      string
+	FullWrite bool
+	// Command, exit code (when HasExitCode), whether the output is kept
+	// elsewhere (output_ref set) and cwd of a command; Command is "" when
+	// not recorded.
+	Command     string
+	HasExitCode bool
+	ExitCode    int64
+	OutputRef   bool
+	Cwd         string
+	TextLen     int // an edit's characters of old_string and new_string
+}
+
+// addBlockRow adds r to the partial results of its block.
+func addBlockRow(blocks map[int64]*stepBlock, r BlockRow) {
+	b := blocks[r.PK>>blockShift]
+	if b == nil {
+		b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
+		blocks[r.PK>>blockShift] = b
+	}
+	b.add(r)
+}
+
+// add counts one step into the block.
+func (b *stepBlock) add(r BlockRow) {
+	c := &b.counts
+	c.Steps++
+	c.StepsByType[r.Type]++
+	if r.Failed {
+		c.Failed++
+	}
+	if r.ReferenceOnly {
+		c.ReferenceOnly++
+	}
+	c.Flags += r.Flags
+	switch r.Type {
+	case TypeEdit, TypeRead:
+		p := r.Path
+		full := r.Type == TypeEdit && r.FullWrite
+		t, seen := b.files[p]
+		if !seen || r.Seq < t.first {
+			t.first, t.firstFull = r.Seq, full
+		}
+		if !seen {
+			b.bytes += len(p) + 64
+		}
+		if r.Type == TypeEdit {
+			t.edits++
+		} else {
+			t.reads++
+		}
+		if r.Failed {
+			t.failed++
+		}
+		b.files[p] = t
+		b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, failed: r.Failed || r.Rejected,
+			path: p, full: full, textLen: r.TextLen})
+		b.bytes += len(p) + 96
+	case TypeCommand:
+		cmd := r.Command
+		t, seen := b.commands[cmd]
+		if !seen || r.Seq < t.first {
+			t.first = r.Seq
+		}
+		if !seen {
+			b.bytes += len(cmd) + 64
+		}
+		t.runs++
+		if r.Failed {
+			t.failed++
+		}
+		if r.HasExitCode && !slices.Contains(t.exitCodes, r.ExitCode) {
+			t.exitCodes = append(t.exitCodes, r.ExitCode)
+			b.bytes += 8
+		}
+		t.notInline = t.notInline || r.ReferenceOnly || r.OutputRef
+		b.commands[cmd] = t
+		// Only lines that may remove a file (as LIKE '%rm %' would
+		// match them): removedPaths reads them with the session's
+		// workspace root when the changes are put together.
+		if !r.Failed && strings.Contains(strings.ToLower(cmd), "rm ") {
+			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd})
+			b.bytes += len(cmd) + len(r.Cwd) + 96
+		}
+	}
+}
+
+// Tally is a whole session's results (step counts, report, Changes
+// section) for a backend that reads every step of the session on each
+// read instead of remembering blocks: the same counting as the SQLite
+// store's, one BlockRow at a time, in any order.
+type Tally struct {
+	e wholeEntry
+}
+
+// NewTally returns an empty tally.
+func NewTally() *Tally {
+	return &Tally{e: wholeEntry{blocks: map[int64]*stepBlock{}}}
+}
+
+// Add counts one step.
+func (t *Tally) Add(r BlockRow) { addBlockRow(t.e.blocks, r) }
+
+// Summary sets the step counts of sum (steps, by type, failed,
+// reference-only, flags), leaving its other fields.
+func (t *Tally) Summary(sum *Summary) { t.e.summary(sum) }
+
+// Report is the session's report: files and commands in order of their
+// first step.
+func (t *Tally) Report() Report { return t.e.report() }
+
+// FileChanges puts the session's file changes together (Backend.FileChanges),
+// root being its workspace root. texts reads the old_string and new_string
+// of the edit steps with the given row numbers (PK) into the map.
+func (t *Tally) FileChanges(root string, texts func(pks []int64, into map[int64][2]*string) error) ([]FileChange, error) {
+	out, _, err := changesOf(t.e.changeRows(), root, nil, texts)
+	return out, err
 }
 
 // remember keeps e unless a newer stamp of the session is kept already,
