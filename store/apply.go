@@ -35,7 +35,7 @@ type ApplyResult struct {
 // *ConflictError when a step seq is held by another step.
 func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 	if err := b.Validate(); err != nil {
-		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
+		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", Describe(err))
 	}
 	var res ApplyResult
 	err := s.write(ctx, func(conn *sqlite.Conn) (err error) {
@@ -43,7 +43,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 		return err
 	})
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", describe(err))
+		return ApplyResult{}, fmt.Errorf("store: apply batch: %w", Describe(err))
 	}
 	if res.Changed {
 		s.indexLater() // search_index.go
@@ -68,13 +68,10 @@ func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if ps, err := checkReferences(conn, pk, b); err != nil || len(ps) > 0 {
-		if err == nil {
-			err = newReferenceError(ps)
-		}
+	if err := CheckReferences(storedRefs(conn, pk), b); err != nil {
 		return res, err
 	}
-	if err := checkSeqs(conn, pk, b.Steps); err != nil {
+	if err := CheckSeqs(storedRefs(conn, pk), b.Steps); err != nil {
 		return res, err
 	}
 	if err := keepIndexedText(conn, pk, b); err != nil { // search_index.go
@@ -173,15 +170,15 @@ func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, owner string,
 		source = "push:" + h.Agent.Kind
 	}
 	started, _ := ParseTimestamp(h.StartedAt)
-	metrics, err := jsonOrNull(h.Metrics)
+	metrics, err := MetricsJSON(h.Metrics)
 	if err != nil {
 		return 0, err
 	}
 	err = sqlitex.Execute(conn, `INSERT INTO sessions (id, agent_kind, agent_version, agent_format_version,
 		workspace_root, workspace_repo, started_at, started_ns, ended_at, source, metrics, owner_id, captured_on, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{
-		h.ID, h.Agent.Kind, h.Agent.Version, nullable(h.Agent.FormatVersion),
-		h.Workspace.Root, nullable(h.Workspace.Repo), h.StartedAt, startedNS(started), nullable(h.EndedAt),
+		h.ID, h.Agent.Kind, h.Agent.Version, Nullable(h.Agent.FormatVersion),
+		h.Workspace.Root, Nullable(h.Workspace.Repo), h.StartedAt, StartedNS(started), Nullable(h.EndedAt),
 		source, metrics, owner, s.capturedOn, stamp,
 	}})
 	return conn.LastInsertRowID(), err
@@ -192,7 +189,7 @@ func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, owner string,
 // batch has them, so a steps-only push never resets cost or reopens a session.
 func updateSession(conn *sqlite.Conn, pk int64, h *SessionHeader) (bool, error) {
 	started, _ := ParseTimestamp(h.StartedAt)
-	metrics, err := jsonOrNull(h.Metrics)
+	metrics, err := MetricsJSON(h.Metrics)
 	if err != nil {
 		return false, err
 	}
@@ -214,9 +211,9 @@ func updateSession(conn *sqlite.Conn, pk int64, h *SessionHeader) (bool, error) 
 		  AND metrics IS coalesce(:metrics, metrics))`,
 		&sqlitex.ExecOptions{Named: map[string]any{
 			":pk": pk, ":kind": h.Agent.Kind, ":version": h.Agent.Version, ":root": h.Workspace.Root,
-			":started": h.StartedAt, ":started_ns": startedNS(started),
-			":format": nullable(h.Agent.FormatVersion), ":repo": nullable(h.Workspace.Repo),
-			":ended": nullable(h.EndedAt), ":source": nullable(h.Source), ":metrics": metrics,
+			":started": h.StartedAt, ":started_ns": StartedNS(started),
+			":format": Nullable(h.Agent.FormatVersion), ":repo": Nullable(h.Workspace.Repo),
+			":ended": Nullable(h.EndedAt), ":source": Nullable(h.Source), ":metrics": metrics,
 		}})
 	return conn.Changes() > 0, err
 }
@@ -238,11 +235,7 @@ func upsertSegment(conn *sqlite.Conn, pk int64, g *Segment) (bool, error) {
 	stmt.BindText(3, g.StartReason)
 	stmt.BindText(4, g.StartedAt)
 	bindOptional(stmt, 5, g.EndedAt)
-	files := "null" // as json.Marshal writes a nil list
-	if g.SourceFiles != nil {
-		files = string(appendStringsJSON(nil, g.SourceFiles)) // step_json.go
-	}
-	stmt.BindText(6, files)
+	stmt.BindText(6, SourceFilesJSON(g.SourceFiles))
 	return upserted(conn, stmt)
 }
 
@@ -282,6 +275,15 @@ func upsertTurn(conn *sqlite.Conn, pk int64, t *Turn, stamp int64) (bool, error)
 	return upserted(conn, stmt)
 }
 
+// SourceFilesJSON is a segment's source_files column: a JSON list, or
+// null for a nil list (as json.Marshal writes it).
+func SourceFilesJSON(files []string) string {
+	if files == nil {
+		return "null"
+	}
+	return string(appendStringsJSON(nil, files)) // step_json.go
+}
+
 // upserted runs a bound upsert and reports whether it wrote a row.
 func upserted(conn *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
 	if _, err := stmt.Step(); err != nil {
@@ -308,11 +310,11 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	       excluded.error, excluded.channels, excluded.flags, excluded.payload, excluded.stdout,
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
 
-// stepRow is the JSON columns of a step. The large text fields and the
-// message role leave the payload JSON for columns of their own. An empty
-// errorJSON is NULL.
-type stepRow struct {
-	errorJSON, channels, flags, payload string
+// StepColumns is the JSON columns of a step, as every backend stores them.
+// The large text fields and the message role leave the payload JSON for
+// columns of their own. An empty ErrorJSON is NULL.
+type StepColumns struct {
+	ErrorJSON, Channels, Flags, Payload string
 }
 
 const emptyArray = "[]"
@@ -321,8 +323,9 @@ const emptyArray = "[]"
 // they are copied into strings, so each column costs one allocation.
 var stepScratch = sync.Pool{New: func() any { return new([]byte) }}
 
-func splitStep(st *Step) (stepRow, error) {
-	var r stepRow
+// SplitStep renders a step's JSON columns (StepColumns).
+func SplitStep(st *Step) (StepColumns, error) {
+	var r StepColumns
 	buf := stepScratch.Get().(*[]byte)
 	defer stepScratch.Put(buf)
 	p := st.Payload
@@ -331,19 +334,19 @@ func splitStep(st *Step) (stepRow, error) {
 	if err != nil {
 		return r, err
 	}
-	r.payload = string(b)
+	r.Payload = string(b)
 	if st.Error != nil {
 		b = appendErrorJSON(b[:0], st.Error)
-		r.errorJSON = string(b)
+		r.ErrorJSON = string(b)
 	}
-	r.channels, r.flags = emptyArray, emptyArray
+	r.Channels, r.Flags = emptyArray, emptyArray
 	if len(st.Channels) > 0 {
 		b = appendStringsJSON(b[:0], st.Channels)
-		r.channels = string(b)
+		r.Channels = string(b)
 	}
 	if len(st.Flags) > 0 {
 		b = appendFlagsJSON(b[:0], st.Flags)
-		r.flags = string(b)
+		r.Flags = string(b)
 	}
 	if cap(b) <= 1<<20 { // a huge payload's buffer is not kept
 		*buf = b
@@ -352,7 +355,7 @@ func splitStep(st *Step) (stepRow, error) {
 }
 
 func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error) {
-	r, err := splitStep(st)
+	r, err := SplitStep(st)
 	if err != nil {
 		return false, err
 	}
@@ -372,11 +375,11 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error
 	stmt.BindText(11, st.ContentStatus)
 	bindOptional(stmt, 12, st.Payload.Role)
 	stmt.BindInt64(13, int64(len(st.Flags)))
-	bindOptional(stmt, 14, r.errorJSON)
-	stmt.BindText(15, r.channels)
-	stmt.BindText(16, r.flags)
+	bindOptional(stmt, 14, r.ErrorJSON)
+	stmt.BindText(15, r.Channels)
+	stmt.BindText(16, r.Flags)
 	stmt.BindInt64(17, stamp)
-	stmt.BindText(18, r.payload)
+	stmt.BindText(18, r.Payload)
 	for i, body := range []*string{st.Payload.Stdout, st.Payload.Stderr, st.Payload.Text, st.Payload.OldString, st.Payload.NewString} {
 		if body != nil {
 			stmt.BindText(19+i, *body)
@@ -395,10 +398,10 @@ func bindOptional(stmt *sqlite.Stmt, i int, s string) {
 	}
 }
 
-// startedNS is a start time in unix nanoseconds, the list's sort key.
+// StartedNS is a start time in unix nanoseconds, the list's sort key.
 // Times outside what int64 nanoseconds hold (before 1678, after 2262), such
 // as a zero time, are clamped so they still sort before or after the rest.
-func startedNS(t time.Time) int64 {
+func StartedNS(t time.Time) int64 {
 	switch {
 	case t.Before(time.Unix(0, math.MinInt64)):
 		return math.MinInt64
@@ -408,15 +411,17 @@ func startedNS(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// nullable stores an empty optional string as NULL.
-func nullable(s string) any {
+// Nullable stores an empty optional string as NULL.
+func Nullable(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
 }
 
-func jsonOrNull(v *Metrics) (any, error) {
+// MetricsJSON is a session's metrics as stored: JSON, or nil (NULL) when
+// the header has none.
+func MetricsJSON(v *Metrics) (any, error) {
 	if v == nil {
 		return nil, nil
 	}

@@ -39,7 +39,7 @@ func (s *Store) ApplyGroup(ctx context.Context, agentKind string, sessions []Ses
 		valid[i] = true
 		for _, b := range w.Batches {
 			if err := b.Validate(); err != nil {
-				out[i].Err, valid[i] = fmt.Errorf("store: apply batch: %w", describe(err)), false
+				out[i].Err, valid[i] = fmt.Errorf("store: apply batch: %w", Describe(err)), false
 				break
 			}
 		}
@@ -64,7 +64,7 @@ func (s *Store) ApplyGroup(ctx context.Context, agentKind string, sessions []Ses
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: apply group: %w", describe(err))
+		return nil, fmt.Errorf("store: apply group: %w", Describe(err))
 	}
 	if changed {
 		s.indexLater() // search_index.go
@@ -79,7 +79,7 @@ func (s *Store) applySession(conn *sqlite.Conn, agentKind string, w SessionWrite
 	for _, b := range w.Batches {
 		r, err := s.applyBatch(conn, b)
 		if err != nil {
-			return nil, fmt.Errorf("store: apply batch: %w", describe(err))
+			return nil, fmt.Errorf("store: apply batch: %w", Describe(err))
 		}
 		res = append(res, r)
 	}

@@ -42,10 +42,12 @@ func ParseNote(body []byte, withSeq bool) (NoteInput, error) {
 	if err != nil {
 		return NoteInput{}, err
 	}
-	return in, in.check()
+	return in, in.Check()
 }
 
-func (in NoteInput) check() error {
+// Check reports a note out of bounds as an *InvalidError; every
+// backend's AddNote and EditNote call it.
+func (in NoteInput) Check() error {
 	return checkAll("note", func(c *reviewProblems) {
 		for path, s := range map[string]string{"author": in.Author, "text": in.Text} {
 			if s == "" {
@@ -62,7 +64,7 @@ func (in NoteInput) check() error {
 // ErrNotFound for an unknown or deleted session, and an *InvalidError for
 // a seq no step has, a note out of bounds, or a session at MaxNotes.
 func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, error) {
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return Note{}, err
 	}
 	var n Note
@@ -107,7 +109,7 @@ func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, err
 // not one of the session's.
 func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in NoteInput) (Note, error) {
 	in.Seq = 0
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return Note{}, err
 	}
 	var n Note

@@ -340,7 +340,7 @@ func (q ListQuery) Bounds() (ListBounds, error) {
 		if err != nil {
 			return b, fmt.Errorf("%w: %s: %v", ErrBadFilter, f.name, err)
 		}
-		ns := startedNS(t)
+		ns := StartedNS(t)
 		*f.dst = &ns
 	}
 	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {

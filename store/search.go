@@ -180,7 +180,7 @@ func filterArg(key, value string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return startedNS(t), nil
+		return StartedNS(t), nil
 	}
 	return value, nil
 }

@@ -239,7 +239,7 @@ func keepIndexedText(conn *sqlite.Conn, pk int64, b *Batch) error {
 		SELECT step_pk, body FROM search_step_docs
 		  WHERE step_pk IN (SELECT pk FROM steps WHERE session_pk = ?1 AND id IN (SELECT value FROM json_each(?2)))
 		  AND step_pk IN (SELECT id FROM search_docsize)`, &sqlitex.ExecOptions{
-		Args: []any{pk, string(idsJSON), b.Session.Agent.Kind, b.Session.Workspace.Root, nullable(b.Session.Workspace.Repo)},
+		Args: []any{pk, string(idsJSON), b.Session.Agent.Kind, b.Session.Workspace.Root, Nullable(b.Session.Workspace.Repo)},
 	})
 }
 

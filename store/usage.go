@@ -119,7 +119,7 @@ func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, 
 	if len(recs) == 0 {
 		return false, nil
 	}
-	hours := map[usageHourKey]*usageHour{}
+	hours := UsageHours{}
 	removed := false
 	for i := range recs {
 		rm, add, err := upsertUsage(conn, pk, &recs[i], hours)
@@ -129,11 +129,7 @@ func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, 
 		removed = removed || rm
 		changed = changed || rm || add
 	}
-	keys := slices.SortedFunc(maps.Keys(hours), func(a, b usageHourKey) int {
-		return cmp.Or(cmp.Compare(a.hourNS, b.hourNS), cmp.Compare(a.model, b.model), cmp.Compare(a.promptRange, b.promptRange),
-			cmp.Compare(a.source, b.source), cmp.Compare(a.reported, b.reported))
-	})
-	for _, k := range keys {
+	for _, k := range hours.Keys() {
 		h := hours[k]
 		err := sqlitex.Execute(conn, `INSERT INTO usage_hours (session_pk, hour_ns, model, prompt_range, source, reported,
 			  input, output, cache_read, cache_creation, requests, cost_usd, last_ns)
@@ -142,8 +138,8 @@ func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, 
 			  cache_read = cache_read + excluded.cache_read, cache_creation = cache_creation + excluded.cache_creation,
 			  requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd,
 			  last_ns = max(last_ns, excluded.last_ns)`, &sqlitex.ExecOptions{Args: []any{
-			pk, k.hourNS, k.model, k.promptRange, k.source, k.reported,
-			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.requests, h.cost, h.lastNS}})
+			pk, k.HourNS, k.Model, k.PromptRange, k.Source, k.Reported,
+			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.Requests, h.Cost, h.LastNS}})
 		if err != nil {
 			return false, err
 		}
@@ -154,21 +150,41 @@ func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, 
 	return changed, err
 }
 
-// usageHourKey is a row of usage_hours within a session.
-type usageHourKey struct {
-	hourNS      int64
-	model       string
-	promptRange int64
-	source      string
-	reported    int64 // 1: the records' costs were reported
+// UsageHourKey is a row of usage_hours within a session.
+type UsageHourKey struct {
+	HourNS      int64
+	Model       string
+	PromptRange int64
+	Source      string
+	Reported    int64 // 1: the records' costs were reported
 }
 
-// usageHour is the change to one row of usage_hours.
-type usageHour struct {
+// UsageHour is the change to one row of usage_hours.
+type UsageHour struct {
 	pricing.Tokens
-	requests int64
-	cost     float64
-	lastNS   int64 // the latest added record's time; removals leave it
+	Requests int64
+	Cost     float64
+	LastNS   int64 // the latest added record's time; removals leave it
+}
+
+// UsageHours adds up, per row of usage_hours, what a batch's usage records
+// take from and add to it, so every backend writes each row once.
+type UsageHours map[UsageHourKey]*UsageHour
+
+// Keys returns the rows in a fixed order (by hour, model, range, source,
+// reported), so writers lock rows in the same order.
+func (hours UsageHours) Keys() []UsageHourKey {
+	return slices.SortedFunc(maps.Keys(hours), func(a, b UsageHourKey) int {
+		return cmp.Or(cmp.Compare(a.HourNS, b.HourNS), cmp.Compare(a.Model, b.Model), cmp.Compare(a.PromptRange, b.PromptRange),
+			cmp.Compare(a.Source, b.Source), cmp.Compare(a.Reported, b.Reported))
+	})
+}
+
+// Normalized returns a record's time in unix nanoseconds and its request
+// count (at least 1) as usage_records keeps them.
+func (r *UsageRecord) Normalized() (atNS, requests int64) {
+	at, _ := ParseTimestamp(r.At)
+	return StartedNS(at), max(r.Requests, 1)
 }
 
 // promptRanges are where the price table's long-context tiers started
@@ -186,40 +202,39 @@ func promptRange(t pricing.Tokens) int64 {
 	return 0
 }
 
-// addHour adds a record to (sign 1) or takes it from (sign -1) its hour.
-func addHour(hours map[usageHourKey]*usageHour, atNS int64, model string, t pricing.Tokens, source string, requests int64, cost *float64, sign int64) {
-	k := usageHourKey{hourNS: atNS - atNS%int64(time.Hour), model: model, promptRange: promptRange(t), source: source}
+// Add adds a record to (sign 1) or takes it from (sign -1) its hour.
+func (hours UsageHours) Add(atNS int64, model string, t pricing.Tokens, source string, requests int64, cost *float64, sign int64) {
+	k := UsageHourKey{HourNS: atNS - atNS%int64(time.Hour), Model: model, PromptRange: promptRange(t), Source: source}
 	if cost != nil {
-		k.reported = 1
+		k.Reported = 1
 	}
 	h := hours[k]
 	if h == nil {
-		h = &usageHour{lastNS: math.MinInt64}
+		h = &UsageHour{LastNS: math.MinInt64}
 		hours[k] = h
 	}
 	h.Input += sign * t.Input
 	h.Output += sign * t.Output
 	h.CacheRead += sign * t.CacheRead
 	h.CacheCreation += sign * t.CacheCreation
-	h.requests += sign * requests
+	h.Requests += sign * requests
 	if cost != nil {
-		h.cost += float64(sign) * *cost
+		h.Cost += float64(sign) * *cost
 	}
 	if sign > 0 {
-		h.lastNS = max(h.lastNS, atNS)
+		h.LastNS = max(h.LastNS, atNS)
 	}
 }
 
 // upsertUsage writes one usage record. A changed record is deleted and
 // inserted again, never updated in place; what it takes from and adds to
 // usage_hours is added up in hours.
-func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours map[usageHourKey]*usageHour) (removed, added bool, err error) {
-	at, _ := ParseTimestamp(r.At)
+func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours UsageHours) (removed, added bool, err error) {
 	var cost any
 	if r.CostUSD != nil {
 		cost = *r.CostUSD
 	}
-	atNS, requests := startedNS(at), max(r.Requests, 1)
+	atNS, requests := r.Normalized()
 	args := []any{pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID,
 		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, requests, cost, r.Source}
 	err = sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
@@ -234,7 +249,7 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours map[usageHou
 				c = &v
 			}
 			t := pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}
-			addHour(hours, st.ColumnInt64(0), st.ColumnText(1), t, st.ColumnText(8), st.ColumnInt64(6), c, -1)
+			hours.Add(st.ColumnInt64(0), st.ColumnText(1), t, st.ColumnText(8), st.ColumnInt64(6), c, -1)
 			removed = true
 			return nil
 		},
@@ -250,7 +265,7 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours map[usageHou
 	}
 	if conn.Changes() > 0 {
 		added = true
-		addHour(hours, atNS, r.Model, r.Tokens, r.Source, requests, r.CostUSD, 1)
+		hours.Add(atNS, r.Model, r.Tokens, r.Source, requests, r.CostUSD, 1)
 	}
 	return removed, added, nil
 }

@@ -75,10 +75,10 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	}
 	since, until := int64(-1<<63), int64(1<<63-1)
 	if !q.Since.IsZero() {
-		since = startedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
+		since = StartedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
 	}
 	if !q.Until.IsZero() {
-		until = startedNS(q.Until)
+		until = StartedNS(q.Until)
 	}
 	// Sessions are joined only when needed: for their id, agent or
 	// workspace.

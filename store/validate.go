@@ -523,10 +523,10 @@ func (v *validator) payload(typ string, p *Payload) {
 	}
 }
 
-// describe adds the first problems of an invalid or unresolved batch to
+// Describe adds the first problems of an invalid or unresolved batch to
 // its error's text, for writers that print it (import, capture, the hook);
 // errors.As still finds the error, whose own text the ingest answer keeps.
-func describe(err error) error {
+func Describe(err error) error {
 	var (
 		inv     *InvalidError
 		ref     *ReferenceError

@@ -25,10 +25,12 @@ func ParseVerdict(body []byte) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	return v, v.check()
+	return v, v.Check()
 }
 
-func (v Verdict) check() error {
+// Check reports a verdict out of bounds as an *InvalidError; every
+// backend's SetVerdict calls it.
+func (v Verdict) Check() error {
 	return checkAll("verdict", func(c *reviewProblems) {
 		if v.State == "" {
 			c.add("state", "required")
@@ -45,7 +47,7 @@ func (v Verdict) check() error {
 // returns ErrNotFound for an unknown or deleted session and an
 // *InvalidError for a verdict out of bounds.
 func (s *Store) SetVerdict(ctx context.Context, id string, v Verdict) error {
-	if err := v.check(); err != nil {
+	if err := v.Check(); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
@@ -80,7 +82,7 @@ func writeVerdict(conn *sqlite.Conn, id string, v *Verdict) error {
 	}
 	var state, note, reviewer any
 	if v != nil {
-		state, note, reviewer = v.State, nullable(v.Note), nullable(v.Reviewer)
+		state, note, reviewer = v.State, Nullable(v.Note), Nullable(v.Reviewer)
 	}
 	stamp, err := nextStamp(conn)
 	if err != nil {
