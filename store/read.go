@@ -537,7 +537,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if pk == 0 {
 			return ErrNotFound
 		}
-		e, _, err := s.whole.entry(conn, pk) // whole.go
+		e, _, err := s.whole.entry(sqliteBlocks{conn}, pk) // whole.go
 		if err != nil {
 			return err
 		}

@@ -25,9 +25,12 @@ func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (sto
 			return err
 		}
 		d.SessionOverview = o
-		t, err := tally(ctx, tx, pk)
+		t, ok, err := s.tally(ctx, tx, pk)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			return store.ErrNotFound
 		}
 		t.Summary(&d.Summary)
 		d.Report = t.Report()

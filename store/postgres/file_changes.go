@@ -12,7 +12,7 @@ import (
 // FileChanges returns the files a session created, edited, or removed
 // after reading or editing them, in order of the first such step, or
 // store.ErrNotFound: the SQLite store's answer, put together by the same
-// code (store.Tally.FileChanges).
+// code (store.Tallies.FileChanges).
 func (s *Store) FileChanges(ctx context.Context, id string) ([]store.FileChange, error) {
 	var out []store.FileChange
 	err := s.read(ctx, func(tx pgx.Tx) error {
@@ -25,11 +25,7 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]store.FileChange,
 		if err != nil {
 			return err
 		}
-		t, err := tally(ctx, tx, pk)
-		if err != nil {
-			return err
-		}
-		out, err = t.FileChanges(root, func(pks []int64, into map[int64][2]*string) error {
+		out, _, err = s.tallies.FileChanges(pgBlocks{ctx, tx}, pk, root, func(pks []int64, into map[int64][2]*string) error {
 			rows, _ := tx.Query(ctx, `SELECT pk, old_string, new_string FROM steps WHERE pk = ANY($1)`, pks)
 			var (
 				pk       int64

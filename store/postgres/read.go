@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentreview/service/store"
@@ -93,29 +94,67 @@ func sessionPK(ctx context.Context, tx pgx.Tx, id string) (int64, error) {
 	return pk, err
 }
 
-// tally reads every step of session pk into the whole-session results the
-// SQLite store computes (store.Tally): PostgreSQL reads them again on every
-// read rather than remembering them. The payload is decoded only for the
-// step types whose fields are counted.
-func tally(ctx context.Context, tx pgx.Tx, pk int64) (*store.Tally, error) {
-	rows, err := tx.Query(ctx, `SELECT pk, seq, type, outcome = 'failed', content_status = 'reference_only', flag_count,
+// tally returns session pk's whole-session results (store.Tally), reading
+// only the blocks of steps written since this process last read them;
+// ok is false when the session is not stored.
+func (s *Store) tally(ctx context.Context, tx pgx.Tx, pk int64) (*store.Tally, bool, error) {
+	t, ok, err := s.tallies.Tally(pgBlocks{ctx, tx}, pk)
+	if err != nil {
+		return nil, ok, fmt.Errorf("tally steps: %w", err)
+	}
+	return t, ok, nil
+}
+
+// pgBlocks is the PostgreSQL store's store.BlockReader, in one read
+// transaction.
+type pgBlocks struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (r pgBlocks) SessionStamp(pk int64) (id string, stamp int64, ok bool, err error) {
+	err = r.tx.QueryRow(r.ctx, `SELECT id, updated_at FROM sessions WHERE pk = $1`, pk).Scan(&id, &stamp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return id, stamp, err == nil, err
+}
+
+func (r pgBlocks) ChangedBlocks(pk, stamp int64) ([]int64, error) {
+	rows, _ := r.tx.Query(r.ctx, `SELECT DISTINCT pk >> $3 FROM steps WHERE session_pk = $1 AND updated_at > $2`,
+		pk, stamp, store.BlockShift)
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// ReadSteps reads what store.BlockRow holds of each step; the payload is
+// decoded only for the step types whose fields are counted.
+func (r pgBlocks) ReadSteps(pk, from, to int64, add func(store.BlockRow)) error {
+	where, args := "session_pk = $1", []any{pk}
+	if to != 0 {
+		where, args = "session_pk = $1 AND pk >= $2 AND pk < $3", []any{pk, from, to}
+	}
+	rows, _ := r.tx.Query(r.ctx, `SELECT pk, seq, type, outcome = 'failed', content_status = 'reference_only', flag_count,
 		  decision = 'rejected', coalesce(j ->> 'path', ''), coalesce((j ->> 'is_full_write')::boolean, false),
 		  coalesce(j ->> 'command', ''), j ->> 'exit_code' IS NOT NULL, coalesce((j ->> 'exit_code')::bigint, 0),
 		  j ->> 'output_ref' IS NOT NULL, coalesce(j ->> 'cwd', ''), text_len
 		FROM (SELECT pk, seq, type, outcome, content_status, flag_count, decision,
 		    CASE WHEN type IN ('edit', 'read', 'command') THEN payload::jsonb END AS j,
 		    CASE WHEN type = 'edit' THEN coalesce(length(old_string), 0) + coalesce(length(new_string), 0) ELSE 0 END AS text_len
-		  FROM steps WHERE session_pk = $1) p`, pk)
-	if err != nil {
-		return nil, err
-	}
-	t := store.NewTally()
-	var r store.BlockRow
-	_, err = pgx.ForEachRow(rows, []any{&r.PK, &r.Seq, &r.Type, &r.Failed, &r.ReferenceOnly, &r.Flags,
-		&r.Rejected, &r.Path, &r.FullWrite, &r.Command, &r.HasExitCode, &r.ExitCode, &r.OutputRef, &r.Cwd, &r.TextLen},
-		func() error { t.Add(r); return nil })
-	if err != nil {
-		return nil, fmt.Errorf("tally steps: %w", err)
-	}
-	return t, nil
+		  FROM steps WHERE `+where+`) p`, args...)
+	var b store.BlockRow
+	_, err := pgx.ForEachRow(rows, []any{&b.PK, &b.Seq, &b.Type, &b.Failed, &b.ReferenceOnly, &b.Flags,
+		&b.Rejected, &b.Path, &b.FullWrite, &b.Command, &b.HasExitCode, &b.ExitCode, &b.OutputRef, &b.Cwd, &b.TextLen},
+		func() error { add(b); return nil })
+	return err
+}
+
+func (r pgBlocks) LiveSessions(pks []int64) (map[int64]string, error) {
+	live := map[int64]string{}
+	rows, _ := r.tx.Query(r.ctx, `SELECT pk, id FROM sessions WHERE pk = ANY($1)`, pks)
+	var (
+		pk int64
+		id string
+	)
+	_, err := pgx.ForEachRow(rows, []any{&pk, &id}, func() error { live[pk] = id; return nil })
+	return live, err
 }

@@ -489,3 +489,47 @@ func firstImageSeq(t *testing.T, s *Store, id string) int64 {
 	t.Fatalf("no image in %s", id)
 	return 0
 }
+
+// TestTalliesFollowWrites: a server process remembers a session's counts
+// by block of steps; another process's writes (a new push, a step written
+// again with another outcome, a delete) show in its next read, equal to
+// SQLite's answer after the same writes.
+func TestTalliesFollowWrites(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t)
+	writer := p.pg
+	reader := mustOpenDSN(t, pgDSN(t, p.pg))
+	check := func(what string) {
+		t.Helper()
+		lite, errLite := p.lite.Detail(ctx, "gen-w", store.DetailQuery{Turns: 2})
+		pg, errPG := reader.Detail(ctx, "gen-w", store.DetailQuery{Turns: 2})
+		same(t, "Detail after "+what, lite, pg, errLite, errPG)
+		liteFiles, errLite := p.lite.FileChanges(ctx, "gen-w")
+		pgFiles, errPG := reader.FileChanges(ctx, "gen-w")
+		same(t, "FileChanges after "+what, liteFiles, pgFiles, errLite, errPG)
+	}
+	p.apply(t, gen("gen-w", 0, 1500)) // more than one block of rows
+	check("the first push")
+	p.apply(t, gen("gen-w", 1, 1500))
+	check("a second push")
+	again := gen("gen-w", 0, 1500)
+	again.Steps = again.Steps[:3]
+	again.Steps[1].Outcome, again.Steps[1].Error = "failed", &store.StepError{Type: "tool_error", Message: "now it failed"}
+	p.apply(t, again)
+	check("a step written again")
+	if err := writer.Delete(ctx, "gen-w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reader.Detail(ctx, "gen-w", store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Detail after another process deleted it = %v; want ErrNotFound", err)
+	}
+	if _, err := reader.FileChanges(ctx, "gen-w"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FileChanges after another process deleted it = %v; want ErrNotFound", err)
+	}
+}
+
+// pgDSN is the database s is connected to, for a second process.
+func pgDSN(t *testing.T, s *Store) string {
+	t.Helper()
+	return s.pool.Config().ConnString()
+}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/agentreview/service/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -29,6 +30,9 @@ const (
 // safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// tallies remembers each session's whole-session results by block of
+	// steps (read.go), as the SQLite store does.
+	tallies store.Tallies
 }
 
 // Open connects to the database at dsn (postgres://...) and brings its
