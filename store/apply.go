@@ -68,10 +68,11 @@ func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := CheckReferences(storedRefs(conn, pk), b); err != nil {
+	stored := storedRefs(conn, pk)
+	if err := CheckReferences(stored, b); err != nil {
 		return res, err
 	}
-	if err := CheckSeqs(storedRefs(conn, pk), b.Steps); err != nil {
+	if err := CheckSeqs(stored, b.Steps); err != nil {
 		return res, err
 	}
 	if err := keepIndexedText(conn, pk, b); err != nil { // search_index.go

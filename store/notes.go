@@ -82,11 +82,8 @@ func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, err
 		if err != nil {
 			return err
 		}
-		switch {
-		case stepPK == 0:
-			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("no step of session %s has seq %d", id, in.Seq)}}}
-		case notes >= MaxNotes:
-			return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("the session already has %d notes, the most it may hold", MaxNotes)}}}
+		if err := CheckNoteTarget(id, in.Seq, stepPK != 0, notes); err != nil {
+			return err
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		n = Note{Seq: in.Seq, Author: in.Author, Text: in.Text, CreatedAt: now, UpdatedAt: now}
@@ -150,6 +147,19 @@ func (s *Store) DeleteNote(ctx context.Context, id string, noteID int64) error {
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete note %d of %s: %w", noteID, id, err)
+	}
+	return nil
+}
+
+// CheckNoteTarget refuses, with an *InvalidError, a new note on a seq no
+// step of session id has (found false) or on a session that already holds
+// MaxNotes notes; every backend's AddNote calls it.
+func CheckNoteTarget(id string, seq int64, found bool, notes int64) error {
+	switch {
+	case !found:
+		return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("no step of session %s has seq %d", id, seq)}}}
+	case notes >= MaxNotes:
+		return &InvalidError{Subject: "note", Problems: []Problem{{Path: "seq", Message: fmt.Sprintf("the session already has %d notes, the most it may hold", MaxNotes)}}}
 	}
 	return nil
 }

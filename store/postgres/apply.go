@@ -36,18 +36,19 @@ func (s *Store) Apply(ctx context.Context, b *store.Batch) (store.ApplyResult, e
 		return err
 	})
 	if err != nil {
-		return store.ApplyResult{}, fmt.Errorf("store: apply batch: %w", store.Describe(unstorable(err)))
+		return store.ApplyResult{}, fmt.Errorf("store: apply batch: %w", store.Describe(unstorable("", err)))
 	}
 	return res, nil
 }
 
 // unstorable gives PostgreSQL's refusal of a text value (a NUL character,
 // which its text type cannot hold and SQLite's can) the kind of an invalid
-// batch, so the pusher gets a 400 with the reason rather than a 500.
-func unstorable(err error) error {
+// batch, verdict or note (subject, as InvalidError.Subject), so the writer
+// gets a 400 with the reason rather than a 500.
+func unstorable(subject string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "22021" || pe.Code == "22P05") { // character_not_in_repertoire, untranslatable_character
-		return &store.InvalidError{Problems: []store.Problem{{Path: "", Message: "text this server cannot store: " + pe.Message}}}
+		return &store.InvalidError{Subject: subject, Problems: []store.Problem{{Path: "", Message: "text this server cannot store: " + pe.Message}}}
 	}
 	return err
 }

@@ -154,10 +154,17 @@ func TestDeleteRemovesContent(t *testing.T) {
 	markEverything(b, m)
 	mustApply(t, s, b)
 	mustApply(t, s, gen("keep2", 0, 200)) // rows after the session's on the same pages
+	if err := s.SetVerdict(ctx, "gone", store.Verdict{State: "state " + m, Note: "note " + m, Reviewer: "rev " + m}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNote(ctx, "gone", store.NoteInput{Seq: 3, Author: "author " + m, Text: "text " + m}); err != nil {
+		t.Fatal(err)
+	}
 
 	before := markedColumns(t, s, m)
 	for _, col := range []string{"sessions.agent_kind", "sessions.workspace_root", "segments.source_files", "actors.label",
-		"turns.mode", "steps.payload", "steps.stdout", "steps.error", "steps.flags", "steps.channels", "usage_records.model"} {
+		"turns.mode", "steps.payload", "steps.stdout", "steps.error", "steps.flags", "steps.channels", "usage_records.model",
+		"sessions.verdict_note", "notes.text", "notes.author"} {
 		if before[col] == 0 {
 			t.Errorf("before the delete no row of %s holds the marker; the test should put it there (found %v)", col, before)
 		}
@@ -211,6 +218,46 @@ func TestDeleteRemovesContent(t *testing.T) {
 	assertUnchanged(t, s, before2)
 }
 
+// A deleted or edited note leaves no row version with its old text.
+func TestNoteTextRemoved(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	if _, err := s.pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pageinspect`); err != nil {
+		t.Fatalf("pageinspect (PostgreSQL's contrib) is needed to read the pages: %v", err)
+	}
+	mustApply(t, s, gen("a", 0, 20))
+	var noise [8]byte
+	rand.Read(noise[:])
+	edited, deleted := "EDIT"+hex.EncodeToString(noise[:]), "DROP"+hex.EncodeToString(noise[:])
+	n1, err := s.AddNote(ctx, "a", store.NoteInput{Seq: 2, Author: "Ann", Text: "first " + edited})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := s.AddNote(ctx, "a", store.NoteInput{Seq: 4, Author: "Ann", Text: "second " + deleted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNote(ctx, "a", store.NoteInput{Seq: 5, Author: "Bo", Text: "stays"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{edited, deleted} {
+		if held := tuplesHolding(t, s, m); held["notes"] != 1 {
+			t.Fatalf("before: notes rows holding %s: %v; want 1", m, held)
+		}
+	}
+	if _, err := s.EditNote(ctx, "a", n1.ID, store.NoteInput{Author: "Ann", Text: "rewritten"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNote(ctx, "a", n2.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{edited, deleted} {
+		if held := tuplesHolding(t, s, m); len(held) > 0 {
+			t.Errorf("after the edit and delete, row versions holding %s: %v; want none", m, held)
+		}
+	}
+}
+
 func TestDeleteNotFound(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
@@ -236,9 +283,16 @@ func TestDeleteLargeSession(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
 	mustApply(t, s, gen("other1", 0, 5000))
-	mustApply(t, s, gen("big", 0, 5000))
-	mustApply(t, s, gen("other2", 0, 5000))
 	start := time.Now()
+	mustApply(t, s, gen("big", 0, 5000))
+	t.Logf("Apply of a new 5,000-step session: %v", time.Since(start))
+	start = time.Now()
+	if res := mustApply(t, s, gen("big", 0, 5000)); res.Changed {
+		t.Errorf("Apply(same 5,000 steps) = %+v; want nothing changed", res)
+	}
+	t.Logf("Apply of the same 5,000 steps again: %v", time.Since(start))
+	mustApply(t, s, gen("other2", 0, 5000))
+	start = time.Now()
 	if err := s.Delete(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
