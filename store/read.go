@@ -254,18 +254,33 @@ func firstLine(s string) string {
 	return s
 }
 
-// countSteps adds step counts to the summaries, for the sessions matched by
-// where (a condition on steps s, with args).
-func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64]*Summary) error {
-	return sqlitex.Execute(conn, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
-		  count(*), sum(flag_count)
-		FROM steps s WHERE `+where+` GROUP BY 1, 2, 3, 4`, &sqlitex.ExecOptions{
-		Args: args,
+// sqliteSummaries is the SQLite store's SummaryReader, on one connection.
+type sqliteSummaries struct{ conn *sqlite.Conn }
+
+func (r sqliteSummaries) ReadSessions(pks []int64, found func(pk int64, o SessionOverview)) error {
+	ids, _ := json.Marshal(pks)
+	return sqlitex.Execute(r.conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args: []any{string(ids)},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			if sum := summaries[st.ColumnInt64(0)]; sum != nil {
-				sum.AddCount(StepCount{Type: st.ColumnText(1), Failed: st.ColumnBool(2), ReferenceOnly: st.ColumnBool(3),
-					Steps: st.ColumnInt(4), Flags: st.ColumnInt(5)})
+			pk, o, err := scanSession(r.conn, st)
+			if err != nil {
+				return err
 			}
+			found(pk, o)
+			return nil
+		},
+	})
+}
+
+func (r sqliteSummaries) CountSteps(pks []int64, add func(pk int64, c StepCount)) error {
+	ids, _ := json.Marshal(pks)
+	return sqlitex.Execute(r.conn, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
+		  count(*), sum(flag_count)
+		FROM steps s WHERE session_pk IN (SELECT value FROM json_each(?)) GROUP BY 1, 2, 3, 4`, &sqlitex.ExecOptions{
+		Args: []any{string(ids)},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			add(st.ColumnInt64(0), StepCount{Type: st.ColumnText(1), Failed: st.ColumnBool(2), ReferenceOnly: st.ColumnBool(3),
+				Steps: st.ColumnInt(4), Flags: st.ColumnInt(5)})
 			return nil
 		},
 	})
@@ -427,8 +442,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		l.encoded = make([][]byte, len(pks))
-		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, l.encoded, q == ListQuery{}); err != nil { // summaries.go
+		if err := s.summaries.Fill(sqliteSummaries{conn}, &l, pks, stamps, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {

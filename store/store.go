@@ -40,7 +40,7 @@ type Store struct {
 	path       string
 	capturedOn string
 	whole      Tallies            // whole-session counts, report and changes (whole.go)
-	summaries  listSummaries      // List's summaries (summaries.go)
+	summaries  ListSummaries      // List's summaries (summaries.go)
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber

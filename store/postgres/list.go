@@ -53,7 +53,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 	}
 	where, args := listFilter(q, b, "")
 	err = s.read(ctx, func(tx pgx.Tx) error {
-		if err := listPage(ctx, tx, q, b, where, args, &l); err != nil {
+		if err := s.listPage(ctx, tx, q, b, where, args, &l); err != nil {
 			return err
 		}
 		// Cost is summed as numeric, exactly, and rounded once: SQLite's
@@ -91,56 +91,72 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 }
 
 // listPage reads the sessions of the page q asks for, with their
-// summaries, into l, and sets l.Next when the page is full.
-func listPage(ctx context.Context, tx pgx.Tx, q store.ListQuery, b store.ListBounds, where string, args []any, l *store.SessionList) error {
+// summaries (remembered by change stamp, store.ListSummaries), into l, and
+// sets l.Next when the page is full.
+func (s *Store) listPage(ctx context.Context, tx pgx.Tx, q store.ListQuery, b store.ListBounds, where string, args []any, l *store.SessionList) error {
 	n := len(args)
 	var limit *int // NULL: no limit
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
 	page := append(args[:n:n], b.After, b.AfterNS, b.AfterID, limit)
-	rows, _ := tx.Query(ctx, fmt.Sprintf(`SELECT s.pk, s.started_ns FROM sessions s
+	rows, _ := tx.Query(ctx, fmt.Sprintf(`SELECT s.pk, s.id, s.updated_at, s.started_ns FROM sessions s
 		WHERE %s AND (NOT $%d OR s.started_ns < $%d OR (s.started_ns = $%d AND s.id COLLATE "C" > $%d))
 		ORDER BY s.started_ns DESC, s.id COLLATE "C" LIMIT $%d`, where, n+1, n+2, n+2, n+3, n+4), page...)
-	var pks, started []int64
-	var pk, ns int64
-	_, err := pgx.ForEachRow(rows, []any{&pk, &ns}, func() error {
-		pks, started = append(pks, pk), append(started, ns)
-		return nil
-	})
-	if err != nil || len(pks) == 0 {
-		return err
-	}
-	at := make(map[int64]int, len(pks))
-	for i, pk := range pks {
-		at[pk] = i
-	}
-	l.Sessions = make([]store.SessionOverview, len(pks))
-	rows, _ = tx.Query(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.pk = ANY($1)`, pks)
-	for rows.Next() {
-		pk, o, err := scanSession(rows)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		l.Sessions[at[pk]] = o
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows, _ = tx.Query(ctx, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
-		  count(*), sum(flag_count)
-		FROM steps WHERE session_pk = ANY($1) GROUP BY 1, 2, 3, 4`, pks)
-	var c store.StepCount
-	_, err = pgx.ForEachRow(rows, []any{&pk, &c.Type, &c.Failed, &c.ReferenceOnly, &c.Steps, &c.Flags}, func() error {
-		l.Sessions[at[pk]].Summary.AddCount(c)
+	var pks, stamps, started []int64
+	var (
+		pk, stamp, ns int64
+		id            string
+	)
+	_, err := pgx.ForEachRow(rows, []any{&pk, &id, &stamp, &ns}, func() error {
+		pks, stamps, started = append(pks, pk), append(stamps, stamp), append(started, ns)
+		l.Sessions = append(l.Sessions, store.SessionOverview{Session: store.Session{ID: id}})
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("step counts: %w", err)
+		return err
+	}
+	if err := s.summaries.Fill(pgSummaries{ctx, tx}, l, pks, stamps, q == store.ListQuery{}); err != nil {
+		return err
 	}
 	if q.Limit > 0 && len(pks) == q.Limit {
 		l.Next = store.ListCursor(started[len(pks)-1], l.Sessions[len(pks)-1].ID)
+	}
+	return nil
+}
+
+// pgSummaries is the PostgreSQL store's store.SummaryReader, in one read
+// transaction.
+type pgSummaries struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (r pgSummaries) ReadSessions(pks []int64, found func(pk int64, o store.SessionOverview)) error {
+	rows, _ := r.tx.Query(r.ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.pk = ANY($1)`, pks)
+	defer rows.Close()
+	for rows.Next() {
+		pk, o, err := scanSession(rows)
+		if err != nil {
+			return err
+		}
+		found(pk, o)
+	}
+	return rows.Err()
+}
+
+func (r pgSummaries) CountSteps(pks []int64, add func(pk int64, c store.StepCount)) error {
+	rows, _ := r.tx.Query(r.ctx, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
+		  count(*), sum(flag_count)
+		FROM steps WHERE session_pk = ANY($1) GROUP BY 1, 2, 3, 4`, pks)
+	var (
+		pk int64
+		c  store.StepCount
+	)
+	_, err := pgx.ForEachRow(rows, []any{&pk, &c.Type, &c.Failed, &c.ReferenceOnly, &c.Steps, &c.Flags},
+		func() error { add(pk, c); return nil })
+	if err != nil {
+		return fmt.Errorf("step counts: %w", err)
 	}
 	return nil
 }

@@ -481,9 +481,10 @@ func firstImageSeq(t *testing.T, s *Store, id string) int64 {
 }
 
 // TestTalliesFollowWrites: a server process remembers a session's counts
-// by block of steps; another process's writes (a new push, a step written
-// again with another outcome, a delete) show in its next read, equal to
-// SQLite's answer after the same writes.
+// by block of steps and its list summary by change stamp; another
+// process's writes (a new push, a step written again with another
+// outcome, a delete) show in its next read, equal to SQLite's answer after
+// the same writes.
 func TestTalliesFollowWrites(t *testing.T) {
 	ctx := context.Background()
 	p := newPair(t)
@@ -497,6 +498,9 @@ func TestTalliesFollowWrites(t *testing.T) {
 		liteFiles, errLite := p.lite.FileChanges(ctx, "gen-w")
 		pgFiles, errPG := reader.FileChanges(ctx, "gen-w")
 		same(t, "FileChanges after "+what, liteFiles, pgFiles, errLite, errPG)
+		liteList, errLite := p.lite.List(ctx, store.ListQuery{})
+		pgList, errPG := reader.List(ctx, store.ListQuery{})
+		same(t, "List after "+what, liteList, pgList, errLite, errPG)
 	}
 	p.apply(t, gen("gen-w", 0, 1500)) // more than one block of rows
 	check("the first push")
@@ -515,6 +519,9 @@ func TestTalliesFollowWrites(t *testing.T) {
 	}
 	if _, err := reader.FileChanges(ctx, "gen-w"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("FileChanges after another process deleted it = %v; want ErrNotFound", err)
+	}
+	if l, err := reader.List(ctx, store.ListQuery{}); err != nil || len(l.Sessions) != 0 {
+		t.Errorf("List after another process deleted the one session = %d sessions, %v; want none", len(l.Sessions), err)
 	}
 }
 

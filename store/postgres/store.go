@@ -33,6 +33,8 @@ type Store struct {
 	// tallies remembers each session's whole-session results by block of
 	// steps (read.go), as the SQLite store does.
 	tallies store.Tallies
+	// summaries remembers each listed session by change stamp (list.go).
+	summaries store.ListSummaries
 }
 
 // Open connects to the database at dsn (postgres://...) and brings its
