@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -60,6 +61,37 @@ func TestListFilters(t *testing.T) {
 	for _, q := range []store.ListQuery{{Since: "yesterday"}, {Until: "2026-13-01"}, {Cost: "maybe"}} {
 		if _, err := s.List(context.Background(), q); !errors.Is(err, store.ErrBadFilter) {
 			t.Errorf("List(%+v) = %v; want ErrBadFilter", q, err)
+		}
+	}
+}
+
+// TestListOwner: the owner filter keeps the sessions a team server took
+// from that user (Batch.Owner) and no other; a session pushed without an
+// owner is OwnerLocal's.
+func TestListOwner(t *testing.T) {
+	s := mustOpen(t)
+	owners := map[string]string{"a1": "alice", "a2": "alice", "b1": "bob", "l1": ""}
+	for id, owner := range owners {
+		b := mustParse(t, sessionAt(id, "testagent", "2026-01-01T10:00:00Z", nil))
+		b.Owner = owner
+		if _, err := s.Apply(context.Background(), b); err != nil {
+			t.Fatalf("Apply(%s) = %v", id, err)
+		}
+	}
+	for _, owner := range []string{"alice", "bob", store.OwnerLocal, "nobody"} {
+		want := []string{}
+		for id, o := range owners {
+			if o == owner || (o == "" && owner == store.OwnerLocal) {
+				want = append(want, id)
+			}
+		}
+		slices.Sort(want) // same start time: ordered by id
+		l, err := s.List(context.Background(), store.ListQuery{Owner: owner})
+		if err != nil {
+			t.Fatalf("List(owner %s) = %v", owner, err)
+		}
+		if got := listIDs(l); !reflect.DeepEqual(got, want) || l.Total.Sessions != len(want) {
+			t.Errorf("List(owner %s) = %v (total %d); want %v", owner, got, l.Total.Sessions, want)
 		}
 	}
 }

@@ -544,7 +544,7 @@ func sessionTitle(conn *sqlite.Conn, pk int64) (string, error) {
 	var title string
 	err := sqlitex.Execute(conn, `SELECT substr(text, 1, ?) FROM steps WHERE session_pk = ? AND type = 'message' AND role = 'user' ORDER BY seq LIMIT 1`,
 		&sqlitex.ExecOptions{
-			Args:       []any{titleChars, pk},
+			Args:       []any{TitleChars, pk},
 			ResultFunc: func(st *sqlite.Stmt) error { title = firstLine(st.ColumnText(0)); return nil },
 		})
 	return title, err

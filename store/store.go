@@ -39,8 +39,8 @@ type Store struct {
 	pool       *sqlitemigration.Pool
 	path       string
 	capturedOn string
-	whole      wholeSession       // whole-session counts, report and changes (whole.go)
-	summaries  listSummaries      // List's summaries (summaries.go)
+	whole      Tallies            // whole-session counts, report and changes (whole.go)
+	summaries  ListSummaries      // List's summaries (summaries.go)
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber
