@@ -530,14 +530,6 @@ func conditions(where []string) string {
 	return b.String()
 }
 
-// TitleChars is how much of a session's first prompt its title is made
-// from (PromptTitle).
-const TitleChars = titleChars
-
-// PromptTitle is a session's title: the first line of its first user
-// prompt, as the list shows it.
-func PromptTitle(prompt string) string { return firstLine(prompt) }
-
 // sessionTitle is the first line of the session's first user prompt, as
 // the list shows it.
 func sessionTitle(conn *sqlite.Conn, pk int64) (string, error) {

@@ -129,8 +129,8 @@ func (c *ListSummaries) forgetLocked(pk int64) {
 	}
 }
 
-// drop forgets a session: Delete calls it.
-func (c *ListSummaries) drop(pk int64) {
+// Drop forgets a session: Delete calls it.
+func (c *ListSummaries) Drop(pk int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgetLocked(pk)

@@ -405,8 +405,8 @@ func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, t
 	w.bytes += n + 48*len(texts)
 }
 
-// drop forgets a session: Delete calls it.
-func (w *Tallies) drop(pk int64) {
+// Drop forgets a session: Delete calls it.
+func (w *Tallies) Drop(pk int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.byPK[pk]; e != nil {

@@ -1,8 +1,3 @@
-//go:build postgres_suite
-
-// The build tag keeps this file out until postgres.Store implements
-// store.Backend (the other helpers' methods); remove it at that merge.
-
 package postgres_test
 
 import (

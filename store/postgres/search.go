@@ -292,7 +292,7 @@ func searchTitles(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
 	titles := map[int64]string{}
 	var pk int64
 	var prompt string
-	_, err := pgx.ForEachRow(rows, []any{&pk, &prompt}, func() error { titles[pk] = store.PromptTitle(prompt); return nil })
+	_, err := pgx.ForEachRow(rows, []any{&pk, &prompt}, func() error { titles[pk] = store.Title(prompt); return nil })
 	for i := range hits {
 		hits[i].hit.Title = titles[hits[i].pk]
 	}

@@ -108,3 +108,5 @@ func migrationNames() ([]string, error) {
 	slices.Sort(names) // numbered: 001_..., 002_...
 	return names, err
 }
+
+var _ store.Backend = (*Store)(nil)
