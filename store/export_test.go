@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"testing"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
@@ -78,3 +79,12 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 // WaitIndexLater waits for the background catch-ups of the search index
 // that this store's writes started.
 func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
+
+// SetBuildChunk makes a catch-up of more than n steps go in chunks of
+// about n (buildChunk, 10,000) until the test ends, so a small store
+// builds its index in many. Call it before opening a store.
+func SetBuildChunk(t testing.TB, n int64) {
+	old := buildChunk
+	buildChunk = n
+	t.Cleanup(func() { buildChunk = old })
+}
