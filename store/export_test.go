@@ -81,7 +81,7 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
 
 // SetBuildChunk makes a catch-up of more than n steps go in chunks of
-// about n (buildChunk, 10,000) until the test ends, so a small store
+// about n (buildChunk, 50,000) until the test ends, so a small store
 // builds its index in many. Call it before opening a store.
 func SetBuildChunk(t testing.TB, n int64) {
 	old := buildChunk

@@ -78,7 +78,7 @@ func IndexInChunks() Option {
 }
 
 // OnIndexProgress has fn called as a catch-up of the search index of at
-// least buildChunk (10,000) steps goes on: the build of the index of a
+// least buildChunk (50,000) steps goes on: the build of the index of a
 // store that migration 008 left unindexed (in Open), Reindex, or the
 // writes of a crashed process. It gets the steps indexed so far and all
 // the catch-up has to index: first (0, total), then after each chunk,

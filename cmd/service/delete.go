@@ -16,7 +16,7 @@ type DeleteCmd struct {
 // Run deletes the session in the store file directly; a running server
 // sees the tombstone and tells its streams.
 func (c *DeleteCmd) Run(e *env) error {
-	st, path, err := openStore(e.ctx, c.DB)
+	st, path, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}
