@@ -433,3 +433,27 @@ func TestReindexReportsProgress(t *testing.T) {
 		t.Errorf("index after Reindex:\n%s\nwant, as the writes built it:\n%s", got, want)
 	}
 }
+
+// Two processes that open a store left by a build before migration 008
+// at the same moment: one migrates, and both build the index, chunk by
+// chunk, each indexing what the other has not; the index holds every row
+// once, their own writes too.
+func TestTwoProcessesBuildTheIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv("STORE_TEST_BUILD_CHUNK", "20") // read by TestOpenProcess
+	path := filepath.Join(t.TempDir(), "old.db")
+	oldStore(t, path)
+	mustRunOpenProcesses(t, path, []string{"p0", "p1"})
+	indexHoldsAll(t, path)
+	s := mustOpenPath(t, path)
+	for _, w := range findWords[:9] {
+		if got := hitKeys(mustSearch(t, s, w)); len(got) == 0 {
+			t.Errorf("Search(%s) after the build = no hits; want session x", w)
+		}
+	}
+	for _, sid := range []string{"p0", "p1"} {
+		mustDetail(t, s, sid)
+	}
+}
