@@ -110,9 +110,10 @@ func (s *Store) indexLater() {
 // process) go in transactions of about buildChunk steps, each well within
 // busyLimit, and a crash or a cancel keeps what the chunks before it
 // built: the next catch-up (at the latest the next Open) goes on from
-// there. Not 10,000: every commit makes FTS5 write its pending terms as a
-// segment and merge segments, and in chunks of 10,000 steps a 200,000-step
-// build took 70% more CPU than in one transaction (docs/performance.md).
+// there. Not 10,000: at the end of every chunk FTS5 writes its pending
+// terms as a segment and merges segments, and in chunks of 10,000 steps a
+// 200,000-step build took 90% more CPU than in one statement, in chunks
+// of 50,000 35% more (docs/performance.md).
 // A var so that tests can make small stores build in many chunks.
 var buildChunk int64 = 50_000
 
