@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"testing"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
@@ -92,3 +93,12 @@ const (
 	Mark    = markOpen
 	MarkEnd = markClose
 )
+
+// SetBuildChunk makes a catch-up of more than n steps go in chunks of
+// about n (buildChunk, 50,000) until the test ends, so a small store
+// builds its index in many. Call it before opening a store.
+func SetBuildChunk(t testing.TB, n int64) {
+	old := buildChunk
+	buildChunk = n
+	t.Cleanup(func() { buildChunk = old })
+}

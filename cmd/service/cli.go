@@ -84,18 +84,21 @@ func serviceDir() (string, error) {
 	return filepath.Join(home, ".service"), nil
 }
 
-// storePath returns the --db path, or ~/.service/store.db.
 // openStore opens the store file db names (storePath) and returns it with
-// its path.
-func openStore(ctx context.Context, db string, opts ...store.Option) (*store.Store, string, error) {
+// its path. A build of the search index (the first Open of a store
+// migration 008 left unindexed, reindex) shows its progress on stderr
+// when stderr is a terminal (indexProgress).
+func openStore(e *env, db string, opts ...store.Option) (*store.Store, string, error) {
 	path, err := storePath(db)
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, path, opts...)
+	opts = append(opts, store.OnIndexProgress(indexProgress(e.stderr)))
+	st, err := store.Open(e.ctx, path, opts...)
 	return st, path, err
 }
 
+// storePath returns the --db path, or ~/.service/store.db.
 func storePath(db string) (string, error) {
 	if db != "" {
 		return db, nil

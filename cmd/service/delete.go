@@ -20,7 +20,7 @@ type DeleteCmd struct {
 // sees the tombstone and tells its streams. A session shared with team
 // servers has its copies there deleted too when asked to.
 func (c *DeleteCmd) Run(e *env) error {
-	st, path, err := openStore(e.ctx, c.DB)
+	st, path, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 			return nil
 		}
 	}
-	st, _, err := openStore(e.ctx, f.DB)
+	st, _, err := openStore(e, f.DB)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (c *ShareCmd) Run(e *env) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	st, _, err := openStore(e.ctx, c.DB)
+	st, _, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}
