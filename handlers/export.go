@@ -7,7 +7,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -271,14 +270,11 @@ type exportWalk struct {
 // newExportWalk starts the walk of session id; keep lists the placeholders
 // of candidate values left unmasked (redact.Masker.Keep).
 func newExportWalk(ctx context.Context, st Reader, id string, keep []string) (*exportWalk, error) {
-	d, err := st.Detail(ctx, id, store.DetailQuery{NoSteps: true})
+	m, d, err := redact.ReadSession(ctx, st, id, keep)
 	if err != nil {
 		return nil, err
 	}
-	home, _ := os.UserHomeDir()
-	w := &exportWalk{st: st, m: redact.NewMasker(home), d: d}
-	w.m.Keep(keep)
-	redact.Session(w.m, &w.d)
+	w := &exportWalk{st: st, m: m, d: d}
 	w.notes = notesBySeq(noteViews(w.d.Notes))
 	return w, nil
 }
@@ -358,13 +354,10 @@ func (w *exportWalk) page(ctx context.Context, turnID string, after int64) []sto
 	if w.err != nil {
 		return nil
 	}
-	steps, err := w.st.TurnSteps(ctx, w.d.ID, turnID, after, exportBudget)
+	steps, err := redact.ReadTurnSteps(ctx, w.m, w.st, w.d.ID, turnID, after, exportBudget)
 	if err != nil {
 		w.err = err
 		return nil
-	}
-	for i := range steps {
-		redact.Step(w.m, &steps[i])
 	}
 	return steps
 }

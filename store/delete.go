@@ -53,8 +53,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
-	s.whole.drop(pk) // nothing of it stays in memory either
-	s.summaries.drop(pk)
+	s.whole.Drop(pk) // nothing of it stays in memory either
+	s.summaries.Drop(pk)
 	// Only after the tombstone commits: a capture writer checks it after
 	// each write (AppendCapture), so no file is made again once this ran.
 	if done, _ := s.scrub(ctx); !done {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"testing"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
@@ -78,3 +79,26 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 // WaitIndexLater waits for the background catch-ups of the search index
 // that this store's writes started.
 func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
+
+// JSONStrings is the string values of a JSON text as search indexes them.
+var JSONStrings = jsonStrings
+
+// MarkSnippet is SearchSnippet with its markers (Mark and MarkEnd) kept.
+func MarkSnippet(text string, words []SearchPhrase) string {
+	return markSnippet(text, words, snippetTokens)
+}
+
+// Snippet markers, as FTS5's snippet is asked for them.
+const (
+	Mark    = markOpen
+	MarkEnd = markClose
+)
+
+// SetBuildChunk makes a catch-up of more than n steps go in chunks of
+// about n (buildChunk, 50,000) until the test ends, so a small store
+// builds its index in many. Call it before opening a store.
+func SetBuildChunk(t testing.TB, n int64) {
+	old := buildChunk
+	buildChunk = n
+	t.Cleanup(func() { buildChunk = old })
+}

@@ -68,21 +68,17 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 		if pk == 0 {
 			return ErrNotFound
 		}
-		e, _, err := s.whole.entry(conn, pk) // whole.go
-		if err != nil {
-			return err
-		}
-		if e.changes != nil {
-			out = cloneChanges(e.changes)
-			return nil
-		}
-		var texts map[int64][2]*string
-		if out, texts, err = readFileChanges(conn, e.changeRows(), root, e.texts); err != nil {
-			return err
-		}
-		s.whole.rememberChanges(pk, e, out, texts)
-		out = cloneChanges(out)
-		return nil
+		out, _, err = s.whole.FileChanges(sqliteBlocks{conn}, pk, root, func(pks []int64, texts map[int64][2]*string) error {
+			ids, _ := json.Marshal(pks)
+			return sqlitex.Execute(conn, `SELECT pk, old_string, new_string FROM steps WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+				Args: []any{string(ids)},
+				ResultFunc: func(st *sqlite.Stmt) error {
+					texts[st.ColumnInt64(0)] = [2]*string{columnText(st, 1), columnText(st, 2)}
+					return nil
+				},
+			})
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: file changes of %s: %w", id, err)
@@ -90,11 +86,32 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error
 	return out, nil
 }
 
-// readFileChanges puts the changes together from the session's rows in
-// seq order (wholeEntry.changeRows): edits within MaxChangeBytes, in seq
-// order, come with their strings: from known (by pk), else read. It
-// returns the strings it used, by pk.
-func readFileChanges(conn *sqlite.Conn, rows []changeRow, root string, known map[int64][2]*string) ([]FileChange, map[int64][2]*string, error) {
+// FileChanges returns session pk's file changes (Backend.FileChanges),
+// root being its workspace root, from the remembered ones when the session
+// has not changed since; ok is false when it is not stored. readTexts reads
+// the old_string and new_string of the edit steps with the given rows into
+// the map.
+func (w *Tallies) FileChanges(r BlockReader, pk int64, root string, readTexts func(pks []int64, into map[int64][2]*string) error) ([]FileChange, bool, error) {
+	e, ok, err := w.entry(r, pk) // whole.go
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	if e.changes != nil {
+		return cloneChanges(e.changes), true, nil
+	}
+	out, texts, err := changesOf(e.changeRows(), root, e.texts, readTexts)
+	if err != nil {
+		return nil, true, err
+	}
+	w.rememberChanges(pk, e, out, texts)
+	return cloneChanges(out), true, nil
+}
+
+// changesOf puts the changes together from the session's rows in seq
+// order: edits within MaxChangeBytes, in seq order, come with their
+// strings: from known (by pk), else read by readTexts (into the map it is
+// given). It returns the strings it used, by pk.
+func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTexts func(pks []int64, into map[int64][2]*string) error) ([]FileChange, map[int64][2]*string, error) {
 	budget := MaxChangeBytes
 	withText := make([]bool, len(rows))
 	texts := make(map[int64][2]*string, len(known))
@@ -115,15 +132,7 @@ func readFileChanges(conn *sqlite.Conn, rows []changeRow, root string, known map
 			budget = 0
 		}
 	}
-	ids, _ := json.Marshal(pks)
-	err := sqlitex.Execute(conn, `SELECT pk, old_string, new_string FROM steps WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
-		Args: []any{string(ids)},
-		ResultFunc: func(st *sqlite.Stmt) error {
-			texts[st.ColumnInt64(0)] = [2]*string{columnText(st, 1), columnText(st, 2)}
-			return nil
-		},
-	})
-	if err != nil {
+	if err := readTexts(pks, texts); err != nil {
 		return nil, nil, err
 	}
 	files := map[string]*FileChange{}

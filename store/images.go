@@ -223,6 +223,14 @@ func (s *Store) Image(ctx context.Context, id string, seq int64, n int) (Image, 
 	if !found {
 		return Image{}, ErrNotFound
 	}
+	return StepImage(img.Stamp, id, seq, payload, n)
+}
+
+// StepImage is image n (from 1) of the step with seq in session id, whose
+// payload (JSON) is given, the session being at change stamp: ErrNotFound
+// when the step has no image n, an error that is ErrNotImage when its bytes
+// are not an image served.
+func StepImage(stamp int64, id string, seq int64, payload string, n int) (Image, error) {
 	var p struct {
 		Raw json.RawMessage `json:"raw"`
 	}
@@ -241,8 +249,7 @@ func (s *Store) Image(ctx context.Context, id string, seq int64, n int) (Image, 
 	if err != nil || !servedFormats[format] {
 		return Image{}, fmt.Errorf("image %d of step %d: %w", n, seq, ErrNotImage)
 	}
-	img.MediaType, img.Data, img.Width, img.Height = "image/"+format, data, cfg.Width, cfg.Height
-	return img, nil
+	return Image{MediaType: "image/" + format, Data: data, Width: cfg.Width, Height: cfg.Height, Stamp: stamp}, nil
 }
 
 // servedFormats are the image formats served: those every browser shows.

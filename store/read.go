@@ -125,8 +125,8 @@ const summaryColumns = `(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk)
 	  ORDER BY p.seq LIMIT 1)),
 	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
-// titleChars is how much of the first prompt the title is taken from.
-const titleChars = 1000
+// TitleChars is how much of the first prompt the title is taken from.
+const TitleChars = 1000
 
 // scanSession reads a row of sessionColumns then summaryColumns.
 func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, error) {
@@ -143,52 +143,87 @@ func scanSession(conn *sqlite.Conn, st *sqlite.Stmt) (int64, SessionOverview, er
 
 // scanHeader reads a row of sessionColumns.
 func scanHeader(st *sqlite.Stmt) (int64, SessionOverview, error) {
-	o := SessionOverview{
-		Session: Session{
-			ID:         st.ColumnText(1),
-			Agent:      Agent{Kind: st.ColumnText(2), Version: st.ColumnText(3), FormatVersion: st.ColumnText(4)},
-			Workspace:  Workspace{Root: st.ColumnText(5), Repo: st.ColumnText(6)},
-			StartedAt:  st.ColumnText(7),
-			EndedAt:    st.ColumnText(8),
-			Source:     st.ColumnText(9),
-			OwnerID:    st.ColumnText(11),
-			CapturedOn: st.ColumnText(12),
-			UpdatedAt:  FormatStamp(st.ColumnInt64(16)),
-		},
+	r := SessionRow{
+		ID: st.ColumnText(1), AgentKind: st.ColumnText(2), AgentVersion: st.ColumnText(3), AgentFormatVersion: st.ColumnText(4),
+		WorkspaceRoot: st.ColumnText(5), WorkspaceRepo: st.ColumnText(6), StartedAt: st.ColumnText(7), EndedAt: st.ColumnText(8),
+		Source: st.ColumnText(9), OwnerID: st.ColumnText(11), CapturedOn: st.ColumnText(12),
+		VerdictState: st.ColumnText(13), VerdictNote: st.ColumnText(14), VerdictReviewer: st.ColumnText(15),
+		UpdatedAt: st.ColumnInt64(16),
 	}
 	if !st.ColumnIsNull(10) {
+		m := st.ColumnText(10)
+		r.Metrics = &m
+	}
+	o, err := r.Overview()
+	return st.ColumnInt64(0), o, err
+}
+
+// SessionRow is a sessions row as every backend stores it; a column left
+// NULL reads as "" (Metrics: nil).
+type SessionRow struct {
+	ID, AgentKind, AgentVersion, AgentFormatVersion string
+	WorkspaceRoot, WorkspaceRepo                    string
+	StartedAt, EndedAt, Source                      string
+	Metrics                                         *string // JSON, nil: not recorded
+	OwnerID, CapturedOn                             string
+	VerdictState, VerdictNote, VerdictReviewer      string
+	UpdatedAt                                       int64 // the change stamp
+}
+
+// Overview is the session the row holds, with an empty summary.
+func (r *SessionRow) Overview() (SessionOverview, error) {
+	o := SessionOverview{
+		Session: Session{
+			ID:         r.ID,
+			Agent:      Agent{Kind: r.AgentKind, Version: r.AgentVersion, FormatVersion: r.AgentFormatVersion},
+			Workspace:  Workspace{Root: r.WorkspaceRoot, Repo: r.WorkspaceRepo},
+			StartedAt:  r.StartedAt,
+			EndedAt:    r.EndedAt,
+			Source:     r.Source,
+			OwnerID:    r.OwnerID,
+			CapturedOn: r.CapturedOn,
+			UpdatedAt:  FormatStamp(r.UpdatedAt),
+		},
+	}
+	if r.Metrics != nil {
 		o.Metrics = &Metrics{}
-		if err := json.Unmarshal([]byte(st.ColumnText(10)), o.Metrics); err != nil {
-			return 0, o, fmt.Errorf("session %s metrics: %w", o.ID, err)
+		if err := json.Unmarshal([]byte(*r.Metrics), o.Metrics); err != nil {
+			return o, fmt.Errorf("session %s metrics: %w", o.ID, err)
 		}
 	}
-	if state := st.ColumnText(13); state != "" {
-		o.Verdict = &Verdict{State: state, Note: st.ColumnText(14), Reviewer: st.ColumnText(15)}
+	if r.VerdictState != "" {
+		o.Verdict = &Verdict{State: r.VerdictState, Note: r.VerdictNote, Reviewer: r.VerdictReviewer}
 	}
-	return st.ColumnInt64(0), o, nil
+	return o, nil
 }
 
 // scanSummary reads summaryColumns from column from on, and the title
 // from the first prompt; the step counts are left at zero.
 func scanSummary(conn *sqlite.Conn, st *sqlite.Stmt, from int) (Summary, error) {
-	sum := Summary{
-		Turns:       st.ColumnInt(from),
-		Segments:    st.ColumnInt(from + 1),
-		LastStepAt:  st.ColumnText(from + 3),
-		StepsByType: map[string]int{},
-	}
-	for _, t := range StepTypes {
-		sum.StepsByType[t] = 0
-	}
+	sum := NewSummary()
+	sum.Turns, sum.Segments, sum.LastStepAt = st.ColumnInt(from), st.ColumnInt(from+1), st.ColumnText(from+3)
 	if prompt := st.ColumnInt64(from + 2); prompt != 0 {
-		text, err := readHead(conn, "text", prompt, titleChars)
+		text, err := readHead(conn, "text", prompt, TitleChars)
 		if err != nil {
 			return sum, fmt.Errorf("title: %w", err)
 		}
-		sum.Title = firstLine(text)
+		sum.Title = Title(text)
 	}
 	return sum, nil
 }
+
+// NewSummary is a summary with no steps: every step type counted 0.
+func NewSummary() Summary {
+	sum := Summary{StepsByType: make(map[string]int, len(StepTypes))}
+	for _, t := range StepTypes {
+		sum.StepsByType[t] = 0
+	}
+	return sum
+}
+
+// Title is a session's title from the first TitleChars characters of its
+// first prompt (the summary's rule): their first line.
+func Title(head string) string { return firstLine(head) }
 
 // readHead returns the first chars characters of a text column of a steps
 // row. It reads through incremental blob I/O, which touches only the pages
@@ -219,31 +254,58 @@ func firstLine(s string) string {
 	return s
 }
 
-// countSteps adds step counts to the summaries, for the sessions matched by
-// where (a condition on steps s, with args).
-func countSteps(conn *sqlite.Conn, where string, args []any, summaries map[int64]*Summary) error {
-	return sqlitex.Execute(conn, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
-		  count(*), sum(flag_count)
-		FROM steps s WHERE `+where+` GROUP BY 1, 2, 3, 4`, &sqlitex.ExecOptions{
-		Args: args,
+// sqliteSummaries is the SQLite store's SummaryReader, on one connection.
+type sqliteSummaries struct{ conn *sqlite.Conn }
+
+func (r sqliteSummaries) ReadSessions(pks []int64, found func(pk int64, o SessionOverview)) error {
+	ids, _ := json.Marshal(pks)
+	return sqlitex.Execute(r.conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args: []any{string(ids)},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			sum := summaries[st.ColumnInt64(0)]
-			if sum == nil {
-				return nil
+			pk, o, err := scanSession(r.conn, st)
+			if err != nil {
+				return err
 			}
-			n := st.ColumnInt(4)
-			sum.Steps += n
-			sum.StepsByType[st.ColumnText(1)] += n
-			if st.ColumnBool(2) {
-				sum.Failed += n
-			}
-			if st.ColumnBool(3) {
-				sum.ReferenceOnly += n
-			}
-			sum.Flags += st.ColumnInt(5)
+			found(pk, o)
 			return nil
 		},
 	})
+}
+
+func (r sqliteSummaries) CountSteps(pks []int64, add func(pk int64, c StepCount)) error {
+	ids, _ := json.Marshal(pks)
+	return sqlitex.Execute(r.conn, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
+		  count(*), sum(flag_count)
+		FROM steps s WHERE session_pk IN (SELECT value FROM json_each(?)) GROUP BY 1, 2, 3, 4`, &sqlitex.ExecOptions{
+		Args: []any{string(ids)},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			add(st.ColumnInt64(0), StepCount{Type: st.ColumnText(1), Failed: st.ColumnBool(2), ReferenceOnly: st.ColumnBool(3),
+				Steps: st.ColumnInt(4), Flags: st.ColumnInt(5)})
+			return nil
+		},
+	})
+}
+
+// StepCount is a group of a session's steps the list counts: Steps steps
+// of one type, failed or not, reference-only or not, with Flags flags in
+// all.
+type StepCount struct {
+	Type                  string
+	Failed, ReferenceOnly bool
+	Steps, Flags          int
+}
+
+// AddCount adds a group of steps to the summary's step counts.
+func (sum *Summary) AddCount(c StepCount) {
+	sum.Steps += c.Steps
+	sum.StepsByType[c.Type] += c.Steps
+	if c.Failed {
+		sum.Failed += c.Steps
+	}
+	if c.ReferenceOnly {
+		sum.ReferenceOnly += c.Steps
+	}
+	sum.Flags += c.Flags
 }
 
 // ListQuery narrows the list. The zero value lists every session.
@@ -261,11 +323,59 @@ type ListQuery struct {
 	After     string // a Next cursor of an earlier page: the sessions after it
 }
 
+// ListBounds are what a ListQuery's times and cursor say, checked.
+type ListBounds struct {
+	// Since and Until bound started_ns (Since inclusive, Until not); nil
+	// when not set.
+	Since, Until *int64
+	// After is set for a later page: the sessions after the one started at
+	// AfterNS with id AfterID (newest first, then by id).
+	After   bool
+	AfterNS int64
+	AfterID string
+}
+
+// Bounds checks q as List does: ErrBadCursor for an After that is not a
+// Next cursor, ErrBadFilter for a since, until or cost it cannot read.
+func (q ListQuery) Bounds() (ListBounds, error) {
+	var b ListBounds
+	var err error
+	if b.AfterNS, b.AfterID, err = parseCursor(q.After); err != nil {
+		return b, err
+	}
+	b.After = q.After != ""
+	for _, f := range []struct {
+		name, value string
+		dst         **int64
+	}{{"since", q.Since, &b.Since}, {"until", q.Until, &b.Until}} {
+		if f.value == "" {
+			continue
+		}
+		t, err := parseSearchTime(f.value)
+		if err != nil {
+			return b, fmt.Errorf("%w: %s: %v", ErrBadFilter, f.name, err)
+		}
+		ns := StartedNS(t)
+		*f.dst = &ns
+	}
+	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {
+		return b, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
+	}
+	return b, nil
+}
+
+// ListCursor is the Next cursor of a page whose last session started at
+// startedNS (unix nanoseconds, StartedNS) with this id.
+func ListCursor(startedNS int64, id string) string {
+	return fmt.Sprintf("%d:%s", startedNS, id)
+}
+
 // listFilter is the WHERE clause of the filters q sets but the one named
 // except, so a chip's count keeps the other filters ("1" without any), and
-// its named arguments. It holds only the filters set, so an unfiltered
-// list reads only the sessions_list index (migrations/010), never a row.
-func listFilter(q ListQuery, except string) (string, map[string]any, error) {
+// its named arguments; b is q.Bounds(). It holds only the filters set, so
+// an unfiltered list reads only the sessions_list index (migrations/010),
+// never a row.
+func listFilter(q ListQuery, b ListBounds, except string) (string, map[string]any) {
 	conds, args := []string{"1"}, map[string]any{}
 	add := func(name string, set bool, cond string, arg any) {
 		if set && name != except {
@@ -275,18 +385,11 @@ func listFilter(q ListQuery, except string) (string, map[string]any, error) {
 			}
 		}
 	}
-	for i, v := range []string{q.Since, q.Until} {
-		if v == "" {
-			continue
-		}
-		t, err := parseSearchTime(v)
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: %s: %v", ErrBadFilter, [2]string{"since", "until"}[i], err)
-		}
-		add([2]string{"since", "until"}[i], true, [2]string{"s.started_ns >= :since", "s.started_ns < :until"}[i], StartedNS(t))
+	if b.Since != nil {
+		add("since", true, "s.started_ns >= :since", *b.Since)
 	}
-	if q.Cost != "" && q.Cost != "recorded" && q.Cost != "not_recorded" {
-		return "", nil, fmt.Errorf("%w: cost: %q is not recorded or not_recorded", ErrBadFilter, q.Cost)
+	if b.Until != nil {
+		add("until", true, "s.started_ns < :until", *b.Until)
 	}
 	add("agent", q.Agent != "", "s.agent_kind = :agent", q.Agent)
 	add("verdict", q.Verdict != "", "s.verdict_state = :verdict", q.Verdict)
@@ -295,7 +398,7 @@ func listFilter(q ListQuery, except string) (string, map[string]any, error) {
 	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
 	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
 	add("cost", q.Cost != "", "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')", q.Cost)
-	return strings.Join(conds, " AND "), args, nil
+	return strings.Join(conds, " AND "), args
 }
 
 // listPage reads the pk, id and change stamp of the sessions of a page
@@ -312,7 +415,7 @@ func listPage(where string) string {
 // every session the other filters keep.
 func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	l := SessionList{Sessions: []SessionOverview{}, Agents: []AgentCount{}, Verdicts: []VerdictCount{}}
-	afterNS, afterID, err := parseCursor(q.After)
+	b, err := q.Bounds()
 	if err != nil {
 		return l, err
 	}
@@ -320,16 +423,13 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	where, args, err := listFilter(q, "")
-	if err != nil {
-		return l, err
-	}
-	whereAgent, argsAgent, _ := listFilter(q, "agent")
-	whereVerdict, argsVerdict, _ := listFilter(q, "verdict")
+	where, args := listFilter(q, b, "")
+	whereAgent, argsAgent := listFilter(q, b, "agent")
+	whereVerdict, argsVerdict := listFilter(q, b, "verdict")
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks, stamps []int64
 		page := maps.Clone(args)
-		page[":after"], page[":ns"], page[":id"], page[":limit"] = len(q.After), afterNS, afterID, limit
+		page[":after"], page[":ns"], page[":id"], page[":limit"] = len(q.After), b.AfterNS, b.AfterID, limit
 		err := sqlitex.Execute(conn, listPage(where), &sqlitex.ExecOptions{
 			Named: page,
 			ResultFunc: func(st *sqlite.Stmt) error {
@@ -342,15 +442,14 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		l.encoded = make([][]byte, len(pks))
-		if err := s.summaries.fill(conn, pks, stamps, l.Sessions, l.encoded, q == ListQuery{}); err != nil { // summaries.go
+		if err := s.summaries.Fill(sqliteSummaries{conn}, &l, pks, stamps, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {
 			err = sqlitex.Execute(conn, `SELECT started_ns FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{
 				Args: []any{pks[len(pks)-1]},
 				ResultFunc: func(st *sqlite.Stmt) error {
-					l.Next = fmt.Sprintf("%d:%s", st.ColumnInt64(0), l.Sessions[len(pks)-1].ID)
+					l.Next = ListCursor(st.ColumnInt64(0), l.Sessions[len(pks)-1].ID)
 					return nil
 				},
 			})
@@ -452,7 +551,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if pk == 0 {
 			return ErrNotFound
 		}
-		e, _, err := s.whole.entry(conn, pk) // whole.go
+		e, _, err := s.whole.entry(sqliteBlocks{conn}, pk) // whole.go
 		if err != nil {
 			return err
 		}
@@ -537,8 +636,23 @@ func readTurns(conn *sqlite.Conn, pk int64, sid string, q DetailQuery) ([]Turn, 
 			return nil
 		},
 	})
-	if err != nil || (q.Turns == 0 && q.Since == 0 && q.Seq == nil) {
-		return all, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	out, w := q.Narrow(all, changed)
+	return out, w, nil
+}
+
+// Whole reports whether q reads every turn and step (it may still cut
+// them, Head, or leave the steps out, NoSteps).
+func (q DetailQuery) Whole() bool { return q.Turns == 0 && q.Since == 0 && q.Seq == nil }
+
+// Narrow keeps the turns q asks for of all (a session's turns in order),
+// changed being the ids of the turns changed since q.Since (nil when
+// q.Since is 0), and says which it kept (nil for a whole read).
+func (q DetailQuery) Narrow(all []Turn, changed map[string]bool) ([]Turn, *TurnWindow) {
+	if q.Whole() {
+		return all, nil
 	}
 	end := len(all)
 	if q.Before > 0 && q.Before < end {
@@ -557,7 +671,7 @@ func readTurns(conn *sqlite.Conn, pk int64, sid string, q DetailQuery) ([]Turn, 
 	if out == nil {
 		out = []Turn{}
 	}
-	return out, &TurnWindow{First: first, Total: len(all)}, nil
+	return out, &TurnWindow{First: first, Total: len(all)}
 }
 
 // readSteps reads the steps of the given turns (all of them for a whole
@@ -567,7 +681,7 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 	for i := range turns {
 		byTurn[turns[i].ID] = &turns[i]
 	}
-	whole := q.Turns == 0 && q.Since == 0 && q.Seq == nil
+	whole := q.Whole()
 	var seq any
 	if q.Seq != nil {
 		seq = *q.Seq
@@ -630,31 +744,71 @@ func stepColumns(head bool) string {
 var bodyFields = [5]string{"stdout", "stderr", "text", "old_string", "new_string"}
 
 func scanStep(st *sqlite.Stmt, sid string) (Step, error) {
-	s := Step{
-		ID: st.ColumnText(0), SessionID: sid, Seq: st.ColumnInt64(1), SegmentIndex: st.ColumnInt64(2),
+	r := scanStepRow(st)
+	return r.Step(sid)
+}
+
+// scanStepRow reads a row of stepColumns.
+func scanStepRow(st *sqlite.Stmt) StepRow {
+	r := StepRow{
+		ID: st.ColumnText(0), Seq: st.ColumnInt64(1), SegmentIndex: st.ColumnInt64(2),
 		TurnID: st.ColumnText(3), ActorID: st.ColumnText(4), At: st.ColumnText(5), Type: st.ColumnText(6),
-		Decision: st.ColumnText(7), Outcome: st.ColumnText(8), ContentStatus: st.ColumnText(9),
+		Decision: st.ColumnText(7), Outcome: st.ColumnText(8), ContentStatus: st.ColumnText(9), Role: st.ColumnText(10),
+		Error: columnText(st, 11), Channels: st.ColumnText(12), Flags: st.ColumnText(13), Payload: st.ColumnText(14),
 	}
-	if !st.ColumnIsNull(11) {
+	for i := range r.Bodies {
+		col := 15 + 2*i // the value, then its whole length when cut
+		r.Bodies[i], r.Lengths[i] = columnText(st, col), st.ColumnInt(col+1)
+	}
+	return r
+}
+
+// StepRow is a steps row as every backend stores it: the payload's text
+// fields (bodyFields: stdout, stderr, text, old_string, new_string) in
+// columns of their own, nil when absent. A read with DetailQuery.Head
+// cuts each to its first Head characters and sets Lengths to the whole
+// length in characters; else Lengths are 0.
+type StepRow struct {
+	ID                                     string
+	Seq, SegmentIndex                      int64
+	TurnID, ActorID, At, Type              string
+	Decision, Outcome, ContentStatus, Role string
+	Error                                  *string // JSON, nil when none
+	Channels, Flags, Payload               string  // JSON
+	Bodies                                 [5]*string
+	Lengths                                [5]int
+}
+
+// Step is the step the row holds, in session sid, with Cut set for each
+// field the read cut.
+func (r *StepRow) Step(sid string) (Step, error) {
+	s := Step{
+		ID: r.ID, SessionID: sid, Seq: r.Seq, SegmentIndex: r.SegmentIndex,
+		TurnID: r.TurnID, ActorID: r.ActorID, At: r.At, Type: r.Type,
+		Decision: r.Decision, Outcome: r.Outcome, ContentStatus: r.ContentStatus,
+	}
+	if r.Error != nil {
 		s.Error = &StepError{}
-		if err := json.Unmarshal([]byte(st.ColumnText(11)), s.Error); err != nil {
+		if err := json.Unmarshal([]byte(*r.Error), s.Error); err != nil {
 			return s, fmt.Errorf("step %s error: %w", s.ID, err)
 		}
 	}
-	for col, dst := range map[int]any{12: &s.Channels, 13: &s.Flags, 14: &s.Payload} {
-		if err := json.Unmarshal([]byte(st.ColumnText(col)), dst); err != nil {
-			return s, fmt.Errorf("step %s column %d: %w", s.ID, col, err)
+	for _, col := range [...]struct {
+		name, text string
+		dst        any
+	}{{"channels", r.Channels, &s.Channels}, {"flags", r.Flags, &s.Flags}, {"payload", r.Payload, &s.Payload}} {
+		if err := json.Unmarshal([]byte(col.text), col.dst); err != nil {
+			return s, fmt.Errorf("step %s %s: %w", s.ID, col.name, err)
 		}
 	}
-	s.Payload.Role = st.ColumnText(10)
+	s.Payload.Role = r.Role
 	for i, dst := range []**string{&s.Payload.Stdout, &s.Payload.Stderr, &s.Payload.Text, &s.Payload.OldString, &s.Payload.NewString} {
-		col := 15 + 2*i // the value, then its whole length when cut
-		if st.ColumnIsNull(col) {
+		v := r.Bodies[i]
+		if v == nil {
 			continue
 		}
-		v := st.ColumnText(col)
-		*dst = &v
-		if n := st.ColumnInt(col + 1); n > utf8.RuneCountInString(v) {
+		*dst = v
+		if n := r.Lengths[i]; n > utf8.RuneCountInString(*v) {
 			if s.Cut == nil {
 				s.Cut = map[string]int{}
 			}
@@ -662,4 +816,19 @@ func scanStep(st *sqlite.Stmt, sid string) (Step, error) {
 		}
 	}
 	return s, nil
+}
+
+// Bytes is what the row holds of JSON and text: what TurnSteps counts
+// against its budget.
+func (r *StepRow) Bytes() int {
+	n := len(r.Channels) + len(r.Flags) + len(r.Payload)
+	if r.Error != nil {
+		n += len(*r.Error)
+	}
+	for _, b := range r.Bodies {
+		if b != nil {
+			n += len(*b)
+		}
+	}
+	return n
 }

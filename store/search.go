@@ -53,7 +53,34 @@ type SearchResult struct {
 	Next string      `json:"next,omitempty"`
 }
 
-// query is a parsed search: full-text words and the filters.
+// ParsedQuery is a search query as ParseQuery read it, in a form every
+// backend turns into its own index's query.
+type ParsedQuery struct {
+	Words    []SearchPhrase // each must match
+	Excluded []SearchPhrase // none may match
+	Filters  []SearchFilter // each must hold
+}
+
+// SearchPhrase is a word or "phrase" of a query: its text as written
+// (SearchTerms splits it into the words it matches, in a row) and whether
+// its last word is a prefix (auth*).
+type SearchPhrase struct {
+	Text   string
+	Prefix bool
+}
+
+// SearchFilter is a key:value filter of a query with its checked value:
+// []string (the step types) for type:, int64 (unix nanoseconds) for after:
+// and before:, the string as written for the others.
+type SearchFilter struct {
+	Key   string
+	Value any
+}
+
+// SearchFilterKeys are the filters of the query language (ParseQuery).
+var SearchFilterKeys = []string{"agent", "status", "flag", "path", "workspace", "verdict", "type", "after", "before", "owner"}
+
+// query is a parsed search as SQLite's FTS5 index runs it.
 type query struct {
 	match    string // FTS5 expression of the words, "" when there are none
 	exclude  string // FTS5 expression of the excluded words, "" when none
@@ -63,7 +90,7 @@ type query struct {
 }
 
 // searchFilters maps each filter to the SQL condition it adds (s is the
-// session, st the step) and how its value is checked.
+// session, st the step).
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = ?",
 	"status":    "st.outcome = ?",
@@ -74,23 +101,19 @@ var searchFilters = map[string]string{
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
 	"after":     "s.started_ns >= ?",
 	"before":    "s.started_ns < ?",
+	"owner":     "s.owner_id = ?",
 }
 
-// ParseQuery checks a query without running it; it returns an
-// *InvalidError naming each problem. The language: words (found by their
-// parts: auth.go, handlers/auth.go), "exact phrases", prefix*, -excluded,
-// and filters key:value that also work alone: agent:, type: (one of the
-// step types, several with |), status: (the outcome), flag: (a flag kind),
-// path: (part of a path), workspace: (part of the root), after: and
-// before: (a date, 2026-11-01, or an RFC 3339 time, on the session's
-// start) and verdict:.
-func ParseQuery(q string) error {
-	_, err := parseQuery(q)
-	return err
-}
-
-func parseQuery(text string) (query, error) {
-	var q query
+// ParseQuery reads a query; it returns an *InvalidError naming each
+// problem. The language: words (found by their parts: auth.go,
+// handlers/auth.go), "exact phrases", prefix*, -excluded, and filters
+// key:value that also work alone: agent:, type: (one of the step types,
+// several with |), status: (the outcome), flag: (a flag kind), path: (part
+// of a path), workspace: (part of the root), after: and before: (a date,
+// 2026-11-01, or an RFC 3339 time, on the session's start), verdict: and
+// owner: (the session's owner_id, a team server's user).
+func ParseQuery(text string) (ParsedQuery, error) {
+	var q ParsedQuery
 	var ps []Problem
 	bad := func(format string, a ...any) { ps = append(ps, Problem{Path: "q", Message: fmt.Sprintf(format, a...)}) }
 	if len(text) > MaxQueryBytes {
@@ -112,9 +135,8 @@ func parseQuery(text string) (query, error) {
 	if len(terms) > MaxQueryTerms {
 		bad("has %d words and filters; at most %d", len(terms), MaxQueryTerms)
 	}
-	var match, exclude []string
 	for _, t := range terms {
-		if key, value, ok := strings.Cut(t.text, ":"); ok && !t.quoted && !t.negated && isFilterKey(key) {
+		if key, value, ok := strings.Cut(t.text, ":"); ok && !t.quoted && !t.negated && slices.Contains(SearchFilterKeys, key) {
 			if value == "" {
 				bad("filter %s: has no value", key)
 				continue
@@ -124,26 +146,50 @@ func parseQuery(text string) (query, error) {
 				bad("filter %s: %s", key, err)
 				continue
 			}
-			q.where = append(q.where, searchFilters[key])
-			q.args = append(q.args, arg)
+			q.Filters = append(q.Filters, SearchFilter{key, arg})
 			continue
 		}
-		phrase := ftsPhrase(t)
-		if phrase == "" {
+		if strings.IndexFunc(t.text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
 			bad("%q has no letters or digits to search for", t.text)
 			continue
 		}
+		p := SearchPhrase{t.text, t.prefix}
 		if t.negated {
-			exclude = append(exclude, phrase)
+			q.Excluded = append(q.Excluded, p)
 		} else {
-			match = append(match, phrase)
+			q.Words = append(q.Words, p)
 		}
 	}
-	if len(ps) == 0 && len(match) == 0 && len(q.where) == 0 {
+	if len(ps) == 0 && len(q.Words) == 0 && len(q.Filters) == 0 {
 		bad("has only excluded words: add a word or a filter to search in")
 	}
 	if len(ps) > 0 {
 		return q, newInvalidSearch(ps)
+	}
+	return q, nil
+}
+
+// parseQuery reads a query (ParseQuery) as FTS5 expressions and SQL.
+func parseQuery(text string) (query, error) {
+	pq, err := ParseQuery(text)
+	if err != nil {
+		return query{}, err
+	}
+	var q query
+	var match, exclude []string
+	for _, p := range pq.Words {
+		match = append(match, ftsPhrase(p))
+	}
+	for _, p := range pq.Excluded {
+		exclude = append(exclude, ftsPhrase(p))
+	}
+	for _, f := range pq.Filters {
+		q.where = append(q.where, searchFilters[f.Key])
+		arg := f.Value
+		if types, ok := arg.([]string); ok {
+			arg = `["` + strings.Join(types, `","`) + `"]`
+		}
+		q.args = append(q.args, arg)
 	}
 	q.match, q.exclude, q.hasWords = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0
 	return q, nil
@@ -153,11 +199,6 @@ func newInvalidSearch(ps []Problem) error {
 	e := newInvalidError(ps)
 	e.Subject = "search query"
 	return e
-}
-
-func isFilterKey(key string) bool {
-	_, ok := searchFilters[key]
-	return ok
 }
 
 // filterArg checks a filter's value and returns what its condition binds.
@@ -170,7 +211,7 @@ func filterArg(key, value string) (any, error) {
 				return nil, fmt.Errorf("%q is not a step type (%s)", t, strings.Join(StepTypes, ", "))
 			}
 		}
-		return `["` + strings.Join(types, `","`) + `"]`, nil
+		return types, nil
 	case "verdict":
 		if !slices.Contains(VerdictStates, value) {
 			return nil, fmt.Errorf("%q is not a verdict (%s)", value, strings.Join(VerdictStates, ", "))
@@ -237,15 +278,12 @@ func splitTerms(s string) ([]term, error) {
 	}
 }
 
-// ftsPhrase is a term as an FTS5 phrase: its text in double quotes, so the
-// tokenizer splits it into its parts and no character of it is FTS5
-// syntax; "" when it has no part to search for.
-func ftsPhrase(t term) string {
-	if strings.IndexFunc(t.text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
-		return ""
-	}
-	p := `"` + strings.ReplaceAll(t.text, `"`, `""`) + `"`
-	if t.prefix {
+// ftsPhrase is a phrase of a query as an FTS5 phrase: its text in double
+// quotes, so the tokenizer splits it into its parts and no character of it
+// is FTS5 syntax.
+func ftsPhrase(t SearchPhrase) string {
+	p := `"` + strings.ReplaceAll(t.Text, `"`, `""`) + `"`
+	if t.Prefix {
 		p += "*"
 	}
 	return p
@@ -283,7 +321,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	where, args := q.where, q.args
 	var from sessionKey
 	if sq.After != "" {
-		ns, spk, seq, err := parseSearchCursor(sq.After)
+		ns, spk, seq, err := ParseSearchCursor(sq.After)
 		if err != nil {
 			return res, err // its message is the answer's, as List's
 		}
@@ -346,7 +384,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	if len(rows) > limit {
 		res.Hits = res.Hits[:limit]
 		r := rows[limit-1]
-		res.Next = fmt.Sprintf("%d:%d:%d", r.ns, r.pk, r.hit.Seq)
+		res.Next = SearchCursor(r.ns, r.pk, r.hit.Seq)
 	}
 	return res, nil
 }
@@ -498,14 +536,21 @@ func sessionTitle(conn *sqlite.Conn, pk int64) (string, error) {
 	var title string
 	err := sqlitex.Execute(conn, `SELECT substr(text, 1, ?) FROM steps WHERE session_pk = ? AND type = 'message' AND role = 'user' ORDER BY seq LIMIT 1`,
 		&sqlitex.ExecOptions{
-			Args:       []any{titleChars, pk},
+			Args:       []any{TitleChars, pk},
 			ResultFunc: func(st *sqlite.Stmt) error { title = firstLine(st.ColumnText(0)); return nil },
 		})
 	return title, err
 }
 
-// parseSearchCursor reads a Next cursor: "<started_ns>:<session pk>:<seq>".
-func parseSearchCursor(c string) (ns, pk, seq int64, err error) {
+// SearchCursor is the Next cursor of a page whose last hit is the step
+// seq (0 for the session's own row) of the session pk started at ns.
+func SearchCursor(ns, pk, seq int64) string {
+	return fmt.Sprintf("%d:%d:%d", ns, pk, seq)
+}
+
+// ParseSearchCursor reads a Next cursor (SearchCursor); ErrBadCursor when
+// it is not one.
+func ParseSearchCursor(c string) (ns, pk, seq int64, err error) {
 	parts := strings.Split(c, ":")
 	if len(parts) != 3 {
 		return 0, 0, 0, ErrBadCursor

@@ -19,14 +19,24 @@ import (
 // stamps what it changed (updated_at), and search_state.indexed_through
 // is the newest stamp the index holds, so catching up is a few whole
 // statements, never one per step (FTS5 writes a segment at the end of
-// every statement): in one transaction for a search or Close, and in the
-// background in one too, or, in the server (IndexInChunks), in one per few
-// writes (catchUpInChunks), so a push waiting for the write lock goes
-// between them. This store starts a catch-up after each of
-// its writes (indexLater), Search catches up before it reads, and Close
-// catches up, so a short-lived writer (import, capture, hook) leaves the
-// index current. Delete removes the session's rows in its own transaction
-// (unindexSession).
+// every statement): in one transaction for up to buildChunk steps, and in
+// chunks of that many for more; in the server's background
+// (IndexInChunks) in chunks of indexChunk steps, so a push waiting for
+// the write lock goes between them. This store starts a catch-up after
+// each of its writes (indexLater), Search catches up before it reads,
+// and Open and Close catch up, so a short-lived writer (import, capture,
+// hook) leaves the index current. Delete removes the session's rows in
+// its own transaction (unindexSession).
+//
+// The index of an existing store is built the same way: migration 008
+// empties it and sets indexed_through to 0, and the catch-up of the
+// Open that migrated builds it, in chunks, reporting progress
+// (OnIndexProgress), before Open returns. Another process that opens the
+// store meanwhile catches up with it, chunk by chunk; an older build's
+// process catches up in one transaction, which may exceed busyLimit on a
+// big store (its search then fails and is retried by the next). A
+// search waits for the build: it sees every committed write, never a
+// partial index.
 
 // A background catch-up starts once the writes have paused for
 // indexQuiet, or indexMaxWait after the first write it has to index when
@@ -46,7 +56,8 @@ type indexer struct {
 	pending     bool      // a write committed that no catch-up started after
 	first, last time.Time // the first and last such write
 	wg          sync.WaitGroup
-	inChunks    bool // a few writes per transaction (IndexInChunks)
+	inChunks    bool                    // a few writes per transaction (IndexInChunks)
+	progress    func(done, total int64) // OnIndexProgress
 }
 
 // indexLater starts a background catch-up unless one runs already.
@@ -83,85 +94,106 @@ func (s *Store) indexLater() {
 			x.mu.Unlock()
 			// An error (the store busy past busyLimit) is retried by the
 			// next write, search or Close.
+			chunk := buildChunk
 			if x.inChunks {
-				_ = s.catchUpInChunks(context.Background())
-			} else {
-				_ = s.catchUpIndex(context.Background())
+				chunk = indexChunk
 			}
+			_ = s.catchUp(context.Background(), chunk)
 		}
 	}()
 }
 
-// catchUpIndex indexes every write the index does not hold yet; it takes
-// the write lock only when there is one.
+// buildChunk is how many steps a catch-up outside the server's
+// background indexes in one transaction (indexChunk is the server's): up
+// to it, a catch-up is one transaction, as an import's writes want; more
+// (a store a migration left unindexed, Reindex, the writes of a crashed
+// process) go in transactions of about buildChunk steps, each well within
+// busyLimit, and a crash or a cancel keeps what the chunks before it
+// built: the next catch-up (at the latest the next Open) goes on from
+// there. Not 10,000: at the end of every chunk FTS5 writes its pending
+// terms as a segment and merges segments, and in chunks of 10,000 steps a
+// 200,000-step build took 90% more CPU than in one statement, in chunks
+// of 50,000 35% more (docs/performance.md).
+// A var so that tests can make small stores build in many chunks.
+var buildChunk int64 = 50_000
+
+// catchUpIndex indexes every write the index does not hold yet, in one
+// transaction or, when that is more than buildChunk steps, in chunks.
 func (s *Store) catchUpIndex(ctx context.Context) error {
-	behind := false
-	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
-		behind, err = indexBehind(conn)
-		return err
-	})
-	if err != nil || !behind {
-		return err
-	}
-	return s.write(ctx, indexChanges)
+	return s.catchUp(ctx, buildChunk)
 }
 
-// indexChunk is how many steps a background catch-up indexes in one
-// transaction: a write waiting for the lock goes between two of them.
+// indexChunk is how many steps a background catch-up of the server
+// (IndexInChunks) indexes in one transaction: a write waiting for the lock
+// goes between two of them.
 const indexChunk = 256
 
-// catchUpInChunks indexes what catchUpIndex does, in transactions of about
-// indexChunk steps, each ending at a write's stamp.
-func (s *Store) catchUpInChunks(ctx context.Context) error {
-	behind := false
+// catchUp indexes every write the index does not hold yet, in
+// transactions of about chunk steps, each ending at a write's stamp; it
+// takes the write lock only when there is something to index. A catch-up
+// of at least buildChunk steps reports its progress (OnIndexProgress).
+// Another process catching up at the same time is harmless: each chunk
+// indexes what the index still lacks up to its stamp, nothing twice.
+func (s *Store) catchUp(ctx context.Context, chunk int64) error {
+	var plan []chunkEnd
 	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
-		behind, err = indexBehind(conn)
+		plan, err = indexPlan(conn, chunk)
 		return err
 	})
-	for err == nil && behind {
-		err = s.write(ctx, func(conn *sqlite.Conn) error {
-			through, last, err := indexChunkEnd(conn)
-			if err != nil || through == 0 {
-				behind = false
-				return err
-			}
-			behind = !last
-			return indexChangesThrough(conn, through)
-		})
+	if err != nil || len(plan) == 0 {
+		return err
 	}
-	return err
+	total := plan[len(plan)-1].steps
+	progress := s.index.progress
+	if progress == nil || total < buildChunk {
+		progress = func(int64, int64) {}
+	}
+	progress(0, total)
+	for _, end := range plan {
+		err := s.write(ctx, func(conn *sqlite.Conn) error { return indexChangesThrough(conn, end.through) })
+		if err != nil {
+			return err
+		}
+		progress(end.steps, total)
+	}
+	return nil
 }
 
-// indexChunkEnd returns the stamp that ends the next chunk of the catch-up
-// (0 when there is nothing to index) and whether it is the last: the
-// oldest writes' stamps, up to indexChunk steps (at least one write).
-func indexChunkEnd(conn *sqlite.Conn) (through int64, last bool, err error) {
-	steps, newest := 0, int64(0)
-	err = sqlitex.ExecuteTransient(conn, `SELECT st.updated_at, count(*)
+// chunkEnd is where a chunk of a catch-up ends: the stamp it indexes
+// through, and how many steps the catch-up has indexed by then.
+type chunkEnd struct{ through, steps int64 }
+
+// indexPlan splits what the index lacks into chunks of at least chunk
+// steps (at least one write, the last chunk what is left), in stamp
+// order; none when the index is current. The last chunk also takes the
+// writes that changed session rows only.
+func indexPlan(conn *sqlite.Conn, chunk int64) ([]chunkEnd, error) {
+	var plan []chunkEnd
+	var steps, cut int64
+	err := sqlitex.ExecuteTransient(conn, `SELECT st.updated_at, count(*)
 		FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
 		WHERE s.updated_at > indexed_through GROUP BY 1 ORDER BY 1`,
 		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
-			if steps < indexChunk {
-				through = st.ColumnInt64(0)
+			if steps += st.ColumnInt64(1); steps-cut >= chunk {
+				plan, cut = append(plan, chunkEnd{st.ColumnInt64(0), steps}), steps
 			}
-			steps += st.ColumnInt(1)
-			newest = st.ColumnInt64(0)
 			return nil
 		}})
-	if err != nil || through < newest {
-		return through, false, err
+	if err != nil {
+		return nil, err
 	}
-	// The last chunk also takes the writes that changed session rows only.
-	err = sqlitex.ExecuteTransient(conn, `SELECT max(updated_at) FROM sessions, search_state WHERE updated_at > indexed_through`,
-		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { through = st.ColumnInt64(0); return nil }})
-	return through, true, err
-}
-
-func indexBehind(conn *sqlite.Conn) (bool, error) {
-	behind := false
-	err := sqlitex.ExecuteTransient(conn, `SELECT (SELECT max(updated_at) FROM sessions) > indexed_through FROM search_state`,
-		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { behind = st.ColumnBool(0); return nil }})
-	return behind, err
+	var newest int64
+	err = sqlitex.ExecuteTransient(conn, `SELECT coalesce(max(s.updated_at), 0) FROM sessions s, search_state WHERE s.updated_at > indexed_through`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { newest = st.ColumnInt64(0); return nil }})
+	switch {
+	case err != nil || newest == 0:
+		return nil, err
+	case len(plan) > 0 && cut == steps:
+		plan[len(plan)-1].through = newest
+	default:
+		plan = append(plan, chunkEnd{newest, steps})
+	}
+	return plan, nil
 }
 
 // changedRows is the index rows of what was stamped after indexed_through:
@@ -172,22 +204,13 @@ const changedRows = `SELECT -s.pk FROM sessions s, search_state WHERE s.updated_
 	SELECT st.pk FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
 	WHERE s.updated_at > indexed_through`
 
-// indexChanges removes the text writes replaced (search_stale) from the
-// index, indexes the session rows and steps stamped after indexed_through
-// that it does not hold, widens their sessions' spans (search_spans) and
-// moves indexed_through to the newest stamp. A
-// row whose text no write changed (a note stamps its step) stays as it is.
-func indexChanges(conn *sqlite.Conn) error {
-	var latest int64
-	err := sqlitex.ExecuteTransient(conn, `SELECT coalesce(max(updated_at), 0) FROM sessions`,
-		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { latest = st.ColumnInt64(0); return nil }})
-	if err != nil {
-		return err
-	}
-	return indexChangesThrough(conn, latest)
-}
-
-// indexChangesThrough is indexChanges for the writes stamped up to through.
+// indexChangesThrough removes the text writes replaced (search_stale)
+// from the index, indexes the session rows and steps stamped after
+// indexed_through and up to through that it does not hold, widens their
+// sessions' spans (search_spans) and moves indexed_through to through
+// (never back: a chunk another process indexed first leaves nothing to
+// do). A row whose text no write changed (a note stamps its step) stays
+// as it is.
 func indexChangesThrough(conn *sqlite.Conn, through int64) error {
 	if err := removeStale(conn); err != nil {
 		return err
@@ -204,7 +227,7 @@ func indexChangesThrough(conn *sqlite.Conn, through int64) error {
 			FROM sessions s JOIN search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
 			WHERE s.updated_at > indexed_through GROUP BY st.session_pk
 			ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
-		`UPDATE search_state SET indexed_through = :through`,
+		`UPDATE search_state SET indexed_through = max(indexed_through, :through)`,
 	} {
 		if err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{Named: map[string]any{":through": through}}); err != nil {
 			return err
@@ -298,10 +321,14 @@ func secureDelete(conn *sqlite.Conn, sql string, args []any, after ...string) er
 	return nil
 }
 
-// Reindex rebuilds the search index from every stored session and step in
-// one transaction, and returns how many rows it indexed.
+// Reindex rebuilds the search index from every stored session and step,
+// and returns how many rows it indexed. It empties the index in one
+// transaction and builds it again as a catch-up does, in chunks with
+// progress (OnIndexProgress): stopped in the middle (ctx, a crash), the
+// index holds what the chunks before built, and the next catch-up (a
+// search, Close, the next Open) builds the rest; a search meanwhile
+// waits for it (Search catches up first).
 func (s *Store) Reindex(ctx context.Context) (int64, error) {
-	var n int64
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		for _, sql := range []string{
 			`INSERT INTO search (search) VALUES ('delete-all')`,
@@ -313,16 +340,22 @@ func (s *Store) Reindex(ctx context.Context) (int64, error) {
 				return err
 			}
 		}
-		if err := indexChanges(conn); err != nil {
-			return err
-		}
-		if err := sqlitex.ExecuteTransient(conn, `INSERT INTO search (search) VALUES ('optimize')`, nil); err != nil {
-			return err
-		}
-		return sqlitex.ExecuteTransient(conn, `SELECT count(*) FROM search`, &sqlitex.ExecOptions{
-			ResultFunc: func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil },
-		})
+		return nil
 	})
+	if err == nil {
+		err = s.catchUpIndex(ctx)
+	}
+	var n int64
+	if err == nil {
+		err = s.write(ctx, func(conn *sqlite.Conn) error {
+			if err := sqlitex.ExecuteTransient(conn, `INSERT INTO search (search) VALUES ('optimize')`, nil); err != nil {
+				return err
+			}
+			return sqlitex.ExecuteTransient(conn, `SELECT count(*) FROM search`, &sqlitex.ExecOptions{
+				ResultFunc: func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil },
+			})
+		})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store: reindex: %w", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,5 +244,216 @@ func TestIndexInChunksAsRebuilt(t *testing.T) {
 	}
 	if !strings.Contains(got, "current 1") || !strings.Contains(got, "replacedword 1") || !strings.Contains(got, "stdoutwordx 0") {
 		t.Errorf("index after the background catch-up:\n%s\nwant it current, with replacedword and without stdoutwordx", got)
+	}
+}
+
+// oldStore makes, at path, a store as a build before migration 008 left
+// it (user_version 7), holding what writes to a current store put in
+// sessions and steps: 3 sessions of 4 pushes of 40 steps and searchBatch
+// "x", 15 writes in all. It returns how many steps it holds and the
+// current store the rows came from, its index current.
+func oldStore(t *testing.T, path string) (steps int64, src string) {
+	t.Helper()
+	ctx := context.Background()
+	from := mustOpenPath(t, filepath.Join(t.TempDir(), "src.db"))
+	for k := range 4 {
+		for _, sid := range []string{"a", "b", "c"} {
+			b := storetest.Batch(sid, k, 40)
+			if _, err := from.Apply(ctx, b); err != nil {
+				t.Fatalf("Apply(%s, push %d) = %v", sid, k, err)
+			}
+			steps += int64(len(b.Steps))
+		}
+	}
+	x := mustParse(t, searchBatch("x"))
+	if _, err := from.Apply(ctx, x); err != nil {
+		t.Fatalf("Apply(x) = %v", err)
+	}
+	steps += int64(len(x.Steps))
+	if err := from.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
+	if err := store.CreateAtVersion(ctx, path, 7); err != nil {
+		t.Fatalf("CreateAtVersion(%s, 7) = %v", path, err)
+	}
+	mustExec(t, path, "ATTACH '"+from.Path()+"' AS src",
+		"INSERT INTO sessions SELECT * FROM src.sessions",
+		"INSERT INTO steps SELECT * FROM src.steps",
+		"DETACH src")
+	return steps, from.Path()
+}
+
+// progressLog records what OnIndexProgress reports.
+type progressLog struct {
+	mu    sync.Mutex
+	calls [][2]int64
+}
+
+func (p *progressLog) report(done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, [2]int64{done, total})
+}
+
+// check wants the calls of one catch-up of total steps in chunks of
+// about chunk: (0, total) first, done strictly increasing to total.
+func (p *progressLog) check(t *testing.T, total, chunk int64) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls
+	if len(c) < 3 || c[0] != [2]int64{0, total} || c[len(c)-1] != [2]int64{total, total} {
+		t.Fatalf("progress = %v; want (0 %d) first, (%[2]d %[2]d) last and more between", c, total)
+	}
+	for i := 1; i < len(c); i++ {
+		if c[i][1] != total || c[i][0] <= c[i-1][0] {
+			t.Fatalf("progress = %v; want done strictly increasing, total %d", c, total)
+		}
+	}
+	if min := total / chunk; int64(len(c)-1) < min/2 {
+		t.Errorf("progress = %v: %d chunks; want about %d (chunks of about %d steps)", c, len(c)-1, min, chunk)
+	}
+}
+
+// indexHoldsAll wants the index of the store at path to hold every
+// session row and step, with each session's span of step pks, read from
+// the tables themselves.
+func indexHoldsAll(t *testing.T, path string) {
+	t.Helper()
+	conn := mustExec(t, path)
+	for _, q := range []string{
+		`SELECT count(*) FROM (SELECT pk FROM steps UNION ALL SELECT -pk FROM sessions) FULL JOIN search_docsize ON id = pk WHERE id IS NULL OR pk IS NULL`,
+		`SELECT count(*) FROM (SELECT session_pk, min(pk) lo, max(pk) hi FROM steps GROUP BY session_pk) w FULL JOIN search_spans s USING (session_pk) WHERE s.lo IS NOT w.lo OR s.hi IS NOT w.hi`,
+		`SELECT indexed_through <> (SELECT max(updated_at) FROM sessions) FROM search_state`,
+	} {
+		var wrong int64
+		err := sqlitex.ExecuteTransient(conn, q, &sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			wrong = st.ColumnInt64(0)
+			return nil
+		}})
+		if err != nil || wrong != 0 {
+			t.Errorf("%s = %d, %v; want 0", q, wrong, err)
+		}
+	}
+}
+
+// findWords are words of every field of searchBatch("x") and words of
+// storetest's steps.
+var findWords = []string{"promptwordx", "stdoutwordx", "stderrwordx", "oldwordx", "newwordx", "errormessagex",
+	"flagreasonx", "wsrootx", "reporepox", "timeout", "claude", "widget"}
+
+// Migration 008 leaves an existing store's index to the Open that
+// migrated, which builds it in chunks, reporting progress, before it
+// returns: every row and span, the same index the writes built in the
+// store the rows came from, each field's word findable.
+func TestMigrationBuildsIndexWithProgress(t *testing.T) {
+	const chunk = 20
+	store.SetBuildChunk(t, chunk)
+	path := filepath.Join(t.TempDir(), "old.db")
+	steps, src := oldStore(t, path)
+	var p progressLog
+	s, err := store.Open(context.Background(), path, store.OnIndexProgress(p.report))
+	if err != nil {
+		t.Fatalf("Open(old store) = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p.check(t, steps, chunk)
+	indexHoldsAll(t, path)
+	if got, want := indexDump(t, path, findWords...), indexDump(t, src, findWords...); got != want {
+		t.Errorf("index built by Open:\n%s\nwant, as the writes built it:\n%s", got, want)
+	}
+	for _, w := range findWords[:9] {
+		got := hitKeys(mustSearch(t, s, w))
+		if len(got) == 0 || slices.ContainsFunc(got, func(k hitKey) bool { return k.Session != "x" }) {
+			t.Errorf("Search(%s) after the build = %v; want hits in session x only", w, got)
+		}
+	}
+}
+
+// A build cut off in the middle (its context cancelled after the first
+// chunk, as a crash would leave it) keeps the chunks it committed: the
+// next Open builds only the rest, and the index is whole.
+func TestIndexBuildResumes(t *testing.T) {
+	const chunk = 20
+	store.SetBuildChunk(t, chunk)
+	path := filepath.Join(t.TempDir(), "old.db")
+	steps, src := oldStore(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	var first progressLog
+	_, err := store.Open(ctx, path, store.OnIndexProgress(func(done, total int64) {
+		first.report(done, total)
+		if done > 0 {
+			cancel()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open with the build cancelled = %v; want context.Canceled", err)
+	}
+	if len(first.calls) != 2 || first.calls[1][0] <= 0 || first.calls[1][0] >= steps {
+		t.Fatalf("progress of the cancelled build = %v; want (0 %d) and one chunk", first.calls, steps)
+	}
+	built := first.calls[1][0]
+	var p progressLog
+	s, err := store.Open(context.Background(), path, store.OnIndexProgress(p.report))
+	if err != nil {
+		t.Fatalf("Open after the cancelled build = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p.check(t, steps-built, chunk)
+	indexHoldsAll(t, path)
+	if got, want := indexDump(t, path, findWords...), indexDump(t, src, findWords...); got != want {
+		t.Errorf("index built in two Opens:\n%s\nwant, as the writes built it:\n%s", got, want)
+	}
+}
+
+// Reindex empties the index and builds it again in chunks, reporting
+// progress, to the index the writes built.
+func TestReindexReportsProgress(t *testing.T) {
+	const chunk = 20
+	store.SetBuildChunk(t, chunk)
+	path := filepath.Join(t.TempDir(), "old.db")
+	steps, src := oldStore(t, path)
+	var p progressLog
+	s, err := store.Open(context.Background(), path, store.OnIndexProgress(p.report))
+	if err != nil {
+		t.Fatalf("Open(old store) = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p.calls = nil
+	n, err := s.Reindex(context.Background())
+	if err != nil {
+		t.Fatalf("Reindex() = %v", err)
+	}
+	p.check(t, steps, chunk)
+	if sessions := int64(4); n != steps+sessions {
+		t.Errorf("Reindex() = %d rows; want %d steps and %d sessions", n, steps, sessions)
+	}
+	indexHoldsAll(t, path)
+	if got, want := indexDump(t, path, findWords...), indexDump(t, src, findWords...); got != want {
+		t.Errorf("index after Reindex:\n%s\nwant, as the writes built it:\n%s", got, want)
+	}
+}
+
+// Two processes that open a store left by a build before migration 008
+// at the same moment: one migrates, and both build the index, chunk by
+// chunk, each indexing what the other has not; the index holds every row
+// once, their own writes too.
+func TestTwoProcessesBuildTheIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv("STORE_TEST_BUILD_CHUNK", "20") // read by TestOpenProcess
+	path := filepath.Join(t.TempDir(), "old.db")
+	oldStore(t, path)
+	mustRunOpenProcesses(t, path, []string{"p0", "p1"})
+	indexHoldsAll(t, path)
+	s := mustOpenPath(t, path)
+	for _, w := range findWords[:9] {
+		if got := hitKeys(mustSearch(t, s, w)); len(got) == 0 {
+			t.Errorf("Search(%s) after the build = no hits; want session x", w)
+		}
+	}
+	for _, sid := range []string{"p0", "p1"} {
+		mustDetail(t, s, sid)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -391,5 +392,34 @@ func TestSearchWalksSessionsInOrder(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Search(walkword) in pages of %d = %v; want %v", limit, got, want)
 		}
+	}
+}
+
+// owner: finds only the sessions of that owner_id (a team server's user).
+func TestSearchOwnerFilter(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	for _, sid := range []string{"own-a", "own-b", "own-c"} {
+		b := storetest.Batch(sid, 0, 5)
+		if sid == "own-b" {
+			b.Owner = "alice"
+		}
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q, want := range map[string]string{"owner:alice": "own-b", "owner:" + store.OwnerLocal + " agent:nobody": ""} {
+		var got []string
+		for _, h := range mustSearch(t, s, q).Hits {
+			if !slices.Contains(got, h.SessionID) {
+				got = append(got, h.SessionID)
+			}
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("Search(%q) finds sessions %q; want %q", q, got, want)
+		}
+	}
+	if got := len(mustSearch(t, s, "owner:"+store.OwnerLocal).Hits); got != 10 {
+		t.Errorf("Search(owner:%s) = %d hits; want the 10 steps of own-a and own-c", store.OwnerLocal, got)
 	}
 }

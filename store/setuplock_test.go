@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,9 @@ func TestOpenProcess(t *testing.T) {
 	path := os.Getenv("STORE_TEST_PROCESS_DB")
 	if path == "" {
 		t.Skip("a process of TestTwoProcessesMigrateAnOldStore")
+	}
+	if n, err := strconv.ParseInt(os.Getenv("STORE_TEST_BUILD_CHUNK"), 10, 64); err == nil {
+		store.SetBuildChunk(t, n)
 	}
 	io.Copy(io.Discard, os.Stdin)
 	s, err := store.Open(context.Background(), path)

@@ -39,8 +39,8 @@ type Store struct {
 	pool       *sqlitemigration.Pool
 	path       string
 	capturedOn string
-	whole      wholeSession       // whole-session counts, report and changes (whole.go)
-	summaries  listSummaries      // List's summaries (summaries.go)
+	whole      Tallies            // whole-session counts, report and changes (whole.go)
+	summaries  ListSummaries      // List's summaries (summaries.go)
 	stop       context.CancelFunc // ends the background checkpoints, if any
 	stopped    chan struct{}
 	scrubs     scrubber
@@ -54,6 +54,7 @@ type Option func(*options)
 type options struct {
 	checkpointEvery time.Duration
 	indexInChunks   bool
+	indexProgress   func(done, total int64)
 }
 
 // CheckpointEvery moves write-ahead-log checkpoints off the commit path:
@@ -74,6 +75,18 @@ func CheckpointEvery(d time.Duration) Option {
 // (+21% of an import's CPU time, docs/performance.md).
 func IndexInChunks() Option {
 	return func(o *options) { o.indexInChunks = true }
+}
+
+// OnIndexProgress has fn called as a catch-up of the search index of at
+// least buildChunk (50,000) steps goes on: the build of the index of a
+// store that migration 008 left unindexed (in Open), Reindex, or the
+// writes of a crashed process. It gets the steps indexed so far and all
+// the catch-up has to index: first (0, total), then after each chunk,
+// done strictly increasing, last (total, total). fn runs on the goroutine
+// of the catch-up (Open's, Reindex's, a search's or the background one)
+// and must return quickly.
+func OnIndexProgress(fn func(done, total int64)) Option {
+	return func(o *options) { o.indexProgress = fn }
 }
 
 // Open opens (creating if needed) the store at path. A new file and its
@@ -111,7 +124,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	host, _ := os.Hostname()
 	s := &Store{path: path, capturedOn: host, writer: make(chan struct{}, 1)}
-	s.index.inChunks = o.indexInChunks
+	s.index.inChunks, s.index.progress = o.indexInChunks, o.indexProgress
 	// The pool retries a file it cannot open until the wait below gives up;
 	// the first failure ends the wait, so Open reports its cause at once.
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
@@ -138,6 +151,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		}
 		s.pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// The index of a store a migration left unindexed is built before
+	// Open returns (see search_index.go); otherwise this is one read.
+	if err := s.catchUpIndex(ctx); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("store: open %s: build the search index: %w", path, err)
 	}
 	if o.checkpointEvery > 0 {
 		bg, stop := context.WithCancel(context.Background())

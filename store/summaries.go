@@ -5,20 +5,18 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-
-	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// listSummaries remembers, in memory only, each session as List read it
+// ListSummaries remembers, in memory only, each session as List read it
 // (header and summary: step counts, turns, segments, title, last step),
 // and its JSON encoding as a list item (SessionList.WriteJSON), by the
 // session's change stamp, so a list reads again only the sessions
 // written since it last listed them: the whole list of a large store costs
 // an index of the sessions table, not every step. The stamp changes with every write by
 // any process and the id is checked beside the row, so a remembered
-// summary is never stale.
-type listSummaries struct {
+// summary is never stale. Every backend keeps one and reads through it
+// with a SummaryReader of its own.
+type ListSummaries struct {
 	mu    sync.Mutex
 	byPK  map[int64]listSummary
 	bytes int
@@ -38,11 +36,25 @@ const (
 	rememberedSummaryBytes = 64 << 20
 )
 
-// fill reads each listed session (row pks[i] at stamps[i], whose ID is
-// set), from memory or from the store, and sets encoded[i] to its JSON
-// encoding. every says the list holds every stored session, so any other
-// remembered one was deleted.
-func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []SessionOverview, encoded [][]byte, every bool) error {
+// SummaryReader is what ListSummaries reads of a backend's store, all
+// within one read transaction.
+type SummaryReader interface {
+	// ReadSessions calls found with each of the sessions with the given
+	// rows, with its summary but for the step counts (left at zero).
+	ReadSessions(pks []int64, found func(pk int64, o SessionOverview)) error
+	// CountSteps calls add with the groups of steps (StepCount) of the
+	// sessions with the given rows.
+	CountSteps(pks []int64, add func(pk int64, c StepCount)) error
+}
+
+// Fill sets l.Sessions[i] to each listed session (row pks[i] at stamps[i],
+// whose ID is set), from memory or read by r, beside its JSON encoding as
+// a list item (SessionList.WriteJSON). every says the list holds every
+// stored session, so any other remembered one was deleted.
+func (c *ListSummaries) Fill(r SummaryReader, l *SessionList, pks, stamps []int64, every bool) error {
+	sessions := l.Sessions
+	encoded := make([][]byte, len(pks))
+	l.encoded = encoded
 	missing := map[int64]*Summary{}
 	index := map[int64]int{}
 	var ids []int64
@@ -74,22 +86,16 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 	if len(ids) == 0 {
 		return nil
 	}
-	b, _ := json.Marshal(ids)
-	err := sqlitex.Execute(conn, `SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
-		Args: []any{string(b)},
-		ResultFunc: func(st *sqlite.Stmt) error {
-			pk, o, err := scanSession(conn, st)
-			if err != nil {
-				return err
-			}
-			sessions[index[pk]] = o
-			return nil
-		},
-	})
+	err := r.ReadSessions(ids, func(pk int64, o SessionOverview) { sessions[index[pk]] = o })
 	if err != nil {
 		return err
 	}
-	if err := countSteps(conn, "session_pk IN (SELECT value FROM json_each(?))", []any{string(b)}, missing); err != nil {
+	err = r.CountSteps(ids, func(pk int64, c StepCount) {
+		if sum := missing[pk]; sum != nil {
+			sum.AddCount(c)
+		}
+	})
+	if err != nil {
 		return err
 	}
 	for _, i := range index {
@@ -116,27 +122,27 @@ func (c *listSummaries) fill(conn *sqlite.Conn, pks, stamps []int64, sessions []
 	return nil
 }
 
-func (c *listSummaries) forgetLocked(pk int64) {
+func (c *ListSummaries) forgetLocked(pk int64) {
 	if e, ok := c.byPK[pk]; ok {
 		c.bytes -= e.bytes
 		delete(c.byPK, pk)
 	}
 }
 
-// drop forgets a session: Delete calls it.
-func (c *listSummaries) drop(pk int64) {
+// Drop forgets a session: Delete calls it.
+func (c *ListSummaries) Drop(pk int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgetLocked(pk)
 }
 
 // held reports whether session id's summary is remembered, for tests.
-func (c *listSummaries) held(id string) bool {
+func (c *ListSummaries) held(id string) bool {
 	return c.encoding(id) != nil
 }
 
 // encoding is the JSON remembered for session id, nil if none, for tests.
-func (c *listSummaries) encoding(id string) []byte {
+func (c *ListSummaries) encoding(id string) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.byPK {

@@ -19,10 +19,11 @@ func (s *Store) RememberedListJSON(id string) (encoding []byte, bytes int) {
 
 // ListPagePlan is SQLite's plan of List's page query for q.
 func (s *Store) ListPagePlan(q ListQuery) (string, error) {
-	where, args, err := listFilter(q, "")
+	b, err := q.Bounds()
 	if err != nil {
 		return "", err
 	}
+	where, args := listFilter(q, b, "")
 	args[":after"], args[":ns"], args[":id"], args[":limit"] = len(q.After), 1, "a", max(q.Limit, -1)
 	var plan []string
 	err = s.read(context.Background(), func(conn *sqlite.Conn) error {

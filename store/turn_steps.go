@@ -41,13 +41,12 @@ func (s *Store) TurnSteps(ctx context.Context, id, turnID string, after int64, b
 				if len(out) > 0 && held >= budget {
 					return errBudgetSpent
 				}
-				s, err := scanStep(st, id)
+				r := scanStepRow(st)
+				s, err := r.Step(id)
 				if err != nil {
 					return err
 				}
-				for col := 11; col < st.ColumnCount(); col++ {
-					held += st.ColumnLen(col)
-				}
+				held += r.Bytes()
 				out = append(out, s)
 				return nil
 			},

@@ -311,7 +311,6 @@ type PricingInfo struct {
 // some came from OpenTelemetry events, only those are counted.
 func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 	var recs []UsageRecord
-	otel := false
 	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
 		FROM usage_records WHERE session_pk = ? ORDER BY at_ns, id`, &sqlitex.ExecOptions{
 		Args: []any{pk},
@@ -322,20 +321,29 @@ func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 				c := st.ColumnFloat(6)
 				r.CostUSD = &c
 			}
-			otel = otel || r.Source == UsageFromOTel
 			recs = append(recs, r)
 			return nil
 		},
 	})
-	if err != nil || len(recs) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	if otel {
+	return SessionUsage(recs), nil
+}
+
+// SessionUsage sums a session's usage records (in time order, then by
+// id), nil when it has none. When some came from OpenTelemetry events,
+// only those are counted.
+func SessionUsage(recs []UsageRecord) *Usage {
+	if len(recs) == 0 {
+		return nil
+	}
+	if slices.ContainsFunc(recs, func(r UsageRecord) bool { return r.Source == UsageFromOTel }) {
 		recs = slices.DeleteFunc(recs, func(r UsageRecord) bool { return r.Source != UsageFromOTel })
 	}
 	u := SumUsage(recs, pricing.Default())
 	u.Turns = sumTurns(recs)
-	return u, nil
+	return u
 }
 
 // TurnUsage is the usage of one turn: its tokens and API requests, and the

@@ -61,6 +61,59 @@ type UsageRow struct {
 // tokens, most first, for sessions, models, agents and projects). As in a session's detail, a session
 // with OpenTelemetry records counts only those.
 func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
+	plan, err := PlanUsage(q)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	id, join, agent := "''", "", ""
+	if plan.Key != "" {
+		id = plan.Key
+	}
+	if plan.JoinSessions {
+		join = "JOIN sessions s ON s.pk = h.session_pk"
+	}
+	if q.Agent != "" {
+		agent = "AND s.agent_kind = :agent"
+	}
+	if q.Model != "" {
+		agent += " AND h.model = :model"
+	}
+	tally := plan.Tally()
+	err = s.read(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, usageHoursQuery(id, join, agent),
+			&sqlitex.ExecOptions{
+				Named: namedArgs(namedArgs(map[string]any{":since": plan.Since, ":until": plan.Until}, ":agent", q.Agent), ":model", q.Model),
+				ResultFunc: func(st *sqlite.Stmt) error {
+					tally.Add(UsageReportHour{
+						HourNS: st.ColumnInt64(0), Key: st.ColumnText(1), Model: st.ColumnText(2), PromptRange: st.ColumnInt64(3),
+						Reported: st.ColumnBool(4),
+						Tokens:   pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8)},
+						Requests: st.ColumnInt64(9), CostUSD: st.ColumnFloat(10), LastNS: st.ColumnInt64(11),
+					})
+					return nil
+				},
+			})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	return tally.Rows(), nil
+}
+
+// UsagePlan is what a usage report reads, for a backend's SQL over
+// usage_hours (h) and, when JoinSessions, sessions (s): the hour rows in
+// [Since, Until) (unix nanoseconds), of q.Agent's sessions and q.Model
+// when set, with Key as their group column; telemetry, where a session has
+// it, stands for its files' records (usageHoursQuery).
+type UsagePlan struct {
+	Key          string // the group's column (s.id, h.model, s.agent_kind, s.workspace_root); "" for the groups by time
+	JoinSessions bool
+	Since, Until int64
+	keyOf        func(time.Time) string
+}
+
+// PlanUsage checks a report's query and says what it reads.
+func PlanUsage(q UsageQuery) (UsagePlan, error) {
 	keyOf, ok := map[string]func(time.Time) string{
 		UsageByDay:     func(t time.Time) string { return t.Format(time.DateOnly) },
 		UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
@@ -71,84 +124,87 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		UsageByProject: nil,
 	}[q.Group]
 	if !ok {
-		return nil, fmt.Errorf("store: usage report: unknown group %q", q.Group)
+		return UsagePlan{}, fmt.Errorf("unknown group %q", q.Group)
 	}
-	since, until := int64(-1<<63), int64(1<<63-1)
+	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1), keyOf: keyOf}
 	if !q.Since.IsZero() {
-		since = StartedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
+		p.Since = StartedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
 	}
 	if !q.Until.IsZero() {
-		until = StartedNS(q.Until)
+		p.Until = StartedNS(q.Until)
 	}
+	p.Key = map[string]string{UsageBySession: "s.id", UsageByModel: "h.model", UsageByAgent: "s.agent_kind", UsageByProject: "s.workspace_root"}[q.Group]
 	// Sessions are joined only when needed: for their id, agent or
 	// workspace.
-	id, join, agent := "''", "", ""
-	switch q.Group {
-	case UsageBySession:
-		id = "s.id"
-	case UsageByModel:
-		id = "h.model"
-	case UsageByAgent:
-		id = "s.agent_kind"
-	case UsageByProject:
-		id = "s.workspace_root"
+	p.JoinSessions = strings.HasPrefix(p.Key, "s.") || q.Agent != ""
+	return p, nil
+}
+
+// UsageReportHour is one usage_hours row a report reads: its hour, group key
+// (UsagePlan.Key), model, price tier range, whether its cost was reported,
+// its sums and its last record's time.
+type UsageReportHour struct {
+	HourNS      int64
+	Key, Model  string
+	PromptRange int64
+	Reported    bool
+	Tokens      pricing.Tokens
+	Requests    int64
+	CostUSD     float64
+	LastNS      int64
+}
+
+// UsageTally adds up a report's hour rows (Add) into its rows (Rows): in
+// Go, not SQL, as a local day per hour is cheaper here than SQLite's
+// localtime per row.
+type UsageTally struct {
+	keyOf    func(time.Time) string
+	sums     map[usageSumKey]*usageSum
+	hourKeys map[int64]string
+}
+
+type usageSumKey struct {
+	key, model  string
+	promptRange int64
+}
+
+// Tally starts adding up the plan's rows.
+func (p UsagePlan) Tally() *UsageTally {
+	return &UsageTally{keyOf: p.keyOf, sums: map[usageSumKey]*usageSum{}, hourKeys: map[int64]string{}}
+}
+
+// Add adds an hour row.
+func (t *UsageTally) Add(h UsageReportHour) {
+	k := h.Key
+	if t.keyOf != nil {
+		if k = t.hourKeys[h.HourNS]; k == "" {
+			k = t.keyOf(time.Unix(0, h.HourNS).Local())
+			t.hourKeys[h.HourNS] = k
+		}
 	}
-	if strings.HasPrefix(id, "s.") || q.Agent != "" {
-		join = "JOIN sessions s ON s.pk = h.session_pk"
+	sk := usageSumKey{k, h.Model, h.PromptRange}
+	u := t.sums[sk]
+	if u == nil {
+		u = &usageSum{}
+		t.sums[sk] = u
 	}
-	if q.Agent != "" {
-		agent = "AND s.agent_kind = :agent"
+	u.tokens.Add(h.Tokens)
+	u.requests += h.Requests
+	if h.Reported {
+		u.reportedUSD += h.CostUSD
+		u.reported += h.Requests
+	} else {
+		u.unreported.Add(h.Tokens)
 	}
-	if q.Model != "" {
-		agent += " AND h.model = :model"
-	}
-	// The rows are added up here, not in SQL: a local day per hour is
-	// cheaper in Go than SQLite's localtime per row.
-	type sumKey struct {
-		key, model  string
-		promptRange int64
-	}
-	sums := map[sumKey]*usageSum{}
-	hourKeys := map[int64]string{}
-	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, usageHoursQuery(id, join, agent),
-			&sqlitex.ExecOptions{
-				Named: namedArgs(namedArgs(map[string]any{":since": since, ":until": until}, ":agent", q.Agent), ":model", q.Model),
-				ResultFunc: func(st *sqlite.Stmt) error {
-					k := st.ColumnText(1)
-					if keyOf != nil {
-						hour := st.ColumnInt64(0)
-						if k = hourKeys[hour]; k == "" {
-							k = keyOf(time.Unix(0, hour).Local())
-							hourKeys[hour] = k
-						}
-					}
-					sk := sumKey{k, st.ColumnText(2), st.ColumnInt64(3)}
-					u := sums[sk]
-					if u == nil {
-						u = &usageSum{}
-						sums[sk] = u
-					}
-					tok := pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8)}
-					u.tokens.Add(tok)
-					u.requests += st.ColumnInt64(9)
-					if st.ColumnBool(4) {
-						u.reportedUSD += st.ColumnFloat(10)
-						u.reported += st.ColumnInt64(9)
-					} else {
-						u.unreported.Add(tok)
-					}
-					u.lastNS = max(u.lastNS, st.ColumnInt64(11))
-					return nil
-				},
-			})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: usage report: %w", err)
-	}
+	u.lastNS = max(u.lastNS, h.LastNS)
+}
+
+// Rows are the report's rows, priced by the pricing table, in the
+// report's order (UsageReport).
+func (t *UsageTally) Rows() []UsageRow {
 	table := pricing.Default()
 	rows := map[string]*UsageRow{}
-	for sk, u := range sums {
+	for sk, u := range t.sums {
 		r := rows[sk.key]
 		if r == nil {
 			r = &UsageRow{Key: sk.key}
@@ -188,10 +244,10 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-	if keyOf == nil {
+	if t.keyOf == nil {
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
-	return out, nil
+	return out
 }
 
 // UsageTotal adds up a report's rows into one row keyed "Total": costs

@@ -12,30 +12,33 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// wholeSession remembers, in memory only, what the reads compute over all
+// Tallies remembers, in memory only, what the reads compute over all
 // of a session's steps (the step counts, the report and the Changes
 // section) as partial results per block of steps, so that after a write
 // only the blocks it touched are read again: a live refresh of a long
 // session costs the work of the steps just pushed, not of every step.
 //
 // A block is the session's steps whose row number (pk) shares pk >>
-// blockShift. A step keeps its row when it is written again and steps go
+// BlockShift. A step keeps its row when it is written again and steps go
 // only with their session, so a block changes only when one of its steps
 // is written, and that step's change stamp then is later than the
 // remembered stamp: steps_by_change finds exactly the blocks to read again.
 // The session's stamp changes with every write by any process, and the id
 // is checked beside the row, so a remembered value is never stale.
-type wholeSession struct {
+//
+// Every backend keeps one (the SQLite Store, the PostgreSQL store) and
+// reads through it with a BlockReader of its own.
+type Tallies struct {
 	mu    sync.Mutex
 	byPK  map[int64]*wholeEntry
 	bytes int
 }
 
-// Bounds of the memory wholeSession holds: a few long sessions open in
+// Bounds of the memory Tallies holds: a few long sessions open in
 // tabs. A session whose partial results alone pass rememberedBytes is
 // computed on every read instead.
 const (
-	blockShift         = 10 // 1,024 rows a block
+	BlockShift         = 10 // 1,024 rows a block: pk >> BlockShift
 	rememberedSessions = 64
 	rememberedBytes    = 64 << 20
 )
@@ -90,7 +93,7 @@ type changeRow struct {
 	command, cwd string
 }
 
-// blockColumns are what scanBlocks reads of each step: the counted
+// blockColumns are what sqliteBlocks.ReadSteps reads of each step: the counted
 // columns, and the small payload fields the report and the Changes section
 // need, for the step types that have them.
 const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'reference_only', flag_count,
@@ -103,47 +106,69 @@ const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'refer
 	iif(type = 'command', json_extract(payload, '$.cwd')),
 	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0))`
 
+// BlockReader is what Tallies reads of a backend's store, all within one
+// read transaction.
+type BlockReader interface {
+	// SessionStamp returns session pk's id and change stamp; ok is false
+	// when it is not stored.
+	SessionStamp(pk int64) (id string, stamp int64, ok bool, err error)
+	// ChangedBlocks returns the blocks (pk >> BlockShift) holding steps of
+	// session pk written after stamp.
+	ChangedBlocks(pk, stamp int64) ([]int64, error)
+	// ReadSteps calls add with each step of session pk whose row is in
+	// [from, to), or with every step of it when to is 0.
+	ReadSteps(pk, from, to int64, add func(BlockRow)) error
+	// LiveSessions returns, by row, the ids of the sessions stored among
+	// pks.
+	LiveSessions(pks []int64) (map[int64]string, error)
+}
+
+// Tally returns session pk's whole-session results as of this read (r's),
+// reading again only the blocks written since the remembered ones; ok is
+// false when the session does not exist.
+func (w *Tallies) Tally(r BlockReader, pk int64) (t *Tally, ok bool, err error) {
+	e, ok, err := w.entry(r, pk)
+	if e == nil {
+		return nil, ok, err
+	}
+	return &Tally{e: e}, ok, err
+}
+
 // entry returns session pk's partial results as of this read, reading
 // again only the blocks written since the remembered ones; ok is false
 // when the session does not exist.
-func (w *wholeSession) entry(conn *sqlite.Conn, pk int64) (e *wholeEntry, ok bool, err error) {
+func (w *Tallies) entry(r BlockReader, pk int64) (e *wholeEntry, ok bool, err error) {
 	e = &wholeEntry{blocks: map[int64]*stepBlock{}}
-	err = sqlitex.Execute(conn, `SELECT id, updated_at FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{
-		Args:       []any{pk},
-		ResultFunc: func(st *sqlite.Stmt) error { e.id, e.stamp, ok = st.ColumnText(0), st.ColumnInt64(1), true; return nil },
-	})
+	e.id, e.stamp, ok, err = r.SessionStamp(pk)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
 	w.mu.Lock()
 	old := w.byPK[pk]
 	w.mu.Unlock()
+	add := func(row BlockRow) { addBlockRow(e.blocks, row) }
 	switch {
 	case old != nil && old.id == e.id && old.stamp == e.stamp:
 		return old, true, nil
 	case old != nil && old.id == e.id && old.stamp < e.stamp:
 		maps.Copy(e.blocks, old.blocks)
 		var dirty []int64
-		err = sqlitex.Execute(conn, `SELECT DISTINCT pk >> ? FROM steps WHERE session_pk = ? AND updated_at > ?`, &sqlitex.ExecOptions{
-			Args:       []any{blockShift, pk, old.stamp},
-			ResultFunc: func(st *sqlite.Stmt) error { dirty = append(dirty, st.ColumnInt64(0)); return nil },
-		})
+		dirty, err = r.ChangedBlocks(pk, old.stamp)
 		for _, b := range dirty {
 			if err != nil {
 				break
 			}
 			delete(e.blocks, b)
-			// +session_pk: the row range, not the session's index, finds them.
-			err = scanBlocks(conn, `+session_pk = ? AND pk >= ? AND pk < ?`, []any{pk, b << blockShift, (b + 1) << blockShift}, e.blocks)
+			err = r.ReadSteps(pk, b<<BlockShift, (b+1)<<BlockShift, add)
 		}
 		e.texts = make(map[int64][2]*string, len(old.texts))
 		for k, t := range old.texts {
-			if !slices.Contains(dirty, k>>blockShift) {
+			if !slices.Contains(dirty, k>>BlockShift) {
 				e.texts[k] = t
 			}
 		}
 	default:
-		err = scanBlocks(conn, `session_pk = ?`, []any{pk}, e.blocks)
+		err = r.ReadSteps(pk, 0, 0, add)
 	}
 	if err != nil {
 		return nil, true, err
@@ -156,95 +181,178 @@ func (w *wholeSession) entry(conn *sqlite.Conn, pk int64) (e *wholeEntry, ok boo
 			slices.SortFunc(b.changes, bySeq)
 		}
 	}
-	w.remember(conn, pk, e)
+	w.remember(r, pk, e)
 	return e, true, nil
 }
 
-// scanBlocks reads the steps matched by where (on steps, with args) into
-// the partial results of their blocks.
-func scanBlocks(conn *sqlite.Conn, where string, args []any, blocks map[int64]*stepBlock) error {
-	return sqlitex.Execute(conn, `SELECT `+blockColumns+` FROM steps WHERE `+where, &sqlitex.ExecOptions{
+// sqliteBlocks is the SQLite store's BlockReader, on one connection.
+type sqliteBlocks struct{ conn *sqlite.Conn }
+
+func (r sqliteBlocks) SessionStamp(pk int64) (id string, stamp int64, ok bool, err error) {
+	err = sqlitex.Execute(r.conn, `SELECT id, updated_at FROM sessions WHERE pk = ?`, &sqlitex.ExecOptions{
+		Args:       []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error { id, stamp, ok = st.ColumnText(0), st.ColumnInt64(1), true; return nil },
+	})
+	return id, stamp, ok, err
+}
+
+func (r sqliteBlocks) ChangedBlocks(pk, stamp int64) ([]int64, error) {
+	var dirty []int64
+	err := sqlitex.Execute(r.conn, `SELECT DISTINCT pk >> ? FROM steps WHERE session_pk = ? AND updated_at > ?`, &sqlitex.ExecOptions{
+		Args:       []any{BlockShift, pk, stamp},
+		ResultFunc: func(st *sqlite.Stmt) error { dirty = append(dirty, st.ColumnInt64(0)); return nil },
+	})
+	return dirty, err
+}
+
+func (r sqliteBlocks) ReadSteps(pk, from, to int64, add func(BlockRow)) error {
+	where, args := `session_pk = ?`, []any{pk}
+	if to != 0 {
+		// +session_pk: the row range, not the session's index, finds them.
+		where, args = `+session_pk = ? AND pk >= ? AND pk < ?`, []any{pk, from, to}
+	}
+	return sqlitex.Execute(r.conn, `SELECT `+blockColumns+` FROM steps WHERE `+where, &sqlitex.ExecOptions{
 		Args: args,
 		ResultFunc: func(st *sqlite.Stmt) error {
-			pk, seq, typ := st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)
-			b := blocks[pk>>blockShift]
-			if b == nil {
-				b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
-				blocks[pk>>blockShift] = b
-			}
-			outcomeFailed := st.ColumnBool(3)
-			c := &b.counts
-			c.Steps++
-			c.StepsByType[typ]++
-			if outcomeFailed {
-				c.Failed++
-			}
-			if st.ColumnBool(4) {
-				c.ReferenceOnly++
-			}
-			c.Flags += st.ColumnInt(5)
-			switch typ {
-			case TypeEdit, TypeRead:
-				p := st.ColumnText(7)
-				full := typ == TypeEdit && st.ColumnBool(8)
-				t, seen := b.files[p]
-				if !seen || seq < t.first {
-					t.first, t.firstFull = seq, full
-				}
-				if !seen {
-					b.bytes += len(p) + 64
-				}
-				if typ == TypeEdit {
-					t.edits++
-				} else {
-					t.reads++
-				}
-				if outcomeFailed {
-					t.failed++
-				}
-				b.files[p] = t
-				b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, failed: outcomeFailed || st.ColumnBool(6),
-					path: p, full: full, textLen: st.ColumnInt(13)})
-				b.bytes += len(p) + 96
-			case TypeCommand:
-				cmd := st.ColumnText(9)
-				t, seen := b.commands[cmd]
-				if !seen || seq < t.first {
-					t.first = seq
-				}
-				if !seen {
-					b.bytes += len(cmd) + 64
-				}
-				t.runs++
-				if outcomeFailed {
-					t.failed++
-				}
-				if !st.ColumnIsNull(10) {
-					if code := st.ColumnInt64(10); !slices.Contains(t.exitCodes, code) {
-						t.exitCodes = append(t.exitCodes, code)
-						b.bytes += 8
-					}
-				}
-				t.notInline = t.notInline || st.ColumnBool(4) || st.ColumnBool(11)
-				b.commands[cmd] = t
-				// Only lines that may remove a file (as LIKE '%rm %' would
-				// match them): removedPaths reads them with the session's
-				// workspace root when the changes are put together.
-				if !outcomeFailed && strings.Contains(strings.ToLower(cmd), "rm ") {
-					cwd := st.ColumnText(12)
-					b.changes = append(b.changes, changeRow{pk: pk, seq: seq, typ: typ, command: cmd, cwd: cwd})
-					b.bytes += len(cmd) + len(cwd) + 96
-				}
-			}
+			add(BlockRow{
+				PK: st.ColumnInt64(0), Seq: st.ColumnInt64(1), Type: st.ColumnText(2),
+				Failed: st.ColumnBool(3), ReferenceOnly: st.ColumnBool(4), Flags: st.ColumnInt(5), Rejected: st.ColumnBool(6),
+				Path: st.ColumnText(7), FullWrite: st.ColumnBool(8),
+				Command: st.ColumnText(9), HasExitCode: !st.ColumnIsNull(10), ExitCode: st.ColumnInt64(10),
+				OutputRef: st.ColumnBool(11), Cwd: st.ColumnText(12), TextLen: st.ColumnInt(13),
+			})
 			return nil
 		},
 	})
 }
 
+func (r sqliteBlocks) LiveSessions(pks []int64) (map[int64]string, error) {
+	ids, _ := json.Marshal(pks)
+	live := map[int64]string{}
+	err := sqlitex.Execute(r.conn, `SELECT pk, id FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args:       []any{string(ids)},
+		ResultFunc: func(st *sqlite.Stmt) error { live[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+	})
+	return live, err
+}
+
+// BlockRow is one step as the whole-session results count it (the columns
+// of blockColumns): what every backend reads of each step for the summary's
+// step counts, the report and the Changes section.
+type BlockRow struct {
+	PK, Seq       int64 // the step's row number and seq
+	Type          string
+	Failed        bool // outcome failed
+	ReferenceOnly bool // content_status reference_only
+	Flags         int  // flag count
+	Rejected      bool // decision rejected
+	// Path of an edit or read; FullWrite: an edit's is_full_write.
+	Path      string
+	FullWrite bool
+	// Command, exit code (when HasExitCode), whether the output is kept
+	// elsewhere (output_ref set) and cwd of a command; Command is "" when
+	// not recorded.
+	Command     string
+	HasExitCode bool
+	ExitCode    int64
+	OutputRef   bool
+	Cwd         string
+	TextLen     int // an edit's characters of old_string and new_string
+}
+
+// addBlockRow adds r to the partial results of its block.
+func addBlockRow(blocks map[int64]*stepBlock, r BlockRow) {
+	b := blocks[r.PK>>BlockShift]
+	if b == nil {
+		b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
+		blocks[r.PK>>BlockShift] = b
+	}
+	b.add(r)
+}
+
+// add counts one step into the block.
+func (b *stepBlock) add(r BlockRow) {
+	c := &b.counts
+	c.Steps++
+	c.StepsByType[r.Type]++
+	if r.Failed {
+		c.Failed++
+	}
+	if r.ReferenceOnly {
+		c.ReferenceOnly++
+	}
+	c.Flags += r.Flags
+	switch r.Type {
+	case TypeEdit, TypeRead:
+		p := r.Path
+		full := r.Type == TypeEdit && r.FullWrite
+		t, seen := b.files[p]
+		if !seen || r.Seq < t.first {
+			t.first, t.firstFull = r.Seq, full
+		}
+		if !seen {
+			b.bytes += len(p) + 64
+		}
+		if r.Type == TypeEdit {
+			t.edits++
+		} else {
+			t.reads++
+		}
+		if r.Failed {
+			t.failed++
+		}
+		b.files[p] = t
+		b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, failed: r.Failed || r.Rejected,
+			path: p, full: full, textLen: r.TextLen})
+		b.bytes += len(p) + 96
+	case TypeCommand:
+		cmd := r.Command
+		t, seen := b.commands[cmd]
+		if !seen || r.Seq < t.first {
+			t.first = r.Seq
+		}
+		if !seen {
+			b.bytes += len(cmd) + 64
+		}
+		t.runs++
+		if r.Failed {
+			t.failed++
+		}
+		if r.HasExitCode && !slices.Contains(t.exitCodes, r.ExitCode) {
+			t.exitCodes = append(t.exitCodes, r.ExitCode)
+			b.bytes += 8
+		}
+		t.notInline = t.notInline || r.ReferenceOnly || r.OutputRef
+		b.commands[cmd] = t
+		// Only lines that may remove a file (as LIKE '%rm %' would
+		// match them): removedPaths reads them with the session's
+		// workspace root when the changes are put together.
+		if !r.Failed && strings.Contains(strings.ToLower(cmd), "rm ") {
+			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd})
+			b.bytes += len(cmd) + len(r.Cwd) + 96
+		}
+	}
+}
+
+// Tally is a whole session's results (step counts, report, Changes
+// section) as one read of Tallies found them: the same counting for every
+// backend.
+type Tally struct {
+	e *wholeEntry
+}
+
+// Summary sets the step counts of sum (steps, by type, failed,
+// reference-only, flags), leaving its other fields.
+func (t *Tally) Summary(sum *Summary) { t.e.summary(sum) }
+
+// Report is the session's report: files and commands in order of their
+// first step.
+func (t *Tally) Report() Report { return t.e.report() }
+
 // remember keeps e unless a newer stamp of the session is kept already,
 // and forgets sessions deleted since they were remembered (by any
 // process), so nothing of a deleted session stays in memory for long.
-func (w *wholeSession) remember(conn *sqlite.Conn, pk int64, e *wholeEntry) {
+func (w *Tallies) remember(r BlockReader, pk int64, e *wholeEntry) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if old := w.byPK[pk]; old != nil {
@@ -263,12 +371,7 @@ func (w *wholeSession) remember(conn *sqlite.Conn, pk int64, e *wholeEntry) {
 	w.byPK[pk] = e
 	w.bytes += e.bytes
 	// A session another process deleted: its rows are gone.
-	pks, _ := json.Marshal(slices.Collect(maps.Keys(w.byPK)))
-	live := map[int64]string{}
-	err := sqlitex.Execute(conn, `SELECT pk, id FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
-		Args:       []any{string(pks)},
-		ResultFunc: func(st *sqlite.Stmt) error { live[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
-	})
+	live, err := r.LiveSessions(slices.Collect(maps.Keys(w.byPK)))
 	if err != nil {
 		return
 	}
@@ -283,7 +386,7 @@ func (w *wholeSession) remember(conn *sqlite.Conn, pk int64, e *wholeEntry) {
 // rememberChanges keeps FileChanges' answer, and the edit strings it
 // read, beside the entry it was put together from, while that entry is the
 // one remembered.
-func (w *wholeSession) rememberChanges(pk int64, e *wholeEntry, files []FileChange, texts map[int64][2]*string) {
+func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, texts map[int64][2]*string) {
 	n := 0
 	for _, f := range files {
 		n += len(f.Path) + len(f.Before) + len(f.After) + 64
@@ -302,8 +405,8 @@ func (w *wholeSession) rememberChanges(pk int64, e *wholeEntry, files []FileChan
 	w.bytes += n + 48*len(texts)
 }
 
-// drop forgets a session: Delete calls it.
-func (w *wholeSession) drop(pk int64) {
+// Drop forgets a session: Delete calls it.
+func (w *Tallies) Drop(pk int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e := w.byPK[pk]; e != nil {
@@ -313,7 +416,7 @@ func (w *wholeSession) drop(pk int64) {
 }
 
 // held reports whether anything of session id is remembered, for tests.
-func (w *wholeSession) held(id string) bool {
+func (w *Tallies) held(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range w.byPK {

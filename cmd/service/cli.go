@@ -15,6 +15,7 @@ import (
 type CLI struct {
 	Serve   ServeCmd   `cmd:"" help:"Run the server: ingest API, read routes, live stream and review app on 127.0.0.1."`
 	Delete  DeleteCmd  `cmd:"" help:"Delete a session for good (works while the server runs)."`
+	Share   ShareCmd   `cmd:"" help:"Share sessions with a team server, masked as the export masks them; only what changed since the last share is sent."`
 	Search  SearchCmd  `cmd:"" help:"Search every stored session (works while the server runs)."`
 	Reindex ReindexCmd `cmd:"" help:"Rebuild the search index from the stored sessions."`
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
@@ -84,18 +85,21 @@ func serviceDir() (string, error) {
 	return filepath.Join(home, ".service"), nil
 }
 
-// storePath returns the --db path, or ~/.service/store.db.
 // openStore opens the store file db names (storePath) and returns it with
-// its path.
-func openStore(ctx context.Context, db string, opts ...store.Option) (*store.Store, string, error) {
+// its path. A build of the search index (the first Open of a store
+// migration 008 left unindexed, reindex) shows its progress on stderr
+// when stderr is a terminal (indexProgress).
+func openStore(e *env, db string, opts ...store.Option) (*store.Store, string, error) {
 	path, err := storePath(db)
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, path, opts...)
+	opts = append(opts, store.OnIndexProgress(indexProgress(e.stderr)))
+	st, err := store.Open(e.ctx, path, opts...)
 	return st, path, err
 }
 
+// storePath returns the --db path, or ~/.service/store.db.
 func storePath(db string) (string, error) {
 	if db != "" {
 		return db, nil

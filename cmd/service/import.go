@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,7 +115,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 			return nil
 		}
 	}
-	st, _, err := openStore(e.ctx, f.DB)
+	st, _, err := openStore(e, f.DB)
 	if err != nil {
 		return err
 	}
@@ -145,9 +144,10 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 	return err
 }
 
-// isTerminal reports whether w is a terminal, where a progress line that
-// redraws itself helps rather than litters.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (an output, or stdin) is a terminal: where
+// a progress line that redraws itself helps rather than litters, and where
+// a person can answer a question.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -20,7 +20,7 @@ type SearchCmd struct {
 
 // Run searches the store file directly, beside a running server.
 func (c *SearchCmd) Run(e *env) error {
-	st, _, err := openStore(e.ctx, c.DB)
+	st, _, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}
@@ -74,9 +74,11 @@ type ReindexCmd struct {
 	DB string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
 
-// Run rebuilds the search index of the store file in one transaction.
+// Run rebuilds the search index of the store file, in chunks whose
+// progress shows on a terminal (openStore); cut off, it leaves the rest
+// to the next command that opens the store.
 func (c *ReindexCmd) Run(e *env) error {
-	st, _, err := openStore(e.ctx, c.DB)
+	st, _, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}

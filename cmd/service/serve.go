@@ -44,7 +44,7 @@ func (c *ServeCmd) Run(e *env) error {
 	if warning != "" {
 		fmt.Fprintln(e.stderr, warning)
 	}
-	st, dbPath, err := openStore(e.ctx, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks())
+	st, dbPath, err := openStore(e, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks())
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func (c *UsageCmd) Run(e *env) error {
 	if !q.Until.IsZero() {
 		q.Until = q.Until.AddDate(0, 0, 1) // the last day is included
 	}
-	st, _, err := openStore(e.ctx, c.DB)
+	st, _, err := openStore(e, c.DB)
 	if err != nil {
 		return err
 	}

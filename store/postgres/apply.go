@@ -204,6 +204,9 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (cha
 	if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = $1 WHERE pk = $2`, stamp, pk); err != nil {
 		return false, 0, err
 	}
+	if err := indexWrite(ctx, tx, pk, b, stamp); err != nil { // search_index.go
+		return false, 0, err
+	}
 	return true, written, commitStamp(ctx, tx, stamp)
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,7 +12,7 @@ import (
 
 // contentTables are the tables that hold a session's text: a delete
 // vacuums them so no row version of it stays behind.
-var contentTables = []string{"sessions", "segments", "actors", "turns", "steps", "notes", "usage_records", "usage_hours"}
+var contentTables = []string{"sessions", "segments", "actors", "turns", "steps", "notes", "usage_records", "usage_hours", "search_docs"}
 
 // Delete removes a session for good: its rows go (ON DELETE CASCADE) and
 // only a tombstone with the id is kept, so the session is never recorded
@@ -31,17 +32,18 @@ var contentTables = []string{"sessions", "segments", "actors", "turns", "steps",
 // maintenance step, not Delete's. A vacuum that fails leaves the delete
 // done: autovacuum reclaims the rows later.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	var pk int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		stamp, err := nextStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
-		cmd, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+		err = tx.QueryRow(ctx, `DELETE FROM sessions WHERE id = $1 RETURNING pk`, id).Scan(&pk)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
 		if err != nil {
 			return err
-		}
-		if cmd.RowsAffected() == 0 {
-			return store.ErrNotFound
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO tombstones (id, deleted_at) VALUES ($1, $2)`, id, stamp); err != nil {
 			return err
@@ -51,6 +53,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
+	s.tallies.Drop(pk) // nothing of it stays in this process's memory either
+	s.summaries.Drop(pk)
 	_ = s.vacuum(ctx, contentTables...) // autovacuum catches up on a failure
 	return nil
 }

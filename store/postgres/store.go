@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/agentreview/service/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -29,6 +30,11 @@ const (
 // safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// tallies remembers each session's whole-session results by block of
+	// steps (read.go), as the SQLite store does.
+	tallies store.Tallies
+	// summaries remembers each listed session by change stamp (list.go).
+	summaries store.ListSummaries
 }
 
 // Open connects to the database at dsn (postgres://...) and brings its
@@ -102,3 +108,5 @@ func migrationNames() ([]string, error) {
 	slices.Sort(names) // numbered: 001_..., 002_...
 	return names, err
 }
+
+var _ store.Backend = (*Store)(nil)

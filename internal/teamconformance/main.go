@@ -1,0 +1,237 @@
+// Command teamconformance runs the conformance suite (../shared/conformance)
+// against the team server on PostgreSQL. The suite starts its server as
+// `SERVICE_BIN serve --port P --db PATH` and deletes from a terminal with
+// `SERVICE_BIN delete ID --db PATH`; this program, given as SERVICE_BIN,
+// turns each into the team server's own commands:
+//
+//   - serve: a database of its own for PATH on the PostgreSQL server that
+//     SERVICE_TEST_POSTGRES names, a push token for the user "conformance"
+//     (service team token add) written where the suite reads the ingest
+//     token, then `service serve --team` on a free port, and in front of it
+//     on 127.0.0.1:P a reverse proxy that signs every request in as that
+//     user with X-Forwarded-User, as oauth2-proxy does in a team's setup.
+//   - delete: `service delete ID --db` on that database.
+//
+// SERVICE_TEAM_BIN names the service binary. .ci/run builds both.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// user is who the proxy signs every request in as.
+const user = "conformance"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "teamconformance:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	bin := os.Getenv("SERVICE_TEAM_BIN")
+	if bin == "" {
+		return errors.New("SERVICE_TEAM_BIN (the service binary) is not set")
+	}
+	if len(args) == 0 {
+		return errors.New("usage: teamconformance serve|delete ...")
+	}
+	flags, rest := parseFlags(args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	dsn, err := database(ctx, flags["--db"])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "delete":
+		cmd := exec.Command(bin, append([]string{"delete", "--db", dsn}, rest...)...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return cmd.Run()
+	case "serve":
+		return serve(ctx, bin, dsn, flags["--port"])
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// parseFlags splits --name value and --name=value flags from the rest.
+func parseFlags(args []string) (map[string]string, []string) {
+	flags := map[string]string{}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			rest = append(rest, a)
+			continue
+		}
+		if k, v, ok := strings.Cut(a, "="); ok {
+			flags[k] = v
+		} else if i+1 < len(args) {
+			flags[a] = args[i+1]
+			i++
+		}
+	}
+	return flags, rest
+}
+
+// database is the URL of the database that stands for the store file path,
+// created on first use: the same path always names the same database.
+func database(ctx context.Context, path string) (string, error) {
+	base := os.Getenv("SERVICE_TEST_POSTGRES")
+	if base == "" {
+		return "", errors.New("SERVICE_TEST_POSTGRES (a PostgreSQL server URL) is not set")
+	}
+	if path == "" {
+		return "", errors.New("--db PATH is missing")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := "conformance_" + hex.EncodeToString(sum[:8])
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var pgErr *pgconn.PgError
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") {
+		return "", err
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func serve(ctx context.Context, bin, dsn, port string) error {
+	if port == "" {
+		port = os.Getenv("PORT")
+	}
+	if port == "" {
+		port = "1234"
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return fmt.Errorf("--port %q is not a number", port)
+	}
+	origin := "http://127.0.0.1:" + port
+	if err := writeToken(ctx, bin, dsn); err != nil {
+		return err
+	}
+	inner, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "serve", "--team", "--db", dsn, "--listen", inner,
+		"--origin", origin, "--auth-header", "X-Forwarded-User")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	}()
+	if err := waitFor(ctx, inner, exited); err != nil {
+		return err
+	}
+	target := &url.URL{Scheme: "http", Host: inner}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // the team server checks the Host the browser sent
+			r.Out.Header.Set("X-Forwarded-User", user)
+		},
+		FlushInterval: -1, // the live stream goes through as it is written
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	select {
+	case <-ctx.Done():
+	case err := <-exited:
+		exited <- err
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shut)
+	return nil
+}
+
+// writeToken makes a push token for the user and writes it where the suite
+// reads the ingest token (0600), as an admin hands a user theirs.
+func writeToken(ctx context.Context, bin, dsn string) error {
+	file := os.Getenv("SERVICE_INGEST_TOKEN_FILE")
+	if file == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return err
+		}
+		file = filepath.Join(home, ".service", "ingest-token")
+	}
+	out, err := exec.CommandContext(ctx, bin, "team", "token", "add", user, "--db", dsn).Output()
+	if err != nil {
+		return fmt.Errorf("team token add: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(file, []byte(strings.TrimSpace(string(out))+"\n"), 0o600)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitFor waits until addr accepts connections, the server exits, or 15 s.
+func waitFor(ctx context.Context, addr string, exited chan error) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("team server exited: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("team server did not accept connections on %s within 15 s", addr)
+}

@@ -1,0 +1,162 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentreview/service/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// listFilter is the WHERE clause of the filters q sets but the one named
+// except, so a chip's count keeps the other filters, with its arguments
+// ($1 on); b is q.Bounds(). The conditions are the SQLite store's.
+func listFilter(q store.ListQuery, b store.ListBounds, except string) (string, []any) {
+	conds, args := []string{"true"}, []any{}
+	add := func(name string, set bool, cond string, arg any) {
+		if !set || name == except {
+			return
+		}
+		if arg != nil {
+			args = append(args, arg)
+			cond = strings.ReplaceAll(cond, "$?", fmt.Sprintf("$%d", len(args)))
+		}
+		conds = append(conds, cond)
+	}
+	if b.Since != nil {
+		add("since", true, "s.started_ns >= $?", *b.Since)
+	}
+	if b.Until != nil {
+		add("until", true, "s.started_ns < $?", *b.Until)
+	}
+	add("agent", q.Agent != "", "s.agent_kind = $?", q.Agent)
+	add("verdict", q.Verdict != "", "s.verdict_state = $?", q.Verdict)
+	add("owner", q.Owner != "", "s.owner_id = $?", q.Owner)
+	add("workspace", q.Workspace != "", "strpos(s.workspace_root, $?) > 0", q.Workspace)
+	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
+	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
+	add("cost", q.Cost != "", "((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL) = ($?::text = 'recorded')", q.Cost)
+	return strings.Join(conds, " AND "), args
+}
+
+// List returns stored sessions newest first (then by id), a page of them
+// when q has a limit, as the SQLite store's List: Total covers every
+// session the filters keep, Agents and Verdicts every session the other
+// filters keep. A bad cursor is store.ErrBadCursor, a bad filter
+// store.ErrBadFilter.
+func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList, error) {
+	l := store.SessionList{Sessions: []store.SessionOverview{}, Agents: []store.AgentCount{}, Verdicts: []store.VerdictCount{}}
+	b, err := q.Bounds()
+	if err != nil {
+		return l, err
+	}
+	where, args := listFilter(q, b, "")
+	err = s.read(ctx, func(tx pgx.Tx) error {
+		if err := s.listPage(ctx, tx, q, b, where, args, &l); err != nil {
+			return err
+		}
+		// Cost is summed as numeric, exactly, and rounded once: SQLite's
+		// sum is compensated, so the two agree where plain float addition
+		// in another order would not.
+		err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum((s.metrics::jsonb ->> 'cost_usd')::numeric), 0)::float8,
+			  count(*) - count(s.metrics)
+			FROM sessions s WHERE `+where, args...).Scan(&l.Total.Sessions, &l.Total.CostUSD, &l.Total.CostNotRecorded)
+		if err != nil {
+			return fmt.Errorf("total: %w", err)
+		}
+		whereAgent, argsAgent := listFilter(q, b, "agent")
+		rows, _ := tx.Query(ctx, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+whereAgent+`
+			GROUP BY s.agent_kind ORDER BY s.agent_kind COLLATE "C"`, argsAgent...)
+		var a store.AgentCount
+		_, err = pgx.ForEachRow(rows, []any{&a.Kind, &a.Sessions}, func() error { l.Agents = append(l.Agents, a); return nil })
+		if err != nil {
+			return fmt.Errorf("agents: %w", err)
+		}
+		whereVerdict, argsVerdict := listFilter(q, b, "verdict")
+		rows, _ = tx.Query(ctx, `SELECT s.verdict_state, count(*) FROM sessions s
+			WHERE s.verdict_state IS NOT NULL AND `+whereVerdict+`
+			GROUP BY s.verdict_state ORDER BY s.verdict_state COLLATE "C"`, argsVerdict...)
+		var v store.VerdictCount
+		_, err = pgx.ForEachRow(rows, []any{&v.State, &v.Sessions}, func() error { l.Verdicts = append(l.Verdicts, v); return nil })
+		if err != nil {
+			return fmt.Errorf("verdicts: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.SessionList{}, fmt.Errorf("store: list sessions: %w", err)
+	}
+	return l, nil
+}
+
+// listPage reads the sessions of the page q asks for, with their
+// summaries (remembered by change stamp, store.ListSummaries), into l, and
+// sets l.Next when the page is full.
+func (s *Store) listPage(ctx context.Context, tx pgx.Tx, q store.ListQuery, b store.ListBounds, where string, args []any, l *store.SessionList) error {
+	n := len(args)
+	var limit *int // NULL: no limit
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	page := append(args[:n:n], b.After, b.AfterNS, b.AfterID, limit)
+	rows, _ := tx.Query(ctx, fmt.Sprintf(`SELECT s.pk, s.id, s.updated_at, s.started_ns FROM sessions s
+		WHERE %s AND (NOT $%d OR s.started_ns < $%d OR (s.started_ns = $%d AND s.id COLLATE "C" > $%d))
+		ORDER BY s.started_ns DESC, s.id COLLATE "C" LIMIT $%d`, where, n+1, n+2, n+2, n+3, n+4), page...)
+	var pks, stamps, started []int64
+	var (
+		pk, stamp, ns int64
+		id            string
+	)
+	_, err := pgx.ForEachRow(rows, []any{&pk, &id, &stamp, &ns}, func() error {
+		pks, stamps, started = append(pks, pk), append(stamps, stamp), append(started, ns)
+		l.Sessions = append(l.Sessions, store.SessionOverview{Session: store.Session{ID: id}})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.summaries.Fill(pgSummaries{ctx, tx}, l, pks, stamps, q == store.ListQuery{}); err != nil {
+		return err
+	}
+	if q.Limit > 0 && len(pks) == q.Limit {
+		l.Next = store.ListCursor(started[len(pks)-1], l.Sessions[len(pks)-1].ID)
+	}
+	return nil
+}
+
+// pgSummaries is the PostgreSQL store's store.SummaryReader, in one read
+// transaction.
+type pgSummaries struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (r pgSummaries) ReadSessions(pks []int64, found func(pk int64, o store.SessionOverview)) error {
+	rows, _ := r.tx.Query(r.ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.pk = ANY($1)`, pks)
+	defer rows.Close()
+	for rows.Next() {
+		pk, o, err := scanSession(rows)
+		if err != nil {
+			return err
+		}
+		found(pk, o)
+	}
+	return rows.Err()
+}
+
+func (r pgSummaries) CountSteps(pks []int64, add func(pk int64, c store.StepCount)) error {
+	rows, _ := r.tx.Query(r.ctx, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
+		  count(*), sum(flag_count)
+		FROM steps WHERE session_pk = ANY($1) GROUP BY 1, 2, 3, 4`, pks)
+	var (
+		pk int64
+		c  store.StepCount
+	)
+	_, err := pgx.ForEachRow(rows, []any{&pk, &c.Type, &c.Failed, &c.ReferenceOnly, &c.Steps, &c.Flags},
+		func() error { add(pk, c); return nil })
+	if err != nil {
+		return fmt.Errorf("step counts: %w", err)
+	}
+	return nil
+}

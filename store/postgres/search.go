@@ -1,0 +1,309 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentreview/service/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// searchFilters maps each filter of the query language (store.ParseQuery)
+// to its condition, as SQLite's (s is the session, st the step; a
+// session's own row has no step, so a step filter leaves it out); $ is
+// the filter's value.
+var searchFilters = map[string]string{
+	"agent":     "s.agent_kind = $",
+	"status":    "st.outcome = $",
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE f->>'kind' = $)",
+	"path":      "strpos(st.payload::json->>'path', $) > 0",
+	"workspace": "strpos(s.workspace_root, $) > 0",
+	"verdict":   "s.verdict_state = $",
+	"type":      "st.type = ANY($::text[])",
+	"after":     "s.started_ns >= $",
+	"before":    "s.started_ns < $",
+	"owner":     "s.owner_id = $",
+}
+
+// searchQuery is a parsed query as SQL over search_docs: the conditions
+// and their arguments.
+type searchQuery struct {
+	store.ParsedQuery
+	where []string
+	args  []any
+}
+
+// arg adds an argument and returns its placeholder.
+func (q *searchQuery) arg(v any) string {
+	q.args = append(q.args, v)
+	return "$" + strconv.Itoa(len(q.args))
+}
+
+// cond adds a condition whose $ is v's placeholder.
+func (q *searchQuery) cond(sql string, v any) {
+	q.where = append(q.where, strings.Replace(sql, "$", q.arg(v), 1))
+}
+
+// tsPhrase is a phrase of a query as tsquery text: its words in a row
+// (<->), the last a prefix when the phrase is one; with and, its words in
+// any order (&), for the rows whose tsvector has no positions. "" when it
+// has no word.
+func tsPhrase(p store.SearchPhrase, and bool) string {
+	terms := store.SearchTerms(p.Text)
+	op := " <-> "
+	if and {
+		op = " & "
+	}
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = tsLexeme(t)
+		if i == len(terms)-1 && p.Prefix {
+			parts[i] += ":*"
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(parts, op) + ")"
+}
+
+// tsAny is the tsquery text that matches when any of the phrases does; ""
+// when none can.
+func tsAny(phrases []store.SearchPhrase, and bool) string {
+	var parts []string
+	for _, p := range phrases {
+		if t := tsPhrase(p, and); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+// Search runs a query (store.ParseQuery) over every stored session, with
+// the SQLite store's answers: hits newest session first and in step order
+// (a session's own row first), the same snippets and cursors. It returns
+// an *store.InvalidError for a malformed query and store.ErrBadCursor for
+// an After that is not one of its Next cursors.
+func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchResult, error) {
+	res := store.SearchResult{Hits: []store.SearchHit{}}
+	pq, err := store.ParseQuery(sq.Q)
+	if err != nil {
+		return res, fmt.Errorf("store: search: %w", err)
+	}
+	limit := sq.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, store.MaxSearchLimit)
+	var from *searchKey
+	if sq.After != "" {
+		ns, pk, seq, err := store.ParseSearchCursor(sq.After)
+		if err != nil {
+			return res, err // its message is the answer's, as SQLite's
+		}
+		from = &searchKey{ns, pk, seq}
+	}
+	q := searchQuery{ParsedQuery: pq}
+	for _, f := range pq.Filters {
+		q.cond(searchFilters[f.Key], f.Value)
+	}
+	var words []string
+	for _, p := range pq.Words {
+		w := tsPhrase(p, false)
+		if w == "" {
+			return res, nil // a word SQLite's tokenizer drops whole matches nothing
+		}
+		words = append(words, w)
+	}
+	var base string
+	if len(words) > 0 {
+		match := "d.doc @@ " + q.arg(strings.Join(words, " & ")) + "::tsquery"
+		if x := tsAny(pq.Excluded, false); x != "" {
+			match += " AND NOT d.doc @@ " + q.arg(x) + "::tsquery"
+		}
+		var all []string
+		for _, p := range pq.Words {
+			all = append(all, tsPhrase(p, true))
+		}
+		check := "d.doc IS NULL OR d.doc @@ " + q.arg(strings.Join(all, " & ")) + "::tsquery"
+		base = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0),
+			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact
+			FROM search_docs d JOIN sessions s ON s.pk = d.session_pk LEFT JOIN steps st ON st.pk = d.rid
+			WHERE ((d.exact AND ` + match + `) OR (NOT d.exact AND (` + check + `)))`
+	} else {
+		exclude, check := "false", "false"
+		if x := tsAny(pq.Excluded, false); x != "" {
+			exclude = "d.exact AND d.doc @@ " + q.arg(x) + "::tsquery"
+			check = "NOT d.exact AND (d.doc IS NULL OR d.doc @@ " + q.arg(tsAny(pq.Excluded, true)) + "::tsquery)"
+		}
+		base = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk,
+			  coalesce(` + check + `, false)
+			FROM steps st JOIN sessions s ON s.pk = st.session_pk LEFT JOIN search_docs d ON d.rid = st.pk
+			WHERE NOT coalesce(` + exclude + `, false)`
+	}
+	base += conditions(q.where)
+
+	var hits []searchRow
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		// Rows whose text is checked in Go may fail the check: read pages
+		// until there are enough.
+		for len(hits) <= limit {
+			want := limit + 1 - len(hits)
+			page, err := readSearchPage(ctx, tx, base, q.args, from, want)
+			if err != nil {
+				return err
+			}
+			kept, err := checkRows(ctx, tx, page, pq)
+			if err != nil {
+				return err
+			}
+			hits = append(hits, kept...)
+			if len(page) < want {
+				break
+			}
+			last := page[len(page)-1]
+			from = &searchKey{last.ns, last.pk, last.hit.Seq}
+		}
+		return searchTitles(ctx, tx, hits)
+	})
+	if err != nil {
+		return store.SearchResult{}, fmt.Errorf("store: search: %w", err)
+	}
+	for _, h := range hits[:min(len(hits), limit)] {
+		res.Hits = append(res.Hits, h.hit)
+	}
+	if len(hits) > limit {
+		r := hits[limit-1]
+		res.Next = store.SearchCursor(r.ns, r.pk, r.hit.Seq)
+	}
+	return res, nil
+}
+
+// searchKey is where a hit sorts: its session's start and pk, then its
+// seq (0 for the session's own row).
+type searchKey struct{ ns, pk, seq int64 }
+
+// searchRow is a hit and where it sorts, its index row (a step's pk or
+// minus its session's), and whether its text must be checked in Go (its
+// tsvector has no positions).
+type searchRow struct {
+	hit       store.SearchHit
+	ns, pk    int64
+	rid       int64
+	checkInGo bool
+}
+
+// readSearchPage reads up to n rows of a search after from, in page
+// order.
+func readSearchPage(ctx context.Context, tx pgx.Tx, base string, args []any, from *searchKey, n int) ([]searchRow, error) {
+	args = slices.Clone(args)
+	if from != nil {
+		args = append(args, from.ns, from.pk, from.seq)
+	}
+	args = append(args, n)
+	rows, err := tx.Query(ctx, wrapPage(base, from != nil, len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (searchRow, error) {
+		var sr searchRow
+		h := &sr.hit
+		err := r.Scan(&sr.pk, &h.SessionID, &h.Agent, &h.StartedAt, &sr.ns, &h.Seq, &h.Type, &h.Status, &sr.rid, &sr.checkInGo)
+		h.Matches = [][2]int{}
+		return sr, err
+	})
+}
+
+// wrapPage orders a search's rows, after the cursor's when there is one
+// (its three arguments come last but one; the limit is last).
+func wrapPage(base string, cursor bool, nargs int) string {
+	sql := "SELECT * FROM (" + base + ") AS hit (pk, id, agent, started_at, ns, seq, type, status, rid, check_in_go)"
+	if cursor {
+		ns, pk, seq := "$"+strconv.Itoa(nargs-3), "$"+strconv.Itoa(nargs-2), "$"+strconv.Itoa(nargs-1)
+		sql += " WHERE ns < " + ns + " OR (ns = " + ns + " AND (pk < " + pk + " OR (pk = " + pk + " AND seq > " + seq + ")))"
+	}
+	return sql + " ORDER BY ns DESC, pk DESC, seq, rid LIMIT $" + strconv.Itoa(nargs)
+}
+
+// checkRows reads the text of the rows that need it (every row when the
+// query has words, for its snippet; the rows to check in Go otherwise),
+// drops the rows whose text does not match, and makes the snippets.
+func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
+	var stepPKs, sessionPKs []int64
+	for _, r := range page {
+		if len(pq.Words) == 0 && !r.checkInGo {
+			continue
+		}
+		if r.rid < 0 {
+			sessionPKs = append(sessionPKs, -r.rid)
+		} else {
+			stepPKs = append(stepPKs, r.rid)
+		}
+	}
+	texts := map[int64]string{}
+	if len(stepPKs) > 0 {
+		rows, _ := tx.Query(ctx, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
+			FROM steps WHERE pk = ANY($1)`, stepPKs)
+		var pk int64
+		var d store.StepDoc
+		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
+			func() error { texts[pk] = d.SearchText(); return nil })
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(sessionPKs) > 0 {
+		rows, _ := tx.Query(ctx, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions WHERE pk = ANY($1)`, sessionPKs)
+		var pk int64
+		var agent, root string
+		var repo *string
+		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
+			func() error { texts[-pk] = store.SessionSearchText(agent, root, repo); return nil })
+		if err != nil {
+			return nil, err
+		}
+	}
+	kept := page[:0]
+	for _, r := range page {
+		text, ok := texts[r.rid]
+		if r.checkInGo && (!ok || !store.MatchesText(text, pq.Words, pq.Excluded)) {
+			continue
+		}
+		if len(pq.Words) > 0 {
+			r.hit.Snippet, r.hit.Matches = store.SearchSnippet(text, pq.Words)
+		}
+		kept = append(kept, r)
+	}
+	return kept, nil
+}
+
+// searchTitles sets the title of each hit's session: the first line of
+// its first user prompt, as the list shows it.
+func searchTitles(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
+	var pks []int64
+	for _, h := range hits {
+		pks = append(pks, h.pk)
+	}
+	rows, _ := tx.Query(ctx, `SELECT DISTINCT ON (session_pk) session_pk, coalesce(substr(text, 1, $2), '')
+		FROM steps WHERE session_pk = ANY($1) AND type = 'message' AND role = 'user' ORDER BY session_pk, seq`, pks, store.TitleChars)
+	titles := map[int64]string{}
+	var pk int64
+	var prompt string
+	_, err := pgx.ForEachRow(rows, []any{&pk, &prompt}, func() error { titles[pk] = store.Title(prompt); return nil })
+	for i := range hits {
+		hits[i].hit.Title = titles[hits[i].pk]
+	}
+	return err
+}
+
+// conditions joins SQL conditions with AND, each after an AND.
+func conditions(where []string) string {
+	var b strings.Builder
+	for _, w := range where {
+		b.WriteString(" AND (" + w + ")")
+	}
+	return b.String()
+}

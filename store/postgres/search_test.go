@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
+)
+
+// searchData is what both backends hold for the search tests: the real
+// samples of every agent, generated sessions of two owners, one with a
+// verdict, and steps written for the query language's cases: code words,
+// a phrase deep in a long output (more words than a tsvector has
+// positions for), and a word more often than a tsvector keeps positions of.
+func searchData(t *testing.T) []*store.Batch {
+	t.Helper()
+	batches := storetest.SampleBatches(t)
+	code := storetest.Batch("search-code", 0, 40)
+	set := func(i int, f func(p *store.Payload)) { f(&code.Steps[i].Payload) }
+	for i := range code.Steps {
+		st := &code.Steps[i]
+		switch {
+		case st.Type == "command" && i < 10:
+			set(i, func(p *store.Payload) {
+				p.Command = ptr("go test ./handlers/... -run TestAuth")
+				p.Stdout = ptr("ok  \tgithub.com/acme/handlers\t0.2s\nauthorization checked: Crème brûlée")
+			})
+		case st.Type == "edit":
+			set(i, func(p *store.Payload) {
+				p.Path = "handlers/auth.go"
+				p.NewString = ptr("func authorize(r *http.Request) error {}")
+			})
+		case st.Type == "read":
+			set(i, func(p *store.Payload) { p.Path = "store/author.go" })
+		case st.Type == "command":
+			var long strings.Builder
+			for w := range 17000 {
+				fmt.Fprintf(&long, "word%d ", w%5000)
+			}
+			long.WriteString("deepphrase tail end.\n")
+			for range 300 {
+				long.WriteString("repeat filler ")
+			}
+			long.WriteString("repeat finale")
+			set(i, func(p *store.Payload) { p.Command = ptr("make long"); p.Stdout = ptr(long.String()) })
+		}
+	}
+	// Words whose tsvector would pass PostgreSQL's 1 MB: the row has none
+	// and is checked in Go.
+	var huge strings.Builder
+	for w := range 100000 {
+		fmt.Fprintf(&huge, "u%dv ", w)
+	}
+	huge.WriteString("hugeend marker")
+	for i := range code.Steps {
+		if code.Steps[i].Type == "message" {
+			code.Steps[i].Payload.Text = ptr(huge.String())
+			break
+		}
+	}
+	alice := storetest.Batch("search-alice", 0, 30)
+	alice.Owner = "alice"
+	alice.Session.Workspace.Root = "/home/alice/projects/billing"
+	return append(batches, code, alice, storetest.Batch("search-gen", 0, 60), storetest.Batch("search-gen", 1, 60))
+}
+
+// searchQueries cover every part of the query language: code words,
+// phrases, prefixes, exclusions, each filter alone and with words, and
+// malformed queries.
+var searchQueries = []string{
+	"auth.go", "handlers/auth.go", "go test", `"go test"`, "auth*", `"handlers auth"*`, "authorize",
+	"JOKE.md", "creme brulee", "Crème", "deepphrase tail", `"hugeend marker"`, "u99999v", "u9999*", `"repeat finale"`, `"word4999 word0"`, "word12*",
+	"test -auth", "go -test", "error -failed", "the", "file", "read", "bash", "git", "README",
+	"agent:claude-code", "agent:codex go", "type:command", "type:edit|read auth", "status:failed", "status:failed -error",
+	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "workspace:billing", "workspace:/home",
+	"verdict:approved", "verdict:approved the", "owner:alice", "owner:local go", "owner:nobody",
+	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
+	"-test agent:claude-code",
+	// malformed
+	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:maybe", "after:yesterday", "agent:", strings.Repeat("x ", 40),
+	strings.Repeat("y", 1001), "\xff",
+}
+
+// Search on PostgreSQL gives what SQLite's gives for the same batches:
+// the same hits (session, seq, type, status, title, snippet and match
+// offsets) in the same pages with the same cursors, and the same errors.
+func TestSearchMatchesSQLite(t *testing.T) {
+	ctx := context.Background()
+	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	pg := mustOpen(t)
+	for _, b := range searchData(t) {
+		for _, s := range []searcher{lite, pg} {
+			if _, err := s.Apply(ctx, b); err != nil {
+				t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
+			}
+		}
+	}
+	for _, s := range []interface {
+		SetVerdict(context.Context, string, store.Verdict) error
+	}{lite, pg} {
+		if err := s.SetVerdict(ctx, "search-alice", store.Verdict{State: "approved", Reviewer: "lead"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both kinds of rows a search checks in Go are there.
+	var noPositions, noWords int
+	err = pg.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT exact AND doc IS NOT NULL), count(*) FILTER (WHERE doc IS NULL) FROM search_docs`).
+		Scan(&noPositions, &noWords)
+	if err != nil || noPositions == 0 || noWords == 0 {
+		t.Fatalf("search_docs has %d rows without positions and %d without words (%v); want some of each", noPositions, noWords, err)
+	}
+
+	hits := 0
+	for _, q := range searchQueries {
+		for _, limit := range []int{0, 7} {
+			want, wantErr := allPages(ctx, lite, q, limit)
+			got, gotErr := allPages(ctx, pg, q, limit)
+			if (wantErr != nil) != (gotErr != nil) || !sameError(gotErr, wantErr) {
+				t.Errorf("Search(%q) error = %v; SQLite's is %v", q, gotErr, wantErr)
+				continue
+			}
+			n := 0
+			for _, p := range want {
+				n += len(p.Hits)
+			}
+			hits += n
+			if testing.Verbose() && limit == 0 {
+				t.Logf("%q: %d hits", q, n)
+			}
+			if len(got) != len(want) {
+				t.Errorf("Search(%q, limit %d) = %d pages; SQLite gives %d", q, limit, len(got), len(want))
+			}
+			for i := range min(len(got), len(want)) {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("Search(%q, limit %d) page %d differs:\n%s", q, limit, i, pageDiff(got[i], want[i]))
+					break
+				}
+			}
+		}
+	}
+	if hits < 5000 {
+		t.Errorf("the queries found only %d hits in all; they prove little", hits)
+	}
+	// A cursor that is not one is refused alike.
+	for _, s := range []searcher{lite, pg} {
+		if _, err := s.Search(ctx, store.SearchQuery{Q: "go", After: "1:2"}); !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("Search(after 1:2) = %v; want ErrBadCursor", err)
+		}
+	}
+}
+
+// searcher is what these tests ask of both backends.
+type searcher interface {
+	Apply(ctx context.Context, b *store.Batch) (store.ApplyResult, error)
+	Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error)
+}
+
+// allPages reads every page of a query, following Next.
+func allPages(ctx context.Context, s searcher, q string, limit int) ([]store.SearchResult, error) {
+	var pages []store.SearchResult
+	after := ""
+	for {
+		r, err := s.Search(ctx, store.SearchQuery{Q: q, Limit: limit, After: after})
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, r)
+		if r.Next == "" || len(pages) > 200 {
+			return pages, nil
+		}
+		after = r.Next
+	}
+}
+
+func sameError(got, want error) bool {
+	if got == nil || want == nil {
+		return got == want
+	}
+	var g, w *store.InvalidError
+	if errors.As(got, &g) != errors.As(want, &w) {
+		return false
+	}
+	return got.Error() == want.Error() && (g == nil || reflect.DeepEqual(g.Problems, w.Problems))
+}
+
+// pageDiff names the first hit where two pages differ.
+func pageDiff(got, want store.SearchResult) string {
+	for i := range max(len(got.Hits), len(want.Hits)) {
+		var g, w store.SearchHit
+		if i < len(got.Hits) {
+			g = got.Hits[i]
+		}
+		if i < len(want.Hits) {
+			w = want.Hits[i]
+		}
+		if !reflect.DeepEqual(g, w) {
+			return fmt.Sprintf("hit %d:\n got  %+v\n want %+v", i, g, w)
+		}
+	}
+	return fmt.Sprintf("next %q; SQLite's %q", got.Next, want.Next)
+}

@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/agentreview/service/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// UsageReport adds up the usage records by group as the SQLite store does
+// (store.PlanUsage, store.UsageTally): only the SQL that reads the hour
+// rows is this store's.
+func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
+	plan, err := store.PlanUsage(q)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	key, join, filter := "''", "", ""
+	if plan.Key != "" {
+		key = plan.Key
+	}
+	if plan.JoinSessions {
+		join = "JOIN sessions s ON s.pk = h.session_pk"
+	}
+	args := []any{plan.Since, plan.Until}
+	if q.Agent != "" {
+		args = append(args, q.Agent)
+		filter += " AND s.agent_kind = $" + strconv.Itoa(len(args))
+	}
+	if q.Model != "" {
+		args = append(args, q.Model)
+		filter += " AND h.model = $" + strconv.Itoa(len(args))
+	}
+	// Telemetry, where a session has it, stands for its files' records.
+	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, `+key+`, h.model, h.prompt_range, h.reported <> 0,
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
+		FROM usage_hours h `+join+`
+		WHERE h.hour_ns >= $1 AND h.hour_ns < $2`+filter+`
+		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`, args...)
+	tally := plan.Tally()
+	var h store.UsageReportHour
+	t := &h.Tokens
+	_, err = pgx.ForEachRow(rows, []any{&h.HourNS, &h.Key, &h.Model, &h.PromptRange, &h.Reported,
+		&t.Input, &t.Output, &t.CacheRead, &t.CacheCreation, &h.Requests, &h.CostUSD, &h.LastNS},
+		func() error { tally.Add(h); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	return tally.Rows(), nil
+}

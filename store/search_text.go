@@ -1,0 +1,460 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// What search indexes, in Go: the text of a step or a session row as
+// SQLite's views search_step_docs and search_session_docs make it
+// (migration 006), split into words by the rules of SQLite FTS5's
+// unicode61 tokenizer with remove_diacritics 2 (tables in
+// search_text_tables.go), the phrases of a parsed query matched in those
+// words, and the snippet FTS5's snippet() makes of them. A backend without
+// FTS5 (store/postgres) indexes and answers with these, so it finds the
+// same steps and shows the same snippets.
+
+// StepDoc holds the stored columns of a step that search indexes; a nil
+// field is a NULL column. Payload, Error and Flags are JSON as stored.
+type StepDoc struct {
+	Payload                                               string
+	Role, Text, Stdout, Stderr, OldString, NewString, Err *string
+	Flags                                                 string
+}
+
+// StepDocOf is the StepDoc of a step as Apply stores it (SplitStep).
+func StepDocOf(st *Step) (StepDoc, error) {
+	r, err := SplitStep(st)
+	if err != nil {
+		return StepDoc{}, err
+	}
+	p := &st.Payload
+	return StepDoc{Payload: r.Payload, Role: &p.Role, Text: p.Text, Stdout: p.Stdout, Stderr: p.Stderr,
+		OldString: p.OldString, NewString: p.NewString, Err: &r.ErrorJSON, Flags: r.Flags}, nil
+}
+
+// SearchText is what a step row indexes, as search_step_docs: every
+// string value of the payload (or the payload as written when it is not
+// JSON SQLite reads), the role, the large text columns and the strings of
+// the error and the flags, joined by new lines, leaving out what is NULL.
+func (d StepDoc) SearchText() string {
+	parts := []*string{jsonStrings(&d.Payload, true), d.Role, d.Text, d.Stdout, d.Stderr, d.OldString, d.NewString,
+		jsonStrings(d.Err, false), jsonStrings(&d.Flags, false)}
+	return joinPresent(parts)
+}
+
+// SessionSearchText is what a session row indexes, as
+// search_session_docs: its agent kind, workspace root and repository.
+func SessionSearchText(agentKind, workspaceRoot string, workspaceRepo *string) string {
+	return joinPresent([]*string{&agentKind, &workspaceRoot, workspaceRepo})
+}
+
+// joinPresent is SQLite's concat_ws(char(10), ...): the values that are
+// neither NULL nor empty, joined by new lines.
+func joinPresent(parts []*string) string {
+	var b strings.Builder
+	first := true
+	for _, p := range parts {
+		if p == nil || *p == "" {
+			continue
+		}
+		if !first {
+			b.WriteByte('\n')
+		}
+		first = false
+		b.WriteString(*p)
+	}
+	return b.String()
+}
+
+// maxJSONDepth is the deepest nesting SQLite's JSON functions read
+// (JSON_MAX_DEPTH); deeper JSON is not valid to them.
+const maxJSONDepth = 1000
+
+// jsonStrings is SQLite's (SELECT group_concat(value, ' ') FROM
+// json_tree(j) WHERE type = 'text'): the string values of a JSON text (not
+// its keys) in document order, joined by spaces; nil when there are none.
+// With raw, JSON SQLite would not read is returned as it is (the payload's
+// CASE in search_step_docs); without, it gives nil.
+func jsonStrings(j *string, raw bool) *string {
+	if j == nil {
+		return nil
+	}
+	var values []string
+	dec := json.NewDecoder(strings.NewReader(*j))
+	dec.UseNumber()
+	// inObject[i] tells whether the container at depth i+1 is an object,
+	// and key[i] whether its next string is a key.
+	var inObject, key []bool
+	valid, values0 := true, 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || len(inObject) > maxJSONDepth || (len(inObject) == 0 && values0 > 0) {
+			valid = false // not JSON, too deep, or a second value after the first
+			break
+		}
+		if len(inObject) == 0 {
+			values0++
+		}
+		isKey := len(key) > 0 && inObject[len(inObject)-1] && key[len(key)-1]
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if len(key) > 0 && inObject[len(inObject)-1] {
+					key[len(key)-1] = true
+				}
+				inObject, key = append(inObject, t == '{'), append(key, true)
+				continue
+			default:
+				inObject, key = inObject[:len(inObject)-1], key[:len(key)-1]
+				continue
+			}
+		case string:
+			if !isKey {
+				values = append(values, t)
+			}
+		}
+		if len(key) > 0 && inObject[len(inObject)-1] {
+			key[len(key)-1] = !isKey
+		}
+	}
+	if !valid {
+		if raw {
+			return j
+		}
+		return nil
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	s := strings.Join(values, " ")
+	return &s
+}
+
+// SearchToken is a word of an indexed text: its indexed form (lower case,
+// without diacritics) and the bytes [Start, End) it was made of.
+type SearchToken struct {
+	Term       string
+	Start, End int
+}
+
+// SearchTokens splits a text into words as FTS5's unicode61 tokenizer
+// (remove_diacritics 2) does: runs of letters and digits (by SQLite's
+// Unicode tables, not Go's), so handlers/auth.go is handlers, auth, go.
+func SearchTokens(text string) []SearchToken {
+	var tokens []SearchToken
+	// A word whose runes index as they are written (most of them) is a
+	// slice of the text; folded is the word so far when one does not.
+	var folded strings.Builder
+	start, folds := -1, false
+	end := func(i int) {
+		term := text[start:i]
+		if folds {
+			term = folded.String()
+		}
+		if term != "" {
+			tokens = append(tokens, SearchToken{term, start, i})
+		}
+		start, folds = -1, false
+	}
+	for i, r := range text {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(text[i:]); size == 1 {
+				r = -1 // an invalid byte: a separator
+			}
+		}
+		if r < 0 || !isTokenRune(r) {
+			if start >= 0 {
+				end(i)
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+		f := foldRune(r)
+		if f == r && !folds {
+			continue
+		}
+		if !folds {
+			folds = true
+			folded.Reset()
+			folded.WriteString(text[start:i])
+		}
+		if f >= 0 {
+			folded.WriteRune(f)
+		}
+	}
+	if start >= 0 {
+		end(len(text))
+	}
+	return tokens
+}
+
+// SearchTerms is SearchTokens' terms alone: how a query's phrase is split.
+func SearchTerms(text string) []string {
+	tokens := SearchTokens(text)
+	terms := make([]string, len(tokens))
+	for i, t := range tokens {
+		terms[i] = t.Term
+	}
+	return terms
+}
+
+// isTokenRune tells whether unicode61 keeps r in a token.
+func isTokenRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	i := sort.Search(len(tokenRanges), func(i int) bool { return tokenRanges[i][1] >= r })
+	return i < len(tokenRanges) && tokenRanges[i][0] <= r
+}
+
+// foldRune is what unicode61 indexes for a token rune: -1 for a
+// diacritic it drops.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	i := sort.Search(len(tokenFolds), func(i int) bool { return tokenFolds[i][0] >= r })
+	if i < len(tokenFolds) && tokenFolds[i][0] == r {
+		return tokenFolds[i][1]
+	}
+	return r
+}
+
+// phraseInstance is where a phrase of a query matches: the phrase's index
+// among the query's words and the position of its first token.
+type phraseInstance struct{ phrase, pos int }
+
+// phraseTerms splits each phrase into its terms (a phrase without any
+// has nil).
+func phraseTerms(phrases []SearchPhrase) [][]string {
+	out := make([][]string, len(phrases))
+	for i, p := range phrases {
+		out[i] = SearchTerms(p.Text)
+	}
+	return out
+}
+
+// phraseAt tells whether the phrase's terms are the tokens from pos on
+// (its last term a prefix of its token when prefix).
+func phraseAt(tokens []SearchToken, terms []string, prefix bool, pos int) bool {
+	if len(terms) == 0 || pos+len(terms) > len(tokens) {
+		return false
+	}
+	for j, t := range terms {
+		tok := tokens[pos+j].Term
+		if j == len(terms)-1 && prefix {
+			if !strings.HasPrefix(tok, t) {
+				return false
+			}
+		} else if tok != t {
+			return false
+		}
+	}
+	return true
+}
+
+// instances are every match of the phrases in tokens, by position, then
+// by phrase, as FTS5's xInst gives them.
+func instances(tokens []SearchToken, phrases []SearchPhrase, terms [][]string) []phraseInstance {
+	var out []phraseInstance
+	for pos := range tokens {
+		for i, p := range phrases {
+			if phraseAt(tokens, terms[i], p.Prefix, pos) {
+				out = append(out, phraseInstance{i, pos})
+			}
+		}
+	}
+	return out
+}
+
+// MatchesText tells whether a text holds every phrase of words and none of
+// excluded, as FTS5 would answer a row of it.
+func MatchesText(text string, words, excluded []SearchPhrase) bool {
+	tokens := SearchTokens(text)
+	has := func(p SearchPhrase) bool {
+		terms := SearchTerms(p.Text)
+		for pos := range tokens {
+			if phraseAt(tokens, terms, p.Prefix, pos) {
+				return true
+			}
+		}
+		return false
+	}
+	return !slices.ContainsFunc(words, func(p SearchPhrase) bool { return !has(p) }) && !slices.ContainsFunc(excluded, has)
+}
+
+// SearchSnippet is the snippet of a text a search shows for its words,
+// with the byte offsets of each match in it: what FTS5's
+// snippet(t, 0, open, close, '…', snippetTokens) gives (fts5_aux.c:
+// the window of snippetTokens tokens that holds the most distinct
+// phrases, moved to a sentence's start when that scores as well),
+// without the markers.
+func SearchSnippet(text string, words []SearchPhrase) (string, [][2]int) {
+	return splitMarks(markSnippet(text, words, snippetTokens))
+}
+
+// markSnippet is fts5SnippetFunction of SQLite 3.49 for one column, with
+// markOpen and markClose around the matches.
+func markSnippet(text string, words []SearchPhrase, nToken int) string {
+	const ellipsis = "…"
+	tokens := SearchTokens(text)
+	terms := phraseTerms(words)
+	insts := instances(tokens, words, terms)
+	nDoc := len(tokens)
+	// Sentence starts (fts5SentenceFinderCb): the first token, and each
+	// token after white space that follows a '.' or ':'.
+	var firsts []int
+	for i, t := range tokens {
+		if i == 0 {
+			firsts = append(firsts, 0)
+			continue
+		}
+		j := t.Start - 1
+		for j >= 0 && strings.IndexByte(" \t\n\r", text[j]) >= 0 {
+			j--
+		}
+		if j != t.Start-1 && j >= 0 && (text[j] == '.' || text[j] == ':') {
+			firsts = append(firsts, i)
+		}
+	}
+	score := func(from int, adjust bool) (int, int) {
+		seen := make([]bool, len(words))
+		n, first, last := 0, -1, 0
+		for _, in := range insts {
+			if in.pos >= from && in.pos < from+nToken {
+				if seen[in.phrase] {
+					n++
+				} else {
+					n += 1000
+				}
+				seen[in.phrase] = true
+				if first < 0 {
+					first = in.pos
+				}
+				last = in.pos + len(terms[in.phrase])
+			}
+		}
+		if !adjust {
+			return n, 0
+		}
+		adj := first - (nToken-(last-first))/2
+		if adj+nToken > nDoc {
+			adj = nDoc - nToken
+		}
+		return n, max(adj, 0)
+	}
+	best, bestStart := 0, 0
+	for _, in := range insts {
+		n, adj := score(in.pos, true)
+		if n > best {
+			best, bestStart = n, adj
+		}
+		if len(firsts) > 0 && nDoc > nToken {
+			jj := 0
+			for jj < len(firsts)-1 && firsts[jj+1] <= in.pos {
+				jj++
+			}
+			if firsts[jj] < in.pos {
+				n, _ := score(firsts[jj], false)
+				if firsts[jj] == 0 {
+					n += 120
+				} else {
+					n += 100
+				}
+				if n > best {
+					best, bestStart = n, firsts[jj]
+				}
+			}
+		}
+	}
+
+	// The coalesced instances (fts5CInstIter): overlapping matches as one.
+	type span struct{ start, end int }
+	var spans []span
+	for _, in := range insts {
+		end := in.pos + len(terms[in.phrase]) - 1
+		if n := len(spans); n > 0 && in.pos <= spans[n-1].end {
+			spans[n-1].end = max(spans[n-1].end, end)
+		} else {
+			spans = append(spans, span{in.pos, end})
+		}
+	}
+	next := 0
+	cur := func() span {
+		if next < len(spans) {
+			return spans[next]
+		}
+		return span{-1, -1}
+	}
+	var b strings.Builder
+	rangeStart, rangeEnd := bestStart, bestStart+nToken-1
+	if bestStart > 0 {
+		b.WriteString(ellipsis)
+	}
+	for cur().start >= 0 && cur().start < bestStart {
+		next++
+	}
+	off, open := 0, false
+	for pos, t := range tokens { // fts5HighlightCb
+		if pos < rangeStart || pos > rangeEnd {
+			continue
+		}
+		if rangeStart != 0 && pos == rangeStart {
+			off = t.Start
+		}
+		if open && (pos <= cur().start || cur().start < 0) && t.Start > off {
+			b.WriteString(markClose)
+			open = false
+		}
+		if pos == cur().start && !open {
+			b.WriteString(text[off:t.Start])
+			b.WriteString(markOpen)
+			off, open = t.Start, true
+		}
+		if pos == cur().end {
+			if !open {
+				b.WriteString(markOpen)
+				open = true
+			}
+			b.WriteString(text[off:t.End])
+			off = t.End
+			next++
+		}
+		if pos == rangeEnd {
+			if open {
+				if cur().start >= 0 && pos >= cur().start {
+					b.WriteString(text[off:t.End])
+					off = t.End
+				}
+				b.WriteString(markClose)
+				open = false
+			}
+			b.WriteString(text[off:t.End])
+			off = t.End
+		}
+	}
+	if open {
+		b.WriteString(markClose)
+	}
+	if rangeEnd >= nDoc-1 {
+		b.WriteString(text[off:])
+	} else {
+		b.WriteString(ellipsis)
+	}
+	return b.String()
+}

@@ -1,0 +1,294 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// mustMemFTS opens an in-memory SQLite with an FTS5 table t tokenized as
+// the store's index (migration 008) and its instance vocabulary v.
+func mustMemFTS(t *testing.T) *sqlite.Conn {
+	t.Helper()
+	conn, err := sqlite.OpenConn(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	err = sqlitex.ExecuteScript(conn, `CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+		CREATE VIRTUAL TABLE v USING fts5vocab(t, instance);`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// ftsTerms inserts the texts as rows 1..n of t and returns the terms FTS5
+// indexed for each, in order.
+func ftsTerms(t *testing.T, conn *sqlite.Conn, texts []string) [][]string {
+	t.Helper()
+	end, err := sqlitex.ImmediateTransaction(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		if err := sqlitex.Execute(conn, `INSERT INTO t (rowid, body) VALUES (?, ?)`, &sqlitex.ExecOptions{Args: []any{i + 1, text}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end(&err)
+	out := make([][]string, len(texts))
+	err = sqlitex.Execute(conn, `SELECT doc, term FROM v ORDER BY doc, offset`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error {
+			d := st.ColumnInt(0) - 1
+			out[d] = append(out[d], st.ColumnText(1))
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Every code point is split and folded as FTS5's unicode61 tokenizer does
+// it: each one between two letters, in rows of 512.
+func TestSearchTokensMatchFTS5(t *testing.T) {
+	conn := mustMemFTS(t)
+	var texts []string
+	var b strings.Builder
+	n := 0
+	for r := rune(1); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		b.WriteString(" a" + string(r) + "b")
+		if n++; n%512 == 0 {
+			texts = append(texts, b.String())
+			b.Reset()
+		}
+	}
+	texts = append(texts, b.String(), "Ünïcode ÆSIR Crème brûlée e\u0301 handlers/auth.go go-test_x ǅ ﬁ ß 日本語 x \u0301 y")
+	want := ftsTerms(t, conn, texts)
+	bad := 0
+	for i, text := range texts {
+		got := store.SearchTerms(text)
+		if strings.Join(got, " ") != strings.Join(want[i], " ") {
+			for j := range min(len(got), len(want[i])) {
+				if got[j] != want[i][j] && bad < 10 {
+					t.Errorf("row %d: token %d = %q; FTS5 indexes %q", i, j, got[j], want[i][j])
+					bad++
+					break
+				}
+			}
+			if len(got) != len(want[i]) {
+				t.Errorf("row %d: %d tokens; FTS5 indexes %d", i, len(got), len(want[i]))
+			}
+		}
+	}
+}
+
+// JSON's string values in document order, keys left out, as SQLite's
+// json_tree gives them to search_step_docs.
+func TestJSONStringsMatchSQLite(t *testing.T) {
+	conn := mustMemFTS(t)
+	deep := func(n int) string { return strings.Repeat("[", n) + `"deepword"` + strings.Repeat("]", n) }
+	for _, j := range []string{
+		`{"command":"go test ./...","cwd":"/src"}`,
+		`{"a":{"b":["x",1,true,null,{"c":"y"}],"k":"v"},"k":"k2"}`,
+		`{"dup":"one","dup":"two"}`,
+		`{"esc":"tab\tnew\nline \u00e9 \"q\" \\ \/"}`,
+		`{"keys":{"only":1}}`,
+		`["a","b"]`,
+		`"just a string"`,
+		`{"x": 1.5e3, "y": [] , "z": {}}`,
+		`not json at all`,
+		`{"broken": "`,
+		`{"a":1}{"b":2}`,
+		deep(999), deep(1000), deep(1001),
+	} {
+		var want *string
+		err := sqlitex.Execute(conn, `SELECT CASE WHEN json_valid(?1) THEN (SELECT group_concat(value, ' ') FROM json_tree(?1) WHERE type = 'text') ELSE ?1 END`,
+			&sqlitex.ExecOptions{Args: []any{j}, ResultFunc: func(st *sqlite.Stmt) error {
+				if st.ColumnType(0) != sqlite.TypeNull {
+					s := st.ColumnText(0)
+					want = &s
+				}
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := store.JSONStrings(&j, true)
+		if fmt.Sprint(deref(got)) != fmt.Sprint(deref(want)) || (got == nil) != (want == nil) {
+			t.Errorf("JSONStrings(%.60q) = %.80q; SQLite gives %.80q", j, deref(got), deref(want))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<NULL>"
+	}
+	return *s
+}
+
+// mustSampleStore applies the real samples' batches and two generated
+// ones to a new store and returns a read-only connection to its file.
+func mustSampleStore(t *testing.T) (*sqlite.Conn, []*store.Batch) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := mustOpenPath(t, path)
+	ctx := context.Background()
+	batches := append(storetest.SampleBatches(t), storetest.Batch("gen-1", 0, 300), storetest.Batch("gen-1", 1, 300))
+	for _, b := range batches {
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
+		}
+	}
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, batches
+}
+
+// The Go text of every step and session of the real samples (and of
+// generated batches) is the body SQLite's search views index.
+func TestSearchTextMatchesSQLiteViews(t *testing.T) {
+	conn, batches := mustSampleStore(t)
+	// What Apply stored of each step, by session and step id: the last
+	// batch's step wins, as it does in the store.
+	applied := map[[2]string]string{}
+	for _, b := range batches {
+		for i := range b.Steps {
+			doc, err := store.StepDocOf(&b.Steps[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied[[2]string{b.Session.ID, b.Steps[i].ID}] = doc.SearchText()
+		}
+	}
+	col := func(st *sqlite.Stmt, i int) *string {
+		if st.ColumnType(i) == sqlite.TypeNull {
+			return nil
+		}
+		s := st.ColumnText(i)
+		return &s
+	}
+	steps := 0
+	err := sqlitex.Execute(conn, `SELECT d.body, st.payload, st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string, st.error, st.flags, st.id, s.id
+		FROM search_step_docs d JOIN steps st ON st.pk = d.step_pk JOIN sessions s ON s.pk = st.session_pk`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error {
+			steps++
+			doc := store.StepDoc{Payload: st.ColumnText(1), Role: col(st, 2), Text: col(st, 3), Stdout: col(st, 4), Stderr: col(st, 5),
+				OldString: col(st, 6), NewString: col(st, 7), Err: col(st, 8), Flags: st.ColumnText(9)}
+			if got, want := doc.SearchText(), st.ColumnText(0); got != want {
+				t.Errorf("step %s: SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
+			}
+			if got, want := applied[[2]string{st.ColumnText(11), st.ColumnText(10)}], st.ColumnText(0); got != want {
+				t.Errorf("step %s: StepDocOf(step).SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps < 500 {
+		t.Fatalf("only %d steps compared; the samples did not load", steps)
+	}
+	err = sqlitex.Execute(conn, `SELECT d.body, s.agent_kind, s.workspace_root, s.workspace_repo FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			if got, want := store.SessionSearchText(st.ColumnText(1), st.ColumnText(2), col(st, 3)), st.ColumnText(0); got != want {
+				t.Errorf("SessionSearchText = %q; search_session_docs has %q", got, want)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The Go snippet of a text is FTS5's snippet() of it, markers and all, for
+// queries made of words of the text itself: single words, phrases of
+// neighbours, prefixes, several phrases, and texts with sentences.
+func TestSearchSnippetMatchesFTS5(t *testing.T) {
+	var texts []string
+	conn, _ := mustSampleStore(t)
+	err := sqlitex.Execute(conn, `SELECT body FROM search_step_docs ORDER BY step_pk`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error { texts = append(texts, st.ColumnText(0)); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn = mustMemFTS(t)
+	texts = append(texts, "First sentence here. Second one: starts after a colon and goes on with many words to pass the window of sixteen tokens. Third.",
+		"go test ./... go test again go test", "a b c a b c a b c a b c a b c a b c a b c a b c", "x", "  leading space. Then: more")
+	ftsTerms(t, conn, texts) // loads rows 1..n
+	r := rand.New(rand.NewPCG(7, 17))
+	cases := 0
+	for i, text := range texts {
+		tokens := store.SearchTokens(text)
+		if len(tokens) == 0 {
+			continue
+		}
+		for range 3 {
+			var words []store.SearchPhrase
+			for range 1 + r.IntN(3) {
+				at := r.IntN(len(tokens))
+				n := 1 + r.IntN(min(3, len(tokens)-at))
+				p := store.SearchPhrase{Text: text[tokens[at].Start:tokens[at+n-1].End]}
+				if r.IntN(4) == 0 {
+					last := tokens[at+n-1]
+					p.Text, p.Prefix = text[tokens[at].Start:last.Start+min(2, last.End-last.Start)], true
+					if !utf8.ValidString(p.Text) {
+						continue
+					}
+				}
+				words = append(words, p)
+			}
+			if len(words) == 0 {
+				continue
+			}
+			var match []string
+			for _, w := range words {
+				m := `"` + strings.ReplaceAll(w.Text, `"`, `""`) + `"`
+				if w.Prefix {
+					m += "*"
+				}
+				match = append(match, m)
+			}
+			var want string
+			found := false
+			err = sqlitex.Execute(conn, `SELECT snippet(t, 0, ?, ?, '…', 16) FROM t WHERE t MATCH ? AND rowid = ?`, &sqlitex.ExecOptions{
+				Args:       []any{store.Mark, store.MarkEnd, strings.Join(match, " AND "), i + 1},
+				ResultFunc: func(st *sqlite.Stmt) error { want, found = st.ColumnText(0), true; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !found {
+				t.Errorf("row %d does not match its own words %q", i+1, match)
+				continue
+			}
+			cases++
+			if got := store.MarkSnippet(text, words); got != want {
+				t.Errorf("snippet of %.80q for %q:\n got  %q\n want %q", text, match, got, want)
+			}
+			if !store.MatchesText(text, words, nil) {
+				t.Errorf("MatchesText(%.80q, %q) = false; FTS5 matches it", text, match)
+			}
+		}
+	}
+	if cases < 300 {
+		t.Fatalf("only %d snippets compared", cases)
+	}
+}

@@ -1,0 +1,528 @@
+package storetest
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/store"
+)
+
+// listed is a session the list tests push, with what the filters look at.
+type listed struct {
+	id, agent, start, root string
+	cost                   *float64 // nil: no metrics
+	failed, flagged        bool
+	verdict                string
+}
+
+func (l listed) batch() *store.Batch {
+	b := smallBatch(l.id)
+	b.Session.Agent.Kind, b.Session.StartedAt, b.Session.Workspace.Root = l.agent, l.start, l.root
+	b.Session.Metrics = nil
+	if l.cost != nil {
+		b.Session.Metrics = &store.Metrics{CostUSD: *l.cost}
+	}
+	if !l.failed {
+		b.Steps[2].Outcome, b.Steps[2].Error = "ok", nil
+	}
+	if !l.flagged {
+		b.Steps[1].Flags = []store.Flag{}
+	}
+	return b
+}
+
+// queryName names a list query by the filters it sets.
+func queryName(q store.ListQuery) string {
+	var parts []string
+	for _, f := range []struct {
+		name  string
+		value any
+		set   bool
+	}{
+		{"agent", q.Agent, q.Agent != ""}, {"verdict", q.Verdict, q.Verdict != ""}, {"workspace", q.Workspace, q.Workspace != ""},
+		{"since", q.Since, q.Since != ""}, {"until", q.Until, q.Until != ""}, {"failed", q.Failed, q.Failed},
+		{"flagged", q.Flagged, q.Flagged}, {"cost", q.Cost, q.Cost != ""}, {"limit", q.Limit, q.Limit != 0},
+	} {
+		if f.set {
+			parts = append(parts, fmt.Sprintf("%s=%v", f.name, f.value))
+		}
+	}
+	if len(parts) == 0 {
+		return "all"
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l listed) started() time.Time {
+	at, ok := store.ParseTimestamp(l.start)
+	if !ok {
+		panic("bad start " + l.start)
+	}
+	return at
+}
+
+var listSessions = []listed{
+	{id: "a", agent: "claude-code", start: "2026-03-01T10:00:00Z", root: "/home/dev/alpha", cost: genPtr(1.5), failed: true, flagged: true, verdict: "approved"},
+	{id: "b", agent: "cline", start: "2026-03-05T09:00:00+02:00", root: "/home/dev/beta", flagged: true},
+	{id: "c", agent: "claude-code", start: "2026-03-05T07:00:00Z", root: "/home/dev/gamma", cost: genPtr(0.5)}, // same start as b
+	{id: "d", agent: "codex", start: "2026-02-20T00:00:00Z", root: "/srv/alpha-two", cost: genPtr(0.25), failed: true, verdict: "needs_attention"},
+	{id: "e", agent: "cline", start: "2026-03-10T12:00:00.5Z", root: "/home/dev/delta", cost: genPtr(2.0), verdict: "approved"},
+}
+
+func pushListSessions(t *testing.T, s store.Backend) {
+	t.Helper()
+	for _, l := range listSessions {
+		mustApply(t, s, l.batch())
+		if l.verdict != "" {
+			if err := s.SetVerdict(bg, l.id, store.Verdict{State: l.verdict}); err != nil {
+				t.Fatalf("SetVerdict(%s) = %v", l.id, err)
+			}
+		}
+	}
+}
+
+// wantList is the list of the sessions keep holds, newest start first
+// (by id among sessions that started at once), with its chip counts and
+// total; except names the filter a chip count leaves out.
+func wantList(keep func(l listed, except string) bool) (order []string, agents []store.AgentCount, verdicts []store.VerdictCount, total store.Total) {
+	ls := slices.Clone(listSessions)
+	slices.SortFunc(ls, func(x, y listed) int { return cmp.Or(y.started().Compare(x.started()), cmp.Compare(x.id, y.id)) })
+	agentN, verdictN := map[string]int{}, map[string]int{}
+	order = []string{}
+	for _, l := range ls {
+		if keep(l, "") {
+			order = append(order, l.id)
+			total.Sessions++
+			if l.cost == nil {
+				total.CostNotRecorded++
+			} else {
+				total.CostUSD += *l.cost
+			}
+		}
+		if keep(l, "agent") {
+			agentN[l.agent]++
+		}
+		if keep(l, "verdict") && l.verdict != "" {
+			verdictN[l.verdict]++
+		}
+	}
+	agents, verdicts = []store.AgentCount{}, []store.VerdictCount{}
+	for _, k := range slices.Sorted(maps.Keys(agentN)) {
+		agents = append(agents, store.AgentCount{Kind: k, Sessions: agentN[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(verdictN)) {
+		verdicts = append(verdicts, store.VerdictCount{State: k, Sessions: verdictN[k]})
+	}
+	return order, agents, verdicts, total
+}
+
+// keepFor is the spec of each ListQuery filter, over the pushed sessions.
+func keepFor(q store.ListQuery) func(l listed, except string) bool {
+	day := func(v string) time.Time {
+		if t, err := time.Parse(time.DateOnly, v); err == nil {
+			return t
+		}
+		t, _ := time.Parse(time.RFC3339, v)
+		return t
+	}
+	return func(l listed, except string) bool {
+		return (q.Agent == "" || except == "agent" || l.agent == q.Agent) &&
+			(q.Verdict == "" || except == "verdict" || l.verdict == q.Verdict) &&
+			(q.Workspace == "" || strings.Contains(l.root, q.Workspace)) &&
+			(q.Since == "" || !l.started().Before(day(q.Since))) &&
+			(q.Until == "" || l.started().Before(day(q.Until))) &&
+			(!q.Failed || l.failed) && (!q.Flagged || l.flagged) &&
+			(q.Cost == "" || (q.Cost == "recorded") == (l.cost != nil))
+	}
+}
+
+// The list: newest start first, every filter, the chip counts (each
+// keeping the other filters) and the total; a filter out of its form is
+// refused.
+func testList(t *testing.T, s store.Backend) {
+	if l := mustList(t, s, store.ListQuery{}); len(l.Sessions) != 0 || l.Total != (store.Total{}) {
+		t.Errorf("List() of an empty store = %+v; want nothing", l)
+	}
+	pushListSessions(t, s)
+	for _, q := range []store.ListQuery{
+		{},
+		{Agent: "cline"},
+		{Agent: "no-such-agent"},
+		{Verdict: "approved"},
+		{Workspace: "alpha"},
+		{Since: "2026-03-05"},
+		{Since: "2026-03-05T07:00:00Z"},
+		{Until: "2026-03-05T07:00:00Z"},
+		{Since: "2026-03-01", Until: "2026-03-06"},
+		{Failed: true},
+		{Flagged: true},
+		{Cost: "recorded"},
+		{Cost: "not_recorded"},
+		{Agent: "claude-code", Verdict: "approved"},
+		{Agent: "cline", Flagged: true, Workspace: "/home/"},
+	} {
+		t.Run(queryName(q), func(t *testing.T) {
+			order, agents, verdicts, total := wantList(keepFor(q))
+			l := mustList(t, s, q)
+			if got := ids(l.Sessions); !slices.Equal(got, order) {
+				t.Errorf("List(%+v) = %v; want %v", q, got, order)
+			}
+			if !reflect.DeepEqual(l.Agents, agents) {
+				t.Errorf("List(%+v).Agents = %+v; want %+v", q, l.Agents, agents)
+			}
+			if !reflect.DeepEqual(l.Verdicts, verdicts) {
+				t.Errorf("List(%+v).Verdicts = %+v; want %+v", q, l.Verdicts, verdicts)
+			}
+			if l.Total.Sessions != total.Sessions || l.Total.CostNotRecorded != total.CostNotRecorded || math.Abs(l.Total.CostUSD-total.CostUSD) > 1e-9 {
+				t.Errorf("List(%+v).Total = %+v; want %+v", q, l.Total, total)
+			}
+			if l.Next != "" {
+				t.Errorf("List(%+v).Next = %q; want none without a limit", q, l.Next)
+			}
+		})
+	}
+	// Each row carries its session and the summary of its steps.
+	for _, o := range mustList(t, s, store.ListQuery{}).Sessions {
+		i := slices.IndexFunc(listSessions, func(l listed) bool { return l.id == o.ID })
+		b := listSessions[i].batch()
+		if want := wantSummary(mergeSteps(b), len(b.Turns), len(b.Segments)); !reflect.DeepEqual(o.Summary, want) {
+			t.Errorf("List: %s summary = %+v; want %+v", o.ID, o.Summary, want)
+		}
+		if o.Agent != b.Session.Agent || o.StartedAt != b.Session.StartedAt || !reflect.DeepEqual(o.Metrics, b.Session.Metrics) {
+			t.Errorf("List: %s = %+v; want the header pushed %+v", o.ID, o.Session, b.Session)
+		}
+		if v := listSessions[i].verdict; (v == "") != (o.Verdict == nil) || (o.Verdict != nil && o.Verdict.State != v) {
+			t.Errorf("List: %s verdict = %+v; want %q", o.ID, o.Verdict, v)
+		}
+	}
+	for _, q := range []store.ListQuery{{Since: "yesterday"}, {Until: "2026-13-01"}, {Cost: "maybe"}} {
+		if _, err := s.List(bg, q); !errors.Is(err, store.ErrBadFilter) {
+			t.Errorf("List(%+v) = %v; want ErrBadFilter", q, err)
+		}
+	}
+}
+
+// Keyset pages: following Next gives every session once, in list order,
+// with or without a filter; a cursor the store did not give is refused.
+func testListPages(t *testing.T, s store.Backend) {
+	pushListSessions(t, s)
+	for _, q := range []store.ListQuery{{Limit: 2}, {Limit: 1, Agent: "claude-code"}, {Limit: 3, Workspace: "/home/dev/"}, {Limit: 5}} {
+		t.Run(queryName(q), func(t *testing.T) {
+			order, _, _, total := wantList(keepFor(q))
+			var got []string
+			for pages := 0; ; pages++ {
+				if pages > len(listSessions) {
+					t.Fatalf("List(%+v) gave more pages than sessions: %v", q, got)
+				}
+				l := mustList(t, s, q)
+				if len(l.Sessions) > q.Limit {
+					t.Errorf("List(%+v) = %d sessions; want at most %d", q, len(l.Sessions), q.Limit)
+				}
+				if l.Total.Sessions != total.Sessions {
+					t.Errorf("List(%+v).Total.Sessions = %d; want %d on every page", q, l.Total.Sessions, total.Sessions)
+				}
+				got = append(got, ids(l.Sessions)...)
+				if l.Next == "" {
+					break
+				}
+				q.After = l.Next
+			}
+			if !slices.Equal(got, order) {
+				t.Errorf("pages of List = %v; want %v", got, order)
+			}
+		})
+	}
+	for _, c := range []string{"not-a-cursor", "::", "x:y"} {
+		if _, err := s.List(bg, store.ListQuery{Limit: 2, After: c}); !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("List(after %q) = %v; want ErrBadCursor", c, err)
+		}
+	}
+}
+
+// generated is a session of two pushes of the realistic batch: 120
+// steps of every type in six turns, by two actors.
+func generated(t *testing.T, s store.Backend, sid string) (pushes []*store.Batch, stamps []int64) {
+	t.Helper()
+	for push := range 2 {
+		b := Batch(sid, push, 60)
+		mustApply(t, s, b)
+		pushes = append(pushes, b)
+		stamps = append(stamps, mustLatest(t, s))
+	}
+	return pushes, stamps
+}
+
+// withStepIDs fills each turn's step ids from the steps, in seq order.
+func withStepIDs(turns []store.Turn, steps []store.Step) []store.Turn {
+	for i := range turns {
+		turns[i].StepIDs = []string{}
+		for _, st := range steps {
+			if st.TurnID == turns[i].ID {
+				turns[i].StepIDs = append(turns[i].StepIDs, st.ID)
+			}
+		}
+	}
+	return turns
+}
+
+// A whole session: the summary and report computed from its steps,
+// turns in order with their steps, steps in seq order.
+func testDetail(t *testing.T, s store.Backend) {
+	pushes, _ := generated(t, s, "g")
+	steps, turns := mergeSteps(pushes...), mergeTurns(pushes...)
+	d := mustDetail(t, s, "g")
+	if want := wantSummary(steps, len(turns), len(pushes[0].Segments)); !reflect.DeepEqual(d.Summary, want) {
+		t.Errorf("Detail(g).Summary = %+v; want %+v", d.Summary, want)
+	}
+	if want := wantReport(steps); !reflect.DeepEqual(d.Report, want) {
+		t.Errorf("Detail(g).Report =\n%+v\nwant\n%+v", d.Report, want)
+	}
+	if !sameJSON(t, d.Steps, steps) {
+		t.Errorf("Detail(g).Steps differ from the steps pushed")
+	}
+	if want := withStepIDs(turns, steps); !reflect.DeepEqual(d.Turns, want) {
+		t.Errorf("Detail(g).Turns =\n%+v\nwant\n%+v", d.Turns, want)
+	}
+	if d.Window != nil {
+		t.Errorf("Detail(g).Window = %+v; want none for a whole read", d.Window)
+	}
+	if !reflect.DeepEqual(d.Metrics, pushes[1].Session.Metrics) {
+		t.Errorf("Detail(g).Metrics = %+v; want the last reported %+v", d.Metrics, pushes[1].Session.Metrics)
+	}
+	for _, id := range []string{"nope", "", "G", "g "} {
+		if _, err := s.Detail(bg, id, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Detail(%q) = %v; want ErrNotFound", id, err)
+		}
+	}
+}
+
+// A narrowed read keeps the whole summary and report and only the turns
+// and steps asked for.
+func testDetailQuery(t *testing.T, s store.Backend) {
+	pushes, stamps := generated(t, s, "g")
+	steps := mergeSteps(pushes...)
+	turns := withStepIDs(mergeTurns(pushes...), steps)
+	whole := mustDetail(t, s, "g")
+	stepsOf := func(ts []store.Turn) []store.Step {
+		out := []store.Step{}
+		for _, st := range steps {
+			if slices.ContainsFunc(ts, func(tn store.Turn) bool { return tn.ID == st.TurnID }) {
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	read := func(q store.DetailQuery) store.SessionDetail {
+		t.Helper()
+		d, err := s.Detail(bg, "g", q)
+		if err != nil {
+			t.Fatalf("Detail(g, %+v) = %v", q, err)
+		}
+		if !reflect.DeepEqual(d.Summary, whole.Summary) || !reflect.DeepEqual(d.Report, whole.Report) {
+			t.Errorf("Detail(g, %+v) summary or report differ from the whole session's", q)
+		}
+		return d
+	}
+	n := len(turns)
+	for _, tc := range []struct {
+		q     store.DetailQuery
+		first int
+		turns []store.Turn
+	}{
+		{store.DetailQuery{Turns: 2}, n - 2, turns[n-2:]},
+		{store.DetailQuery{Turns: 1, Before: 2}, 1, turns[1:2]},
+		{store.DetailQuery{Turns: n + 5}, 0, turns},
+	} {
+		d := read(tc.q)
+		if !reflect.DeepEqual(d.Turns, tc.turns) {
+			t.Errorf("Detail(g, %+v).Turns = %v; want %v", tc.q, turnIDs(d.Turns), turnIDs(tc.turns))
+		}
+		if !sameJSON(t, d.Steps, stepsOf(tc.turns)) {
+			t.Errorf("Detail(g, %+v).Steps = %d steps; want the %d of its turns", tc.q, len(d.Steps), len(stepsOf(tc.turns)))
+		}
+		if want := (&store.TurnWindow{First: tc.first, Total: n}); !reflect.DeepEqual(d.Window, want) {
+			t.Errorf("Detail(g, %+v).Window = %+v; want %+v", tc.q, d.Window, want)
+		}
+	}
+
+	// Since: only the turns the second push wrote.
+	d := read(store.DetailQuery{Since: stamps[0]})
+	var changed []store.Turn
+	for _, tn := range turns {
+		if slices.ContainsFunc(pushes[1].Turns, func(x store.Turn) bool { return x.ID == tn.ID }) {
+			changed = append(changed, tn)
+		}
+	}
+	if !reflect.DeepEqual(turnIDs(d.Turns), turnIDs(changed)) || !sameJSON(t, d.Steps, stepsOf(changed)) {
+		t.Errorf("Detail(g, since the first push) = turns %v, %d steps; want %v, %d", turnIDs(d.Turns), len(d.Steps), turnIDs(changed), len(stepsOf(changed)))
+	}
+	if d := read(store.DetailQuery{Since: stamps[1]}); len(d.Turns) != 0 || len(d.Steps) != 0 {
+		t.Errorf("Detail(g, since the last write) = %v, %d steps; want none", turnIDs(d.Turns), len(d.Steps))
+	}
+
+	// Seq: one step.
+	one := steps[len(steps)/2]
+	if d := read(store.DetailQuery{Seq: &one.Seq}); len(d.Steps) != 1 || !sameJSON(t, d.Steps[0], one) {
+		t.Errorf("Detail(g, seq %d).Steps = %s; want that step", one.Seq, mustJSON(t, d.Steps))
+	}
+	// NoSteps: the turns without steps.
+	if d := read(store.DetailQuery{NoSteps: true}); len(d.Steps) != 0 || len(d.Turns) != n {
+		t.Errorf("Detail(g, no steps) = %d turns, %d steps; want %d turns, none", len(d.Turns), len(d.Steps), n)
+	}
+
+	// Head: each text field cut to its first characters, with its length.
+	const head = 10
+	d = read(store.DetailQuery{Head: head})
+	if len(d.Steps) != len(steps) {
+		t.Fatalf("Detail(g, head %d) = %d steps; want %d", head, len(d.Steps), len(steps))
+	}
+	for i, st := range steps {
+		want := st
+		p := want.Payload
+		for name, f := range map[string]**string{"stdout": &p.Stdout, "stderr": &p.Stderr, "text": &p.Text, "old_string": &p.OldString, "new_string": &p.NewString} {
+			if *f == nil {
+				continue
+			}
+			if n := utf8.RuneCountInString(**f); n > head {
+				if want.Cut == nil {
+					want.Cut = map[string]int{}
+				}
+				want.Cut[name] = n
+				*f = genPtr(string([]rune(**f)[:head]))
+			}
+		}
+		want.Payload = p
+		if !sameJSON(t, d.Steps[i], want) {
+			t.Errorf("Detail(g, head %d).Steps[%d] =\n%s\nwant\n%s", head, i, mustJSON(t, d.Steps[i]), mustJSON(t, want))
+		}
+	}
+}
+
+func turnIDs(ts []store.Turn) []string {
+	out := []string{}
+	for _, tn := range ts {
+		out = append(out, tn.ID)
+	}
+	return out
+}
+
+// TurnSteps reads a turn's steps a few at a time, in seq order, and ends
+// with an empty read.
+func testTurnSteps(t *testing.T, s store.Backend) {
+	pushes, _ := generated(t, s, "g")
+	steps := mergeSteps(pushes...)
+	for _, tn := range mergeTurns(pushes...) {
+		var want []store.Step
+		for _, st := range steps {
+			if st.TurnID == tn.ID {
+				want = append(want, st)
+			}
+		}
+		var got []store.Step
+		after := int64(0)
+		for calls := 0; ; calls++ {
+			page, err := s.TurnSteps(bg, "g", tn.ID, after, 2000)
+			if err != nil {
+				t.Fatalf("TurnSteps(g, %s, %d) = %v", tn.ID, after, err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			if calls > len(want) {
+				t.Fatalf("TurnSteps(g, %s) does not end: %d calls", tn.ID, calls)
+			}
+			got = append(got, page...)
+			after = page[len(page)-1].Seq
+		}
+		if !sameJSON(t, got, want) {
+			t.Errorf("TurnSteps(g, %s) read %d steps; want the turn's %d in seq order", tn.ID, len(got), len(want))
+		}
+	}
+	if got, err := s.TurnSteps(bg, "g", "no-such-turn", 0, 2000); err != nil || len(got) != 0 {
+		t.Errorf("TurnSteps(g, no-such-turn) = %v, %v; want no steps", got, err)
+	}
+	if _, err := s.TurnSteps(bg, "nope", pushes[0].Turns[0].ID, 0, 2000); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("TurnSteps(nope) = %v; want ErrNotFound", err)
+	}
+}
+
+// FileChanges: the files a session created or edited, in order of their
+// first edit, with every edit and, for a file it created, the content
+// before and after.
+func testFileChanges(t *testing.T, s store.Backend) {
+	b := smallBatch("f")
+	created := "package main\n\nfunc a() {}\n"
+	write := stepOf("f", 6, store.TypeEdit)
+	write.Outcome, write.Error = "ok", nil
+	write.Payload = store.Payload{Path: "/tmp/ws/new.go", NewString: genPtr(created), IsFullWrite: genPtr(true)}
+	edit := stepOf("f", 7, store.TypeEdit)
+	edit.Outcome, edit.Error = "ok", nil
+	edit.Payload = store.Payload{Path: "/tmp/ws/new.go", OldString: genPtr("func a() {}"), NewString: genPtr("func b() {}"), IsFullWrite: genPtr(false)}
+	b.Steps = append(b.Steps, write, edit)
+	mustApply(t, s, b)
+
+	failed := b.Steps[2] // the small batch's failed edit of main.go, seq 3
+	want := []store.FileChange{
+		{Path: failed.Payload.Path, Failed: true, Edits: []store.FileEdit{
+			{Seq: failed.Seq, Failed: true, Old: failed.Payload.OldString, New: failed.Payload.NewString}}},
+		{Path: write.Payload.Path, Known: true, Created: true, Before: "",
+			After: strings.Replace(created, *edit.Payload.OldString, *edit.Payload.NewString, 1),
+			Edits: []store.FileEdit{
+				{Seq: write.Seq, FullWrite: true, New: write.Payload.NewString},
+				{Seq: edit.Seq, Old: edit.Payload.OldString, New: edit.Payload.NewString}}},
+	}
+	got, err := s.FileChanges(bg, "f")
+	if err != nil {
+		t.Fatalf("FileChanges(f) = %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FileChanges(f) =\n%s\nwant\n%s", mustJSON(t, got), mustJSON(t, want))
+	}
+	if _, err := s.FileChanges(bg, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FileChanges(nope) = %v; want ErrNotFound", err)
+	}
+}
+
+// Image serves a picture a step's raw holds (an image block as Claude
+// writes one), as its bytes show.
+func testImage(t *testing.T, s store.Backend) {
+	const w, h = 7, 5
+	pic := adapterstest.MustPNG(t, w, h)
+	b := smallBatch("i")
+	shot := stepOf("i", 6, store.TypeOther)
+	shot.Payload = store.Payload{ToolName: "Read", Raw: []byte(fmt.Sprintf(
+		`{"file_path":"/tmp/ws/shot.png","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":%q}}]}`,
+		base64.StdEncoding.EncodeToString(pic)))}
+	b.Steps = append(b.Steps, shot)
+	mustApply(t, s, b)
+
+	img, err := s.Image(bg, "i", shot.Seq, 1)
+	if err != nil {
+		t.Fatalf("Image(i, %d, 1) = %v", shot.Seq, err)
+	}
+	if img.MediaType != "image/png" || !bytes.Equal(img.Data, pic) || img.Width != w || img.Height != h {
+		t.Errorf("Image(i, %d, 1) = %s %dx%d, %d bytes; want image/png %dx%d, the %d bytes pushed",
+			shot.Seq, img.MediaType, img.Width, img.Height, len(img.Data), w, h, len(pic))
+	}
+	for _, tc := range []struct {
+		id  string
+		seq int64
+		n   int
+	}{{"i", shot.Seq, 2}, {"i", 1, 1}, {"i", 99, 1}, {"nope", shot.Seq, 1}} {
+		if _, err := s.Image(bg, tc.id, tc.seq, tc.n); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Image(%s, %d, %d) = %v; want ErrNotFound", tc.id, tc.seq, tc.n, err)
+		}
+	}
+}

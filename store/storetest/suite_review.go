@@ -1,0 +1,368 @@
+package storetest
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
+)
+
+// usageRecord builds a usage record of session sid's root actor and turn.
+func usageRecord(sid, id, at, model string, tok pricing.Tokens, requests int64, cost *float64, source string) store.UsageRecord {
+	return store.UsageRecord{ID: id, At: at, Model: model, ActorID: rootID(sid), TurnID: sid + "-t1",
+		Tokens: tok, Requests: requests, CostUSD: cost, Source: source}
+}
+
+// Usage records of a batch add up in the usage report by day, model,
+// session and agent; a session with OpenTelemetry records counts only
+// those; a deleted session's records are gone.
+func testUsage(t *testing.T, s store.Backend) {
+	half, quarter := 0.5, 0.25
+	sessions := []struct {
+		sid, agent string
+		records    []store.UsageRecord
+	}{
+		{"a", "claude-code", []store.UsageRecord{
+			usageRecord("a", "1", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 200, CacheRead: 5000}, 1, nil, store.UsageFromFile),
+			usageRecord("a", "2", "2026-03-02T13:30:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30, Output: 7}, 1, &half, store.UsageFromFile),
+			usageRecord("a", "3", "2026-03-03T12:00:00Z", "no-such-model", pricing.Tokens{Input: 7, CacheCreation: 3}, 1, nil, store.UsageFromFile),
+		}},
+		{"b", "cline", []store.UsageRecord{
+			usageRecord("b", "1", "2026-03-03T11:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 10, Output: 1}, 2, &quarter, store.UsageFromFile),
+		}},
+		// OpenTelemetry records are authoritative: the file's are not counted.
+		{"c", "claude-code", []store.UsageRecord{
+			usageRecord("c", "1", "2026-03-03T12:00:00Z", "claude-opus-4-1", pricing.Tokens{Input: 999_999}, 1, nil, store.UsageFromFile),
+			usageRecord("c", "otel-1", "2026-03-03T12:00:00Z", "claude-opus-4-1", pricing.Tokens{Input: 400, Output: 40}, 1, &half, store.UsageFromOTel),
+		}},
+	}
+	agentOf := map[string]string{}
+	counted := map[string][]store.UsageRecord{}
+	for _, se := range sessions {
+		b := smallBatch(se.sid)
+		b.Session.Agent.Kind, b.Usage = se.agent, se.records
+		mustApply(t, s, b)
+		agentOf[se.sid] = se.agent
+		otel := slices.ContainsFunc(se.records, func(r store.UsageRecord) bool { return r.Source == store.UsageFromOTel })
+		for _, r := range se.records {
+			if !otel || r.Source == store.UsageFromOTel {
+				counted[se.sid] = append(counted[se.sid], r)
+			}
+		}
+	}
+	day := func(at string) string { t, _ := store.ParseTimestamp(at); return t.Local().Format(time.DateOnly) }
+	keyOf := map[string]func(sid string, r store.UsageRecord) string{
+		store.UsageByDay:     func(_ string, r store.UsageRecord) string { return day(r.At) },
+		store.UsageByModel:   func(_ string, r store.UsageRecord) string { return r.Model },
+		store.UsageBySession: func(sid string, _ store.UsageRecord) string { return sid },
+		store.UsageByAgent:   func(sid string, _ store.UsageRecord) string { return agentOf[sid] },
+	}
+	// want adds up the counted records keep holds, by group: rows by key,
+	// then, for groups that are not times, by tokens, most first.
+	want := func(group string, keep func(sid string, r store.UsageRecord) bool) []store.UsageRow {
+		rows := map[string]*store.UsageRow{}
+		for sid, rs := range counted {
+			for _, r := range rs {
+				if !keep(sid, r) {
+					continue
+				}
+				k := keyOf[group](sid, r)
+				row := rows[k]
+				if row == nil {
+					row = &store.UsageRow{Key: k}
+					rows[k] = row
+				}
+				if !slices.Contains(row.Models, r.Model) {
+					row.Models = append(row.Models, r.Model)
+					slices.Sort(row.Models)
+				}
+				row.Tokens.Add(r.Tokens)
+				row.APIRequests += r.Requests
+				if r.CostUSD != nil {
+					row.ReportedCostUSD = genPtr(*r.CostUSD + valueOr(row.ReportedCostUSD))
+					row.Reported += r.Requests
+				}
+			}
+		}
+		out := []store.UsageRow{}
+		for _, r := range rows {
+			out = append(out, *r)
+		}
+		slices.SortFunc(out, func(a, b store.UsageRow) int { return cmp.Compare(a.Key, b.Key) })
+		if group != store.UsageByDay {
+			slices.SortStableFunc(out, func(a, b store.UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
+		}
+		return out
+	}
+	all := func(string, store.UsageRecord) bool { return true }
+	check := func(q store.UsageQuery, want []store.UsageRow) {
+		t.Helper()
+		got, err := s.UsageReport(bg, q)
+		if err != nil {
+			t.Fatalf("UsageReport(%+v) = %v", q, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("UsageReport(%+v) = %+v; want %+v", q, got, want)
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.Key != w.Key || !slices.Equal(g.Models, w.Models) || g.Tokens != w.Tokens || g.APIRequests != w.APIRequests ||
+				g.Reported != w.Reported || (g.ReportedCostUSD == nil) != (w.ReportedCostUSD == nil) ||
+				math.Abs(valueOr(g.ReportedCostUSD)-valueOr(w.ReportedCostUSD)) > 1e-9 {
+				t.Errorf("UsageReport(%+v)[%d] = %+v (reported %v); want %+v (reported %v)", q, i, g, ptrText(g.ReportedCostUSD), w, ptrText(w.ReportedCostUSD))
+			}
+			if slices.Contains(g.Models, "no-such-model") && !slices.Contains(g.Unpriced, "no-such-model") {
+				t.Errorf("UsageReport(%+v)[%d].Unpriced = %v; want no-such-model listed", q, i, g.Unpriced)
+			}
+		}
+	}
+	for _, group := range []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent} {
+		check(store.UsageQuery{Group: group}, want(group, all))
+	}
+	check(store.UsageQuery{Group: store.UsageByDay, Agent: "cline"}, want(store.UsageByDay, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "cline" }))
+	check(store.UsageQuery{Group: store.UsageBySession, Model: "claude-sonnet-4-5"}, want(store.UsageBySession, func(_ string, r store.UsageRecord) bool { return r.Model == "claude-sonnet-4-5" }))
+	since, until := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local), time.Date(2026, 3, 4, 0, 0, 0, 0, time.Local)
+	check(store.UsageQuery{Group: store.UsageByModel, Since: since, Until: until}, want(store.UsageByModel, func(_ string, r store.UsageRecord) bool {
+		at, _ := store.ParseTimestamp(r.At)
+		return !at.Before(since) && at.Before(until)
+	}))
+	if _, err := s.UsageReport(bg, store.UsageQuery{Group: "fortnight"}); err == nil {
+		t.Errorf("UsageReport(group fortnight) = nil error; want the group refused")
+	}
+
+	// A session's detail carries its own usage.
+	d := mustDetail(t, s, "c")
+	var tok pricing.Tokens
+	var requests int64
+	for _, r := range counted["c"] {
+		tok.Add(r.Tokens)
+		requests += r.Requests
+	}
+	if d.Usage == nil || d.Usage.Tokens != tok || d.Usage.APIRequests != requests || d.Usage.Source != store.UsageFromOTel {
+		t.Errorf("Detail(c).Usage = %+v; want %+v over %d requests from otel", d.Usage, tok, requests)
+	}
+
+	if err := s.Delete(bg, "a"); err != nil {
+		t.Fatalf("Delete(a) = %v", err)
+	}
+	delete(counted, "a")
+	check(store.UsageQuery{Group: store.UsageBySession}, want(store.UsageBySession, all))
+}
+
+func valueOr(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}
+
+func ptrText(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
+// wantInvalid checks that err is an *InvalidError of subject with a
+// problem at path saying message.
+func wantInvalid(t *testing.T, call string, err error, subject, path, message string) {
+	t.Helper()
+	e := wantErr[*store.InvalidError](t, call, err)
+	if e.Subject != subject || e.Error() != "invalid "+subject ||
+		!slices.ContainsFunc(e.Problems, func(p store.Problem) bool { return p.Path == path && strings.Contains(p.Message, message) }) {
+		t.Errorf("%s = %v %+v; want an invalid %s at %s saying %q", call, e, e.Problems, subject, path, message)
+	}
+}
+
+// A verdict is set, replaced and cleared by its own calls only: a push
+// never changes it. A verdict out of bounds and an unknown session are
+// refused, and leave the store as it was.
+func testVerdict(t *testing.T, s store.Backend) {
+	mustApply(t, s, smallBatch("a"))
+	mustApply(t, s, smallBatch("b"))
+	for _, v := range []store.Verdict{
+		{State: "approved", Note: "looks fine\nexcept the edit", Reviewer: "ann"},
+		{State: "needs_attention"},
+		{State: "any-other-word", Reviewer: "bob"},
+	} {
+		before := mustLatest(t, s)
+		if err := s.SetVerdict(bg, "a", v); err != nil {
+			t.Fatalf("SetVerdict(a, %+v) = %v", v, err)
+		}
+		if got := mustDetail(t, s, "a").Verdict; got == nil || *got != v {
+			t.Errorf("Detail(a).Verdict = %+v; want %+v", got, v)
+		}
+		if cs, _ := mustChanges(t, s, before); len(cs) != 1 || cs[0].SessionID != "a" {
+			t.Errorf("SetVerdict(a): changes %v; want a", cs)
+		}
+		if l := mustList(t, s, store.ListQuery{Verdict: v.State}); !slices.Equal(ids(l.Sessions), []string{"a"}) {
+			t.Errorf("List(verdict %s) = %v; want [a]", v.State, ids(l.Sessions))
+		}
+	}
+	last := mustDetail(t, s, "a").Verdict
+	b := smallBatch("a")
+	b.Steps[1].Payload.Stdout = genPtr("a new push")
+	mustApply(t, s, b)
+	if got := mustDetail(t, s, "a").Verdict; !reflect.DeepEqual(got, last) {
+		t.Errorf("Detail(a).Verdict after a push = %+v; want %+v kept", got, last)
+	}
+
+	long := strings.Repeat("é", store.MaxNoteChars+1)
+	for _, tc := range []struct {
+		v             store.Verdict
+		path, message string
+	}{
+		{store.Verdict{}, "state", "required"},
+		{store.Verdict{State: "two\nlines"}, "state", "one line"},
+		{store.Verdict{State: strings.Repeat("s", store.MaxStateChars+1)}, "state", "longer than"},
+		{store.Verdict{State: "approved", Note: long}, "note", "longer than"},
+		{store.Verdict{State: "approved", Reviewer: "ann\tbob"}, "reviewer", "one line"},
+		{store.Verdict{State: "approved", Reviewer: strings.Repeat("r", store.MaxNameChars+1)}, "reviewer", "longer than"},
+	} {
+		before := takeSnapshot(t, s)
+		wantInvalid(t, "SetVerdict", s.SetVerdict(bg, "b", tc.v), "verdict", tc.path, tc.message)
+		assertUnchanged(t, s, before)
+	}
+	before := takeSnapshot(t, s)
+	if err := s.SetVerdict(bg, "nope", store.Verdict{State: "approved"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetVerdict(nope) = %v; want ErrNotFound", err)
+	}
+	if err := s.ClearVerdict(bg, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClearVerdict(nope) = %v; want ErrNotFound", err)
+	}
+	assertUnchanged(t, s, before)
+
+	if err := s.ClearVerdict(bg, "a"); err != nil {
+		t.Fatalf("ClearVerdict(a) = %v", err)
+	}
+	if got := mustDetail(t, s, "a").Verdict; got != nil {
+		t.Errorf("Detail(a).Verdict after ClearVerdict = %+v; want none", got)
+	}
+	if err := s.ClearVerdict(bg, "b"); err != nil {
+		t.Errorf("ClearVerdict(b without a verdict) = %v; want nil", err)
+	}
+	if l := mustList(t, s, store.ListQuery{}); len(l.Verdicts) != 0 {
+		t.Errorf("List().Verdicts = %+v; want none left", l.Verdicts)
+	}
+}
+
+// Notes on steps: added, listed in step order, edited and deleted; a
+// note out of bounds, on no step, or of another session is refused and
+// leaves the store as it was.
+func testNotes(t *testing.T, s store.Backend) {
+	mustApply(t, s, smallBatch("a"))
+	mustApply(t, s, smallBatch("b"))
+	add := func(id string, in store.NoteInput) store.Note {
+		t.Helper()
+		before := mustLatest(t, s)
+		n, err := s.AddNote(bg, id, in)
+		if err != nil {
+			t.Fatalf("AddNote(%s, %+v) = %v", id, in, err)
+		}
+		if n.ID == 0 || n.Seq != in.Seq || n.Author != in.Author || n.Text != in.Text || n.CreatedAt == "" || n.UpdatedAt != n.CreatedAt {
+			t.Errorf("AddNote(%s, %+v) = %+v; want the note as written, with an id and its time", id, in, n)
+		}
+		if cs, _ := mustChanges(t, s, before); len(cs) != 1 || cs[0].SessionID != id {
+			t.Errorf("AddNote(%s): changes %v; want %s", id, cs, id)
+		}
+		return n
+	}
+	notes := func(id string) []store.Note {
+		t.Helper()
+		return mustDetail(t, s, id).Notes
+	}
+	n1 := add("a", store.NoteInput{Seq: 2, Author: "ann", Text: "why does this run the tests?\nAsk."})
+	n2 := add("a", store.NoteInput{Seq: 1, Author: "bob", Text: "good prompt"})
+	n3 := add("b", store.NoteInput{Seq: 2, Author: "ann", Text: "same here"})
+	if got, want := notes("a"), []store.Note{n2, n1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Detail(a).Notes = %+v; want %+v (in step order)", got, want)
+	}
+
+	edited, err := s.EditNote(bg, "a", n1.ID, store.NoteInput{Author: "ann", Text: "fine after all"})
+	if err != nil {
+		t.Fatalf("EditNote(a, %d) = %v", n1.ID, err)
+	}
+	if edited.ID != n1.ID || edited.Seq != n1.Seq || edited.Text != "fine after all" || edited.CreatedAt != n1.CreatedAt || edited.UpdatedAt < n1.UpdatedAt {
+		t.Errorf("EditNote(a, %d) = %+v; want %+v with the new text", n1.ID, edited, n1)
+	}
+	if got, want := notes("a"), []store.Note{n2, edited}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Detail(a).Notes after the edit = %+v; want %+v", got, want)
+	}
+	if err := s.DeleteNote(bg, "a", n2.ID); err != nil {
+		t.Fatalf("DeleteNote(a, %d) = %v", n2.ID, err)
+	}
+	if got, want := notes("a"), []store.Note{edited}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Detail(a).Notes after the delete = %+v; want %+v", got, want)
+	}
+	mustApply(t, s, smallBatch("a"))
+	b := smallBatch("a")
+	b.Steps[1].Payload.Stdout = genPtr("a new push")
+	mustApply(t, s, b)
+	if got, want := notes("a"), []store.Note{edited}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Detail(a).Notes after a push = %+v; want %+v kept", got, want)
+	}
+
+	long := strings.Repeat("n", store.MaxNoteChars+1)
+	refused := []struct {
+		name string
+		call func() error
+		want func(t *testing.T, err error)
+	}{
+		{"seq of no step", func() error {
+			_, err := s.AddNote(bg, "a", store.NoteInput{Seq: 99, Author: "ann", Text: "x"})
+			return err
+		}, func(t *testing.T, err error) { wantInvalid(t, "AddNote(seq 99)", err, "note", "seq", "99") }},
+		{"no author", func() error { _, err := s.AddNote(bg, "a", store.NoteInput{Seq: 1, Text: "x"}); return err },
+			func(t *testing.T, err error) { wantInvalid(t, "AddNote(no author)", err, "note", "author", "required") }},
+		{"no text", func() error { _, err := s.AddNote(bg, "a", store.NoteInput{Seq: 1, Author: "ann"}); return err },
+			func(t *testing.T, err error) { wantInvalid(t, "AddNote(no text)", err, "note", "text", "required") }},
+		{"text too long", func() error {
+			_, err := s.AddNote(bg, "a", store.NoteInput{Seq: 1, Author: "ann", Text: long})
+			return err
+		}, func(t *testing.T, err error) { wantInvalid(t, "AddNote(long)", err, "note", "text", "longer than") }},
+		{"author on two lines", func() error {
+			_, err := s.EditNote(bg, "a", edited.ID, store.NoteInput{Author: "a\nb", Text: "x"})
+			return err
+		}, func(t *testing.T, err error) {
+			wantInvalid(t, "EditNote(two-line author)", err, "note", "author", "one line")
+		}},
+		{"add to an unknown session", func() error {
+			_, err := s.AddNote(bg, "nope", store.NoteInput{Seq: 1, Author: "ann", Text: "x"})
+			return err
+		}, notFoundCheck("AddNote(nope)")},
+		{"edit a deleted note", func() error {
+			_, err := s.EditNote(bg, "a", n2.ID, store.NoteInput{Author: "ann", Text: "x"})
+			return err
+		}, notFoundCheck("EditNote(deleted note)")},
+		{"edit another session's note", func() error {
+			_, err := s.EditNote(bg, "a", n3.ID, store.NoteInput{Author: "ann", Text: "x"})
+			return err
+		}, notFoundCheck("EditNote(a, note of b)")},
+		{"delete another session's note", func() error { return s.DeleteNote(bg, "a", n3.ID) }, notFoundCheck("DeleteNote(a, note of b)")},
+		{"delete a deleted note", func() error { return s.DeleteNote(bg, "a", n2.ID) }, notFoundCheck("DeleteNote(deleted note)")},
+		{"delete in an unknown session", func() error { return s.DeleteNote(bg, "nope", n1.ID) }, notFoundCheck("DeleteNote(nope)")},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			before := takeSnapshot(t, s)
+			tc.want(t, tc.call())
+			assertUnchanged(t, s, before)
+		})
+	}
+}
+
+func notFoundCheck(call string) func(t *testing.T, err error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s = %v; want ErrNotFound", call, err)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package storetest
+
+import (
+	"cmp"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentreview/service/store"
+)
+
+// hitKey names a hit: its session and step (seq 0: the session itself).
+type hitKey struct {
+	Session string
+	Seq     int64
+}
+
+func hitKeys(r store.SearchResult) []hitKey {
+	keys := []hitKey{}
+	for _, h := range r.Hits {
+		keys = append(keys, hitKey{h.SessionID, h.Seq})
+	}
+	return keys
+}
+
+func sortedKeys(k []hitKey) []hitKey {
+	k = slices.Clone(k)
+	slices.SortFunc(k, func(a, b hitKey) int { return cmp.Or(cmp.Compare(a.Session, b.Session), cmp.Compare(a.Seq, b.Seq)) })
+	return k
+}
+
+func mustSearch(t *testing.T, s store.Backend, q store.SearchQuery) store.SearchResult {
+	t.Helper()
+	r, err := s.Search(bg, q)
+	if err != nil {
+		t.Fatalf("Search(%+v) = %v", q, err)
+	}
+	return r
+}
+
+// Seqs of the steps searchBatch adds to the small batch's five.
+const (
+	seqReply   = 6
+	seqGoTest  = 7
+	searchSeqs = 7
+)
+
+// searchBatch is the small batch with a word of its own (ending in sid)
+// in every field kind search looks at, an assistant reply and a second
+// command.
+func searchBatch(sid string) *store.Batch {
+	b := smallBatch(sid)
+	b.Session.Workspace = store.Workspace{Root: "/home/dev/wsroot" + sid, Repo: "github.com/acme/reporepo" + sid}
+	b.Steps[0].Payload.Text = genPtr("Please fix promptword" + sid)
+	p := &b.Steps[1].Payload
+	p.Command, p.Stdout, p.Stderr = genPtr("rm -rf build_dir"+sid), genPtr("stdoutword"+sid), genPtr("stderrword"+sid)
+	b.Steps[1].Flags[0].Reason = "flagreason" + sid
+	p = &b.Steps[2].Payload
+	p.Path, p.OldString, p.NewString = "handlers/auth"+sid+".go", genPtr("oldword"+sid), genPtr("newword"+sid)
+	b.Steps[2].Error.Message = "errormessage" + sid
+	b.Steps[3].Payload.Path = "store/readpath" + sid + ".go"
+	b.Steps[4].Payload.ToolName, b.Steps[4].Payload.Raw = "ToolName"+sid, []byte(`{"nested":[{"deep":"rawvalue`+sid+`"}]}`)
+	reply := stepOf(sid, seqReply, store.TypeMessage)
+	reply.Payload.Role, reply.Payload.Text = "assistant", genPtr("Done: replyword"+sid+" is fixed.")
+	test := stepOf(sid, seqGoTest, store.TypeCommand)
+	test.Payload.Command, test.Flags = genPtr("go test ./handlers/..."), []store.Flag{}
+	b.Steps = append(b.Steps, reply, test)
+	return b
+}
+
+// A marker word in each field kind is found, in its session and step,
+// and only there; code is found by its parts, paths and prefixes.
+func testSearchFields(t *testing.T, s store.Backend) {
+	mustApply(t, s, searchBatch("x"))
+	mustApply(t, s, searchBatch("y"))
+	for _, tc := range []struct {
+		q    string
+		want []hitKey
+	}{
+		{"wsrootx", []hitKey{{"x", 0}}},
+		{"reporepox", []hitKey{{"x", 0}}},
+		{"promptwordx", []hitKey{{"x", 1}}},
+		{"replywordx", []hitKey{{"x", seqReply}}},
+		{"build_dirx", []hitKey{{"x", 2}}},
+		{"stdoutwordx", []hitKey{{"x", 2}}},
+		{"stderrwordx", []hitKey{{"x", 2}}},
+		{"flagreasonx", []hitKey{{"x", 2}}},
+		{"dangerous_command", []hitKey{{"x", 2}, {"y", 2}}},
+		{"oldwordx", []hitKey{{"x", 3}}},
+		{"newwordx", []hitKey{{"x", 3}}},
+		{"errormessagex", []hitKey{{"x", 3}}},
+		{"tool_error", []hitKey{{"x", 3}, {"y", 3}}},
+		{"readpathx.go", []hitKey{{"x", 4}}},
+		{"toolnamex", []hitKey{{"x", 5}}},
+		{"rawvaluex", []hitKey{{"x", 5}}},
+		// Code: parts, paths, phrases and prefixes.
+		{"authx.go", []hitKey{{"x", 3}}},
+		{"handlers/authx.go", []hitKey{{"x", 3}}},
+		{"handlers/auth*", []hitKey{{"x", 3}, {"y", 3}}},
+		{"authx*", []hitKey{{"x", 3}}},
+		{`"go test"`, []hitKey{{"x", seqGoTest}, {"y", seqGoTest}}},
+		{`"rm -rf"`, []hitKey{{"x", 2}, {"y", 2}}},
+		{"build_dirx rm", []hitKey{{"x", 2}}},
+		// Excluded words.
+		{"dangerous_command -build_dirx", []hitKey{{"y", 2}}},
+		{"tool_error -authx.go", []hitKey{{"y", 3}}},
+		{"nosuchwordanywhere", []hitKey{}},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			got := sortedKeys(hitKeys(mustSearch(t, s, store.SearchQuery{Q: tc.q})))
+			if want := sortedKeys(tc.want); !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%q) = %v; want %v", tc.q, got, want)
+			}
+		})
+	}
+	// A hit tells its session and step, and where the word is in its snippet.
+	r := mustSearch(t, s, store.SearchQuery{Q: "stdoutwordy"})
+	if len(r.Hits) != 1 {
+		t.Fatalf("Search(stdoutwordy) = %+v; want one hit", r.Hits)
+	}
+	h, b := r.Hits[0], searchBatch("y")
+	if h.Type != store.TypeCommand || h.Status != b.Steps[1].Outcome || h.Agent != b.Session.Agent.Kind ||
+		h.Title != firstLine(*b.Steps[0].Payload.Text) || h.StartedAt != b.Session.StartedAt {
+		t.Errorf("hit = %+v; want a command, %s, of %s, titled %q, started %s", h, b.Steps[1].Outcome, b.Session.Agent.Kind, firstLine(*b.Steps[0].Payload.Text), b.Session.StartedAt)
+	}
+	if len(h.Matches) == 0 || h.Matches[0][1] > len(h.Snippet) || !strings.EqualFold(h.Snippet[h.Matches[0][0]:h.Matches[0][1]], "stdoutwordy") {
+		t.Errorf("hit snippet %q matches %v; want a match on stdoutwordy", h.Snippet, h.Matches)
+	}
+}
+
+// Each filter alone keeps the steps it names, newest session first and
+// in seq order within a session; with words it narrows their hits.
+func testSearchFilters(t *testing.T, s store.Backend) {
+	a := smallBatch("a")
+	b := smallBatch("b")
+	b.Session.Agent.Kind, b.Session.StartedAt, b.Session.Workspace.Root = "claude-code", "2026-11-05T10:00:00Z", "/src/project-b"
+	b.Steps[3].Payload.Path = "/src/project-b/README.md"
+	mustApply(t, s, a)
+	mustApply(t, s, b)
+	if err := s.SetVerdict(bg, "b", store.Verdict{State: "needs_attention", Reviewer: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{"b": "needs_attention"}
+	newestFirst := []*store.Batch{a, b}
+	slices.SortFunc(newestFirst, func(x, y *store.Batch) int {
+		tx, _ := store.ParseTimestamp(x.Session.StartedAt)
+		ty, _ := store.ParseTimestamp(y.Session.StartedAt)
+		return ty.Compare(tx)
+	})
+	day := func(v string) time.Time { d, _ := time.Parse(time.DateOnly, v); return d }
+	started := func(b *store.Batch) time.Time { t, _ := store.ParseTimestamp(b.Session.StartedAt); return t }
+	hasFlag := func(st store.Step, kind string) bool {
+		return slices.ContainsFunc(st.Flags, func(f store.Flag) bool { return f.Kind == kind })
+	}
+	for _, tc := range []struct {
+		q    string
+		keep func(b *store.Batch, st store.Step) bool
+	}{
+		{"agent:claude-code", func(b *store.Batch, st store.Step) bool { return b.Session.Agent.Kind == "claude-code" }},
+		{"type:edit", func(b *store.Batch, st store.Step) bool { return st.Type == store.TypeEdit }},
+		{"type:edit|read agent:testagent", func(b *store.Batch, st store.Step) bool {
+			return (st.Type == store.TypeEdit || st.Type == store.TypeRead) && b.Session.Agent.Kind == "testagent"
+		}},
+		{"status:failed", func(b *store.Batch, st store.Step) bool { return st.Outcome == "failed" }},
+		{"flag:dangerous_command", func(b *store.Batch, st store.Step) bool { return hasFlag(st, "dangerous_command") }},
+		{"path:ws/main", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "ws/main") }},
+		{"path:README", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "README") }},
+		{"workspace:project-b type:read", func(b *store.Batch, st store.Step) bool {
+			return strings.Contains(b.Session.Workspace.Root, "project-b") && st.Type == store.TypeRead
+		}},
+		{"after:2026-11-01 type:command", func(b *store.Batch, st store.Step) bool {
+			return !started(b).Before(day("2026-11-01")) && st.Type == store.TypeCommand
+		}},
+		{"before:2026-11-01 type:command", func(b *store.Batch, st store.Step) bool {
+			return started(b).Before(day("2026-11-01")) && st.Type == store.TypeCommand
+		}},
+		{"verdict:needs_attention type:message", func(b *store.Batch, st store.Step) bool {
+			return verdicts[b.Session.ID] == "needs_attention" && st.Type == store.TypeMessage
+		}},
+		// "test" is in the prompt (Fix the failing test) and the command
+		// (go test ./...) of the small batch; "failing" only in the prompt.
+		{"test agent:testagent", func(b *store.Batch, st store.Step) bool {
+			return b.Session.Agent.Kind == "testagent" && (st.Seq == 1 || st.Seq == 2)
+		}},
+		{"test -failing agent:testagent", func(b *store.Batch, st store.Step) bool {
+			return b.Session.Agent.Kind == "testagent" && st.Seq == 2
+		}},
+		{`"go test" status:ok`, func(b *store.Batch, st store.Step) bool { return st.Seq == 2 }},
+		{"-failing type:message", func(b *store.Batch, st store.Step) bool { return false }},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			want := []hitKey{}
+			for _, b := range newestFirst {
+				for _, st := range mergeSteps(b) {
+					if tc.keep(b, st) {
+						want = append(want, hitKey{b.Session.ID, st.Seq})
+					}
+				}
+			}
+			if got := hitKeys(mustSearch(t, s, store.SearchQuery{Q: tc.q})); !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%q) = %v; want %v", tc.q, got, want)
+			}
+		})
+	}
+}
+
+// A malformed query or cursor is refused with the search's error.
+func testSearchRefused(t *testing.T, s store.Backend) {
+	mustApply(t, s, smallBatch("a"))
+	for _, q := range []string{
+		"", "   ", `"unclosed`, "-only", "type:shell", "verdict:great", "after:yesterday", "agent:", "***",
+		strings.Repeat("a ", store.MaxQueryBytes), strings.Repeat("w ", store.MaxQueryTerms+1), "bad\xff",
+	} {
+		_, err := s.Search(bg, store.SearchQuery{Q: q})
+		var inv *store.InvalidError
+		if !errors.As(err, &inv) || inv.Error() != "invalid search query" || len(inv.Problems) == 0 || inv.Problems[0].Path != "q" {
+			t.Errorf("Search(%.40q) = %v (%+v); want an InvalidError of the search query naming q", q, err, inv)
+		}
+	}
+	// Search syntax inside words is searched as text.
+	for _, q := range []string{"AND", "NEAR(a b)", `a"b`, "col:umn", "x^y", "{a b}"} {
+		if _, err := s.Search(bg, store.SearchQuery{Q: q}); err != nil {
+			t.Errorf("Search(%q) = %v; want nil", q, err)
+		}
+	}
+	if _, err := s.Search(bg, store.SearchQuery{Q: "test", After: "nope"}); !errors.Is(err, store.ErrBadCursor) {
+		t.Errorf("Search(after=nope) = %v; want ErrBadCursor", err)
+	}
+}
+
+// Pages of hits, followed by Next, are the hits of one page, in order.
+func testSearchPages(t *testing.T, s store.Backend) {
+	for i, sid := range []string{"a", "b", "c"} {
+		b := searchBatch(sid)
+		b.Session.StartedAt = time.Date(2026, 1, 1+i, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
+		mustApply(t, s, b)
+	}
+	const q = "agent:testagent"
+	whole := hitKeys(mustSearch(t, s, store.SearchQuery{Q: q, Limit: store.MaxSearchLimit}))
+	if len(whole) != 3*searchSeqs {
+		t.Fatalf("Search(%s) = %d hits; want %d, every step of the three sessions", q, len(whole), 3*searchSeqs)
+	}
+	// Newest session first (c, b, a), steps in seq order.
+	want := []hitKey{}
+	for _, sid := range []string{"c", "b", "a"} {
+		for seq := int64(1); seq <= searchSeqs; seq++ {
+			want = append(want, hitKey{sid, seq})
+		}
+	}
+	if !reflect.DeepEqual(whole, want) {
+		t.Errorf("Search(%s) = %v; want %v", q, whole, want)
+	}
+	for _, limit := range []int{1, 3, 7, 8} {
+		var got []hitKey
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > len(whole) {
+				t.Fatalf("Search(%s, limit %d) does not end", q, limit)
+			}
+			r := mustSearch(t, s, store.SearchQuery{Q: q, Limit: limit, After: after})
+			if len(r.Hits) > limit {
+				t.Errorf("Search(%s, limit %d) = %d hits", q, limit, len(r.Hits))
+			}
+			got = append(got, hitKeys(r)...)
+			if after = r.Next; after == "" {
+				break
+			}
+		}
+		if !reflect.DeepEqual(got, whole) {
+			t.Errorf("Search(%s) in pages of %d = %v; want %v", q, limit, got, whole)
+		}
+	}
+}
+
+// Nothing of a deleted session is found.
+func testSearchAfterDelete(t *testing.T, s store.Backend) {
+	mustApply(t, s, searchBatch("x"))
+	mustApply(t, s, searchBatch("y"))
+	if got := hitKeys(mustSearch(t, s, store.SearchQuery{Q: "rawvaluex"})); len(got) != 1 {
+		t.Fatalf("Search(rawvaluex) = %v; want one hit before the delete", got)
+	}
+	if err := s.Delete(bg, "x"); err != nil {
+		t.Fatalf("Delete(x) = %v", err)
+	}
+	for _, q := range []string{"wsrootx", "promptwordx", "stdoutwordx", "rawvaluex", "authx.go", "flagreasonx", "agent:testagent -wsrooty"} {
+		for _, h := range mustSearch(t, s, store.SearchQuery{Q: q}).Hits {
+			if h.SessionID == "x" {
+				t.Errorf("Search(%q) after Delete(x) found %+v", q, h)
+			}
+		}
+	}
+	if got := hitKeys(mustSearch(t, s, store.SearchQuery{Q: "rawvaluey"})); !reflect.DeepEqual(got, []hitKey{{"y", 5}}) {
+		t.Errorf("Search(rawvaluey) after Delete(x) = %v; want [{y 5}]", got)
+	}
+}
