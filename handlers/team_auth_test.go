@@ -25,24 +25,22 @@ import (
 
 const teamOrigin = "https://review.example.com"
 
-// teamServer is the real router in team mode on a real port: sessions in a
-// temp-file store, push tokens in a PostgreSQL database of the test's own.
+// teamServer is the real router in team mode on a real port, over a
+// PostgreSQL database of the test's own: sessions and push tokens.
 type teamServer struct {
-	t      *testing.T
-	srv    *httptest.Server
-	store  *store.Store
-	tokens *postgres.Store
-	hub    *Hub
+	t     *testing.T
+	srv   *httptest.Server
+	store *postgres.Store
+	hub   *Hub
 }
 
 func newTeamServer(t *testing.T, team Team) *teamServer {
 	t.Helper()
-	tokens, err := postgres.Open(context.Background(), pgtest.DSN(t))
+	st, err := postgres.Open(context.Background(), pgtest.DSN(t))
 	if err != nil {
 		t.Fatalf("postgres.Open = %v", err)
 	}
-	t.Cleanup(func() { tokens.Close() })
-	st := mustOpenStore(t, filepath.Join(t.TempDir(), "store.db"))
+	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := NewHub(st, log)
 	if team.Origin == nil {
@@ -51,16 +49,16 @@ func newTeamServer(t *testing.T, team Team) *teamServer {
 	if team.Users == nil {
 		team.Users = HeaderIdentity{Header: "X-Forwarded-User"}
 	}
-	team.Tokens = tokens
+	team.Tokens = st
 	srv := httptest.NewServer(Routes(Deps{Store: st, Hub: hub, Log: log, Team: &team}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(hub.Close)
-	return &teamServer{t: t, srv: srv, store: st, tokens: tokens, hub: hub}
+	return &teamServer{t: t, srv: srv, store: st, hub: hub}
 }
 
 func (s *teamServer) mustToken(user string) string {
 	s.t.Helper()
-	tok, err := s.tokens.AddToken(context.Background(), user)
+	tok, err := s.store.AddToken(context.Background(), user)
 	if err != nil {
 		s.t.Fatalf("AddToken(%s) = %v", user, err)
 	}
@@ -185,7 +183,7 @@ func TestTeamPushRefused(t *testing.T) {
 	s := newTeamServer(t, Team{})
 	good := s.mustToken("alice")
 	revoked := s.mustToken("gone")
-	if _, err := s.tokens.RevokeTokens(context.Background(), "gone"); err != nil {
+	if _, err := s.store.RevokeTokens(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	for name, header := range map[string][]string{

@@ -34,14 +34,6 @@ func (f TeamFlags) set() bool {
 	return f.Team || f.Listen != "" || f.Origin != "" || f.TLSCert != "" || f.TLSKey != "" || f.AuthHeader != "" || f.OIDCFlags.Enabled()
 }
 
-// teamStore is what a team server runs on: the store contract, the users'
-// push tokens, and change notifications from every process writing it.
-type teamStore interface {
-	store.Backend
-	handlers.TokenUsers
-	Listen(ctx context.Context, changed func()) error
-}
-
 // teamConfig is a team server's checked flags.
 type teamConfig struct {
 	dsn    string
@@ -128,17 +120,11 @@ func (f TeamFlags) serveTeam(e *env, db string) error {
 	if err != nil {
 		return err
 	}
-	pg, err := postgres.Open(e.ctx, c.dsn)
+	st, err := postgres.Open(e.ctx, c.dsn)
 	if err != nil {
 		return err
 	}
-	defer pg.Close()
-	// The PostgreSQL store gains the rest of the contract from the other
-	// parts of issue 17; until it has it, the team server says so.
-	st, ok := any(pg).(teamStore)
-	if !ok {
-		return errors.New("serve --team: this build's PostgreSQL store does not implement the store contract yet (store.Backend and Listen)")
-	}
+	defer st.Close()
 	team := &handlers.Team{Origin: c.origin, Users: handlers.HeaderIdentity{Header: c.header}, Tokens: st}
 	users := "header " + c.header
 	if c.oidc != nil {

@@ -148,9 +148,6 @@ func TestTeamTokenCommands(t *testing.T) {
 // named by the proxy header reads it; without one, reads are 401.
 func TestServeTeam(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	if _, ok := any(&postgres.Store{}).(teamStore); !ok {
-		t.Skip("the PostgreSQL store does not implement store.Backend and Listen yet")
-	}
 	withHome(t)
 	ctx := context.Background()
 	var tokOut bytes.Buffer
@@ -352,9 +349,6 @@ func oidcFlags(t *testing.T, issuer, redirect string) []string {
 // (The whole sign-in flow is tested in handlers/oidc_test.go.)
 func TestServeTeamOIDC(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	if _, ok := any(&postgres.Store{}).(teamStore); !ok {
-		t.Skip("the PostgreSQL store does not implement store.Backend and Listen yet")
-	}
 	withHome(t)
 	ctx := context.Background()
 	var provider *httptest.Server
