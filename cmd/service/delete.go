@@ -11,7 +11,7 @@ import (
 // DeleteCmd is `service delete ID [--db PATH] [--team-copy ask|delete|keep]`.
 type DeleteCmd struct {
 	ID        string `arg:"" help:"Id of the session to delete."`
-	DB        string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	DB        string `help:"Store file (default ~/.service/store.db), or a team server's database (postgres://...)." placeholder:"PATH"`
 	TeamCopy  string `help:"When the session was shared with a team server: ask (on a terminal; elsewhere keep), delete or keep the team copy." enum:"ask,delete,keep" default:"ask"`
 	TokenFile string `help:"Your token for the team server, to delete its copy (default ~/.service/team-token)." placeholder:"PATH"`
 }
@@ -20,6 +20,9 @@ type DeleteCmd struct {
 // sees the tombstone and tells its streams. A session shared with team
 // servers has its copies there deleted too when asked to.
 func (c *DeleteCmd) Run(e *env) error {
+	if isPostgresURL(c.DB) {
+		return c.deleteTeam(e)
+	}
 	st, path, err := openStore(e, c.DB)
 	if err != nil {
 		return err
@@ -65,5 +68,24 @@ func (c *DeleteCmd) Run(e *env) error {
 	if err := deleteTeamCopies(e.ctx, st, shares, tokenFile, e.stdout); err != nil {
 		return fmt.Errorf("the local session is deleted, but: %w", err)
 	}
+	return nil
+}
+
+// deleteTeam deletes a session from a team server's database, as its
+// admin: every server process's streams report it (the delete notifies),
+// and a later push or share of it is refused with 410.
+func (c *DeleteCmd) deleteTeam(e *env) error {
+	st, err := teamDB{DB: c.DB}.open(e.ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch err := st.Delete(e.ctx, c.ID); {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("no session %q in the team database %s", c.ID, redactedDSN(c.DB))
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(e.stdout, "deleted session %s; it will not be recorded again\n", c.ID)
 	return nil
 }

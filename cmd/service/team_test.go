@@ -30,6 +30,7 @@ import (
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/postgres"
 	"github.com/agentreview/service/store/postgres/pgtest"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // TestServeTeamRefuses: a team server that would run without sign-in, on a
@@ -404,5 +405,39 @@ func TestServeTeamOIDC(t *testing.T) {
 	}
 	if code, body, err := pushTo(base, strings.TrimSpace(tokOut.String()), batchJSON("oidc-s1", 1)); err != nil || code != http.StatusCreated {
 		t.Errorf("push with alice's token = %d %s %v; want 201", code, body, err)
+	}
+}
+
+// TestDeleteOnTeamDatabase: an admin's `service delete ID --db postgres://`
+// deletes the session from the team database for good, and a later push
+// of it is refused as deleted; an unknown id is an error.
+func TestDeleteOnTeamDatabase(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b := storetest.Batch("team-delete-1", 0, 20)
+	if _, err := st.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"delete", b.Session.ID, "--db", dsn}, &out, io.Discard); err != nil {
+		t.Fatalf("delete on the team database = %v", err)
+	}
+	if !strings.Contains(out.String(), "deleted session "+b.Session.ID) {
+		t.Errorf("delete printed %q", out.String())
+	}
+	if _, err := st.Detail(ctx, b.Session.ID, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Detail after delete = %v; want ErrNotFound", err)
+	}
+	var deleted *store.DeletedError
+	if _, err := st.Apply(ctx, storetest.Batch(b.Session.ID, 1, 20)); !errors.As(err, &deleted) {
+		t.Errorf("push after delete = %v; want a DeletedError", err)
+	}
+	if err := run(ctx, []string{"delete", b.Session.ID, "--db", dsn}, io.Discard, io.Discard); err == nil {
+		t.Error("deleting it again = nil; want an error")
 	}
 }
