@@ -197,3 +197,36 @@ func TestTeamNotesByAuthor(t *testing.T) {
 		t.Errorf("notes left = %v; want %v", ids, []int64{byBob.ID, byAlice.ID})
 	}
 }
+
+// TestLocalReviewNames: the local service keeps its one user's ways: the
+// body names the reviewer and the author (a note needs one), anyone edits
+// any note, even under a user header, and the page asks for a name.
+func TestLocalReviewNames(t *testing.T) {
+	s, srv, note := reviewService(t)
+	hdr := map[string]string{"X-Forwarded-User": "mallory"}
+	if code, body := call(t, srv, http.MethodPost, "/api/sessions/s1/notes", `{"seq":2,"text":"no author"}`, hdr); code != http.StatusBadRequest || !strings.Contains(body, "author") {
+		t.Errorf("POST note without author = %d %s; want 400 naming author", code, body)
+	}
+	if code, body := call(t, srv, http.MethodPut, "/api/sessions/s1/notes/"+note, `{"author":"Bob","text":"Bob's now"}`, hdr); code != http.StatusOK || !strings.Contains(body, `"author":"Bob"`) {
+		t.Errorf("PUT Ann's note as Bob = %d %s; want 200 by Bob", code, body)
+	}
+	if code, body := call(t, srv, http.MethodPut, "/api/sessions/s1/verdict", `{"state":"reviewed","reviewer":"Cy"}`, hdr); code != http.StatusOK {
+		t.Errorf("PUT verdict = %d %s; want 200", code, body)
+	}
+	d, err := s.store.Detail(context.Background(), "s1", store.DetailQuery{})
+	if err != nil || d.Verdict == nil || d.Verdict.Reviewer != "Cy" {
+		t.Errorf("verdict = %+v, %v; want reviewer Cy from the body", d.Verdict, err)
+	}
+	code, page := call(t, srv, http.MethodGet, "/session?id=s1", "", nil)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if code != http.StatusOK || err != nil {
+		t.Fatalf("GET /session = %d, %v", code, err)
+	}
+	if doc.Find(`[data-testid="reviewer-input"]`).Length() != 1 || doc.Find(`[data-testid="note-author-input"]`).Length() != 1 ||
+		doc.Find(`[data-testid="reviewer-signed-in"], [data-testid="note-author-signed-in"]`).Length() != 0 {
+		t.Errorf("the local page should ask for the reviewer's and the author's names, and name no signed-in user")
+	}
+	if notes, edits := doc.Find(`[data-testid="step-note"]`).Length(), doc.Find(`[data-testid="step-note"] [data-testid="note-edit"]`).Length(); notes == 0 || edits != notes {
+		t.Errorf("%d notes, %d with Edit; want Edit on every note", notes, edits)
+	}
+}
