@@ -126,7 +126,7 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			Changes: changesView(d.ID, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
+			Demo: demo, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
 		if !demo {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
@@ -136,7 +136,7 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
 		linkSteps(&p.Session, d.ID, true, nil)
-		attachNotes(&p.Session, !demo)
+		attachNotes(&p.Session, !demo, signedInUser(r))
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
@@ -162,7 +162,7 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 		}
 		v := sessionView(d, headChars, segs)
 		linkSteps(&v, d.ID, true, nil)
-		attachNotes(&v, !demo)
+		attachNotes(&v, !demo, signedInUser(r))
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -205,7 +205,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)
-		attachNotes(&v, !demo)
+		attachNotes(&v, !demo, signedInUser(r))
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, files, 0, firstChanges)))
 	})
