@@ -230,3 +230,36 @@ func TestLocalReviewNames(t *testing.T) {
 		t.Errorf("%d notes, %d with Edit; want Edit on every note", notes, edits)
 	}
 }
+
+// TestTeamDeleteByOwner: on a team server a session is deleted by its
+// owner only, signed in or by token; anyone else gets 403 and the session
+// stays as it was.
+func TestTeamDeleteByOwner(t *testing.T) {
+	s := newTeamServer(t, Team{})
+	alice, bob := "alice@example.com", "bob"
+	aliceTok, bobTok := s.mustToken(alice), s.mustToken(bob)
+	s.push(aliceTok, newBatch("d1"), http.StatusCreated)
+	s.push(aliceTok, newBatch("d2"), http.StatusCreated)
+	before := s.detail("d1")
+
+	for _, c := range []struct{ user, tok string }{{bob, ""}, {"", bobTok}} {
+		code, body := s.teamWrite(http.MethodDelete, "/api/sessions/d1", "", c.user, c.tok, nil)
+		if code != http.StatusForbidden || !strings.Contains(body, "owner") {
+			t.Errorf("bob's delete of alice's session = %d %s; want 403 naming the owner", code, body)
+		}
+	}
+	if after := s.detail("d1"); after.UpdatedAt != before.UpdatedAt || after.Summary.Steps != before.Summary.Steps {
+		t.Errorf("refused deletes changed the session: stamp %s -> %s", before.UpdatedAt, after.UpdatedAt)
+	}
+	for id, c := range map[string]struct{ user, tok string }{"d1": {alice, ""}, "d2": {"", aliceTok}} {
+		if code, body := s.teamWrite(http.MethodDelete, "/api/sessions/"+id, "", c.user, c.tok, nil); code != http.StatusOK {
+			t.Errorf("alice's delete of %s = %d %s; want 200", id, code, body)
+		}
+		if _, err := s.store.Detail(context.Background(), id, store.DetailQuery{}); err == nil {
+			t.Errorf("%s still readable after its owner's delete", id)
+		}
+	}
+	if code, _ := s.teamWrite(http.MethodDelete, "/api/sessions/nope", "", alice, "", nil); code != http.StatusNotFound {
+		t.Errorf("delete of an unknown session = %d; want 404", code)
+	}
+}
