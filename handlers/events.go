@@ -38,7 +38,7 @@ type ChangeSource interface {
 type Hub struct {
 	src      ChangeSource
 	log      *slog.Logger
-	interval time.Duration // between checks while streams are open
+	interval time.Duration // between checks while streams are open; 0: only when poked
 	ping     time.Duration // between heartbeat comments
 	poke     chan struct{}
 	done     chan struct{}
@@ -73,7 +73,17 @@ func NewHub(src ChangeSource, log *slog.Logger) *Hub {
 	}
 }
 
-// Poke asks for a check at once, after a write in this process.
+// NewNotifiedHub returns a hub over src that checks only when poked: by
+// the store's change notifications, which every process writing it sends
+// (a team server's PostgreSQL LISTEN/NOTIFY), so no process polls.
+func NewNotifiedHub(src ChangeSource, log *slog.Logger) *Hub {
+	h := NewHub(src, log)
+	h.interval = 0
+	return h
+}
+
+// Poke asks for a check at once, after a write in this process or a
+// change notification.
 func (h *Hub) Poke() {
 	select {
 	case h.poke <- struct{}{}:
@@ -120,13 +130,17 @@ func (h *Hub) unsubscribe(s *stream) {
 
 // poll runs while streams are open.
 func (h *Hub) poll() {
-	t := time.NewTicker(h.interval)
-	defer t.Stop()
+	var tick <-chan time.Time // nil for a notified hub: never ticks
+	if h.interval > 0 {
+		t := time.NewTicker(h.interval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-h.done:
 			return
-		case <-t.C:
+		case <-tick:
 		case <-h.poke:
 		}
 		if !h.check() {

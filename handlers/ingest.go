@@ -28,11 +28,15 @@ type Applier interface {
 // ingest is POST /api/ingest: the one write route. The token is checked
 // before the body is read; the body is read within MaxBody, parsed and
 // checked in full, then applied in one transaction.
-func ingest(st Applier, hub *Hub, auth Auth, log *slog.Logger) http.Handler {
+func ingest(st Applier, hub *Hub, auth pushAuth, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !auth.allows(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="service"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "missing or invalid bearer token (see " + auth.TokenFile + ")"})
+		owner, ok, err := auth.pusher(r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if !ok {
+			refuseToken(w, auth.tokenHint())
 			return
 		}
 		body, err := readBody(r, MaxBody)
@@ -45,6 +49,7 @@ func ingest(st Applier, hub *Hub, auth Auth, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		batch.Owner = owner
 		res, err := st.Apply(r.Context(), batch)
 		if err != nil {
 			writeError(w, r, log, err)
@@ -67,14 +72,17 @@ type Auth struct {
 	TokenFile string // shown to the user, with the home folder as ~
 }
 
-// allows compares the bearer token in constant time.
-func (a Auth) allows(r *http.Request) bool {
-	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || a.Token == "" {
-		return false
+// pusher compares the bearer token in constant time; every push to the
+// local service is store.OwnerLocal's.
+func (a Auth) pusher(r *http.Request) (string, bool, error) {
+	cred, ok := bearer(r)
+	if !ok || a.Token == "" {
+		return "", false, nil
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(cred)), []byte(a.Token)) == 1
+	return "", subtle.ConstantTimeCompare([]byte(cred), []byte(a.Token)) == 1, nil
 }
+
+func (a Auth) tokenHint() string { return a.TokenFile }
 
 var errTooLarge = errors.New("too large")
 

@@ -12,8 +12,9 @@ import (
 )
 
 // listPage is GET /: the session list of the review app. GET /rows is the
-// region a live update redraws.
-func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.Handler {
+// region a live update redraws. A team server's list offers the owner
+// filter.
+func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.Query())
 		if err != nil {
@@ -28,6 +29,7 @@ func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.H
 		}
 		p := listPageModel(l, q, time.Now())
 		p.Demo = demo
+		p.Filter.ShowOwner = team
 		if rowsOnly {
 			render(w, r, log, http.StatusOK, views.SessionRows(p))
 			return
@@ -38,12 +40,12 @@ func listPage(src PageSource, demo bool, log *slog.Logger, rowsOnly bool) http.H
 
 func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
 	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total), Filter: views.ListFilter{
-		Agent: q.Agent, Verdict: q.Verdict, Workspace: q.Workspace, Since: q.Since, Until: q.Until, Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
+		Agent: q.Agent, Verdict: q.Verdict, Owner: q.Owner, Workspace: q.Workspace, Since: q.Since, Until: q.Until, Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
 	}}
 	// href is the list with the filters of q, changed by kv (an empty value drops one).
 	href := func(path string, kv ...string) string {
 		v := url.Values{}
-		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "workspace": q.Workspace, "since": q.Since,
+		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "owner": q.Owner, "workspace": q.Workspace, "since": q.Since,
 			"until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged), "cost": q.Cost, "after": q.After} {
 			if val != "" {
 				v.Set(name, val)

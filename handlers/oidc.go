@@ -122,7 +122,7 @@ func NewOIDC(ctx context.Context, c OIDCConfig, log *slog.Logger) (*OIDC, error)
 }
 
 // Handler serves the sign-in routes, for the team routes to mount at
-// /auth/ (Team.AuthRoutes); they need no user:
+// /auth/ (Team.SignIn); they need no user:
 //
 //	GET  /auth/login     start signing in (?next=/path to return to)
 //	GET  /auth/callback  where the provider sends the user back

@@ -39,6 +39,9 @@ type Deps struct {
 	// Reviewer is the name the app fills in for verdicts and notes until
 	// the reviewer types another (git's user.name, else the OS user).
 	Reviewer string
+	// Team, when set, makes this a team server: users sign in, pushes are
+	// their owners' (team_auth.go), and Host names the team's origin.
+	Team *Team
 }
 
 // Routes returns the service's handler: every URL it serves is here.
@@ -74,6 +77,10 @@ func Routes(d Deps) http.Handler {
 	if d.Demo {
 		write = readOnly
 	}
+	var push pushAuth = d.Auth
+	if d.Team != nil {
+		push = teamPush{d.Team.Tokens}
+	}
 	exports := newExportGate()
 	var pages PageSource = storeSource{d.Store, exports}
 	if d.Core != nil {
@@ -85,7 +92,7 @@ func Routes(d Deps) http.Handler {
 		}
 	} else {
 		// JSON API
-		r.Handler(http.MethodPost, "/api/ingest", write(ingest(d.Store, d.Hub, d.Auth, d.Log)))
+		r.Handler(http.MethodPost, "/api/ingest", write(ingest(d.Store, d.Hub, push, d.Log)))
 		r.Handler(http.MethodGet, "/api/sessions", listSessions(d.Store, d.Log))
 		r.Handler(http.MethodGet, "/api/sessions/:id", sessionDetail(d.Store, d.Log))
 		r.Handler(http.MethodDelete, "/api/sessions/:id", write(appOnly(deleteSession(d.Store, d.Hub, d.Log))))
@@ -107,8 +114,8 @@ func Routes(d Deps) http.Handler {
 	}
 
 	// Pages and the fragments they refetch
-	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Log, false))
-	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Log, true))
+	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Team != nil, d.Log, false))
+	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Team != nil, d.Log, true))
 	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Reviewer, d.Log))
 	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
@@ -122,7 +129,17 @@ func Routes(d Deps) http.Handler {
 	// Static files
 	r.Handler(http.MethodGet, "/static/*filepath", http.StripPrefix("/static", http.FileServerFS(static.FS)))
 
-	return compress(secure(loopbackOnly(headAsGet(r))))
+	if d.Team == nil {
+		return compress(secure(loopbackOnly(headAsGet(r))))
+	}
+	// Team server: the identity source's sign-in routes, and a user on
+	// every other route.
+	if d.Team.SignIn != nil {
+		auth := d.Team.SignIn.Handler()
+		r.Handler(http.MethodGet, "/auth/*path", auth)
+		r.Handler(http.MethodPost, "/auth/*path", auth)
+	}
+	return compress(secure(d.Team.originOnly(d.Team.signedIn(d.Log, headAsGet(r)))))
 }
 
 // headAsGet answers HEAD like GET on routes without a HEAD route of their

@@ -21,7 +21,7 @@ type Reader interface {
 	UsageReporter
 }
 
-// listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&limit=N][&after=<next>]:
+// listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&owner=<user>][&limit=N][&after=<next>]:
 // every session, or a page of them with a cursor to the next.
 func listSessions(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +107,7 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 // parseListQuery reads a ListQuery from query parameters.
 func parseListQuery(v url.Values) (store.ListQuery, error) {
 	q := store.ListQuery{
-		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
+		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Owner: v.Get("owner"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
 		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Cost: v.Get("cost"), After: v.Get("after"),
 	}
 	if s := v.Get("limit"); s != "" {

@@ -68,3 +68,16 @@ func checkAll(subject string, checks func(c *reviewProblems)) error {
 	}
 	return nil
 }
+
+// CheckUser checks the name of a team server's user, which becomes the
+// owner_id of the sessions they push: as a reviewer's name, at most
+// MaxNameChars characters on one line, and not empty or padded with
+// spaces. It returns an *InvalidError naming "user".
+func CheckUser(name string) error {
+	return checkAll("user", func(c *reviewProblems) {
+		if strings.TrimSpace(name) != name || name == "" {
+			c.add("user", "must be a name without surrounding spaces")
+		}
+		reviewText(c, "user", name, MaxNameChars, true)
+	})
+}

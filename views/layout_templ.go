@@ -164,6 +164,33 @@ func Missing(message string) templ.Component {
 	})
 }
 
+// SignInRequired is a team server's page for a request without a user:
+// no live stream (it would be refused too) and no script.
+func SignInRequired() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\"><title>Sign-in required</title><link rel=\"stylesheet\" href=\"/static/app.css\"></head><body><main><h1>Sign-in required</h1><p data-testid=\"sign-in-required\">This team server shows sessions to signed-in users only. Open it through your team's sign-in.</p></main></body></html>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
 // KeysDialog lists every keyboard shortcut; ? opens it (static/keys.js).
 func KeysDialog() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
@@ -182,7 +209,7 @@ func KeysDialog() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<dialog id=\"keys-dialog\" class=\"keys\" data-testid=\"keys-dialog\" aria-labelledby=\"keys-dialog-title\"><h2 id=\"keys-dialog-title\">Keyboard shortcuts</h2><dl><div><dt><kbd>/</kbd></dt><dd>Search</dd></div><div><dt><kbd>j</kbd> <kbd>k</kbd></dt><dd>Next, previous session or step</dd></div><div><dt><kbd>Enter</kbd></dt><dd>Open it</dd></div><div><dt><kbd>o</kbd> <kbd>O</kbd></dt><dd>Expand, collapse all steps</dd></div><div><dt><kbd>[</kbd> <kbd>]</kbd></dt><dd>Previous, next turn</dd></div><div><dt><kbd>g</kbd> then <kbd>s</kbd></dt><dd>Go to sessions</dd></div><div><dt><kbd>?</kbd></dt><dd>This list</dd></div></dl><form method=\"dialog\"><button value=\"close\" autofocus data-testid=\"keys-close\">Close</button></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<dialog id=\"keys-dialog\" class=\"keys\" data-testid=\"keys-dialog\" aria-labelledby=\"keys-dialog-title\"><h2 id=\"keys-dialog-title\">Keyboard shortcuts</h2><dl><div><dt><kbd>/</kbd></dt><dd>Search</dd></div><div><dt><kbd>j</kbd> <kbd>k</kbd></dt><dd>Next, previous session or step</dd></div><div><dt><kbd>Enter</kbd></dt><dd>Open it</dd></div><div><dt><kbd>o</kbd> <kbd>O</kbd></dt><dd>Expand, collapse all steps</dd></div><div><dt><kbd>[</kbd> <kbd>]</kbd></dt><dd>Previous, next turn</dd></div><div><dt><kbd>g</kbd> then <kbd>s</kbd></dt><dd>Go to sessions</dd></div><div><dt><kbd>?</kbd></dt><dd>This list</dd></div></dl><form method=\"dialog\"><button value=\"close\" autofocus data-testid=\"keys-close\">Close</button></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -87,9 +87,12 @@ type ListPage struct {
 // ListFilter is the list's filters as the filter form shows them; the
 // form keeps the agent and verdict the chips chose.
 type ListFilter struct {
-	Agent, Verdict, Workspace, Since, Until string
-	Failed, Flagged                         bool
-	Cost                                    string // "", "recorded" or "not_recorded"
+	Agent, Verdict, Owner, Workspace, Since, Until string
+	Failed, Flagged                                bool
+	Cost                                           string // "", "recorded" or "not_recorded"
+	// ShowOwner offers the owner filter: a team server's sessions have
+	// several owners, the local service's are all "local".
+	ShowOwner bool
 }
 
 // AgentChip filters the list by one agent kind.

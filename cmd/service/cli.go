@@ -25,6 +25,7 @@ type CLI struct {
 	Hook    HookCmd    `cmd:"" help:"What Claude Code's hooks run (hook JSON on stdin): brings the session up to date. Always exits 0, prints nothing."`
 	Hooks   HooksCmd   `cmd:"" help:"Install or uninstall the service's hooks and telemetry settings in Claude Code's settings file."`
 	Usage   UsageCmd   `cmd:"" help:"Print token usage and cost by day, week, month or session (estimated cost marked ≈)."`
+	Team    TeamCmd    `cmd:"" help:"Administer a team server: push tokens of its users (PostgreSQL, --db postgres://...)."`
 }
 
 // env is what every command runs with.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,14 +17,22 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// ServeCmd is `service serve [--port N] [--db PATH]`.
+// ServeCmd is `service serve [--port N] [--db PATH]`, or with --team the
+// team server (team.go).
 type ServeCmd struct {
 	Port int    `help:"Port on 127.0.0.1 (the PORT variable is used when this is absent)." env:"PORT" default:"1234"`
-	DB   string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	DB   string `help:"Store file (default ~/.service/store.db); with --team, the PostgreSQL URL." placeholder:"PATH"`
+	TeamFlags
 }
 
 // Run serves until the context ends (SIGINT or SIGTERM).
 func (c *ServeCmd) Run(e *env) error {
+	if c.Team {
+		return c.serveTeam(e, c.DB)
+	}
+	if c.TeamFlags.set() {
+		return errors.New("--listen, --origin, --tls-cert, --tls-key, --auth-header and --oidc-* are the team server's: add --team (the local service binds 127.0.0.1 only)")
+	}
 	tokenFile, err := tokenPath()
 	if err != nil {
 		return err
@@ -54,22 +63,38 @@ func (c *ServeCmd) Run(e *env) error {
 	})
 }
 
-// listenAndServe binds 127.0.0.1:port, builds the routes from what deps
-// returns (given the base URL), and serves until the context ends; then it
-// ends every event stream and shuts down.
+// listenAndServe binds 127.0.0.1:port and serves there (serveOn).
 func listenAndServe(e *env, port int, deps func(base string, log *slog.Logger) handlers.Deps) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return err
 	}
+	return serveOn(e, ln, nil, deps)
+}
+
+// serveOn builds the routes from what deps returns (given the base URL)
+// and serves them on ln, with TLS when tlsConfig is set, until the context
+// ends; then it ends every event stream and shuts down.
+func serveOn(e *env, ln net.Listener, tlsConfig *tls.Config, deps func(base string, log *slog.Logger) handlers.Deps) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	d := deps("http://"+ln.Addr().String(), log)
+	scheme := "http://"
+	if tlsConfig != nil {
+		scheme = "https://"
+	}
+	d := deps(scheme+ln.Addr().String(), log)
 	srv := handlers.NewServer(handlers.Routes(d), log)
 	if d.Hub != nil {
 		srv.RegisterOnShutdown(d.Hub.Close)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			srv.TLSConfig = tlsConfig // with HTTP/2, which ServeTLS sets up
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return err
