@@ -118,6 +118,7 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 	// base is the query's rows. With words, few matches (rareBase, when
 	// probe counts fewer than rareHits) are read from the GIN index first.
 	var base, rareBase, probe string
+	var probeArgs []any
 	if len(words) > 0 {
 		match := "d.doc @@ " + q.arg(strings.Join(words, " & ")) + "::tsquery"
 		if x := tsAny(pq.Excluded, false); x != "" {
@@ -127,7 +128,8 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		for _, p := range pq.Words {
 			all = append(all, tsPhrase(p, true))
 		}
-		check := "d.doc IS NULL OR d.doc @@ " + q.arg(strings.Join(all, " & ")) + "::tsquery"
+		candidates := strings.Join(all, " & ")
+		check := "d.doc IS NULL OR d.doc @@ " + q.arg(candidates) + "::tsquery"
 		docs := "((d.exact AND " + match + ") OR (NOT d.exact AND (" + check + ")))"
 		cols := `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0),
 			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact FROM `
@@ -137,8 +139,12 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		// rows, fast when matches are spread over the sessions; a word of
 		// a few old sessions makes that walk read every newer session's
 		// rows (10 s at 10,000,000 steps, docs/performance.md "Team
-		// server"). The probe stops at rareHits rows either way.
-		probe = "SELECT count(*) FROM (SELECT FROM search_docs d WHERE " + docs + " LIMIT " + strconv.Itoa(rareHits) + ") AS m"
+		// server"). The probe counts the rows the GIN index gives for the
+		// words in any order, which it answers without reading a row (a
+		// phrase's positions are checked on each: a phrase of common words
+		// is rare but costly), and stops at rareHits.
+		probe = "SELECT count(*) FROM (SELECT FROM search_docs d WHERE d.doc @@ $1::tsquery LIMIT " + strconv.Itoa(rareHits) + ") AS m"
+		probeArgs = []any{candidates}
 		rareBase = "WITH d AS MATERIALIZED (SELECT rid, session_pk, exact FROM search_docs d WHERE " + docs + ") " + cols + "d" + join + "true"
 	} else {
 		exclude, check := "false", "false"
@@ -151,7 +157,6 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 			FROM steps st JOIN sessions s ON s.pk = st.session_pk LEFT JOIN search_docs d ON d.rid = st.pk
 			WHERE NOT coalesce(` + exclude + `, false)`
 	}
-	probeArgs := slices.Clone(q.args) // the probe's are the words' alone
 	for _, f := range pq.Filters {
 		q.cond(searchFilters[f.Key], f.Value)
 	}
