@@ -42,11 +42,12 @@ type CLI struct {
 	BigSteps  int           `help:"Steps of one big session whose page is timed (0: skip)." default:"100000"`
 	Timeout   time.Duration `help:"Upper bound for each phase." default:"3m"`
 
-	Users      int    `help:"Team server: users pushing live sessions at once, each with a token from --tokens (0: the local phases instead)." default:"0"`
-	Tokens     string `help:"Team server: file of 'USER TOKEN' lines, one a user (service team token add USER prints the token)." type:"existingfile" placeholder:"FILE"`
-	UserPushes int    `help:"Team server: 100-step pushes per user." default:"20"`
-	StreamURL  string `help:"Team server: base URL of the process whose event stream the pushes' changes are read on (default: --url)." placeholder:"URL"`
-	UserHeader string `help:"Team server: header naming the signed-in user on the streams, as the server's --auth-header (X-Forwarded-User)." placeholder:"NAME"`
+	Users      int           `help:"Team server: users pushing live sessions at once, each with a token from --tokens (0: the local phases instead)." default:"0"`
+	Tokens     string        `help:"Team server: file of 'USER TOKEN' lines, one a user (service team token add USER prints the token)." type:"existingfile" placeholder:"FILE"`
+	UserPushes int           `help:"Team server: 100-step pushes per user." default:"20"`
+	Pace       time.Duration `help:"Team server: each user's wait after a push's change event before the next push (0: at once, the server's capacity)." default:"0s"`
+	StreamURL  string        `help:"Team server: base URL of the process whose event stream the pushes' changes are read on (default: --url)." placeholder:"URL"`
+	UserHeader string        `help:"Team server: header naming the signed-in user on the streams, as the server's --auth-header (X-Forwarded-User)." placeholder:"NAME"`
 }
 
 func main() {

@@ -111,23 +111,23 @@ func (l *loader) team(ctx context.Context, out io.Writer, cli CLI) error {
 		}
 	}()
 
-	fmt.Fprintf(out, "team server: %d users x %d pushes of 100 steps to %s, change events read on %s (%d streams open there)\n",
-		len(users), cli.UserPushes, l.base, streamBase, len(readies))
+	fmt.Fprintf(out, "team server: %d users x %d pushes of 100 steps to %s, %v apart, change events read on %s (%d streams open there)\n",
+		len(users), cli.UserPushes, l.base, cli.Pace, streamBase, len(readies))
 	fmt.Fprintf(out, "  load average before: %s\n", loadAverage())
 	var (
-		mu                sync.Mutex
-		pushLat, eventLat []time.Duration
-		wg                sync.WaitGroup
-		errs              = make(chan error, len(users))
+		mu                          sync.Mutex
+		pushLat, eventLat, afterLat []time.Duration
+		wg                          sync.WaitGroup
+		errs                        = make(chan error, len(users))
 	)
 	start := time.Now()
 	for _, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.userPushes(ctx, u, sid(u), cli.UserPushes, perSession[sid(u)], func(push, event time.Duration) {
+			if err := l.userPushes(ctx, u, sid(u), cli.UserPushes, cli.Pace, perSession[sid(u)], func(push, event time.Duration) {
 				mu.Lock()
-				pushLat, eventLat = append(pushLat, push), append(eventLat, event)
+				pushLat, eventLat, afterLat = append(pushLat, push), append(eventLat, event), append(afterLat, event-push)
 				mu.Unlock()
 			}); err != nil {
 				errs <- fmt.Errorf("user %s: %w", u.name, err)
@@ -146,14 +146,22 @@ func (l *loader) team(ctx context.Context, out io.Writer, cli CLI) error {
 		float64(len(pushLat))/wall.Seconds(), float64(100*len(pushLat))/wall.Seconds())
 	fmt.Fprintf(out, "  100-step push:                       %s\n", percentiles(pushLat))
 	fmt.Fprintf(out, "  push to change event on the other:   %s\n", percentiles(eventLat))
+	fmt.Fprintf(out, "  its answer to the event (may be < 0): %s\n", percentiles(afterLat))
 	return nil
 }
 
 // userPushes pushes n 100-step batches of session sid as user u, each
-// after the change event of the one before arrived on changes, and gives
-// each push's latency and its push-to-event latency to record.
-func (l *loader) userPushes(ctx context.Context, u teamUser, sid string, n int, changes <-chan arrival, record func(push, event time.Duration)) error {
+// pace after the change event of the one before arrived on changes, and
+// gives each push's latency and its push-to-event latency to record.
+func (l *loader) userPushes(ctx context.Context, u teamUser, sid string, n int, pace time.Duration, changes <-chan arrival, record func(push, event time.Duration)) error {
 	for p := range n {
+		if p > 0 && pace > 0 {
+			select {
+			case <-time.After(pace):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		body := batch(sid, p*100, 100)
 		for drained := false; !drained; { // a late second event of the push before
 			select {
