@@ -1,7 +1,10 @@
 // Command load drives a running service over loopback and prints what it
 // measured: ingest rate, push latency with 32 streams open, push-to-change
-// latency, and list and session latency on a store of many sessions. Every
-// phase is bounded in count and time, and the command ends by itself.
+// latency, and list and session latency on a store of many sessions. With
+// --users it measures a team server instead: that many users pushing live
+// sessions at once, each with its own token, and the change events of
+// their pushes read on another process (--stream-url). Every phase is
+// bounded in count and time, and the command ends by itself.
 package main
 
 import (
@@ -38,6 +41,13 @@ type CLI struct {
 	Reads     int           `help:"Requests per read route in the read phase." default:"30"`
 	BigSteps  int           `help:"Steps of one big session whose page is timed (0: skip)." default:"100000"`
 	Timeout   time.Duration `help:"Upper bound for each phase." default:"3m"`
+
+	Users      int           `help:"Team server: users pushing live sessions at once, each with a token from --tokens (0: the local phases instead)." default:"0"`
+	Tokens     string        `help:"Team server: file of 'USER TOKEN' lines, one a user (service team token add USER prints the token)." type:"existingfile" placeholder:"FILE"`
+	UserPushes int           `help:"Team server: 100-step pushes per user." default:"20"`
+	Pace       time.Duration `help:"Team server: each user's wait after a push's change event before the next push (0: at once, the server's capacity)." default:"0s"`
+	StreamURL  string        `help:"Team server: base URL of the process whose event stream the pushes' changes are read on (default: --url)." placeholder:"URL"`
+	UserHeader string        `help:"Team server: header naming the signed-in user on the streams, as the server's --auth-header (X-Forwarded-User)." placeholder:"NAME"`
 }
 
 func main() {
@@ -56,22 +66,24 @@ type loader struct {
 	token  string
 	client *http.Client
 	run    string // a prefix that keeps this run's session ids apart
+	// userHeader, when set, is the header naming the reading user on a
+	// team server's streams (--users), as its sign-in proxy sets it.
+	userHeader string
 }
 
 func run(ctx context.Context, cli CLI, out io.Writer) error {
-	base, err := url.Parse(cli.URL)
+	base, err := loopbackURL(cli.URL)
 	if err != nil {
 		return err
 	}
-	if ip := net.ParseIP(base.Hostname()); base.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%s is not a loopback address: load is only sent to this machine", cli.URL)
-	}
-	token, err := readToken(cli.TokenFile)
-	if err != nil {
-		return err
-	}
-	l := &loader{base: base, token: token, run: fmt.Sprintf("load-%d", time.Now().UnixNano()),
+	l := &loader{base: base, run: fmt.Sprintf("load-%d", time.Now().UnixNano()), userHeader: cli.UserHeader,
 		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	if cli.Users > 0 {
+		return l.team(ctx, out, cli)
+	}
+	if l.token, err = readToken(cli.TokenFile); err != nil {
+		return err
+	}
 
 	phase := func(name string, f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(ctx, cli.Timeout)
@@ -161,7 +173,7 @@ func transferSizes(sizes []int64) string {
 // transferSize is how many bytes the server sends for path to a client
 // accepting only the given encoding, as they travel (not decoded).
 func (l *loader) transferSize(ctx context.Context, path, encoding string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base.String()+path, nil)
+	req, err := l.newGet(ctx, l.base, path, "")
 	if err != nil {
 		return 0, err
 	}
@@ -179,6 +191,29 @@ func (l *loader) transferSize(ctx context.Context, path, encoding string) (int64
 		return 0, fmt.Errorf("GET %s accepting %s: content-encoding %q", path, encoding, got)
 	}
 	return io.Copy(io.Discard, res.Body)
+}
+
+// loopbackURL parses a base URL and refuses one that is not on this
+// machine.
+func loopbackURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%s is not a loopback address: load is only sent to this machine", raw)
+	}
+	return u, nil
+}
+
+// newGet is a GET of path on base, as user when the loader names users
+// (--user-header) and user is not "".
+func (l *loader) newGet(ctx context.Context, base *url.URL, path, user string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String()+path, nil)
+	if err == nil && l.userHeader != "" && user != "" {
+		req.Header.Set(l.userHeader, user)
+	}
+	return req, err
 }
 
 func readToken(path string) (string, error) {
@@ -247,11 +282,16 @@ func batchAt(sid string, from, n int, ts string) []byte {
 }
 
 func (l *loader) push(ctx context.Context, body []byte) error {
+	return l.pushAs(ctx, l.token, body)
+}
+
+// pushAs pushes body with the given token.
+func (l *loader) pushAs(ctx context.Context, token string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base.JoinPath("/api/ingest").String(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+l.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Content-Encoding", "gzip")
 	res, err := l.client.Do(req)
@@ -282,10 +322,11 @@ func (l *loader) ingestRate(ctx context.Context, out io.Writer, batches int) err
 	return nil
 }
 
-// stream opens /api/events and sends each change's session id, with the
-// time it arrived, on changes.
-func (l *loader) stream(ctx context.Context, query string, changes chan<- arrival) (ready <-chan struct{}, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base.JoinPath("/api/events").String()+query, nil)
+// stream opens /api/events on base as user and sends each change's
+// session id, with the time it arrived, on changes; a change that finds
+// changes full is dropped.
+func (l *loader) stream(ctx context.Context, base *url.URL, user, query string, changes chan<- arrival) (ready <-chan struct{}, err error) {
+	req, err := l.newGet(ctx, base, "/api/events"+query, user)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +384,7 @@ func (l *loader) pushesWithStreams(ctx context.Context, out io.Writer, pushes in
 		if i == 0 {
 			ch, query = changes, "?session="+url.QueryEscape(sid)
 		}
-		ready, err := l.stream(ctx, query, ch)
+		ready, err := l.stream(ctx, l.base, "", query, ch)
 		if err != nil {
 			return fmt.Errorf("stream %d: %w", i+1, err)
 		}
@@ -425,8 +466,7 @@ func (l *loader) reads(ctx context.Context, out io.Writer, sessions, reads int) 
 }
 
 func (l *loader) getJSON(ctx context.Context, path string, v any) error {
-	u, _ := url.Parse(l.base.String() + path)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := l.newGet(ctx, l.base, path, "")
 	if err != nil {
 		return err
 	}

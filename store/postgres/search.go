@@ -107,9 +107,6 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		from = &searchKey{ns, pk, seq}
 	}
 	q := searchQuery{ParsedQuery: pq}
-	for _, f := range pq.Filters {
-		q.cond(searchFilters[f.Key], f.Value)
-	}
 	var words []string
 	for _, p := range pq.Words {
 		w := tsPhrase(p, false)
@@ -118,7 +115,10 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		}
 		words = append(words, w)
 	}
-	var base string
+	// base is the query's rows. With words, few matches (rareBase, when
+	// probe counts fewer than rareHits) are read from the GIN index first.
+	var base, rareBase, probe string
+	var probeArgs []any
 	if len(words) > 0 {
 		match := "d.doc @@ " + q.arg(strings.Join(words, " & ")) + "::tsquery"
 		if x := tsAny(pq.Excluded, false); x != "" {
@@ -128,11 +128,24 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		for _, p := range pq.Words {
 			all = append(all, tsPhrase(p, true))
 		}
-		check := "d.doc IS NULL OR d.doc @@ " + q.arg(strings.Join(all, " & ")) + "::tsquery"
-		base = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0),
-			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact
-			FROM search_docs d JOIN sessions s ON s.pk = d.session_pk LEFT JOIN steps st ON st.pk = d.rid
-			WHERE ((d.exact AND ` + match + `) OR (NOT d.exact AND (` + check + `)))`
+		candidates := strings.Join(all, " & ")
+		check := "d.doc IS NULL OR d.doc @@ " + q.arg(candidates) + "::tsquery"
+		docs := "((d.exact AND " + match + ") OR (NOT d.exact AND (" + check + ")))"
+		cols := `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0),
+			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact FROM `
+		join := ` d JOIN sessions s ON s.pk = d.session_pk LEFT JOIN steps st ON st.pk = d.rid WHERE `
+		base = cols + "search_docs" + join + docs
+		// The planner walks sessions newest first and checks each one's
+		// rows, fast when matches are spread over the sessions; a word of
+		// a few old sessions makes that walk read every newer session's
+		// rows (10 s at 10,000,000 steps, docs/performance.md "Team
+		// server"). The probe counts the rows the GIN index gives for the
+		// words in any order, which it answers without reading a row (a
+		// phrase's positions are checked on each: a phrase of common words
+		// is rare but costly), and stops at rareHits.
+		probe = "SELECT count(*) FROM (SELECT FROM search_docs d WHERE d.doc @@ $1::tsquery LIMIT " + strconv.Itoa(rareHits) + ") AS m"
+		probeArgs = []any{candidates}
+		rareBase = "WITH d AS MATERIALIZED (SELECT rid, session_pk, exact FROM search_docs d WHERE " + docs + ") " + cols + "d" + join + "true"
 	} else {
 		exclude, check := "false", "false"
 		if x := tsAny(pq.Excluded, false); x != "" {
@@ -144,10 +157,25 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 			FROM steps st JOIN sessions s ON s.pk = st.session_pk LEFT JOIN search_docs d ON d.rid = st.pk
 			WHERE NOT coalesce(` + exclude + `, false)`
 	}
+	for _, f := range pq.Filters {
+		q.cond(searchFilters[f.Key], f.Value)
+	}
 	base += conditions(q.where)
+	if rareBase != "" {
+		rareBase += conditions(q.where)
+	}
 
 	var hits []searchRow
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		if probe != "" {
+			var n int
+			if err := tx.QueryRow(ctx, probe, probeArgs...).Scan(&n); err != nil {
+				return fmt.Errorf("count matches: %w", err)
+			}
+			if n < rareHits {
+				base = rareBase
+			}
+		}
 		// Rows whose text is checked in Go may fail the check: read pages
 		// until there are enough.
 		for len(hits) <= limit {
@@ -181,6 +209,13 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 	}
 	return res, nil
 }
+
+// rareHits is how many index rows a search's words may match for the
+// search to read every match from the GIN index and sort them, rather
+// than walk the sessions newest first: 5,000 rows, about 150 ms on the
+// 10,000,000-step store (docs/performance.md "Team server"). A variable
+// so that the tests run both ways.
+var rareHits = 5000
 
 // searchKey is where a hit sorts: its session's start and pk, then its
 // seq (0 for the session's own row).
