@@ -98,8 +98,9 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
-// turn, for links to a step.
-func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) http.Handler {
+// turn, for links to a step. On a team server (team) its delete is for
+// the whole team.
+func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
@@ -126,7 +127,7 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			Changes: changesView(d.ID, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo, Review: reviewForms(d.ID, reviewer, demo),
+			Demo: demo, Team: team, Review: reviewForms(d.ID, reviewer, demo),
 		}
 		if !demo {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)

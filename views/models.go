@@ -121,6 +121,9 @@ type SessionRow struct {
 	Flags        int
 	Cost         string // "not recorded" when the session has no metrics
 	Verdict      *VerdictView
+	// Owner is the user whose session it is, shown on a team server
+	// only: the local service's sessions are all "local".
+	Owner string
 }
 
 // TypeCount is how many steps of one type a session has.
@@ -339,6 +342,9 @@ type SessionPage struct {
 	PanelURL   string // the list of values the export masks
 	DeleteURL  string // empty in the demo: no delete button
 	Demo       bool
+	// Team is a team server's page: a delete removes the session for
+	// every user of the team, and the page says so.
+	Team bool
 	Review     ReviewForms // empty in the demo: no verdict or note forms
 	Changes    ChangesView
 }
