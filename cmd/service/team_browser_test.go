@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -148,6 +149,12 @@ func TestTeamBrowserShare(t *testing.T) {
 	if got := p.text(row + ` [data-testid="owner"]`); got != "by alice" {
 		t.Errorf("the row's owner = %q; want by alice", got)
 	}
+	// Seen, not only there: a long title does not push it out of its cell.
+	if p.eval(`(function(){ const o = document.querySelector(`+jsQuote(row+` [data-testid="owner"]`)+`).getBoundingClientRect(),
+		c = document.querySelector(`+jsQuote(row+` .title-cell`)+`).getBoundingClientRect();
+		return o.width > 0 && o.left >= c.left && o.right <= c.right })()`) != true {
+		t.Error("the row's owner is cut off by its cell")
+	}
 	p.open("/?owner=bob")
 	if p.count(row) != 0 {
 		t.Error("bob's own sessions list alice's shared session")
@@ -156,6 +163,9 @@ func TestTeamBrowserShare(t *testing.T) {
 	p.open("/session?id=" + shareSessionID + "&turns=all")
 	if got := p.text(`[data-testid="session-owner"]`); !strings.HasPrefix(got, "alice") {
 		t.Errorf("the session page's owner = %q; want alice", got)
+	}
+	if got := p.text(`[data-testid="delete-button"]`); got != "Delete for the team…" {
+		t.Errorf("the team's delete button says %q; want it to say the delete is for the team", got)
 	}
 	if n := p.count(`details.step`); n != len(local.Steps) {
 		t.Errorf("the team's session page shows %d steps; want the %d shared", n, len(local.Steps))
@@ -369,10 +379,18 @@ func signInProxy(t *testing.T, target, user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(u)
-		r.Out.Header.Set("X-Forwarded-User", user)
-	}})
+	srv := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Header.Set("X-Forwarded-User", user)
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil { // not a page or stream the browser left
+				t.Logf("sign-in proxy: %s %s: %v", r.Method, r.URL, err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	})
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
