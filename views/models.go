@@ -344,9 +344,9 @@ type SessionPage struct {
 	Demo       bool
 	// Team is a team server's page: a delete removes the session for
 	// every user of the team, and the page says so.
-	Team bool
-	Review     ReviewForms // empty in the demo: no verdict or note forms
-	Changes    ChangesView
+	Team    bool
+	Review  ReviewForms // empty in the demo: no verdict or note forms
+	Changes ChangesView
 }
 
 // ExportPanel lists every value the export masks, before the download.
