@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 
@@ -36,25 +37,35 @@ func notesBySeq(notes []views.NoteView) map[int64][]views.NoteView {
 }
 
 // attachNotes puts each note under its step among the turns shown, and
-// offers the note controls on every step when canNote.
-func attachNotes(v *views.SessionView, canNote bool) {
+// offers the note controls on every step when canNote: Add note, and Edit
+// and Delete on every note, or on a team server, whose signed-in user is
+// user ("" on the local service), only on the user's own.
+func attachNotes(v *views.SessionView, canNote bool, user string) {
 	by := notesBySeq(v.Notes)
 	for i := range v.Turns {
 		for j := range v.Turns[i].Steps {
 			s := &v.Turns[i].Steps[j]
 			s.Notes, s.CanNote = by[s.Seq], canNote
+			for k := range s.Notes {
+				s.Notes[k].Editable = canNote && (user == "" || s.Notes[k].Author == user)
+			}
 		}
 	}
 }
 
 // reviewForms are the verdict and note routes of a session for the page's
-// forms; none in the demo.
-func reviewForms(id, reviewer string, demo bool) views.ReviewForms {
+// forms; none in the demo. On a team server the forms name the signed-in
+// user instead of asking for a name.
+func reviewForms(r *http.Request, id, reviewer string, demo bool) views.ReviewForms {
 	if demo {
 		return views.ReviewForms{}
 	}
 	base := "/api/sessions/" + url.PathEscape(id)
-	return views.ReviewForms{VerdictURL: base + "/verdict", NotesURL: base + "/notes", Reviewer: reviewer, States: store.VerdictStates}
+	f := views.ReviewForms{VerdictURL: base + "/verdict", NotesURL: base + "/notes", Reviewer: reviewer, States: store.VerdictStates}
+	if user := signedInUser(r); user != "" {
+		f.Reviewer, f.User = user, user
+	}
+	return f
 }
 
 // verdictChips filter the list by verdict: any, then each state the store

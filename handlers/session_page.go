@@ -98,8 +98,8 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
-// turn, for links to a step. On a team server (team) its delete is for
-// the whole team.
+// turn, for links to a step. On a team server (team) the owner's delete
+// is for the whole team, and only the owner is offered it.
 func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
@@ -127,9 +127,11 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			Changes: changesView(d.ID, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo, Team: team, Review: reviewForms(d.ID, reviewer, demo),
+			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
-		if !demo {
+		// On a team server only the session's owner may delete it
+		// (deleteSession); nobody else is offered a button that answers 403.
+		if !demo && (!team || signedInUser(r) == d.OwnerID) {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
 		}
 		if d.Window != nil && d.Window.First > 0 {
@@ -137,7 +139,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
 		linkSteps(&p.Session, d.ID, true, nil)
-		attachNotes(&p.Session, !demo)
+		attachNotes(&p.Session, !demo, signedInUser(r))
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
@@ -163,7 +165,7 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 		}
 		v := sessionView(d, headChars, segs)
 		linkSteps(&v, d.ID, true, nil)
-		attachNotes(&v, !demo)
+		attachNotes(&v, !demo, signedInUser(r))
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -206,7 +208,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		}
 		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)
-		attachNotes(&v, !demo)
+		attachNotes(&v, !demo, signedInUser(r))
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, files, 0, firstChanges)))
 	})

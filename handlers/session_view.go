@@ -64,7 +64,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		}
 	}
 	v.Verdict, v.Notes = verdictView(d.Verdict), noteViews(d.Notes)
-	attachNotes(&v, false)
+	attachNotes(&v, false, "")
 	return v
 }
 

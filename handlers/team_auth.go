@@ -135,19 +135,19 @@ func (t *Team) signedIn(log *slog.Logger, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if _, ok := t.Users.User(r); ok {
-			next.ServeHTTP(w, r)
+		if user, ok := t.Users.User(r); ok {
+			next.ServeHTTP(w, withUser(r, user))
 			return
 		}
 		api := strings.HasPrefix(p, "/api/")
 		if _, has := bearer(r); api && has {
-			_, ok, err := teamPush{t.Tokens}.pusher(r)
+			user, ok, err := teamPush{t.Tokens}.pusher(r)
 			if err != nil {
 				writeError(w, r, log, err)
 				return
 			}
 			if ok {
-				next.ServeHTTP(w, r)
+				next.ServeHTTP(w, withUser(r, user))
 				return
 			}
 		}
@@ -161,6 +161,23 @@ func (t *Team) signedIn(log *slog.Logger, next http.Handler) http.Handler {
 			render(w, r, log, http.StatusUnauthorized, views.SignInRequired())
 		}
 	})
+}
+
+// userKey is the request context's key of the signed-in user.
+type userKey struct{}
+
+// withUser is r with its signed-in user, for the routes behind signedIn.
+func withUser(r *http.Request, user string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+}
+
+// signedInUser is the team server's user of r, the identity source's or
+// the one whose token r brings (signedIn puts it there): the reviewer of
+// every verdict and the author of every note r writes. It is "" on the
+// local service, which has no users.
+func signedInUser(r *http.Request) string {
+	user, _ := r.Context().Value(userKey{}).(string)
+	return user
 }
 
 // originOnly refuses, with 421, a Host that does not name the team's

@@ -1,7 +1,8 @@
 // The review app's verdict and note forms. They send JSON to the verdict
 // and note routes; the change event that every write causes then redraws
 // the verdict, the notes and the noted step in every tab (app.js). The
-// reviewer's name is remembered in this browser.
+// reviewer's name is remembered in this browser. On a team server the
+// forms have no name to type: the signed-in user writes them.
 (function () {
   'use strict';
 
@@ -56,7 +57,7 @@
     const f = form.elements;
     const body = { state: f.namedItem('state').value.trim() };
     if (f.namedItem('note').value.trim()) body.note = f.namedItem('note').value;
-    const who = f.namedItem('reviewer').value.trim();
+    const who = f.namedItem('reviewer') ? f.namedItem('reviewer').value.trim() : '';
     if (who) {
       body.reviewer = who;
       remember(who);
@@ -77,7 +78,8 @@
     document.getElementById('note-dialog-seq').textContent = seq;
     const area = dialog.querySelector('textarea');
     area.value = text || '';
-    dialog.querySelector('input[name="author"]').value = reviewer();
+    const author = dialog.querySelector('input[name="author"]');
+    if (author) author.value = reviewer();
     dialog.showModal();
     area.focus();
   }
@@ -114,9 +116,12 @@
     editing = null;
     if (dialog.returnValue !== 'save') return;
     const text = dialog.querySelector('textarea').value;
-    const author = dialog.querySelector('input[name="author"]').value.trim();
-    remember(author);
-    const body = { author: author, text: text };
+    const body = { text: text };
+    const input = dialog.querySelector('input[name="author"]');
+    if (input) {
+      body.author = input.value.trim();
+      remember(body.author);
+    }
     let err;
     if (what.noteID) {
       err = await send('PUT', dialog.dataset.notesUrl + '/' + what.noteID, body);

@@ -31,12 +31,30 @@ type NoteInput struct {
 // {"author", "text"} (withSeq false) for an edit. It returns ErrNotJSON,
 // ErrNotObject or an *InvalidError.
 func ParseNote(body []byte, withSeq bool) (NoteInput, error) {
+	return parseNote(body, withSeq, "")
+}
+
+// ParseNoteBy decodes a note body as ParseNote does, for a note written by
+// user (a team server's signed-in user): the body's author may be left
+// out, and user is the note's author whatever the body names.
+func ParseNoteBy(body []byte, withSeq bool, user string) (NoteInput, error) {
+	return parseNote(body, withSeq, user)
+}
+
+// parseNote decodes a note body; author, when set, is the note's author
+// and the body's is optional and not used.
+func parseNote(body []byte, withSeq bool, author string) (NoteInput, error) {
 	var in NoteInput
 	err := parseReviewBody(body, "note", func(o *object) {
 		if withSeq {
 			in.Seq, _ = o.int("seq", true)
 		}
-		in.Author = o.reqString("author")
+		if author == "" {
+			in.Author = o.reqString("author")
+		} else {
+			o.optContent("author") // checked for its type, then replaced
+			in.Author = author
+		}
 		in.Text = o.reqString("text")
 	})
 	if err != nil {

@@ -370,34 +370,65 @@ func ListCursor(startedNS int64, id string) string {
 	return fmt.Sprintf("%d:%s", startedNS, id)
 }
 
-// listFilter is the WHERE clause of the filters q sets but the one named
-// except, so a chip's count keeps the other filters ("1" without any), and
-// its named arguments; b is q.Bounds(). It holds only the filters set, so
-// an unfiltered list reads only the sessions_list index (migrations/010),
-// never a row.
-func listFilter(q ListQuery, b ListBounds, except string) (string, map[string]any) {
-	conds, args := []string{"1"}, map[string]any{}
-	add := func(name string, set bool, cond string, arg any) {
+// ListFilter is one filter a ListQuery sets: its name (the chip whose
+// count leaves it out) and its argument (nil for the yes/no filters).
+type ListFilter struct {
+	Name string
+	Arg  any
+}
+
+// Filters are the filters q sets but the one named except, in one order,
+// for every backend: each renders a filter's name with its own SQL
+// (sqliteListConds here, listConds in store/postgres). b is q.Bounds().
+// Only the filters set are listed, so an unfiltered list reads only the
+// sessions_list index (migrations/010), never a row.
+func (q ListQuery) Filters(b ListBounds, except string) []ListFilter {
+	var fs []ListFilter
+	add := func(name string, set bool, arg any) {
 		if set && name != except {
-			conds = append(conds, cond)
-			if arg != nil {
-				args[":"+name] = arg
-			}
+			fs = append(fs, ListFilter{name, arg})
 		}
 	}
 	if b.Since != nil {
-		add("since", true, "s.started_ns >= :since", *b.Since)
+		add("since", true, *b.Since)
 	}
 	if b.Until != nil {
-		add("until", true, "s.started_ns < :until", *b.Until)
+		add("until", true, *b.Until)
 	}
-	add("agent", q.Agent != "", "s.agent_kind = :agent", q.Agent)
-	add("verdict", q.Verdict != "", "s.verdict_state = :verdict", q.Verdict)
-	add("owner", q.Owner != "", "s.owner_id = :owner", q.Owner)
-	add("workspace", q.Workspace != "", "instr(s.workspace_root, :workspace) > 0", q.Workspace)
-	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
-	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
-	add("cost", q.Cost != "", "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')", q.Cost)
+	add("agent", q.Agent != "", q.Agent)
+	add("verdict", q.Verdict != "", q.Verdict)
+	add("owner", q.Owner != "", q.Owner)
+	add("workspace", q.Workspace != "", q.Workspace)
+	add("failed", q.Failed, nil)
+	add("flagged", q.Flagged, nil)
+	add("cost", q.Cost != "", q.Cost)
+	return fs
+}
+
+// sqliteListConds are the list filters in SQLite, each argument :name.
+var sqliteListConds = map[string]string{
+	"since":     "s.started_ns >= :since",
+	"until":     "s.started_ns < :until",
+	"agent":     "s.agent_kind = :agent",
+	"verdict":   "s.verdict_state = :verdict",
+	"owner":     "s.owner_id = :owner",
+	"workspace": "instr(s.workspace_root, :workspace) > 0",
+	"failed":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
+	"flagged":   "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
+	"cost":      "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')",
+}
+
+// listFilter is the WHERE clause of the filters q sets but the one named
+// except, so a chip's count keeps the other filters ("1" without any), and
+// its named arguments.
+func listFilter(q ListQuery, b ListBounds, except string) (string, map[string]any) {
+	conds, args := []string{"1"}, map[string]any{}
+	for _, f := range q.Filters(b, except) {
+		conds = append(conds, sqliteListConds[f.Name])
+		if f.Arg != nil {
+			args[":"+f.Name] = f.Arg
+		}
+	}
 	return strings.Join(conds, " AND "), args
 }
 

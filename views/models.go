@@ -340,7 +340,7 @@ type SessionPage struct {
 	EarlierURL string // the 50 turns before the first one shown
 	ExportURL  string // the redacted download
 	PanelURL   string // the list of values the export masks
-	DeleteURL  string // empty in the demo: no delete button
+	DeleteURL  string // empty in the demo, and on a team server for all but the owner: no delete button
 	Demo       bool
 	// Team is a team server's page: a delete removes the session for
 	// every user of the team, and the page says so.

@@ -256,7 +256,7 @@ func StepNotes(s StepView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if s.CanNote {
+				if s.CanNote && n.Editable {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<button type=\"button\" class=\"note-edit\" data-note-id=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -365,7 +365,35 @@ func NoteDialog(f ReviewForms) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\" aria-labelledby=\"note-dialog-title\"><form method=\"dialog\"><h2 id=\"note-dialog-title\">Note on step <span id=\"note-dialog-seq\"></span></h2><textarea name=\"text\" rows=\"5\" maxlength=\"10000\" aria-label=\"Note\" data-testid=\"note-text-input\"></textarea> <label class=\"note-author\">Author <input name=\"author\" maxlength=\"100\" data-testid=\"note-author-input\"></label><div class=\"dialog-buttons\"><button value=\"cancel\" formnovalidate>Cancel</button> <button value=\"save\" data-testid=\"note-save\">Save note</button></div></form></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\" aria-labelledby=\"note-dialog-title\"><form method=\"dialog\"><h2 id=\"note-dialog-title\">Note on step <span id=\"note-dialog-seq\"></span></h2><textarea name=\"text\" rows=\"5\" maxlength=\"10000\" aria-label=\"Note\" data-testid=\"note-text-input\"></textarea> ")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		if f.User != "" {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "<p class=\"note-author\">Author <strong data-testid=\"note-author-signed-in\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var19 string
+			templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(f.User)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/notes.templ`, Line: 63, Col: 86}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</strong></p>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		} else {
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "<label class=\"note-author\">Author <input name=\"author\" maxlength=\"100\" data-testid=\"note-author-input\"></label>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "<div class=\"dialog-buttons\"><button value=\"cancel\" formnovalidate>Cancel</button> <button value=\"save\" data-testid=\"note-save\">Save note</button></div></form></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -19,10 +19,14 @@ func (v VerdictView) StateClass() string {
 
 // ReviewForms are the routes and defaults the verdict and note forms use.
 type ReviewForms struct {
-	VerdictURL string   // PUT sets, DELETE clears
-	NotesURL   string   // POST adds; NotesURL/<id> edits and deletes
-	Reviewer   string   // the name filled in until the reviewer types one
-	States     []string // the common verdict states, offered first
+	VerdictURL string // PUT sets, DELETE clears
+	NotesURL   string // POST adds; NotesURL/<id> edits and deletes
+	Reviewer   string // the name filled in until the reviewer types one
+	// User is a team server's signed-in user, who is the reviewer and
+	// author of what they write: shown instead of a name to type. "" on
+	// the local service.
+	User   string
+	States []string // the common verdict states, offered first
 }
 
 // NoteView is a reviewer's note on a step.
@@ -34,6 +38,9 @@ type NoteView struct {
 	Text    string
 	At      string // when it was written or last edited (RFC 3339)
 	Edited  bool
+	// Editable offers Edit and Delete: on the page outside the demo, and
+	// on a team server only to the note's author.
+	Editable bool
 }
 
 // VerdictChip filters the list by one verdict state.

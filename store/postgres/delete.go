@@ -31,6 +31,13 @@ var contentTables = []string{"sessions", "segments", "actors", "turns", "steps",
 // under an exclusive lock, drops those pages; it is an operator's
 // maintenance step, not Delete's. A vacuum that fails leaves the delete
 // done: autovacuum reclaims the rows later.
+//
+// VACUUM also removes the index entries of the rows, but not every copy
+// of their text in the indexes: the search index's GIN keeps every word
+// it ever held as a key, and a B-tree keeps key copies in its inner pages
+// and freed space. So Delete marks the indexes due for a clean-up, which
+// a server process runs in the background within cleanDelay
+// (index_cleanup.go): it rebuilds every index whose keys hold text.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	var pk int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -48,6 +55,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO tombstones (id, deleted_at) VALUES ($1, $2)`, id, stamp); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `UPDATE index_cleanup SET due = $1`, stamp); err != nil {
+			return err
+		}
 		return commitStamp(ctx, tx, stamp)
 	})
 	if err != nil {
@@ -56,6 +66,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	s.tallies.Drop(pk) // nothing of it stays in this process's memory either
 	s.summaries.Drop(pk)
 	_ = s.vacuum(ctx, contentTables...) // autovacuum catches up on a failure
+	s.cleanSoon()
 	return nil
 }
 

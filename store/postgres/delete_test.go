@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // markEverything puts m into every text a batch carries that is not an id,
@@ -136,8 +137,65 @@ func tuplesHolding(t testing.TB, s *Store, m string) map[string]int {
 	return out
 }
 
+// indexPagesHolding counts, per index of every table and TOAST table of
+// the store, the pages whose bytes hold m or its lower case (the search
+// index keeps words lower-cased): pageinspect's get_raw_page reads the
+// whole page, entries, inner-page key copies and free space alike, of
+// B-tree and GIN indexes.
+func indexPagesHolding(t testing.TB, s *Store, m string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	rows, _ := s.pool.Query(ctx, `SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+		WHERE t.relnamespace = 'public'::regnamespace
+		   OR t.oid IN (SELECT reltoastrelid FROM pg_class WHERE relnamespace = 'public'::regnamespace)
+		ORDER BY 1`)
+	var indexes []string
+	var name string
+	if _, err := pgx.ForEachRow(rows, []any{&name}, func() error { indexes = append(indexes, name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(indexes) < 20 {
+		t.Fatalf("found %d indexes: %v; want every index of the store's tables", len(indexes), indexes)
+	}
+	out := map[string]int{}
+	for _, ix := range indexes {
+		var n int
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM generate_series(0, pg_relation_size($1::text::regclass) / current_setting('block_size')::int - 1) AS blk,
+			  LATERAL get_raw_page($1::text, blk::int) AS p
+			WHERE position($2::bytea IN p) > 0 OR position($3::bytea IN p) > 0`, ix, []byte(m), []byte(strings.ToLower(m))).Scan(&n)
+		if err != nil {
+			t.Fatalf("read pages of %s: %v", ix, err)
+		}
+		if n > 0 {
+			out[ix] = n
+		}
+	}
+	return out
+}
+
+// waitCleaned waits for the index clean-up after the deletes so far, and
+// returns how long it took.
+func waitCleaned(t testing.TB, s *Store, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		var due int64
+		if err := s.pool.QueryRow(context.Background(), `SELECT due FROM index_cleanup`).Scan(&due); err != nil {
+			t.Fatal(err)
+		}
+		if due == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("the index clean-up has not run %v after the delete (due %d)", limit, due)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Delete removes every row of the session and every row version that held
-// its text (the vacuum), keeps a tombstone, and refuses a later push.
+// its text (the vacuum), keeps a tombstone, and refuses a later push; the
+// index clean-up then leaves none of its text in any index.
 func TestDeleteRemovesContent(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
@@ -172,6 +230,9 @@ func TestDeleteRemovesContent(t *testing.T) {
 	if held := tuplesHolding(t, s, m); held["steps"] == 0 || len(held) < 5 {
 		t.Fatalf("before the delete the pages hold the marker in %v; want steps, its TOAST table and more (the check must see it)", held)
 	}
+	if held := indexPagesHolding(t, s, m); held["search_docs_doc"] == 0 || held["sessions_by_agent"] == 0 || held["usage_hours_pkey"] == 0 {
+		t.Fatalf("before the delete the marker is in the pages of the indexes %v; want the search index's, sessions_by_agent's and usage_hours_pkey's (the check must see it)", held)
+	}
 	stamp := mustLatest(t, s)
 
 	start := time.Now()
@@ -197,6 +258,15 @@ func TestDeleteRemovesContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("pages whose free space still holds the marker's bytes: %d", pages)
+
+	took := waitCleaned(t, s, cleanDelay+time.Minute)
+	t.Logf("index clean-up done %v after Delete returned", took)
+	if held := indexPagesHolding(t, s, m); len(held) > 0 {
+		t.Errorf("after the index clean-up the marker is still in the pages of %v", held)
+	}
+	if got, err := s.Search(ctx, store.SearchQuery{Q: strings.ToLower(m)}); err != nil || len(got.Hits) != 0 {
+		t.Errorf("Search(marker) after the delete = %+v, %v; want no hit", got, err)
+	}
 	var deletedAt int64
 	if err := s.pool.QueryRow(ctx, `SELECT deleted_at FROM tombstones WHERE id = 'gone'`).Scan(&deletedAt); err != nil || deletedAt <= stamp {
 		t.Errorf("tombstone of gone: %d, %v; want a stamp after %d", deletedAt, err, stamp)

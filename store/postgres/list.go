@@ -9,34 +9,33 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// listConds are the list filters (store.ListQuery.Filters) in
+// PostgreSQL, each argument $?.
+var listConds = map[string]string{
+	"since":     "s.started_ns >= $?",
+	"until":     "s.started_ns < $?",
+	"agent":     "s.agent_kind = $?",
+	"verdict":   "s.verdict_state = $?",
+	"owner":     "s.owner_id = $?",
+	"workspace": "strpos(s.workspace_root, $?) > 0",
+	"failed":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
+	"flagged":   "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
+	"cost":      "((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL) = ($?::text = 'recorded')",
+}
+
 // listFilter is the WHERE clause of the filters q sets but the one named
 // except, so a chip's count keeps the other filters, with its arguments
-// ($1 on); b is q.Bounds(). The conditions are the SQLite store's.
+// ($1 on).
 func listFilter(q store.ListQuery, b store.ListBounds, except string) (string, []any) {
 	conds, args := []string{"true"}, []any{}
-	add := func(name string, set bool, cond string, arg any) {
-		if !set || name == except {
-			return
-		}
-		if arg != nil {
-			args = append(args, arg)
+	for _, f := range q.Filters(b, except) {
+		cond := listConds[f.Name]
+		if f.Arg != nil {
+			args = append(args, f.Arg)
 			cond = strings.ReplaceAll(cond, "$?", fmt.Sprintf("$%d", len(args)))
 		}
 		conds = append(conds, cond)
 	}
-	if b.Since != nil {
-		add("since", true, "s.started_ns >= $?", *b.Since)
-	}
-	if b.Until != nil {
-		add("until", true, "s.started_ns < $?", *b.Until)
-	}
-	add("agent", q.Agent != "", "s.agent_kind = $?", q.Agent)
-	add("verdict", q.Verdict != "", "s.verdict_state = $?", q.Verdict)
-	add("owner", q.Owner != "", "s.owner_id = $?", q.Owner)
-	add("workspace", q.Workspace != "", "strpos(s.workspace_root, $?) > 0", q.Workspace)
-	add("failed", q.Failed, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')", nil)
-	add("flagged", q.Flagged, "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)", nil)
-	add("cost", q.Cost != "", "((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL) = ($?::text = 'recorded')", q.Cost)
 	return strings.Join(conds, " AND "), args
 }
 

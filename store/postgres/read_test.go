@@ -530,3 +530,18 @@ func pgDSN(t *testing.T, s *Store) string {
 	t.Helper()
 	return s.pool.Config().ConnString()
 }
+
+// Every filter store.ListQuery.Filters can name has a PostgreSQL condition.
+func TestListConditions(t *testing.T) {
+	since, until := int64(1), int64(2)
+	q := store.ListQuery{Agent: "a", Verdict: "v", Owner: "o", Workspace: "w", Failed: true, Flagged: true, Cost: "recorded"}
+	fs := q.Filters(store.ListBounds{Since: &since, Until: &until}, "")
+	for _, f := range fs {
+		if listConds[f.Name] == "" {
+			t.Errorf("filter %q has no PostgreSQL condition", f.Name)
+		}
+	}
+	if len(fs) != len(listConds) {
+		t.Errorf("Filters names %d filters, PostgreSQL has %d conditions", len(fs), len(listConds))
+	}
+}

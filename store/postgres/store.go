@@ -19,11 +19,13 @@ import (
 var migrationFiles embed.FS
 
 // Advisory lock keys of this store (pg_advisory_lock): one process
-// migrates at a time, and one transaction writes at a time (stampLock,
-// migrations/001_init.sql).
+// migrates at a time, one transaction writes at a time (stampLock,
+// migrations/001_init.sql), and one process rebuilds the indexes after
+// deletes at a time (cleanLock, delete.go).
 const (
 	migrationLock int64 = 0x5e55104e
 	stampLock     int64 = 0x5e55104f
+	cleanLock     int64 = 0x5e551050
 )
 
 // Store is a PostgreSQL database shared by every team server process. It is
@@ -35,6 +37,9 @@ type Store struct {
 	tallies store.Tallies
 	// summaries remembers each listed session by change stamp (list.go).
 	summaries store.ListSummaries
+	// cleaner rebuilds the indexes that held a deleted session's text
+	// (delete.go).
+	cleaner cleaner
 }
 
 // Open connects to the database at dsn (postgres://...) and brings its
@@ -52,11 +57,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool}
+	s.startCleaner()
+	return s, nil
 }
 
-// Close closes every connection.
+// Close stops the index clean-up (one cut short is finished by the next
+// clean-up of any process) and closes every connection.
 func (s *Store) Close() error {
+	s.stopCleaner()
 	s.pool.Close()
 	return nil
 }
