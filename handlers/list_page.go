@@ -12,8 +12,8 @@ import (
 )
 
 // listPage is GET /: the session list of the review app. GET /rows is the
-// region a live update redraws. A team server's list offers the owner
-// filter.
+// region a live update redraws. A team server's list shows each session's
+// owner and offers the owner filter.
 func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.Query())
@@ -30,6 +30,11 @@ func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) 
 		p := listPageModel(l, q, time.Now())
 		p.Demo = demo
 		p.Filter.ShowOwner = team
+		if team {
+			for i, s := range l.Sessions {
+				p.Rows[i].Owner = shorten(s.OwnerID, lineChars)
+			}
+		}
 		if rowsOnly {
 			render(w, r, log, http.StatusOK, views.SessionRows(p))
 			return

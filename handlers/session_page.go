@@ -98,8 +98,9 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
-// turn, for links to a step.
-func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) http.Handler {
+// turn, for links to a step. On a team server (team) the owner's delete
+// is for the whole team, and only the owner is offered it.
+func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
@@ -126,9 +127,11 @@ func sessionPage(src PageSource, demo bool, reviewer string, log *slog.Logger) h
 			Changes: changesView(d.ID, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
-			Demo: demo, Review: reviewForms(r, d.ID, reviewer, demo),
+			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
-		if !demo {
+		// On a team server only the session's owner may delete it
+		// (deleteSession); nobody else is offered a button that answers 403.
+		if !demo && (!team || signedInUser(r) == d.OwnerID) {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
 		}
 		if d.Window != nil && d.Window.First > 0 {

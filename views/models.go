@@ -121,6 +121,9 @@ type SessionRow struct {
 	Flags        int
 	Cost         string // "not recorded" when the session has no metrics
 	Verdict      *VerdictView
+	// Owner is the user whose session it is, shown on a team server
+	// only: the local service's sessions are all "local".
+	Owner string
 }
 
 // TypeCount is how many steps of one type a session has.
@@ -337,10 +340,13 @@ type SessionPage struct {
 	EarlierURL string // the 50 turns before the first one shown
 	ExportURL  string // the redacted download
 	PanelURL   string // the list of values the export masks
-	DeleteURL  string // empty in the demo: no delete button
+	DeleteURL  string // empty in the demo, and on a team server for all but the owner: no delete button
 	Demo       bool
-	Review     ReviewForms // empty in the demo: no verdict or note forms
-	Changes    ChangesView
+	// Team is a team server's page: a delete removes the session for
+	// every user of the team, and the page says so.
+	Team    bool
+	Review  ReviewForms // empty in the demo: no verdict or note forms
+	Changes ChangesView
 }
 
 // ExportPanel lists every value the export masks, before the download.

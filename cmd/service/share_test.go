@@ -23,6 +23,8 @@ const (
 	shareSample    = "/work/shared/samples/claude-code/agentlogs_crud.jsonl"
 	shareSessionID = "8122657c-fe54-4dc9-89a3-20049e8a84f7"
 	shareWorkspace = "/Users/philipp/dev/vibeinsights/fixtures/claudecode"
+	// shareFirstPrompt is part of the sample's first prompt.
+	shareFirstPrompt = "create a file `JOKE.md`"
 )
 
 // fakeSecret returns n pseudo-random characters from alphabet; secrets
@@ -39,7 +41,8 @@ func fakeSecret(seed uint64, alphabet string, n int) string {
 var (
 	shareAWSKey  = "AK" + "IA" + fakeSecret(1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
 	shareGHToken = "gh" + "p_" + fakeSecret(5, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 36)
-	// sharePrompt is put before the first prompt of the sample.
+	// sharePrompt is put before the first prompt of the sample,
+	// shareFirstPrompt.
 	sharePrompt = "deploy with AWS key " + shareAWSKey + " and GitHub token " + shareGHToken + ", then "
 )
 
@@ -53,6 +56,16 @@ type shareFixture struct {
 
 func newShareFixture(t *testing.T) *shareFixture {
 	t.Helper()
+	f := newLocalShareFixture(t)
+	f.target = startShareTarget(t, filepath.Join(f.dir, "team"), freePort(t))
+	f.writeToken(t, f.target.token)
+	return f
+}
+
+// newLocalShareFixture is the local side of a shareFixture alone: a store
+// file to import the sample into, and no team server or token yet.
+func newLocalShareFixture(t *testing.T) *shareFixture {
+	t.Helper()
 	if _, err := os.Stat(shareSample); err != nil {
 		t.Skipf("sample not here: %v", err)
 	}
@@ -61,17 +74,22 @@ func newShareFixture(t *testing.T) *shareFixture {
 	f.db = filepath.Join(f.dir, "local.db")
 	f.transcript = filepath.Join(f.dir, "agent", "session.jsonl")
 	text := mustRead(t, shareSample)
-	if !strings.Contains(text, "create a file `JOKE.md`") {
+	if !strings.Contains(text, shareFirstPrompt) {
 		t.Fatal("the sample's first prompt changed")
 	}
-	text = strings.Replace(text, "create a file `JOKE.md`", sharePrompt+"create a file `JOKE.md`", 1)
+	text = strings.Replace(text, shareFirstPrompt, sharePrompt+shareFirstPrompt, 1)
 	f.lines = strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
-	f.target = startShareTarget(t, filepath.Join(f.dir, "team"), freePort(t))
+	return f
+}
+
+// writeToken keeps token as the user's team token, in a file only they
+// can read, for share's --token-file.
+func (f *shareFixture) writeToken(t *testing.T, token string) {
+	t.Helper()
 	f.tokenFile = filepath.Join(f.dir, "team-token")
-	if err := os.WriteFile(f.tokenFile, []byte(f.target.token+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(f.tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return f
 }
 
 // importLines writes the first n lines of the transcript (all: n < 0) and
