@@ -17,6 +17,8 @@ generate:
 # section; 1280 and 390 px, light and dark) from the Chromium tests.
 screenshots:
     SERVICE_BROWSER_TESTS=required SERVICE_SCREENSHOTS={{justfile_directory()}}/docs/screenshots go test ./handlers/ -run 'TestBrowserLook/Screenshots|TestBrowserSegments/SampleCompactedMidTurn|TestBrowserImages/Screenshots|TestBrowserReview/MoreChanges' -count=1
+    # the team server's (team-*.png) need PostgreSQL: SERVICE_TEST_POSTGRES, see the README
+    if [ -n "${SERVICE_TEST_POSTGRES:-}" ]; then SERVICE_BROWSER_TESTS=required SERVICE_SCREENSHOTS={{justfile_directory()}}/docs/screenshots go test ./cmd/service/ -run 'TestTeamBrowserShare' -count=1; fi
 
 # Run the black-box conformance suite of the HTTP contract.
 conformance:

@@ -30,6 +30,11 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
 		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),
 	}
+	if d.OwnerID != store.OwnerLocal {
+		// A team server's session: captured_on is the server that stored
+		// it, not the developer's machine it was captured on.
+		v.CapturedOn = ""
+	}
 	last, _ := store.ParseTimestamp(d.Summary.LastStepAt)
 	if v.Ended == "" && !last.IsZero() {
 		v.LastActivity = d.Summary.LastStepAt
