@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,4 +213,20 @@ func ParseRoots(t testing.TB, a adapters.Agent, roots ...string) map[string]*ada
 func ParseUnit(t testing.TB, a adapters.Agent, u adapters.Unit) *adapters.Session {
 	t.Helper()
 	return a.Parse(u, Files(t, u.Paths))
+}
+
+// Batches are the batches a makes of its sessions under roots, usage
+// records included: each session's in order, the sessions by id.
+func Batches(t testing.TB, a adapters.Agent, roots ...string) []*store.Batch {
+	t.Helper()
+	sessions := ParseRoots(t, a, roots...)
+	var out []*store.Batch
+	for _, id := range slices.Sorted(maps.Keys(sessions)) {
+		s := sessions[id]
+		if err := s.Each(func(b *store.Batch) error { out = append(out, b); return nil }); err != nil {
+			t.Fatalf("batches of %s: %v", id, err)
+		}
+		s.Close()
+	}
+	return out
 }

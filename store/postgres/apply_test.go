@@ -48,22 +48,7 @@ func mustApply(t testing.TB, s *Store, b *store.Batch) store.ApplyResult {
 // sample transcripts, in order, with their usage records.
 func sampleBatches(t testing.TB) []*store.Batch {
 	t.Helper()
-	sessions := adapterstest.ParseRoots(t, claudecode.Agent, filepath.Join("..", "..", "adapters", "claudecode", "testdata"))
-	ids := slices.Sorted(func(yield func(string) bool) {
-		for id := range sessions {
-			if !yield(id) {
-				return
-			}
-		}
-	})
-	var out []*store.Batch
-	for _, id := range ids {
-		s := sessions[id]
-		if err := s.Each(func(b *store.Batch) error { out = append(out, b); return nil }); err != nil {
-			t.Fatalf("batches of %s: %v", id, err)
-		}
-		s.Close()
-	}
+	out := adapterstest.Batches(t, claudecode.Agent, filepath.Join("..", "..", "adapters", "claudecode", "testdata"))
 	if len(out) == 0 {
 		t.Fatal("no sample batches")
 	}

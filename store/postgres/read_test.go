@@ -10,15 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/adapters/claudecode"
-	"github.com/agentreview/service/adapters/cline"
-	"github.com/agentreview/service/adapters/codex"
-	"github.com/agentreview/service/adapters/copilotcli"
-	"github.com/agentreview/service/adapters/geminicli"
-	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // The read side is tested by equality with the SQLite store: the same
@@ -55,47 +50,6 @@ func (p pair) apply(t *testing.T, b *store.Batch) {
 	}
 }
 
-// sampleSessions are the batches the adapters make of the real samples,
-// by agent, in a fixed order.
-func sampleSessions(t *testing.T) []*store.Batch {
-	t.Helper()
-	var out []*store.Batch
-	for _, src := range []struct {
-		agent adapters.Agent
-		root  string
-	}{
-		{claudecode.Agent, "claude-code"},
-		{codex.Agent, "codex"},
-		{cline.Agent, "cline/tasks"},
-		{geminicli.Agent, "gemini/vibecodingtracker/tmp"},
-		{copilotcli.Agent, "copilot-cli/vibecodingtracker"},
-		{opencode.Agent, "opencode/storage-derived/storage"},
-	} {
-		sessions := adapterstest.ParseRoots(t, src.agent, filepath.Join(samples, src.root))
-		if len(sessions) == 0 {
-			t.Fatalf("no %s sessions under %s", src.agent.Kind, src.root)
-		}
-		for _, id := range slices.Sorted(mapKeys(sessions)) {
-			s := sessions[id]
-			if err := s.Each(func(b *store.Batch) error { out = append(out, b); return nil }); err != nil {
-				t.Fatalf("batches of %s: %v", id, err)
-			}
-			s.Close()
-		}
-	}
-	return out
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // fixture fills both stores with the real samples and generated sessions
 // that set every list filter apart: agents, owners, workspaces, start
 // times, costs recorded and not, verdicts, notes, failed and flagged
@@ -105,7 +59,7 @@ func fixture(t *testing.T) (p pair, sinceLite, sincePG int64) {
 	t.Helper()
 	ctx := context.Background()
 	p = newPair(t)
-	for _, b := range sampleSessions(t) {
+	for _, b := range storetest.AgentSamples(t) {
 		p.apply(t, b)
 	}
 	for push := range 2 {

@@ -2,60 +2,14 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/agentreview/service/adapters"
-	"github.com/agentreview/service/adapters/adapterstest"
-	"github.com/agentreview/service/adapters/claudecode"
-	"github.com/agentreview/service/adapters/cline"
-	"github.com/agentreview/service/adapters/codex"
-	"github.com/agentreview/service/adapters/copilotcli"
-	"github.com/agentreview/service/adapters/geminicli"
-	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
-
-const samplesDir = "../../../shared/samples"
-
-// usageSampleBatches are the batches, with their usage records, that the
-// adapters make of the real samples of every agent that reports usage.
-func usageSampleBatches(t *testing.T) []*store.Batch {
-	t.Helper()
-	if _, err := os.Stat(samplesDir); err != nil {
-		t.Skipf("no samples at %s: %v", samplesDir, err)
-	}
-	var out []*store.Batch
-	for _, a := range []struct {
-		agent adapters.Agent
-		dir   string
-	}{
-		{claudecode.Agent, "claude-code"}, {codex.Agent, "codex"}, {cline.Agent, "cline/tasks"},
-		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
-	} {
-		root := filepath.Join(samplesDir, a.dir)
-		exports, _ := filepath.Glob(filepath.Join(root, "*_export.json")) // opencode reads only named exports
-		sessions := adapterstest.ParseRoots(t, a.agent, append([]string{root}, exports...)...)
-		for _, id := range slices.Sorted(func(yield func(string) bool) {
-			for id := range sessions {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
-			s := sessions[id]
-			if err := s.Each(func(b *store.Batch) error { out = append(out, b); return nil }); err != nil {
-				t.Fatalf("batches of %s: %v", id, err)
-			}
-			s.Close()
-		}
-	}
-	return out
-}
 
 // The usage report on PostgreSQL is SQLite's for the same records: every
 // group, each filter, and a time range, on the real samples' usage.
@@ -76,7 +30,7 @@ func TestUsageReportMatchesSQLite(t *testing.T) {
 		usageRecord("x2", "claude-sonnet-4-5", "2026-03-02T00:10:00Z", 800, 100, nil),
 		usageRecord("x3", "no-such-model", "2026-03-02T01:00:00Z", 500, 50, nil),
 		usageRecord("x4", "no-such-model", "2026-03-09T01:00:00Z", 500, 50, ptr(0.5)))
-	for _, b := range append(usageSampleBatches(t), extra) {
+	for _, b := range append(storetest.AgentSamples(t), extra) {
 		for _, u := range b.Usage {
 			records++
 			models[u.Model] = true

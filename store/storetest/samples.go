@@ -7,6 +7,14 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/codex"
+	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/geminicli"
+	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -37,4 +45,37 @@ func SampleBatches(t testing.TB) []*store.Batch {
 		all = append(all, batches...)
 	}
 	return all
+}
+
+// AgentSamples are the batches, usage records included, that the adapters
+// make of the real samples in ../shared/samples of each agent, agent by
+// agent, each agent's sessions by id. Without the samples the test is
+// skipped.
+func AgentSamples(t testing.TB) []*store.Batch {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("storetest: no source path for the samples")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "samples")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("no samples at %s: %v", dir, err)
+	}
+	var out []*store.Batch
+	for _, a := range []struct {
+		agent adapters.Agent
+		dir   string
+	}{
+		{claudecode.Agent, "claude-code"}, {codex.Agent, "codex"}, {cline.Agent, "cline/tasks"},
+		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
+	} {
+		root := filepath.Join(dir, a.dir)
+		exports, _ := filepath.Glob(filepath.Join(root, "*_export.json")) // opencode reads only named exports
+		batches := adapterstest.Batches(t, a.agent, append([]string{root}, exports...)...)
+		if len(batches) == 0 {
+			t.Fatalf("no %s sessions under %s", a.agent.Kind, root)
+		}
+		out = append(out, batches...)
+	}
+	return out
 }
