@@ -21,17 +21,18 @@ const (
 // on this database (each sends NOTIFY service_changes with its stamp,
 // commitStamp), until ctx ends; then it returns nil. It holds one
 // connection of its own with LISTEN. If that connection drops it
-// reconnects, waiting 100 ms, then twice as long each time up to 5 s, and
-// calls changed once more when it is back, since notifications sent while
-// it was away are lost: the caller re-reads what changed (ChangesSince).
+// reconnects, waiting 100 ms, then twice as long each time up to 5 s. Each
+// time LISTEN is in place, the first time too, it calls changed once, since
+// notifications sent before (while it connected, or was away) are lost:
+// the caller re-reads what changed (ChangesSince).
 // changed runs on Listen's goroutine and should return quickly (the live
 // stream's poke).
 func (s *Store) Listen(ctx context.Context, changed func()) error {
 	wait := listenRetryFirst
-	for reconnect := false; ; reconnect = true {
+	for {
 		// It returns when the connection drops or cannot be made (or ctx
 		// ends): either way, try again after wait.
-		_ = s.listen(ctx, changed, reconnect, func() { wait = listenRetryFirst })
+		_ = s.listen(ctx, changed, func() { wait = listenRetryFirst })
 		select {
 		case <-ctx.Done():
 			return nil
@@ -42,9 +43,9 @@ func (s *Store) Listen(ctx context.Context, changed func()) error {
 }
 
 // listen connects, listens and calls changed per notification until the
-// connection fails or ctx ends; connected runs once LISTEN is in place.
-// After a reconnect it calls changed once for what it may have missed.
-func (s *Store) listen(ctx context.Context, changed func(), reconnect bool, connected func()) error {
+// connection fails or ctx ends; connected runs once LISTEN is in place, and
+// changed once then for what may have been missed before.
+func (s *Store) listen(ctx context.Context, changed func(), connected func()) error {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = listenName
 	conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -56,9 +57,7 @@ func (s *Store) listen(ctx context.Context, changed func(), reconnect bool, conn
 		return err
 	}
 	connected()
-	if reconnect {
-		changed()
-	}
+	changed()
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err

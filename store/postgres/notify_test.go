@@ -10,14 +10,31 @@ import (
 )
 
 // listening starts s.Listen and returns its signals and a wait for it to
-// end; it waits until the LISTEN connection is up.
+// end; it waits until the LISTEN connection is up and has said so (the
+// call for what came before it).
 func listening(t *testing.T, ctx context.Context, s *Store) (<-chan struct{}, <-chan error) {
 	t.Helper()
 	pokes := make(chan struct{}, 100)
 	done := make(chan error, 1)
 	go func() { done <- s.Listen(ctx, func() { pokes <- struct{}{} }) }()
 	waitListener(t, s, 1)
+	wantPoke(t, pokes, "LISTEN in place")
 	return pokes, done
+}
+
+// A write that commits before Listen is in place is not lost: Listen calls
+// once when it starts listening, so the caller reads what changed (a
+// server process starting while others push).
+func TestListenStartsWithACall(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	writer, reader := mustOpenDSN(t, dsn), mustOpenDSN(t, dsn)
+	mustApply(t, writer, gen("before", 0, 10))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pokes := make(chan struct{}, 100)
+	go reader.Listen(ctx, func() { pokes <- struct{}{} })
+	wantPoke(t, pokes, "Listen starting after a push")
+	wantQuiet(t, pokes, "the start")
 }
 
 // waitListener waits until n connections listen (pg_stat_activity).
