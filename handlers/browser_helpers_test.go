@@ -27,9 +27,11 @@ import (
 )
 
 // Bounds of the browser tests: one action, and one wait for a condition.
+// Upper bounds only, for a 2-core CI machine that also runs PostgreSQL and
+// the other packages' tests: a chip's navigation once took over 6 s there.
 const (
-	actionTimeout = 5 * time.Second
-	waitTimeout   = 6 * time.Second
+	actionTimeout = 15 * time.Second
+	waitTimeout   = 15 * time.Second
 	pollEvery     = 50 * time.Millisecond
 )
 
