@@ -35,6 +35,20 @@ func mustOpenDSN(t testing.TB, dsn string) *Store {
 	return s
 }
 
+// mustOpenSQLite opens a SQLite store in a temporary file beside the
+// PostgreSQL one, for the tests that compare the two; it returns the file
+// too, for the tests that read its tables.
+func mustOpenSQLite(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "store.db")
+	lite, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("store.Open = %v", err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	return lite, path
+}
+
 func mustApply(t testing.TB, s *Store, b *store.Batch) store.ApplyResult {
 	t.Helper()
 	res, err := s.Apply(context.Background(), b)
@@ -214,12 +228,7 @@ func usageRecord(id, model, at string, in, out int64, cost *float64) store.Usage
 func TestApplyMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
 	pg := mustOpen(t)
-	path := filepath.Join(t.TempDir(), "store.db")
-	lite, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
+	lite, path := mustOpenSQLite(t)
 
 	cost := 0.25
 	batches := sampleBatches(t)

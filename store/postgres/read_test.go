@@ -32,11 +32,7 @@ type pair struct {
 
 func newPair(t *testing.T) pair {
 	t.Helper()
-	lite, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "store.db"))
-	if err != nil {
-		t.Fatalf("store.Open = %v", err)
-	}
-	t.Cleanup(func() { lite.Close() })
+	lite, _ := mustOpenSQLite(t)
 	return pair{lite: lite, pg: mustOpen(t)}
 }
 

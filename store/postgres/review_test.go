@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,12 +44,7 @@ func noteResult(t *testing.T, n store.Note) string {
 func TestReviewMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
 	pg := mustOpen(t)
-	path := filepath.Join(t.TempDir(), "store.db")
-	lite, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
+	lite, path := mustOpenSQLite(t)
 
 	verdict := store.Verdict{State: "needs_attention", Note: "the test was skipped\non purpose", Reviewer: "Ann"}
 	note := store.NoteInput{Seq: 3, Author: "Ann", Text: "why this command?\nIt deletes files."}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,11 +91,7 @@ var searchQueries = []string{
 // offsets) in the same pages with the same cursors, and the same errors.
 func TestSearchMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
+	lite, _ := mustOpenSQLite(t)
 	pg := mustOpen(t)
 	for _, b := range searchData(t) {
 		for _, s := range []searcher{lite, pg} {
@@ -114,7 +109,7 @@ func TestSearchMatchesSQLite(t *testing.T) {
 	}
 	// Both kinds of rows a search checks in Go are there.
 	var noPositions, noWords int
-	err = pg.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT exact AND doc IS NOT NULL), count(*) FILTER (WHERE doc IS NULL) FROM search_docs`).
+	err := pg.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT exact AND doc IS NOT NULL), count(*) FILTER (WHERE doc IS NULL) FROM search_docs`).
 		Scan(&noPositions, &noWords)
 	if err != nil || noPositions == 0 || noWords == 0 {
 		t.Fatalf("search_docs has %d rows without positions and %d without words (%v); want some of each", noPositions, noWords, err)

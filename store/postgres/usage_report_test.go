@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -15,11 +14,7 @@ import (
 // group, each filter, and a time range, on the real samples' usage.
 func TestUsageReportMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
-	lite, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
+	lite, _ := mustOpenSQLite(t)
 	pg := mustOpen(t)
 	records, models, agents := 0, map[string]bool{}, map[string]bool{}
 	var first, last time.Time
