@@ -153,13 +153,28 @@ func (o *OIDC) User(r *http.Request) (string, bool) {
 
 // RedirectToLogin sends a page request without a user to /auth/login,
 // which brings the user back to the page after signing in. A request path
-// that is not a plain path on this site comes back to / instead.
+// that is not a plain path on this site comes back to / instead. A
+// fragment the page asked for (htmx: a live update after the session
+// expired) cannot follow a redirect to the provider, so it gets 401 and
+// HX-Redirect, which takes the whole page to sign in and back to it.
 func (o *OIDC) RedirectToLogin(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.RequestURI()
+	if r.Header.Get("HX-Request") == "true" {
+		next = "/"
+		if u, err := url.Parse(r.Header.Get("HX-Current-URL")); err == nil {
+			next = u.RequestURI() // the page's path on this site, never another host
+		}
+	}
 	if checkNext(next) != nil {
 		next = "/"
 	}
-	http.Redirect(w, r, "/auth/login?"+url.Values{"next": {next}}.Encode(), http.StatusSeeOther)
+	login := "/auth/login?" + url.Values{"next": {next}}.Encode()
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", login)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, login, http.StatusSeeOther)
 }
 
 // session is what the session cookie holds besides its expiry.

@@ -616,6 +616,30 @@ func TestOIDCNextStaysOnSite(t *testing.T) {
 	}
 }
 
+// A fragment request after the session expired (htmx) gets 401 with
+// HX-Redirect to sign in and back to the page it came from, never to
+// another site; a page request still gets the 303.
+func TestOIDCFragmentRedirect(t *testing.T) {
+	p := newTestProvider(t)
+	a := newOIDCApp(t, p, "")
+	for current, want := range map[string]string{
+		a.srv.URL + "/session?id=s-1&turns=all": "/session?id=s-1&turns=all",
+		"https://evil.example//evil.example/x":  "/",
+		"":                                      "/",
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/session/updates?id=s-1&since=5", nil)
+		r.Header.Set("HX-Request", "true")
+		r.Header.Set("HX-Current-URL", current)
+		rec := httptest.NewRecorder()
+		a.o.RedirectToLogin(rec, r)
+		wantTo := "/auth/login?" + url.Values{"next": {want}}.Encode()
+		if rec.Code != http.StatusUnauthorized || rec.Header().Get("HX-Redirect") != wantTo || rec.Header().Get("Location") != "" {
+			t.Errorf("fragment from %q = %d, HX-Redirect %q, Location %q; want 401 and HX-Redirect %q",
+				current, rec.Code, rec.Header().Get("HX-Redirect"), rec.Header().Get("Location"), wantTo)
+		}
+	}
+}
+
 func TestOIDCLogout(t *testing.T) {
 	p := newTestProvider(t)
 	a := newOIDCApp(t, p, "")
