@@ -202,7 +202,7 @@ func TestTeamBrowserShare(t *testing.T) {
 			suffix        string
 			width, height int64
 			scheme        string
-		}{{"-1280-light", 1280, 800, "light"}, {"-390-dark", 390, 844, "dark"}} {
+		}{{"-1280-light", 1280, 800, "light"}, {"-1280-dark", 1280, 800, "dark"}, {"-390-light", 390, 844, "light"}, {"-390-dark", 390, 844, "dark"}} {
 			p.emulate(look.width, look.height, look.scheme)
 			p.open("/")
 			p.waitLive()
