@@ -1,5 +1,7 @@
 package store
 
+//go:generate go run ./internal/tokengen -o search_text_tables.go
+
 import (
 	"encoding/json"
 	"errors"
@@ -14,7 +16,7 @@ import (
 // SQLite's views search_step_docs and search_session_docs make it
 // (migration 006), split into words by the rules of SQLite FTS5's
 // unicode61 tokenizer with remove_diacritics 2 (tables in
-// search_text_tables.go), the phrases of a parsed query matched in those
+// search_text_tables.go, read off SQLite by store/internal/tokengen), the phrases of a parsed query matched in those
 // words, and the snippet FTS5's snippet() makes of them. A backend without
 // FTS5 (store/postgres) indexes and answers with these, so it finds the
 // same steps and shows the same snippets.
