@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,324 +8,40 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
-
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/store"
 )
 
-// Bounds of the browser tests: one action, and one wait for a condition.
-// Upper bounds only, for a 2-core CI machine that also runs PostgreSQL and
-// the other packages' tests: a chip's navigation once took over 6 s there.
-const (
-	actionTimeout = 15 * time.Second
-	waitTimeout   = 15 * time.Second
-	pollEvery     = 50 * time.Millisecond
-)
+// browser and tab are internal/browsertest's (shared with cmd/service's
+// team browser tests), with the helpers only these tests use.
+type browser struct{ *browsertest.Browser }
 
-// browser is one Chromium shared by the subtests of TestBrowser; each
-// subtest opens its own tab.
-type browser struct{ ctx context.Context }
+type tab struct{ *browsertest.Tab }
 
-// chromium finds the browser: Debian's chromium first, then the usual names.
-func chromium() (string, bool) {
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium", true
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// startBrowser starts headless Chromium for t and its subtests. Without a
-// Chromium the test is skipped, or fails when SERVICE_BROWSER_TESTS=required.
-func startBrowser(t *testing.T) *browser {
-	t.Helper()
-	path, ok := chromium()
-	if !ok {
-		if os.Getenv("SERVICE_BROWSER_TESTS") == "required" {
-			t.Fatal("no Chromium installed and SERVICE_BROWSER_TESTS=required")
-		}
-		t.Skip("no Chromium installed; set SERVICE_BROWSER_TESTS=required to fail instead")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// No timeout here: the first run binds the browser's life to its context.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return &browser{ctx: ctx}
-}
-
-// tab is one browser tab on a server, for one test.
-type tab struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-
-	mu            sync.Mutex
-	exceptions    []string
-	cspViolations []string
-	dialogs       []string
-}
+// startBrowser starts headless Chromium for t and its subtests (see
+// browsertest.Start).
+func startBrowser(t *testing.T) *browser { return &browser{browsertest.Start(t)} }
 
 // newTab opens a tab on the server at base; the tab closes when t ends.
-// Uncaught page exceptions and JavaScript dialogs are recorded; an uncaught
-// exception or a Content-Security-Policy violation fails the test.
-func (b *browser) newTab(t *testing.T, base string) *tab {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("opening a tab: %v", err)
-	}
-	p := &tab{t: t, ctx: ctx, base: base}
-	err := chromedp.Listen(ctx, func(ev any) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			p.exceptions = append(p.exceptions, exceptionText(ev))
-		case *log.EventEntryAdded:
-			if cspViolation(ev.Entry) {
-				p.cspViolations = append(p.cspViolations, ev.Entry.Text)
-			}
-		case *page.EventJavascriptDialogOpening:
-			p.dialogs = append(p.dialogs, ev.Message)
-		}
-	})
-	if err != nil {
-		t.Fatalf("listening to the tab: %v", err)
-	}
-	t.Cleanup(func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, e := range p.exceptions {
-			t.Errorf("uncaught exception in the page: %s", e)
-		}
-		for _, v := range p.cspViolations {
-			t.Errorf("Content-Security-Policy violation in the page: %s", v)
-		}
-	})
-	return p
-}
-
-// takeCSPViolations returns the violations reported so far and forgets
-// them, for a test whose page is meant to have something refused.
-func (p *tab) takeCSPViolations() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	v := p.cspViolations
-	p.cspViolations = nil
-	return v
-}
-
-// cspViolation tells whether a browser log entry reports that the page's
-// Content-Security-Policy refused something.
-func cspViolation(e *log.Entry) bool {
-	return e.Source == log.EntrySourceSecurity || strings.Contains(e.Text, "Content Security Policy")
-}
-
-func exceptionText(ev *runtime.EventExceptionThrown) string {
-	d := ev.ExceptionDetails
-	if d.Exception != nil && d.Exception.Description != "" {
-		return d.Exception.Description
-	}
-	return d.Text
-}
-
-// seenDialogs returns the messages of the JavaScript dialogs opened so far.
-func (p *tab) seenDialogs() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.dialogs...)
-}
-
-// close closes the tab, as a user does: the page gets its pagehide.
-func (p *tab) close() {
-	p.t.Helper()
-	if err := chromedp.Cancel(p.ctx); err != nil {
-		p.t.Fatalf("closing the tab: %v", err)
-	}
-}
-
-// do runs actions within actionTimeout, failing the test on an error.
-func (p *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// open loads path of the server and waits for app.js to have run.
-func (p *tab) open(path string) {
-	p.t.Helper()
-	p.do("open "+path, chromedp.Navigate(p.base+path))
-	p.waitFor("the page has loaded", `document.readyState === 'complete' && window.htmx !== undefined`)
-}
-
-// click clicks the first element matching a CSS selector, as a mouse does.
-// A live refresh may swap the element out between finding and clicking it;
-// a user would click the new one, so the click is tried again on that.
-func (p *tab) click(sel string) {
-	p.t.Helper()
-	var err error
-	for range 3 {
-		ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
-		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
-		cancel()
-		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
-			break
-		}
-	}
-	if err != nil {
-		p.t.Fatalf("click %s: %v", sel, err)
-	}
-}
-
-// pressEnter focuses the element matching sel and presses Enter on it.
-func (p *tab) pressEnter(sel string) {
-	p.t.Helper()
-	p.do("focus "+sel, chromedp.Focus(chromedp.CSS(sel)))
-	p.waitFor(sel+" has the focus", `document.activeElement === document.querySelector(`+jsString(sel)+`)`)
-	p.do("press Enter on "+sel, chromedp.KeyEvent("\r"))
-}
+func (b *browser) newTab(t *testing.T, base string) *tab { return &tab{b.Tab(t, base)} }
 
 // evalJS evaluates expr in the page and decodes its value as T.
 func evalJS[T any](p *tab, expr string) T {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		p.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	p.T.Helper()
+	return browsertest.Eval[T](p.Tab, expr)
 }
 
 // awaitJS evaluates expr, a promise, in the page and decodes what it
 // resolves to as T.
 func awaitJS[T any](p *tab, expr string) T {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		p.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitFor polls a JavaScript condition until it holds, for waitTimeout. It
-// polls from Go, so it survives the page reloading in between.
-func (p *tab) waitFor(what, cond string) {
-	p.t.Helper()
-	p.waitForWithin(waitTimeout, what, cond)
-}
-
-func (p *tab) waitForWithin(d time.Duration, what, cond string) {
-	p.t.Helper()
-	if err := p.poll(d, cond); err != nil {
-		p.t.Fatalf("%s: %v (waited for %s)", what, err, cond)
-	}
-}
-
-func (p *tab) poll(d time.Duration, cond string) error {
-	deadline := time.Now().Add(d)
-	var last error
-	for {
-		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(function(){ try { return (`+cond+`) } catch (e) { return false } })()`))
-		cancel()
-		if err == nil && ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			if last != nil {
-				return fmt.Errorf("not true after %v (last error: %v)", d, last)
-			}
-			return fmt.Errorf("not true after %v", d)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
-// text is the whitespace-normalized text of the first element matching a
-// CSS selector, or "" if none does.
-func (p *tab) text(sel string) string {
-	p.t.Helper()
-	return evalJS[string](p, `(function(){ const e = document.querySelector(`+jsString(sel)+`);
-		return e ? e.textContent.replace(/\s+/g, ' ').trim() : '' })()`)
-}
-
-// texts is the normalized text of every element matching a CSS selector.
-func (p *tab) texts(sel string) []string {
-	p.t.Helper()
-	return evalJS[[]string](p, `Array.from(document.querySelectorAll(`+jsString(sel)+`),
-		e => e.textContent.replace(/\s+/g, ' ').trim())`)
-}
-
-// rows is the text of each table row matching sel, its cells joined by " | ".
-func (p *tab) rows(sel string) []string {
-	p.t.Helper()
-	return evalJS[[]string](p, `Array.from(document.querySelectorAll(`+jsString(sel)+`),
-		r => Array.from(r.cells, c => c.textContent.replace(/\s+/g, ' ').trim()).join(' | '))`)
-}
-
-// count is how many elements match a CSS selector.
-func (p *tab) count(sel string) int {
-	p.t.Helper()
-	return evalJS[int](p, `document.querySelectorAll(`+jsString(sel)+`).length`)
-}
-
-// fields reads the dt/dd pairs under sel; a label seen twice has its
-// values joined with " | ".
-func (p *tab) fields(sel string) map[string]string {
-	p.t.Helper()
-	return evalJS[map[string]string](p, `(function(){
-		const m = {};
-		document.querySelectorAll(`+jsString(sel+" dt")+`).forEach(dt => {
-			const k = dt.textContent.trim(), v = dt.nextElementSibling.textContent.replace(/\s+/g, ' ').trim();
-			m[k] = k in m ? m[k] + ' | ' + v : v;
-		});
-		return m })()`)
-}
-
-// jsString quotes s as a JavaScript string literal.
-func jsString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	p.T.Helper()
+	return browsertest.Await[T](p.Tab, expr)
 }
 
 // serveBrowser serves s on a free loopback port for a browser; streams end
@@ -369,7 +83,7 @@ func (r *restartableServer) URL() string { return "http://" + r.addr }
 func (r *restartableServer) start() {
 	r.t.Helper()
 	var ln net.Listener
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(browsertest.WaitTimeout)
 	for {
 		var err error
 		ln, err = net.Listen("tcp", r.addr)
@@ -379,7 +93,7 @@ func (r *restartableServer) start() {
 		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
 			r.t.Fatalf("listen again on %s: %v", r.addr, err)
 		}
-		time.Sleep(pollEvery)
+		time.Sleep(browsertest.PollEvery)
 	}
 	r.startOn(ln)
 }

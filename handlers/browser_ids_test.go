@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/store"
 )
 
@@ -27,11 +28,11 @@ func browserDeleteOddID(t *testing.T, b *browser) {
 	base := serveBrowser(t, s)
 	p := b.newTab(t, base)
 
-	p.open("/session?id=" + url.QueryEscape(odd))
-	p.click(`[data-testid="delete-button"]`)
-	p.waitFor("the dialog opens", `document.querySelector('[data-testid="delete-dialog"]').open`)
-	p.click(`[data-testid="delete-confirm"]`)
-	p.waitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.Open("/session?id=" + url.QueryEscape(odd))
+	p.Click(`[data-testid="delete-button"]`)
+	p.WaitFor("the dialog opens", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.Click(`[data-testid="delete-confirm"]`)
+	p.WaitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
 	if _, err := s.store.Detail(context.Background(), odd, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after Delete of %q, Detail = %v; want ErrNotFound", odd, err)
 	}
@@ -42,23 +43,23 @@ func browserDeleteOddID(t *testing.T, b *browser) {
 	// The route answers 404 for a session that is still stored, as it did
 	// for ids holding "/" before routes matched the escaped path.
 	const sid = "kept-session"
-	p.open("/session?id=" + sid)
+	p.Open("/session?id=" + sid)
 	evalJS[bool](p, `(document.querySelector('[data-testid="delete-dialog"]').dataset.deleteUrl = '/api/sessions/kept-session%2Fnot-stored', true)`)
-	p.click(`[data-testid="delete-button"]`)
-	p.waitFor("the dialog opens", `document.querySelector('[data-testid="delete-dialog"]').open`)
-	p.click(`[data-testid="delete-confirm"]`)
-	for deadline := time.Now().Add(waitTimeout); len(p.seenDialogs()) == 0 && time.Now().Before(deadline); {
-		time.Sleep(pollEvery)
+	p.Click(`[data-testid="delete-button"]`)
+	p.WaitFor("the dialog opens", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.Click(`[data-testid="delete-confirm"]`)
+	for deadline := time.Now().Add(browsertest.WaitTimeout); len(p.SeenDialogs()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(browsertest.PollEvery)
 	}
-	d := p.seenDialogs()
+	d := p.SeenDialogs()
 	if len(d) != 1 || !strings.Contains(d[0], "could not be deleted: 404") {
 		t.Fatalf("dialogs after a delete answered 404 = %q; want one saying the session could not be deleted", d)
 	}
-	p.do("close the alert", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+	p.Do("close the alert", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		return err
 	}))
-	if evalJS[string](p, `location.pathname`) != "/session" || p.text(`[data-testid="session-title"]`) == "" {
+	if evalJS[string](p, `location.pathname`) != "/session" || p.Text(`[data-testid="session-title"]`) == "" {
 		t.Error("after a failed delete the app left the session page; want the session still shown")
 	}
 	if _, err := s.store.Detail(context.Background(), sid, store.DetailQuery{}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -39,36 +40,36 @@ func browserImageThumbnail(t *testing.T, b *browser) {
 	s := newTestService(t)
 	is := importImageSample(t, s)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + is.SessionID + "&turns=all")
+	p.Open("/session?id=" + is.SessionID + "&turns=all")
 	for seq := range is.images {
 		step := fmt.Sprintf("#step-%d", seq)
-		if n := p.count(step + " img"); n != 0 {
+		if n := p.Count(step + " img"); n != 0 {
 			t.Errorf("step %d shows %d images before it opens; want none", seq, n)
 		}
-		p.click(step + " > summary")
+		p.Click(step + " > summary")
 		thumb := step + ` a[data-testid="image-thumb"] img`
-		p.waitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+jsString(thumb)+`); return i !== null && i.complete && i.naturalWidth > 0; })()`)
+		p.WaitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+browsertest.JSString(thumb)+`); return i !== null && i.complete && i.naturalWidth > 0; })()`)
 	}
 	seq := is.readStep()
 	step := fmt.Sprintf("#step-%d", seq)
-	if w := evalJS[int](p, `document.querySelector(`+jsString(step+` a[data-testid="image-thumb"] img`)+`).naturalWidth`); w != 64 {
+	if w := evalJS[int](p, `document.querySelector(`+browsertest.JSString(step+` a[data-testid="image-thumb"] img`)+`).naturalWidth`); w != 64 {
 		t.Errorf("thumbnail of step %d is %d px wide; want the sample PNG's 64", seq, w)
 	}
-	if shown := evalJS[float64](p, `document.querySelector(`+jsString(step+` a[data-testid="image-thumb"] img`)+`).getBoundingClientRect().height`); shown <= 0 || shown > 9*16 {
+	if shown := evalJS[float64](p, `document.querySelector(`+browsertest.JSString(step+` a[data-testid="image-thumb"] img`)+`).getBoundingClientRect().height`); shown <= 0 || shown > 9*16 {
 		t.Errorf("thumbnail of step %d is %.0f px high; want it bounded by the style sheet", seq, shown)
 	}
 
-	p.pressEnter(step + ` a[data-testid="image-thumb"]`)
+	p.PressEnter(step + ` a[data-testid="image-thumb"]`)
 	viewer := `dialog[data-testid="image-viewer"]`
-	p.waitFor("Enter opens the image whole", `(() => { const d = document.querySelector(`+jsString(viewer)+`); return d !== null && d.open && d.querySelector('img').complete && d.querySelector('img').naturalWidth === 64; })()`)
-	if got, want := evalJS[string](p, `document.querySelector(`+jsString(viewer+" img")+`).alt`), fmt.Sprintf("Image 1 of step %d (image/png,", seq); !strings.HasPrefix(got, want) {
+	p.WaitFor("Enter opens the image whole", `(() => { const d = document.querySelector(`+browsertest.JSString(viewer)+`); return d !== null && d.open && d.querySelector('img').complete && d.querySelector('img').naturalWidth === 64; })()`)
+	if got, want := evalJS[string](p, `document.querySelector(`+browsertest.JSString(viewer+" img")+`).alt`), fmt.Sprintf("Image 1 of step %d (image/png,", seq); !strings.HasPrefix(got, want) {
 		t.Errorf("the enlarged image's alt = %q; want it to start %q", got, want)
 	}
 	if got := evalJS[string](p, `location.pathname`); got != "/session" {
 		t.Errorf("opening the image left the page for %s", got)
 	}
 	p.key(kb.Escape)
-	p.waitFor("Esc closes the image", `!document.querySelector(`+jsString(viewer)+`).open`)
+	p.WaitFor("Esc closes the image", `!document.querySelector(`+browsertest.JSString(viewer)+`).open`)
 	if got := evalJS[string](p, `document.activeElement.dataset.testid || ''`); got != "image-thumb" {
 		t.Errorf("after Esc the focus is on %q; want back on the thumbnail", got)
 	}
@@ -92,14 +93,14 @@ func browserImageExport(t *testing.T, b *browser) {
 		}))
 		t.Cleanup(srv.Close)
 		p := b.newTab(t, srv.URL)
-		p.do("open the exported file", chromedp.Navigate(srv.URL))
-		p.waitFor("the report loads", `document.readyState === 'complete'`)
-		p.do("open every step", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
+		p.Do("open the exported file", chromedp.Navigate(srv.URL))
+		p.WaitFor("the report loads", `document.readyState === 'complete'`)
+		p.Do("open every step", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
 		if include {
-			p.waitFor("the images show", `Array.from(document.querySelectorAll('img[data-testid="image-thumb"]')).length === 2 &&
+			p.WaitFor("the images show", `Array.from(document.querySelectorAll('img[data-testid="image-thumb"]')).length === 2 &&
 				Array.from(document.querySelectorAll('img[data-testid="image-thumb"]')).every(i => i.complete && i.naturalWidth > 0)`)
-		} else if n := p.count(`[data-testid="image-omitted"]`); n != 2 || p.count("img") != 0 {
-			t.Errorf("export without images names %d left out and shows %d images; want 2 and none", n, p.count("img"))
+		} else if n := p.Count(`[data-testid="image-omitted"]`); n != 2 || p.Count("img") != 0 {
+			t.Errorf("export without images names %d left out and shows %d images; want 2 and none", n, p.Count("img"))
 		}
 	}
 }
@@ -117,16 +118,16 @@ func browserImageScreenshots(t *testing.T, b *browser) {
 	p := b.newTab(t, serveBrowser(t, s))
 	step := fmt.Sprintf("#step-%d", is.readStep())
 	p.eachLook(func(suffix string) {
-		p.open("/session?id=" + is.SessionID + "&turns=all" + step)
-		p.waitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+jsString(step+` a[data-testid="image-thumb"] img`)+`); return i !== null && i.naturalWidth > 0; })()`)
+		p.Open("/session?id=" + is.SessionID + "&turns=all" + step)
+		p.WaitFor("the thumbnail loads", `(() => { const i = document.querySelector(`+browsertest.JSString(step+` a[data-testid="image-thumb"] img`)+`); return i !== null && i.naturalWidth > 0; })()`)
 		if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 			t.Errorf("at %s: wider than the screen:\n%s", suffix, strings.Join(wide, "\n"))
 		}
-		p.do("scroll to the step", chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(step)+`).scrollIntoView()`))
-		p.shoot(dir, "images"+suffix)
-		p.pressEnter(step + ` a[data-testid="image-thumb"]`)
-		p.waitFor("the image opens", `document.querySelector('dialog[data-testid="image-viewer"]').open`)
-		p.shoot(dir, "image-open"+suffix)
+		p.Do("scroll to the step", chromedp.Evaluate[chromedp.Void](`document.querySelector(`+browsertest.JSString(step)+`).scrollIntoView()`))
+		p.Shoot(dir, "images"+suffix)
+		p.PressEnter(step + ` a[data-testid="image-thumb"]`)
+		p.WaitFor("the image opens", `document.querySelector('dialog[data-testid="image-viewer"]').open`)
+		p.Shoot(dir, "image-open"+suffix)
 		p.key(kb.Escape)
 	})
 }

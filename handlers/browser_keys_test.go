@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
@@ -17,8 +18,8 @@ import (
 // as in a browser driven by a person (chromedp.KeyEvent sends the text as a
 // separate char event that types whatever the page did).
 func (p *tab) key(k string) {
-	p.t.Helper()
-	p.do("press "+k, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+	p.T.Helper()
+	p.Do("press "+k, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		var down, up input.DispatchKeyEventParams
 		for _, e := range kb.Encode([]rune(k)[0]) {
 			switch e.Type {
@@ -51,27 +52,27 @@ func TestBrowserKeys(t *testing.T) {
 	s.mustPush(manyTurns("keys-older", 4, start), http.StatusCreated)
 	s.mustPush(manyTurns("keys-newer", 4, start.Add(time.Hour)), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/")
+	p.Open("/")
 
 	p.key("?")
-	p.waitFor("? opens the shortcuts dialog", `document.getElementById('keys-dialog').open`)
+	p.WaitFor("? opens the shortcuts dialog", `document.getElementById('keys-dialog').open`)
 	if got := evalJS[string](p, `document.getElementById(document.getElementById('keys-dialog').getAttribute('aria-labelledby')).textContent`); got != "Keyboard shortcuts" {
 		t.Errorf("dialog's name = %q; want Keyboard shortcuts", got)
 	}
-	if n := p.count(`[data-testid="keys-dialog"] kbd`); n < 10 {
+	if n := p.Count(`[data-testid="keys-dialog"] kbd`); n < 10 {
 		t.Errorf("the dialog shows %d keys; want every shortcut", n)
 	}
 	p.key("\x1b")
-	p.waitFor("Escape closes it", `!document.getElementById('keys-dialog').open`)
+	p.WaitFor("Escape closes it", `!document.getElementById('keys-dialog').open`)
 
 	p.key("/")
-	p.waitFor("/ focuses the search box", `document.activeElement === document.querySelector('[data-testid="topbar-search"]')`)
+	p.WaitFor("/ focuses the search box", `document.activeElement === document.querySelector('[data-testid="topbar-search"]')`)
 	p.key("j")
 	p.key("?")
 	if got := evalJS[string](p, `document.activeElement.value`); got != "j?" {
 		t.Errorf("typed in the search box: %q; want j? as text", got)
 	}
-	if n := p.count(`.kb-current, dialog[open]`); n != 0 {
+	if n := p.Count(`.kb-current, dialog[open]`); n != 0 {
 		t.Errorf("keys typed in a field moved or opened %d things; want none", n)
 	}
 	evalJS[bool](p, `document.activeElement.blur(), true`)
@@ -81,40 +82,40 @@ func TestBrowserKeys(t *testing.T) {
 	}
 	p.key("j")
 	p.key("j")
-	p.waitFor("j j selects the second row", row(1)+`.classList.contains('kb-current') && `+row(1)+`.contains(document.activeElement)`)
+	p.WaitFor("j j selects the second row", row(1)+`.classList.contains('kb-current') && `+row(1)+`.contains(document.activeElement)`)
 	p.key("k")
-	p.waitFor("k selects the first row", row(0)+`.classList.contains('kb-current') && !`+row(1)+`.classList.contains('kb-current')`)
+	p.WaitFor("k selects the first row", row(0)+`.classList.contains('kb-current') && !`+row(1)+`.classList.contains('kb-current')`)
 	s.mustPush(manyTurns("keys-oldest", 1, start.Add(-time.Hour)), http.StatusCreated)
-	p.waitFor("a live refresh redraws the rows and keeps the selection", `document.querySelectorAll('[data-testid="session-row"]').length === 3 && `+row(0)+`.classList.contains('kb-current')`)
+	p.WaitFor("a live refresh redraws the rows and keeps the selection", `document.querySelectorAll('[data-testid="session-row"]').length === 3 && `+row(0)+`.classList.contains('kb-current')`)
 	evalJS[bool](p, `document.activeElement.blur(), true`)
 	p.key("\r")
-	p.waitFor("Enter opens the newest session", `location.pathname === '/session' && document.readyState === 'complete' && document.querySelector('[data-testid="session"]') !== null
+	p.WaitFor("Enter opens the newest session", `location.pathname === '/session' && document.readyState === 'complete' && document.querySelector('[data-testid="session"]') !== null
 		&& document.querySelector('[data-testid="session"]').dataset.sessionId === 'keys-newer'`)
 
 	p.key("j")
-	p.waitFor("j selects the first step", `document.querySelector('details.step').classList.contains('kb-current')`)
+	p.WaitFor("j selects the first step", `document.querySelector('details.step').classList.contains('kb-current')`)
 	p.key("o")
-	p.waitFor("o expands every step", `document.querySelectorAll('details.step:not([open])').length === 0`)
+	p.WaitFor("o expands every step", `document.querySelectorAll('details.step:not([open])').length === 0`)
 	p.key("O")
-	p.waitFor("O collapses every step", `document.querySelectorAll('details.step[open]').length === 0`)
+	p.WaitFor("O collapses every step", `document.querySelectorAll('details.step[open]').length === 0`)
 	turnOf := `document.querySelector('.kb-current').closest('section.turn').dataset.number`
 	first := evalJS[string](p, turnOf)
 	p.key("]")
-	p.waitFor("] moves to the next turn", turnOf+` !== `+jsString(first))
+	p.WaitFor("] moves to the next turn", turnOf+` !== `+browsertest.JSString(first))
 	p.key("[")
-	p.waitFor("[ moves back", turnOf+` === `+jsString(first))
+	p.WaitFor("[ moves back", turnOf+` === `+browsertest.JSString(first))
 	p.key("\r")
-	p.waitFor("Enter opens the step", `document.querySelector('.kb-current').open`)
+	p.WaitFor("Enter opens the step", `document.querySelector('.kb-current').open`)
 
 	p.key("g")
 	p.key("s")
-	p.waitFor("g s goes to the sessions", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.WaitFor("g s goes to the sessions", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
 
 	p.key("/")
-	p.do("search from the top bar", chromedp.SendKeys(chromedp.CSS(`[data-testid="topbar-search"]`), "prompt\r"))
-	p.waitFor("the top bar's search opens the search page with hits", `location.pathname === '/search'
+	p.Do("search from the top bar", chromedp.SendKeys(chromedp.CSS(`[data-testid="topbar-search"]`), "prompt\r"))
+	p.WaitFor("the top bar's search opens the search page with hits", `location.pathname === '/search'
 		&& new URLSearchParams(location.search).get('q') === 'prompt' && document.querySelector('[data-testid="search-hit"]') !== null`)
-	if v := p.takeCSPViolations(); len(v) != 0 {
+	if v := p.TakeCSPViolations(); len(v) != 0 {
 		t.Errorf("CSP violations: %v", v)
 	}
 }

@@ -23,30 +23,30 @@ func TestBrowserListFilters(t *testing.T) {
 	push("alpha-one", "testagent", "/tmp/alpha", start.Add(time.Hour))
 	push("alpha-two", "otheragent", "/tmp/alpha", start.Add(2*time.Hour))
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/")
+	p.Open("/")
 
 	rows := `document.querySelectorAll('[data-testid="session-row"]').length`
-	chips := func() []string { return p.texts(`[data-testid="agent-chip"]`) }
-	p.do("filter by workspace", chromedp.SendKeys(chromedp.CSS(`[data-testid="filter-workspace"]`), "alpha\r"))
-	p.waitFor("the workspace filter keeps two sessions", `new URLSearchParams(location.search).get('workspace') === 'alpha' && `+rows+` === 2`)
+	chips := func() []string { return p.Texts(`[data-testid="agent-chip"]`) }
+	p.Do("filter by workspace", chromedp.SendKeys(chromedp.CSS(`[data-testid="filter-workspace"]`), "alpha\r"))
+	p.WaitFor("the workspace filter keeps two sessions", `new URLSearchParams(location.search).get('workspace') === 'alpha' && `+rows+` === 2`)
 	if got := chips(); len(got) != 2 || got[0] != "otheragent 1" || got[1] != "testagent 1" {
 		t.Errorf("agent chips under workspace=alpha = %q; want otheragent 1, testagent 1", got)
 	}
 
-	p.click(`[data-testid="agent-chip"]:last-child`)
+	p.Click(`[data-testid="agent-chip"]:last-child`)
 	combined := `new URLSearchParams(location.search).get('workspace') === 'alpha' && new URLSearchParams(location.search).get('agent') === 'testagent'`
-	p.waitFor("the agent chip keeps the workspace filter", combined+` && `+rows+` === 1`)
-	p.do("reload", chromedp.Reload())
-	p.waitFor("a reload keeps both filters", `document.readyState === 'complete' && `+combined+` && `+rows+` === 1
+	p.WaitFor("the agent chip keeps the workspace filter", combined+` && `+rows+` === 1`)
+	p.Do("reload", chromedp.Reload())
+	p.WaitFor("a reload keeps both filters", `document.readyState === 'complete' && `+combined+` && `+rows+` === 1
 		&& document.querySelector('[data-testid="filter-workspace"]').value === 'alpha'`)
 
-	p.do("check has failures", chromedp.Click(chromedp.CSS(`[data-testid="filter-failed"]`)))
-	p.click(`[data-testid="filter-apply"]`)
-	p.waitFor("the form keeps the agent and adds failures", combined+` && new URLSearchParams(location.search).get('failed') === '1' && `+rows+` === 0`)
-	p.do("back", chromedp.NavigateBack())
-	p.waitFor("back to the two filters", `document.readyState === 'complete' && `+combined+` && !location.search.includes('failed') && `+rows+` === 1`)
+	p.Do("check has failures", chromedp.Click(chromedp.CSS(`[data-testid="filter-failed"]`)))
+	p.Click(`[data-testid="filter-apply"]`)
+	p.WaitFor("the form keeps the agent and adds failures", combined+` && new URLSearchParams(location.search).get('failed') === '1' && `+rows+` === 0`)
+	p.Do("back", chromedp.NavigateBack())
+	p.WaitFor("back to the two filters", `document.readyState === 'complete' && `+combined+` && !location.search.includes('failed') && `+rows+` === 1`)
 
 	push("alpha-three", "testagent", "/tmp/alpha-3", start.Add(3*time.Hour))
-	p.waitFor("a push updates the rows and the chips' counts live", rows+` === 2
+	p.WaitFor("a push updates the rows and the chips' counts live", rows+` === 2
 		&& Array.from(document.querySelectorAll('[data-testid="agent-chip"]'), c => c.textContent).join(',') === 'otheragent 1,testagent 2'`)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,53 +57,28 @@ func lookService(t *testing.T) *testService {
 	return s
 }
 
-// emulate sets the tab's viewport and colour scheme.
-func (p *tab) emulate(width, height int64, scheme string) {
-	p.t.Helper()
-	p.do(fmt.Sprintf("emulate %dx%d %s", width, height, scheme),
-		chromedp.EmulateViewport(width, height),
-		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
-			})
-			return err
-		}))
-}
-
 // eachLook shows p at each size and colour scheme the screenshots are
 // taken at (1280 × 800 and 390 × 844, light and dark) and calls fn with
 // the name's suffix for it, e.g. "-390-dark".
 func (p *tab) eachLook(fn func(suffix string)) {
-	p.t.Helper()
+	p.T.Helper()
 	for _, w := range []struct {
 		name          string
 		width, height int64
 	}{{"1280", 1280, 800}, {"390", 390, 844}} {
 		for _, scheme := range []string{"light", "dark"} {
-			p.emulate(w.width, w.height, scheme)
+			p.Emulate(w.width, w.height, scheme)
 			fn("-" + w.name + "-" + scheme)
 		}
-	}
-}
-
-// shoot writes what p shows as dir/name.png.
-func (p *tab) shoot(dir, name string) {
-	p.t.Helper()
-	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		p.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		p.t.Fatal(err)
 	}
 }
 
 // openAllSteps opens every step of the session page and waits for their
 // bodies, so the widest content is on the page.
 func (p *tab) openAllSteps() {
-	p.t.Helper()
-	p.click(`#expand-all`)
-	p.waitFor("every step is open", `Array.from(document.querySelectorAll('details.step')).every(d => d.open)`)
+	p.T.Helper()
+	p.Click(`#expand-all`)
+	p.WaitFor("every step is open", `Array.from(document.querySelectorAll('details.step')).every(d => d.open)`)
 }
 
 // tooWide lists the elements, by tag, class and a bit of text, that reach
@@ -132,24 +106,24 @@ const tooWide = `(function(){
 func browserNarrow(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.emulate(390, 844, "light")
+	p.Emulate(390, 844, "light")
 	for _, page := range []string{"/", "/search?q=parse", "/session?id=" + showcaseID} { // the session last: the export panel below opens on it
-		p.open(page)
+		p.Open(page)
 		if strings.HasPrefix(page, "/session") {
 			p.openAllSteps()
-			p.waitFor("the diff shows", `document.querySelector('[data-testid="diff"]') !== null`)
+			p.WaitFor("the diff shows", `document.querySelector('[data-testid="diff"]') !== null`)
 		}
 		if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 			t.Errorf("%s at 390 px: wider than the screen:\n%s", page, strings.Join(wide, "\n"))
 		}
 	}
-	p.click(`[data-testid="export-button"]`)
-	p.waitFor("the export panel lists its findings", `document.querySelector('[data-testid="export-finding"]') !== null`)
+	p.Click(`[data-testid="export-button"]`)
+	p.WaitFor("the export panel lists its findings", `document.querySelector('[data-testid="export-finding"]') !== null`)
 	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 		t.Errorf("the export panel at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
 	}
-	p.click(`[data-testid="export-dialog"] form[method="dialog"] button`)
-	if h := p.text(`[data-testid="step"][data-seq="5"] .line`); len(h) < 20 {
+	p.Click(`[data-testid="export-dialog"] form[method="dialog"] button`)
+	if h := p.Text(`[data-testid="step"][data-seq="5"] .line`); len(h) < 20 {
 		t.Errorf("step summary at 390 px = %q; want it readable, not squeezed", h)
 	}
 	if w := evalJS[float64](p, `document.querySelector('[data-testid="step"][data-seq="5"] .line').getBoundingClientRect().width`); w < 250 {
@@ -176,9 +150,9 @@ func browserDark(t *testing.T, b *browser) {
 		{"dark", true, func(l float64) bool { return l < 0.2 }},
 		{"light", false, func(l float64) bool { return l > 0.8 }},
 	} {
-		p.emulate(1280, 800, c.scheme)
+		p.Emulate(1280, 800, c.scheme)
 		for _, page := range []string{"/", "/session?id=" + showcaseID} {
-			p.open(page)
+			p.Open(page)
 			if l := evalJS[float64](p, backgroundLuma); !c.pageLuma(l) {
 				t.Errorf("%s in %s: background luminance %.2f; want the %s theme", page, c.scheme, l, c.scheme)
 			}
@@ -197,15 +171,15 @@ func browserDark(t *testing.T, b *browser) {
 func browserListDensity(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.emulate(1280, 800, "light")
-	p.open("/")
+	p.Emulate(1280, 800, "light")
+	p.Open("/")
 	visible := evalJS[int](p, `Array.from(document.querySelectorAll('[data-testid="session-row"]'))
 		.filter(r => r.getBoundingClientRect().bottom <= window.innerHeight).length`)
 	if visible < 15 {
 		t.Errorf("%d sessions visible at 1280x800; want at least 15", visible)
 	}
 	t.Logf("%d sessions visible at 1280x800", visible)
-	if h := p.text(`h1`); h != "Sessions" {
+	if h := p.Text(`h1`); h != "Sessions" {
 		t.Errorf("list heading = %q; want Sessions", h)
 	}
 }
@@ -216,31 +190,31 @@ func browserListDensity(t *testing.T, b *browser) {
 func browserMarkdown(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + showcaseID + "#step-9")
-	p.waitFor("the step's body loads", `document.querySelector('#step-9 .md h5') !== null`)
+	p.Open("/session?id=" + showcaseID + "#step-9")
+	p.WaitFor("the step's body loads", `document.querySelector('#step-9 .md h5') !== null`)
 	md := `#step-9 [data-testid="markdown"]`
-	if got := p.text(md + ` h5`); got != "Fixed" {
+	if got := p.Text(md + ` h5`); got != "Fixed" {
 		t.Errorf("heading = %q; want Fixed", got)
 	}
-	if got := p.text(md + ` strong`); got != "returns" {
+	if got := p.Text(md + ` strong`); got != "returns" {
 		t.Errorf("bold = %q; want returns", got)
 	}
-	if n := p.count(md + ` li`); n != 2 {
+	if n := p.Count(md + ` li`); n != 2 {
 		t.Errorf("%d list items; want 2", n)
 	}
-	if n := p.count(md + ` pre.code [class^="hl-"]`); n == 0 {
+	if n := p.Count(md + ` pre.code [class^="hl-"]`); n == 0 {
 		t.Error("the Go code block has no highlighted tokens")
 	}
 	if rel := evalJS[string](p, `document.querySelector('`+md+` a[href="https://example.com/issues/1"]').rel`); rel != "noopener noreferrer nofollow" {
 		t.Errorf("link rel = %q; want noopener noreferrer nofollow", rel)
 	}
-	if n := p.count(`#step-9 img, #step-9 script`); n != 0 {
+	if n := p.Count(`#step-9 img, #step-9 script`); n != 0 {
 		t.Errorf("%d img or script elements in the message; want none", n)
 	}
-	if got := p.text(md + ` a.image-link`); got != "a chart" {
+	if got := p.Text(md + ` a.image-link`); got != "a chart" {
 		t.Errorf("image = %q; want a link named a chart", got)
 	}
-	text := p.text(md)
+	text := p.Text(md)
 	for _, want := range []string{"<script>window.agentRan = true</script>", `<img src="https://example.com/x.png"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("message text = %q; want the agent's HTML %q shown as text", text, want)
@@ -249,7 +223,7 @@ func browserMarkdown(t *testing.T, b *browser) {
 	if ran := evalJS[bool](p, `window.agentRan === true`); ran {
 		t.Error("the agent's HTML ran in the page")
 	}
-	if got := p.text(`[data-testid="turn"][data-number="1"] [data-testid="turn-prompt"] strong`); got != "empty input" {
+	if got := p.Text(`[data-testid="turn"][data-number="1"] [data-testid="turn-prompt"] strong`); got != "empty input" {
 		t.Errorf("prompt bold = %q; want the user's Markdown rendered", got)
 	}
 }
@@ -259,14 +233,14 @@ func browserMarkdown(t *testing.T, b *browser) {
 func browserToolRenderings(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + showcaseID)
+	p.Open("/session?id=" + showcaseID)
 	p.openAllSteps()
-	p.waitFor("the todo list shows", `document.querySelectorAll('#step-2 [data-testid="todos"] li').length > 0`)
+	p.WaitFor("the todo list shows", `document.querySelectorAll('#step-2 [data-testid="todos"] li').length > 0`)
 	if open := evalJS[bool](p, `document.querySelector('#step-2 [data-testid="raw-input"]').open`); open {
 		t.Error("the recorded input is open; want it one click away")
 	}
-	p.click(`#step-2 [data-testid="raw-input"] > summary`)
-	p.waitFor("the recorded input opens", `document.querySelector('#step-2 [data-testid="raw-input"]').open`)
+	p.Click(`#step-2 [data-testid="raw-input"] > summary`)
+	p.WaitFor("the recorded input opens", `document.querySelector('#step-2 [data-testid="raw-input"]').open`)
 }
 
 // browserLocalTime: times show in the viewer's time zone.
@@ -275,19 +249,19 @@ func browserLocalTime(t *testing.T, b *browser) {
 	started := time.Date(2026, 2, 11, 20, 56, 19, 0, time.UTC)
 	s.mustPush(showcaseSession(t, showcaseID, started), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.do("set the time zone", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+	p.Do("set the time zone", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
 		return err
 	}))
-	p.open("/")
-	if got := p.text(`[data-testid="started"]`); got != "2026-02-12 05:56" {
+	p.Open("/")
+	if got := p.Text(`[data-testid="started"]`); got != "2026-02-12 05:56" {
 		t.Errorf("list start in Tokyo = %q; want 2026-02-12 05:56", got)
 	}
-	p.open("/session?id=" + showcaseID)
-	if got := p.text(`[data-testid="summary-time"] time`); got != "2026-02-12 05:56" {
+	p.Open("/session?id=" + showcaseID)
+	if got := p.Text(`[data-testid="summary-time"] time`); got != "2026-02-12 05:56" {
 		t.Errorf("session start in Tokyo = %q; want 2026-02-12 05:56", got)
 	}
-	if got := p.text(`[data-testid="turn"][data-number="1"] h3 time`); got != "05:56:21" {
+	if got := p.Text(`[data-testid="turn"][data-number="1"] h3 time`); got != "05:56:21" {
 		t.Errorf("turn time in Tokyo = %q; want 05:56:21", got)
 	}
 }
@@ -300,9 +274,9 @@ func browserExportKeep(t *testing.T, b *browser) {
 	s := newTestService(t)
 	s.mustPush(keepBatch("k1"), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=k1")
-	p.click(`[data-testid="export-button"]`)
-	p.waitFor("the export panel lists its findings", `document.querySelectorAll('[data-testid="export-finding"]').length === 3`)
+	p.Open("/session?id=k1")
+	p.Click(`[data-testid="export-button"]`)
+	p.WaitFor("the export panel lists its findings", `document.querySelectorAll('[data-testid="export-finding"]').length === 3`)
 	type row struct {
 		Rule     string `json:"rule"`
 		Keepable bool   `json:"keepable"`
@@ -316,10 +290,10 @@ func browserExportKeep(t *testing.T, b *browser) {
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("panel rows = %+v; want %+v", rows, want)
 	}
-	if n := p.count(`[data-testid="keep"]:checked`); n != 0 {
+	if n := p.Count(`[data-testid="keep"]:checked`); n != 0 {
 		t.Errorf("%d values ticked to keep before any choice; want none", n)
 	}
-	p.click(`[data-testid="export-finding"] [data-testid="keep"][value="[generic-secret-1]"]`)
+	p.Click(`[data-testid="export-finding"] [data-testid="keep"][value="[generic-secret-1]"]`)
 	report := awaitJS[string](p, `(async () => {
 		const f = document.querySelector('[data-testid="export-findings"]');
 		const res = await fetch(f.action + '?' + new URLSearchParams(new FormData(f)));
@@ -330,8 +304,8 @@ func browserExportKeep(t *testing.T, b *browser) {
 	if !strings.Contains(report, "kept unmasked by the reviewer") {
 		t.Error("the download's manifest does not record the kept value")
 	}
-	p.click(`[data-testid="finding-step"][href="#step-2"]`)
-	p.waitFor("the link closes the panel and opens the step", `!document.querySelector('[data-testid="export-dialog"]').open
+	p.Click(`[data-testid="finding-step"][href="#step-2"]`)
+	p.WaitFor("the link closes the panel and opens the step", `!document.querySelector('[data-testid="export-dialog"]').open
 		&& document.querySelector('#step-2').open`)
 }
 
@@ -340,7 +314,7 @@ func browserExportKeep(t *testing.T, b *browser) {
 func browserDisabled(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + showcaseID)
+	p.Open("/session?id=" + showcaseID)
 	type look struct {
 		Opacity string `json:"opacity"`
 		Cursor  string `json:"cursor"`
@@ -348,7 +322,7 @@ func browserDisabled(t *testing.T, b *browser) {
 	const lookOf = `(function(){ const c = getComputedStyle(document.getElementById('export-button'));
 		return { opacity: c.opacity, cursor: c.cursor } })()`
 	enabled := evalJS[look](p, lookOf)
-	p.do("disable the export button", chromedp.Evaluate[chromedp.Void](`document.getElementById('export-button').disabled = true`))
+	p.Do("disable the export button", chromedp.Evaluate[chromedp.Void](`document.getElementById('export-button').disabled = true`))
 	disabled := evalJS[look](p, lookOf)
 	if enabled.Opacity != "1" || disabled.Opacity == "1" || disabled.Cursor != "not-allowed" {
 		t.Errorf("export button enabled %+v, disabled %+v; want a disabled one faded with a not-allowed cursor", enabled, disabled)
@@ -370,28 +344,28 @@ func browserScreenshots(t *testing.T, b *browser) {
 	p := b.newTab(t, serveBrowser(t, s))
 	shot := func(name string) {
 		t.Helper()
-		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
-		p.shoot(dir, name)
+		p.WaitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+		p.Shoot(dir, name)
 	}
 	p.eachLook(func(suffix string) {
-		p.open("/")
+		p.Open("/")
 		shot("list" + suffix)
-		p.open("/session?id=" + showcaseID)
+		p.Open("/session?id=" + showcaseID)
 		shot("session" + suffix)
-		p.open("/session?id=" + showcaseID + "#step-5")
-		p.waitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
+		p.Open("/session?id=" + showcaseID + "#step-5")
+		p.WaitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
 		shot("diff" + suffix)
-		p.open("/session?id=" + showcaseID + "#step-9")
-		p.waitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
+		p.Open("/session?id=" + showcaseID + "#step-9")
+		p.WaitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
 		shot("message" + suffix)
 		p.openAllSteps()
-		p.waitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
-		p.do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
+		p.WaitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)
+		p.Do("scroll to the tools", chromedp.Evaluate[chromedp.Void](`document.querySelector('#step-2').scrollIntoView()`))
 		shot("tools" + suffix)
-		p.open("/search?q=parse")
-		p.waitFor("the hits show", `document.querySelector('mark') !== null`)
+		p.Open("/search?q=parse")
+		p.WaitFor("the hits show", `document.querySelector('mark') !== null`)
 		shot("search" + suffix)
-		p.open("/usage")
+		p.Open("/usage")
 		shot("usage" + suffix)
 	})
 }

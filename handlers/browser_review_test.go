@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,9 +48,9 @@ func reviewFixture(sid string, at time.Time) obj {
 
 // typeInto replaces the value of the field matching sel with text, typed.
 func (p *tab) typeInto(sel, text string) {
-	p.t.Helper()
-	evalJS[bool](p, `(document.querySelector(`+jsString(sel)+`).value = '') === ''`)
-	p.do("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
+	p.T.Helper()
+	evalJS[bool](p, `(document.querySelector(`+browsertest.JSString(sel)+`).value = '') === ''`)
+	p.Do("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
 }
 
 // browserVerdictInOtherTabs: a verdict set in one tab shows in another tab
@@ -63,53 +64,53 @@ func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 	base := serveBrowser(t, s)
 
 	writer, reader, list := b.newTab(t, base), b.newTab(t, base), b.newTab(t, base)
-	writer.open("/session?id=verdict-1")
-	reader.open("/session?id=verdict-1")
-	list.open("/")
+	writer.Open("/session?id=verdict-1")
+	reader.Open("/session?id=verdict-1")
+	list.Open("/")
 	for _, p := range []*tab{writer, reader, list} {
-		p.waitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
+		p.WaitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
 	}
-	if got := reader.text(`[data-testid="verdict"]`); got != "Not reviewed yet." {
+	if got := reader.Text(`[data-testid="verdict"]`); got != "Not reviewed yet." {
 		t.Errorf("verdict before = %q; want Not reviewed yet.", got)
 	}
 
 	writer.typeInto(`[data-testid="verdict-input"]`, "needs_attention")
 	writer.typeInto(`[data-testid="reviewer-input"]`, "Ann Reviewer")
 	writer.typeInto(`[data-testid="verdict-note-input"]`, "the failing test was skipped")
-	writer.click(`[data-testid="verdict-save"]`)
-	writer.waitFor("the verdict is saved", `document.querySelector('[data-testid="verdict-status"]').textContent === 'Saved'`)
+	writer.Click(`[data-testid="verdict-save"]`)
+	writer.WaitFor("the verdict is saved", `document.querySelector('[data-testid="verdict-status"]').textContent === 'Saved'`)
 
-	reader.waitFor("the other tab shows the verdict", `document.querySelector('[data-testid="verdict-state"]')?.textContent === 'needs_attention'`)
-	if got := reader.text(`[data-testid="verdict-reviewer"]`); got != "Ann Reviewer" {
+	reader.WaitFor("the other tab shows the verdict", `document.querySelector('[data-testid="verdict-state"]')?.textContent === 'needs_attention'`)
+	if got := reader.Text(`[data-testid="verdict-reviewer"]`); got != "Ann Reviewer" {
 		t.Errorf("other tab's reviewer = %q; want Ann Reviewer", got)
 	}
-	if got := reader.text(`[data-testid="verdict-note"]`); got != "the failing test was skipped" {
+	if got := reader.Text(`[data-testid="verdict-note"]`); got != "the failing test was skipped" {
 		t.Errorf("other tab's verdict note = %q", got)
 	}
-	list.waitFor("the list shows the verdict badge", `document.querySelector('[data-session-id="verdict-1"] [data-testid="verdict-badge"]')?.textContent === 'needs_attention'`)
-	if n := list.count(`[data-session-id="verdict-2"] [data-testid="verdict-badge"]`); n != 0 {
+	list.WaitFor("the list shows the verdict badge", `document.querySelector('[data-session-id="verdict-1"] [data-testid="verdict-badge"]')?.textContent === 'needs_attention'`)
+	if n := list.Count(`[data-session-id="verdict-2"] [data-testid="verdict-badge"]`); n != 0 {
 		t.Errorf("the session without a verdict has %d badges", n)
 	}
 
-	list.open("/?verdict=needs_attention&agent=testagent")
-	if got := list.texts(`[data-testid="session-row"] [data-testid="short-id"]`); strings.Join(got, " ") != "verdict-" {
+	list.Open("/?verdict=needs_attention&agent=testagent")
+	if got := list.Texts(`[data-testid="session-row"] [data-testid="short-id"]`); strings.Join(got, " ") != "verdict-" {
 		t.Errorf("list filtered by needs_attention shows %v; want only verdict-1", got)
 	}
-	if got := list.text(`[data-testid="verdict-chip"].active`); !strings.HasPrefix(got, "needs_attention") {
+	if got := list.Text(`[data-testid="verdict-chip"].active`); !strings.HasPrefix(got, "needs_attention") {
 		t.Errorf("active verdict chip = %q; want needs_attention", got)
 	}
 
 	// The name stays in this browser for the next page.
-	reader.open("/session?id=verdict-2")
+	reader.Open("/session?id=verdict-2")
 	if got := evalJS[string](reader, `document.querySelector('[data-testid="reviewer-input"]').value`); got != "Ann Reviewer" {
 		t.Errorf("reviewer on the next page = %q; want the name typed before", got)
 	}
 
 	// Clearing it shows in the other tab too.
-	reader.open("/session?id=verdict-1")
-	reader.waitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
-	writer.click(`[data-testid="verdict-clear"]`)
-	reader.waitFor("the other tab shows no verdict", `document.querySelector('[data-testid="verdict-none"]') !== null`)
+	reader.Open("/session?id=verdict-1")
+	reader.WaitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
+	writer.Click(`[data-testid="verdict-clear"]`)
+	reader.WaitFor("the other tab shows no verdict", `document.querySelector('[data-testid="verdict-none"]') !== null`)
 }
 
 // browserNoteSurvivesUpdateAndExports: a note written on a step shows
@@ -125,22 +126,22 @@ func browserNoteSurvivesUpdateAndExports(t *testing.T, b *browser) {
 	key := "AKIA" + "ZXCVBNMASDFGHJKL"
 
 	p := b.newTab(t, base)
-	p.open("/session?id=" + sid)
-	p.waitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
-	p.click(`#step-2 summary`)
-	p.click(`[data-testid="step-notes"][data-seq="2"] [data-testid="note-add"]`)
-	p.waitFor("the note dialog opens", `document.querySelector('[data-testid="note-dialog"]').open`)
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
+	p.Click(`#step-2 summary`)
+	p.Click(`[data-testid="step-notes"][data-seq="2"] [data-testid="note-add"]`)
+	p.WaitFor("the note dialog opens", `document.querySelector('[data-testid="note-dialog"]').open`)
 	p.typeInto(`[data-testid="note-text-input"]`, "check why it failed; it printed "+key)
 	p.typeInto(`[data-testid="note-author-input"]`, "Bob")
-	p.click(`[data-testid="note-save"]`)
-	p.waitFor("the note shows under step 2", `document.querySelector('[data-testid="step-notes"][data-seq="2"] [data-testid="note-text"]') !== null`)
-	if got := p.text(`[data-seq="2"] [data-testid="step-note"] [data-testid="note-text"]`); got != "check why it failed; it printed "+key {
+	p.Click(`[data-testid="note-save"]`)
+	p.WaitFor("the note shows under step 2", `document.querySelector('[data-testid="step-notes"][data-seq="2"] [data-testid="note-text"]') !== null`)
+	if got := p.Text(`[data-seq="2"] [data-testid="step-note"] [data-testid="note-text"]`); got != "check why it failed; it printed "+key {
 		t.Errorf("note under step 2 = %q", got)
 	}
-	if got := p.text(`[data-seq="2"] [data-testid="step-note"] [data-testid="note-author"]`); got != "Bob" {
+	if got := p.Text(`[data-seq="2"] [data-testid="step-note"] [data-testid="note-author"]`); got != "Bob" {
 		t.Errorf("note author = %q; want Bob", got)
 	}
-	p.waitFor("the note is listed at the top", `document.querySelector('[data-testid="notes"] [data-testid="note-item"][data-seq="2"]') !== null`)
+	p.WaitFor("the note is listed at the top", `document.querySelector('[data-testid="notes"] [data-testid="note-item"][data-seq="2"]') !== null`)
 
 	// A live update rewrites step 2 and adds step 4.
 	later := laterPush(x, nil, arr{
@@ -148,11 +149,11 @@ func browserNoteSurvivesUpdateAndExports(t *testing.T, b *browser) {
 		stepRec(sid, 4, 1, at, "command", obj{"command": "go vet ./...", "stdout": "", "exit_code": 0}),
 	})
 	s.mustPush(later, http.StatusOK)
-	p.waitFor("the live update shows step 4", `document.getElementById('step-4') !== null`)
-	if got := p.text(`[data-testid="step-notes"][data-seq="2"] [data-testid="note-text"]`); got != "check why it failed; it printed "+key {
+	p.WaitFor("the live update shows step 4", `document.getElementById('step-4') !== null`)
+	if got := p.Text(`[data-testid="step-notes"][data-seq="2"] [data-testid="note-text"]`); got != "check why it failed; it printed "+key {
 		t.Errorf("note under step 2 after a live update = %q; want it kept", got)
 	}
-	if got := p.count(`[data-testid="note-item"]`); got != 1 {
+	if got := p.Count(`[data-testid="note-item"]`); got != 1 {
 		t.Errorf("notes listed after a live update = %d; want 1", got)
 	}
 
@@ -255,29 +256,29 @@ func browserChangesOfASample(t *testing.T, b *browser) {
 	}
 
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	change := `[data-testid="change"][data-path=` + jsString(path) + `]`
-	if p.count(change) != 1 {
-		t.Fatalf("Changes lists %v; want %s", p.texts(`[data-testid="change-path"]`), path)
+	p.Open("/session?id=" + sid)
+	change := `[data-testid="change"][data-path=` + browsertest.JSString(path) + `]`
+	if p.Count(change) != 1 {
+		t.Fatalf("Changes lists %v; want %s", p.Texts(`[data-testid="change-path"]`), path)
 	}
-	got := evalJS[[]string](p, `Array.from(document.querySelectorAll(`+jsString(change+` [data-testid="change-diff"] .dl`)+`), e => e.textContent)`)
+	got := evalJS[[]string](p, `Array.from(document.querySelectorAll(`+browsertest.JSString(change+` [data-testid="change-diff"] .dl`)+`), e => e.textContent)`)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Changes diff of %s =\n%s\nwant the content from the transcript's edits\n%s", path, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got, want := p.text(change+` [data-testid="change-added"]`), fmt.Sprintf("+%d", len(want)); got != want {
+	if got, want := p.Text(change+` [data-testid="change-added"]`), fmt.Sprintf("+%d", len(want)); got != want {
 		t.Errorf("lines added = %s; want %s", got, want)
 	}
-	if got := p.text(change + ` [data-testid="change-removed"]`); got != "−0" {
+	if got := p.Text(change + ` [data-testid="change-removed"]`); got != "−0" {
 		t.Errorf("lines removed = %s; want −0", got)
 	}
-	if got := p.text(change + ` [data-testid="change-status"]`); got != "created, removed at step 14" {
+	if got := p.Text(change + ` [data-testid="change-status"]`); got != "created, removed at step 14" {
 		t.Errorf("status = %q; want created, removed at step 14", got)
 	}
-	if got := p.texts(change + ` [data-testid="change-step"]`); strings.Join(got, " ") != "5 11" {
+	if got := p.Texts(change + ` [data-testid="change-step"]`); strings.Join(got, " ") != "5 11" {
 		t.Errorf("steps linked = %v; want 5 11", got)
 	}
-	p.click(change + ` [data-testid="change-step"]:last-child`)
-	p.waitFor("the link opens step 11", `document.getElementById('step-11').open`)
+	p.Click(change + ` [data-testid="change-step"]:last-child`)
+	p.WaitFor("the link opens step 11", `document.getElementById('step-11').open`)
 }
 
 // browserMoreChanges: a session that changed 25 files shows 20 in the
@@ -300,39 +301,39 @@ func browserMoreChanges(t *testing.T, b *browser) {
 	x["steps"] = steps
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
 	const shown = `document.querySelectorAll('[data-testid="change"]').length`
-	if n := p.count(`[data-testid="change"]`); n != firstChanges {
+	if n := p.Count(`[data-testid="change"]`); n != firstChanges {
 		t.Fatalf("%d files in the page; want %d", n, firstChanges)
 	}
-	if got := p.text(`[data-testid="more-changes"]`); !strings.Contains(got, "5 more files") || !strings.Contains(got, "5 not shown") {
+	if got := p.Text(`[data-testid="more-changes"]`); !strings.Contains(got, "5 more files") || !strings.Contains(got, "5 not shown") {
 		t.Errorf("more-files control = %q; want 5 more, 5 not shown", got)
 	}
-	if n := p.count(`[data-testid="change-edit"]`); n != 0 {
+	if n := p.Count(`[data-testid="change-edit"]`); n != 0 {
 		t.Errorf("%d diffs in the page; want none until a file is opened", n)
 	}
-	p.pressEnter(`#change-3 > summary`)
-	p.waitFor("Enter on a file opens it and loads its diff", `document.querySelector('#change-3').open
+	p.PressEnter(`#change-3 > summary`)
+	p.WaitFor("Enter on a file opens it and loads its diff", `document.querySelector('#change-3').open
 		&& Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`)
-	p.pressEnter(`[data-testid="more-changes"]`)
-	p.waitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
-	p.click(`#change-25 > summary`)
-	p.waitFor("a loaded file opens with its diff", `document.querySelector('#change-25 [data-testid="change-edit-diff"]') !== null`)
+	p.PressEnter(`[data-testid="more-changes"]`)
+	p.WaitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
+	p.Click(`#change-25 > summary`)
+	p.WaitFor("a loaded file opens with its diff", `document.querySelector('#change-25 [data-testid="change-edit-diff"]') !== null`)
 	if dir := os.Getenv("SERVICE_SCREENSHOTS"); dir != "" {
 		p.eachLook(func(suffix string) {
-			p.do("scroll to the changes", chromedp.Evaluate[chromedp.Void](`document.querySelector('#change-20').scrollIntoView({block: 'center'})`))
-			p.shoot(dir, "changes"+suffix)
+			p.Do("scroll to the changes", chromedp.Evaluate[chromedp.Void](`document.querySelector('#change-20').scrollIntoView({block: 'center'})`))
+			p.Shoot(dir, "changes"+suffix)
 		})
-		p.emulate(1280, 800, "light")
+		p.Emulate(1280, 800, "light")
 	}
 
 	s.mustPush(laterPush(x, nil, arr{edit(27)}), http.StatusOK)
-	p.waitFor("the update redraws the section's first 20 files and its control", shown+` === 20
+	p.WaitFor("the update redraws the section's first 20 files and its control", shown+` === 20
 		&& document.querySelector('[data-testid="more-changes"]') !== null`)
-	p.click(`[data-testid="more-changes"]`)
-	p.waitFor("the redrawn control shows the 26 files", shown+` === 26`)
-	if got := p.text(`#change-26 [data-testid="change-path"]`); got != "/tmp/ws/f27.go" {
+	p.Click(`[data-testid="more-changes"]`)
+	p.WaitFor("the redrawn control shows the 26 files", shown+` === 26`)
+	if got := p.Text(`#change-26 [data-testid="change-path"]`); got != "/tmp/ws/f27.go" {
 		t.Errorf("the last file = %q; want /tmp/ws/f27.go", got)
 	}
 }

@@ -19,29 +19,29 @@ func TestBrowserSearch(t *testing.T) {
 	s.mustPush(sess, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
 
-	p.open("/search")
-	p.do("type a query", chromedp.SendKeys(chromedp.CSS(`[data-testid="search-input"]`), "frobnicate_widget.go\r"))
-	p.waitFor("the hits are shown", `document.querySelector('[data-testid="search-hit"]') !== null`)
-	if n := p.count(`[data-testid="search-hit"]`); n != 1 {
+	p.Open("/search")
+	p.Do("type a query", chromedp.SendKeys(chromedp.CSS(`[data-testid="search-input"]`), "frobnicate_widget.go\r"))
+	p.WaitFor("the hits are shown", `document.querySelector('[data-testid="search-hit"]') !== null`)
+	if n := p.Count(`[data-testid="search-hit"]`); n != 1 {
 		t.Fatalf("%d hits; want 1", n)
 	}
-	if got := p.text(`[data-testid="search-snippet"] mark`); got != "frobnicate_widget.go" {
+	if got := p.Text(`[data-testid="search-snippet"] mark`); got != "frobnicate_widget.go" {
 		t.Errorf("marked match = %q; want frobnicate_widget.go", got)
 	}
-	if n := p.count(`[data-testid="search-snippet"] img`); n != 0 {
+	if n := p.Count(`[data-testid="search-snippet"] img`); n != 0 {
 		t.Errorf("the snippet made %d img elements of agent text; want it as text", n)
 	}
-	if d := p.seenDialogs(); len(d) != 0 {
+	if d := p.SeenDialogs(); len(d) != 0 {
 		t.Errorf("dialogs opened: %v; want none", d)
 	}
-	p.click(`[data-testid="search-hit-link"]`)
-	p.waitFor("step 75 is open and scrolled to", `location.pathname === '/session' && location.hash === '#step-75'
+	p.Click(`[data-testid="search-hit-link"]`)
+	p.WaitFor("step 75 is open and scrolled to", `location.pathname === '/session' && location.hash === '#step-75'
 		&& document.querySelector('#step-75') !== null && document.querySelector('#step-75').open && `+inView("#step-75"))
-	p.waitFor("the match is marked in the step", `document.querySelector('#step-75 mark.hit') !== null`)
-	if got := p.texts(`#step-75 mark.hit`); len(got) == 0 || got[0] != "frobnicate_widget.go" {
+	p.WaitFor("the match is marked in the step", `document.querySelector('#step-75 mark.hit') !== null`)
+	if got := p.Texts(`#step-75 mark.hit`); len(got) == 0 || got[0] != "frobnicate_widget.go" {
 		t.Errorf("marked in the step: %q; want frobnicate_widget.go", got)
 	}
-	if n := p.count(`#step-75 img`); n != 0 {
+	if n := p.Count(`#step-75 img`); n != 0 {
 		t.Errorf("marking made %d img elements of agent text; want it as text", n)
 	}
 }

@@ -44,8 +44,8 @@ func browserSegmentSample(t *testing.T, b *browser) {
 	d, seq := importCompactedMidTurn(t, s)
 	n := strconv.FormatInt(seq, 10)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + d.ID)
-	p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+	p.Open("/session?id=" + d.ID)
+	p.WaitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
 	if got := evalJS[string](p, dividerPlaces); got != "step "+n {
 		t.Fatalf("dividers at %q; want one at step %s, the first after the compaction", got, n)
 	}
@@ -55,7 +55,7 @@ func browserSegmentSample(t *testing.T, b *browser) {
 	}
 	for _, w := range []int64{390, 1280} {
 		for _, scheme := range []string{"light", "dark"} {
-			p.emulate(w, 844, scheme)
+			p.Emulate(w, 844, scheme)
 			for _, part := range []string{div + ` strong`, div + ` .segment-label`} {
 				if c := evalJS[float64](p, contrastOf+`('`+part+`')`); c < 4.5 {
 					t.Errorf("%d px %s: %s contrast %.1f; want at least 4.5", w, scheme, part, c)
@@ -73,8 +73,8 @@ func browserSegmentSample(t *testing.T, b *browser) {
 	if got := evalJS[string](p, dividerPlaces); got != "step "+n {
 		t.Errorf("after Expand all, dividers at %q; want step %s", got, n)
 	}
-	p.open("/session?id=" + d.ID + "#step-" + n)
-	p.waitFor("the linked step opens", `document.getElementById('step-`+n+`').open`)
+	p.Open("/session?id=" + d.ID + "#step-" + n)
+	p.WaitFor("the linked step opens", `document.getElementById('step-`+n+`').open`)
 	if got := evalJS[string](p, `document.getElementById('step-`+n+`').previousElementSibling.dataset.testid`); got != "segment-divider" {
 		t.Errorf("linked step #%s follows %q; want the segment divider", n, got)
 	}
@@ -91,16 +91,16 @@ func browserSegmentRefresh(t *testing.T, b *browser) {
 	x := segmentedSession(sid, at)
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
 	const want = "step 4, turn 4"
 	if got := evalJS[string](p, dividerPlaces); got != want {
 		t.Fatalf("dividers at %q; want %s", got, want)
 	}
-	p.do("keep the old divider", chromedp.Evaluate[chromedp.Void](`window.oldDivider = document.getElementById('step-4').previousElementSibling`))
+	p.Do("keep the old divider", chromedp.Evaluate[chromedp.Void](`window.oldDivider = document.getElementById('step-4').previousElementSibling`))
 	step4 := withFields(x["steps"].(arr)[3].(obj), "payload", obj{"command": "make", "stdout": "all passed"})
 	s.mustPush(laterPush(x, nil, arr{step4}), http.StatusOK)
-	p.waitFor("the change to step 4 shows", `document.querySelector('#step-4 [data-testid="block-stdout"] pre')?.textContent === 'all passed'`)
+	p.WaitFor("the change to step 4 shows", `document.querySelector('#step-4 [data-testid="block-stdout"] pre')?.textContent === 'all passed'`)
 	if evalJS[bool](p, `document.contains(window.oldDivider)`) {
 		t.Fatal("the old divider is still in the page; want its turn redrawn")
 	}
@@ -117,9 +117,9 @@ func shootSegments(t *testing.T, p *tab, sid string) {
 		return
 	}
 	p.eachLook(func(suffix string) {
-		p.open("/session?id=" + sid)
-		p.waitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
-		p.do("scroll to the divider", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="segment-divider"]').scrollIntoView({block: 'center'})`))
-		p.shoot(dir, "segments"+suffix)
+		p.Open("/session?id=" + sid)
+		p.WaitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
+		p.Do("scroll to the divider", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="segment-divider"]').scrollIntoView({block: 'center'})`))
+		p.Shoot(dir, "segments"+suffix)
 	})
 }

@@ -104,39 +104,39 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 	s := newTestService(t)
 	d := importSubagentSample(t, s)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + d.ID + "&turns=all")
+	p.Open("/session?id=" + d.ID + "&turns=all")
 
 	files, _ := filepath.Glob(filepath.Join(subagentSample, d.ID, "subagents", "agent-*.jsonl"))
 	if len(files) != 2 {
 		t.Fatalf("sample has %d subagent files; want 2", len(files))
 	}
-	if n := p.count(`details.subagent[data-actor-type="subagent"]`); n != len(files) {
+	if n := p.Count(`details.subagent[data-actor-type="subagent"]`); n != len(files) {
 		t.Fatalf("%d subagent blocks; want %d, one per subagent file", n, len(files))
 	}
-	if n := p.count(`details.subagent[open]`); n != 0 {
+	if n := p.Count(`details.subagent[open]`); n != 0 {
 		t.Errorf("%d subagent blocks open on arrival; want none", n)
 	}
 	for _, f := range files {
 		id := strings.TrimSuffix(filepath.Base(f), ".jsonl") // the actor id is the file's name
 		want := countSubagentFile(t, f)
 		block := `details.subagent[data-actor-id="` + id + `"]`
-		if n := p.count(block); n != 1 {
+		if n := p.Count(block); n != 1 {
 			t.Fatalf("%d blocks for subagent %s; want 1", n, id)
 		}
-		if got := p.count(block + ` > details.step[data-actor-type="subagent"][data-actor-id="` + id + `"]`); got != want.steps {
+		if got := p.Count(block + ` > details.step[data-actor-type="subagent"][data-actor-id="` + id + `"]`); got != want.steps {
 			t.Errorf("subagent %s block holds %d steps; its file has %d", id, got, want.steps)
 		}
-		if got, w := p.text(block+` [data-testid="subagent-steps"]`), fmt.Sprintf("%d steps", want.steps); got != w {
+		if got, w := p.Text(block+` [data-testid="subagent-steps"]`), fmt.Sprintf("%d steps", want.steps); got != w {
 			t.Errorf("subagent %s block says %q; want %q", id, got, w)
 		}
 		if want.failed > 0 {
-			if got, w := p.text(block+` [data-testid="subagent-failed"]`), fmt.Sprintf("%d failed", want.failed); got != w {
+			if got, w := p.Text(block+` [data-testid="subagent-failed"]`), fmt.Sprintf("%d failed", want.failed); got != w {
 				t.Errorf("subagent %s block says %q; want %q", id, got, w)
 			}
-		} else if n := p.count(block + ` [data-testid="subagent-failed"]`); n != 0 {
+		} else if n := p.Count(block + ` [data-testid="subagent-failed"]`); n != 0 {
 			t.Errorf("subagent %s block shows failures; its file has none", id)
 		}
-		label := p.text(block + ` [data-testid="subagent-label"]`)
+		label := p.Text(block + ` [data-testid="subagent-label"]`)
 		if strings.HasPrefix(id, "agent-acompact") {
 			if label != "compaction summariser" {
 				t.Errorf("compaction subagent labelled %q; want %q", label, "compaction summariser")
@@ -160,12 +160,12 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 		if task == 0 || prev != fmt.Sprint(task) {
 			t.Errorf("subagent %s block follows step %q; want the Task call %d", id, prev, task)
 		}
-		if got := p.text(block + ` [data-testid="subagent-task"]`); got == "" || !strings.Contains(taskRaw, `"description":"`+got+`"`) {
+		if got := p.Text(block + ` [data-testid="subagent-task"]`); got == "" || !strings.Contains(taskRaw, `"description":"`+got+`"`) {
 			t.Errorf("subagent %s block describes its task as %q; want the Task call's description", id, got)
 		}
 	}
 	// The main agent's steps stay at the top level.
-	if n := p.count(`details.subagent details.step[data-actor-type="root"]`); n != 0 {
+	if n := p.Count(`details.subagent details.step[data-actor-type="root"]`); n != 0 {
 		t.Errorf("%d main-agent steps inside subagent blocks; want none", n)
 	}
 	root := 0
@@ -174,11 +174,11 @@ func browserSubagentBlocks(t *testing.T, b *browser) {
 			root++
 		}
 	}
-	if n := p.count(`section.turn > details.step[data-actor-type="root"]`); n != root {
+	if n := p.Count(`section.turn > details.step[data-actor-type="root"]`); n != root {
 		t.Errorf("%d main-agent steps at the top level; want %d", n, root)
 	}
-	p.click("#expand-all")
-	p.waitFor("Expand all opens the blocks", `document.querySelectorAll('details.subagent:not([open])').length === 0`)
+	p.Click("#expand-all")
+	p.WaitFor("Expand all opens the blocks", `document.querySelectorAll('details.subagent:not([open])').length === 0`)
 }
 
 // browserActorFilter: the filter shows the main agent only, or one actor.
@@ -186,11 +186,11 @@ func browserActorFilter(t *testing.T, b *browser) {
 	s := newTestService(t)
 	d := importSubagentSample(t, s)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + d.ID + "&turns=all")
+	p.Open("/session?id=" + d.ID + "&turns=all")
 	visible := func(sel string) int {
 		return evalJS[int](p, `Array.from(document.querySelectorAll('`+sel+`')).filter(e => e.offsetParent !== null || e.getClientRects().length > 0).length`)
 	}
-	all := p.count(`details.step`)
+	all := p.Count(`details.step`)
 	setFilter := func(v string) {
 		evalJS[bool](p, `(s => { s.value = '`+v+`'; s.dispatchEvent(new Event('change', { bubbles: true })); return true; })(document.querySelector('#actor-filter'))`)
 	}
@@ -198,7 +198,7 @@ func browserActorFilter(t *testing.T, b *browser) {
 	if n := visible(`details.subagent`); n != 0 {
 		t.Errorf("main agent only: %d subagent blocks visible; want 0", n)
 	}
-	if got, want := visible(`details.step`), p.count(`section.turn > details.step[data-actor-type="root"]`); got != want {
+	if got, want := visible(`details.step`), p.Count(`section.turn > details.step[data-actor-type="root"]`); got != want {
 		t.Errorf("main agent only: %d steps visible; want %d", got, want)
 	}
 	setFilter("agent-a881341")
@@ -215,7 +215,7 @@ func browserActorFilter(t *testing.T, b *browser) {
 		t.Errorf("one actor: %d other steps visible; want 0", got)
 	}
 	setFilter("")
-	p.click("#expand-all")
+	p.Click("#expand-all")
 	if got := visible(`details.step`); got != all {
 		t.Errorf("every actor: %d steps visible; want %d", got, all)
 	}
@@ -236,10 +236,10 @@ func browserSubagentStepLink(t *testing.T, b *browser) {
 	}
 	p := b.newTab(t, serveBrowser(t, s))
 	step := fmt.Sprintf("#step-%d", seq)
-	p.open("/session?id=" + d.ID + step)
-	p.waitFor("the linked step's block and step are open", `document.querySelector('`+step+`').open
+	p.Open("/session?id=" + d.ID + step)
+	p.WaitFor("the linked step's block and step are open", `document.querySelector('`+step+`').open
 		&& document.querySelector('`+step+`').closest('details.subagent').open`)
-	if n := p.count(`details.subagent[open]`); n != 1 {
+	if n := p.Count(`details.subagent[open]`); n != 1 {
 		t.Errorf("%d blocks open; want only the linked step's", n)
 	}
 }
@@ -261,15 +261,15 @@ func browserSubagentSurvivesUpdate(t *testing.T, b *browser) {
 	}
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
-	if got := p.text(`details.subagent[data-actor-id="helper"] [data-testid="subagent-label"]`); got != "Explore" {
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	if got := p.Text(`details.subagent[data-actor-id="helper"] [data-testid="subagent-label"]`); got != "Explore" {
 		t.Errorf("block labelled %q; want Explore", got)
 	}
-	p.click(`details.subagent[data-actor-id="helper"] > summary`)
-	p.waitFor("the block opens", `document.querySelector('details.subagent').open`)
+	p.Click(`details.subagent[data-actor-id="helper"] > summary`)
+	p.WaitFor("the block opens", `document.querySelector('details.subagent').open`)
 	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 4, 1, at.Add(2*time.Second), "command", obj{"command": "make", "stdout": "all passed"})}), http.StatusOK)
-	p.waitFor("the change to step 4 shows", `document.querySelector('#step-4 [data-testid="block-stdout"] pre').textContent === 'all passed'`)
+	p.WaitFor("the change to step 4 shows", `document.querySelector('#step-4 [data-testid="block-stdout"] pre').textContent === 'all passed'`)
 	if !evalJS[bool](p, `document.querySelector('details.subagent[data-actor-id="helper"]').open`) {
 		t.Fatal("the subagent block closed when its turn was redrawn; want it to stay open")
 	}

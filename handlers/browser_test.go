@@ -18,6 +18,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/store"
 )
 
@@ -74,7 +75,7 @@ type listRow struct {
 }
 
 func (p *tab) listRows() []listRow {
-	p.t.Helper()
+	p.T.Helper()
 	return evalJS[[]listRow](p, `Array.from(document.querySelectorAll('[data-testid="session-row"]'), r => {
 		const q = id => { const e = r.querySelector('[data-testid="' + id + '"]'); return e ? e.textContent.replace(/\s+/g, ' ').trim() : '' };
 		return { id: r.dataset.sessionId, badge: q('agent-badge'), version: q('agent-version'), title: q('title'),
@@ -126,7 +127,7 @@ func browserList(t *testing.T, b *browser) {
 		s.mustPush(x, http.StatusCreated)
 	}
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/")
+	p.Open("/")
 
 	rows := p.listRows()
 	var ids []string
@@ -176,17 +177,17 @@ func browserList(t *testing.T, b *browser) {
 	if !strings.HasPrefix(rows[0].Flags, "1 ") || rows[2].Flags != "" {
 		t.Errorf("flag counts = %q and %q; want 1 and none", rows[0].Flags, rows[2].Flags)
 	}
-	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "3 sessions") || !strings.Contains(total, "$1.75") {
+	if total := p.Text(`[data-testid="total"]`); !strings.Contains(total, "3 sessions") || !strings.Contains(total, "$1.75") {
 		t.Errorf("total = %q; want 3 sessions and the combined cost $1.75", total)
 	}
 
-	chips := p.texts(`[data-testid="agent-chip"]`)
+	chips := p.Texts(`[data-testid="agent-chip"]`)
 	if len(chips) != 2 || chips[0] != "cline 1" || chips[1] != "testagent 2" {
 		t.Errorf("agent chips = %q; want cline 1 and testagent 2", chips)
 	}
-	p.click(`[data-testid="agent-chip"][href="/?agent=testagent"]`)
-	p.waitFor("the chip filters the list", `location.search === '?agent=testagent' && document.querySelectorAll('[data-testid="session-row"]').length === 2`)
-	if active := p.text(`[data-testid="agent-chips"] .chip.active`); active != "testagent 2" {
+	p.Click(`[data-testid="agent-chip"][href="/?agent=testagent"]`)
+	p.WaitFor("the chip filters the list", `location.search === '?agent=testagent' && document.querySelectorAll('[data-testid="session-row"]').length === 2`)
+	if active := p.Text(`[data-testid="agent-chips"] .chip.active`); active != "testagent 2" {
 		t.Errorf("active chip = %q; want testagent 2", active)
 	}
 	for _, r := range p.listRows() {
@@ -194,7 +195,7 @@ func browserList(t *testing.T, b *browser) {
 			t.Errorf("/?agent=testagent shows a %s row", r.Badge)
 		}
 	}
-	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") || !strings.Contains(total, "$1.75") {
+	if total := p.Text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") || !strings.Contains(total, "$1.75") {
 		t.Errorf("filtered total = %q; want 2 sessions, $1.75", total)
 	}
 }
@@ -207,8 +208,8 @@ func browserListLive(t *testing.T, b *browser) {
 	older, _, _ := listFixture(now)
 	s.mustPush(older, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/")
-	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.Open("/")
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
 	evalJS[bool](p, `window.sameDocument = true`)
 
 	fresh := sessionBatch("dddd4444-fresh", "cline", "3.2.0", now.Add(-time.Minute), "/srv/delta", nil)
@@ -216,13 +217,13 @@ func browserListLive(t *testing.T, b *browser) {
 	at := now.Add(-49 * time.Hour)
 	s.mustPush(laterPush(older, nil, arr{stepRec("aaaa1111-older", 4, 1, at, "read", obj{"path": "/home/dev/alpha-repo/x.go"})}), http.StatusOK)
 
-	p.waitFor("the new session and the changed one show", `document.querySelectorAll('[data-testid="session-row"]').length === 2
+	p.WaitFor("the new session and the changed one show", `document.querySelectorAll('[data-testid="session-row"]').length === 2
 		&& document.querySelector('[data-testid="session-row"]').dataset.sessionId === 'dddd4444-fresh'
 		&& document.querySelector('[data-session-id="aaaa1111-older"] [data-testid="counts"]').textContent.includes('1 read')`)
 	if !evalJS[bool](p, `window.sameDocument === true`) {
 		t.Error("the list reloaded; want it updated in place")
 	}
-	if total := p.text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") {
+	if total := p.Text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") {
 		t.Errorf("total after the push = %q; want 2 sessions", total)
 	}
 }
@@ -261,13 +262,13 @@ func browserSessionView(t *testing.T, b *browser) {
 	s := newTestService(t)
 	s.mustPush(richSession(), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=rich-session-0001")
+	p.Open("/session?id=rich-session-0001")
 
-	if title := p.text(`[data-testid="session-title"]`); title != "Fix the failing test" {
+	if title := p.Text(`[data-testid="session-title"]`); title != "Fix the failing test" {
 		t.Errorf("title = %q; want the first line of the first prompt", title)
 	}
 	host, _ := os.Hostname()
-	summary := p.fields(`[data-testid="summary"]`)
+	summary := p.Fields(`[data-testid="summary"]`)
 	for label, want := range map[string]string{
 		"Cost": "$1.50", "API requests": "7", "Tokens in / out": "1,200 / 340", "Steps": "9", "Turns": "2",
 		"Failed": "1", "Reference-only": "1", "Workspace": "/home/dev/project-x (github.com/dev/project-x)",
@@ -282,19 +283,19 @@ func browserSessionView(t *testing.T, b *browser) {
 	if got, want := summary["Time"], "2026-01-02 10:00 – open · 2 min 4 s · 2 segments · last activity "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " days ago") {
 		t.Errorf("summary Time = %q; want %q and some days ago", got, want)
 	}
-	if got := p.text(`[data-testid="summary-cost"]`); got != "$1.50" {
+	if got := p.Text(`[data-testid="summary-cost"]`); got != "$1.50" {
 		t.Errorf("summary-cost = %q; want $1.50", got)
 	}
 
-	files := p.rows(`[data-testid="files"] tr`)
+	files := p.Rows(`[data-testid="files"] tr`)
 	if want := []string{"File | Created | Edited | Read | Failed", "/home/dev/project-x/parser.go | 0 | 1 | 1 | 0"}; strings.Join(files, "\n") != strings.Join(want, "\n") {
 		t.Errorf("files touched = %q; want %q", files, want)
 	}
-	cmds := p.rows(`[data-testid="commands"] tr`)
+	cmds := p.Rows(`[data-testid="commands"] tr`)
 	if want := []string{"Command | Runs | Failed | Exit codes", "go test ./... | 2 | 1 | 0, 1", "(command not recorded) output not inline | 1 | 0 | "}; strings.Join(cmds, "\n") != strings.Join(want, "\n") {
 		t.Errorf("commands run = %q; want %q", cmds, want)
 	}
-	if n := p.count(`[data-testid="commands"] [data-testid="not-inline"]`); n != 1 {
+	if n := p.Count(`[data-testid="commands"] [data-testid="not-inline"]`); n != 1 {
 		t.Errorf("%d output not inline tags; want 1 (the reference-only command)", n)
 	}
 
@@ -343,9 +344,9 @@ func browserOpenStep(t *testing.T, b *browser) {
 	s := newTestService(t)
 	s.mustPush(richSession(), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=rich-session-0001")
+	p.Open("/session?id=rich-session-0001")
 
-	if n := p.count(`details.step[open]`); n != 0 {
+	if n := p.Count(`details.step[open]`); n != 0 {
 		t.Fatalf("%d steps open on arrival; want none", n)
 	}
 	for _, c := range []struct {
@@ -369,13 +370,13 @@ func browserOpenStep(t *testing.T, b *browser) {
 		how := "click"
 		if c.keyboard {
 			how = "Enter"
-			p.pressEnter(step + " > summary")
+			p.PressEnter(step + " > summary")
 		} else {
-			p.click(step + " > summary")
+			p.Click(step + " > summary")
 		}
-		p.waitFor(fmt.Sprintf("step %d opens by %s", c.seq, how), `document.querySelector('`+step+`').open
+		p.WaitFor(fmt.Sprintf("step %d opens by %s", c.seq, how), `document.querySelector('`+step+`').open
 			&& document.querySelector('`+step+` [data-testid="step-detail"]').checkVisibility()`)
-		got := p.fields(step + ` [data-testid="step-detail"]`)
+		got := p.Fields(step + ` [data-testid="step-detail"]`)
 		if fmt.Sprint(got) != fmt.Sprint(c.fields) {
 			t.Errorf("step %d (opened by %s) shows %v; want %v", c.seq, how, got, c.fields)
 		}
@@ -416,8 +417,8 @@ func browserOpenStep(t *testing.T, b *browser) {
 	}
 
 	// Enter closes a step again, as a click does.
-	p.pressEnter("#step-8 > summary")
-	p.waitFor("Enter closes step 8", `!document.querySelector('#step-8').open`)
+	p.PressEnter("#step-8 > summary")
+	p.WaitFor("Enter closes step 8", `!document.querySelector('#step-8').open`)
 }
 
 // reddish and greenish read a computed rgb() color.
@@ -447,28 +448,28 @@ func browserStepLink(t *testing.T, b *browser) {
 	s.mustPush(manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
 
-	p.open("/session?id=long-session#step-75")
-	p.waitFor("step 75 is open and scrolled to", `document.querySelector('#step-75').open && window.scrollY > 0 && `+inView("#step-75"))
-	if n := p.count(`[data-testid="turn"]`); n != 30 {
+	p.Open("/session?id=long-session#step-75")
+	p.WaitFor("step 75 is open and scrolled to", `document.querySelector('#step-75').open && window.scrollY > 0 && `+inView("#step-75"))
+	if n := p.Count(`[data-testid="turn"]`); n != 30 {
 		t.Errorf("%d turns shown for a link to a shown step; want 30", n)
 	}
-	if n := p.count(`details.step[open]`); n != 1 {
+	if n := p.Count(`details.step[open]`); n != 1 {
 		t.Errorf("%d steps open; want only the linked one", n)
 	}
-	p.waitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
+	p.WaitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
 
 	// Step 5 is in turn 5, older than the 30 shown: the page reloads with
 	// every turn. The hash changes after the evaluation returns, as the
 	// reload it starts would lose the evaluation's answer.
 	evalJS[bool](p, `setTimeout(() => { location.hash = '#step-5' }), true`)
-	p.waitFor("the page reloads with every turn and opens step 5", `new URLSearchParams(location.search).get('turns') === 'all'
+	p.WaitFor("the page reloads with every turn and opens step 5", `new URLSearchParams(location.search).get('turns') === 'all'
 		&& location.hash === '#step-5' && document.querySelector('#step-5') !== null && document.querySelector('#step-5').open`)
-	p.waitFor("step 5 is scrolled to", inView("#step-5"))
-	p.waitFor("step 5 has the focus", `document.activeElement === document.querySelector('#step-5 > summary')`)
-	if n := p.count(`[data-testid="turn"]`); n != 90 {
+	p.WaitFor("step 5 is scrolled to", inView("#step-5"))
+	p.WaitFor("step 5 has the focus", `document.activeElement === document.querySelector('#step-5 > summary')`)
+	if n := p.Count(`[data-testid="turn"]`); n != 90 {
 		t.Errorf("%d turns shown after a link to an older step; want all 90", n)
 	}
-	if n := p.count(`[data-testid="earlier-turns"]`); n != 0 {
+	if n := p.Count(`[data-testid="earlier-turns"]`); n != 0 {
 		t.Errorf("the earlier-turns control shows with every turn shown")
 	}
 }
@@ -479,15 +480,15 @@ func browserExpandCollapse(t *testing.T, b *browser) {
 	s := newTestService(t)
 	s.mustPush(richSession(), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=rich-session-0001")
+	p.Open("/session?id=rich-session-0001")
 
-	p.click(`[data-testid="expand-all"]`)
-	p.waitFor("Expand all opens the 9 steps", `document.querySelectorAll('details.step[open]').length === 9`)
-	p.click(`[data-testid="collapse-all"]`)
-	p.waitFor("Collapse all closes every step", `document.querySelectorAll('details.step[open]').length === 0`)
-	p.click("#step-6 > summary")
-	p.click(`[data-testid="expand-all"]`)
-	p.waitFor("Expand all opens the rest", `document.querySelectorAll('details.step[open]').length === 9`)
+	p.Click(`[data-testid="expand-all"]`)
+	p.WaitFor("Expand all opens the 9 steps", `document.querySelectorAll('details.step[open]').length === 9`)
+	p.Click(`[data-testid="collapse-all"]`)
+	p.WaitFor("Collapse all closes every step", `document.querySelectorAll('details.step[open]').length === 0`)
+	p.Click("#step-6 > summary")
+	p.Click(`[data-testid="expand-all"]`)
+	p.WaitFor("Expand all opens the rest", `document.querySelectorAll('details.step[open]').length === 9`)
 }
 
 // browserOpenStepSurvivesUpdate: a change to another step of the same turn
@@ -507,22 +508,22 @@ func browserOpenStepSurvivesUpdate(t *testing.T, b *browser) {
 	}
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
 
-	p.click("#step-2 > summary")
-	p.waitFor("step 2 shows its whole output", `document.querySelector('#step-2').open
+	p.Click("#step-2 > summary")
+	p.WaitFor("step 2 shows its whole output", `document.querySelector('#step-2').open
 		&& document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000`)
 
 	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 3, 1, at, "command", obj{"command": "make test", "stdout": "all passed"})}), http.StatusOK)
-	p.waitFor("the change to step 3 shows", `document.querySelector('#step-3 [data-testid="block-stdout"] pre').textContent === 'all passed'`)
+	p.WaitFor("the change to step 3 shows", `document.querySelector('#step-3 [data-testid="block-stdout"] pre').textContent === 'all passed'`)
 	if !evalJS[bool](p, `document.querySelector('#step-2').open`) {
 		t.Fatal("step 2 closed when its turn was redrawn; want it to stay open")
 	}
-	if n := p.count(`[data-testid="turn"]`); n != 1 {
+	if n := p.Count(`[data-testid="turn"]`); n != 1 {
 		t.Errorf("%d turns after the update; want 1", n)
 	}
-	p.waitFor("step 2 still shows its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000`)
+	p.WaitFor("step 2 still shows its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000`)
 }
 
 // browserLongOutput: output over 100,000 characters is cut at 100,000 with a
@@ -536,20 +537,20 @@ func browserLongOutput(t *testing.T, b *browser) {
 	x["steps"] = arr{stepRec(sid, 1, 1, at, "command", obj{"command": "cat big.log", "stdout": countable(150_000)})}
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
+	p.Open("/session?id=" + sid)
 
 	const pre = `document.querySelector('#step-1 [data-testid="block-stdout"] pre').textContent`
-	p.click("#step-1 > summary")
-	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
+	p.Click("#step-1 > summary")
+	p.WaitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
 		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
-	if got := p.text(`#step-1 [data-testid="cut"]`); !strings.Contains(got, "50,000 more characters") {
+	if got := p.Text(`#step-1 [data-testid="cut"]`); !strings.Contains(got, "50,000 more characters") {
 		t.Errorf("cut note = %q; want 50,000 more characters", got)
 	}
 	if got := evalJS[string](p, pre); got != countable(100_000) {
 		t.Errorf("the first 100,000 characters shown are not the output's start")
 	}
-	p.click(`#step-1 [data-testid="show-all"]`)
-	p.waitFor("Show all shows every character", pre+`.length === 150000 && document.querySelector('#step-1 [data-testid="show-all"]') === null`)
+	p.Click(`#step-1 [data-testid="show-all"]`)
+	p.WaitFor("Show all shows every character", pre+`.length === 150000 && document.querySelector('#step-1 [data-testid="show-all"]') === null`)
 	if got := evalJS[string](p, pre); got != countable(150_000) {
 		t.Errorf("the whole output shown differs from the recorded one")
 	}
@@ -573,23 +574,23 @@ func browserLongRaw(t *testing.T, b *browser) {
 	}
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
+	p.Open("/session?id=" + sid)
 
 	const pre = `document.querySelector('#step-1 [data-testid="block-Recorded"] pre').textContent`
 	if n := evalJS[int](p, pre+`.length`); n != 2048 {
 		t.Errorf("the page carries %d characters of raw; want 2048", n)
 	}
-	p.click("#step-1 > summary")
-	p.waitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
+	p.Click("#step-1 > summary")
+	p.WaitFor("opening shows 100,000 characters and Show all", pre+`.length === 100000
 		&& document.querySelector('#step-1 [data-testid="show-all"]') !== null`)
-	p.click(`#step-1 [data-testid="show-all"]`)
+	p.Click(`#step-1 [data-testid="show-all"]`)
 	whole := len(`{
   "k": ""
 }`) + 150_000
-	p.waitFor("Show all shows all of raw", fmt.Sprintf(`%s.length === %d && document.querySelector('#step-1 [data-testid="show-all"]') === null`, pre, whole))
+	p.WaitFor("Show all shows all of raw", fmt.Sprintf(`%s.length === %d && document.querySelector('#step-1 [data-testid="show-all"]') === null`, pre, whole))
 
-	p.click("#step-2 > summary")
-	p.waitFor("the deep value opens whole", `document.querySelector('#step-2 [data-testid="show-all"]') === null`)
+	p.Click("#step-2 > summary")
+	p.WaitFor("the deep value opens whole", `document.querySelector('#step-2 [data-testid="show-all"]') === null`)
 	if n := evalJS[int](p, `document.querySelector('#step-2 [data-testid="block-Recorded"] pre').textContent.length`); n > 2*(len(deepArrays(9980))+10) {
 		t.Errorf("the deep raw value shows as %d characters; want about its %d", n, len(deepArrays(9980)))
 	}
@@ -637,16 +638,16 @@ func browserFirstDeliveryHead(t *testing.T, b *browser) {
 	}
 
 	p := b.newTab(t, base)
-	p.open("/session?id=" + sid)
-	p.click("#step-2 > summary")
-	p.waitFor("opening step 2 loads all of stdout and stderr", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000
+	p.Open("/session?id=" + sid)
+	p.Click("#step-2 > summary")
+	p.WaitFor("opening step 2 loads all of stdout and stderr", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === 5000
 		&& document.querySelector('#step-2 [data-testid="block-stderr"] pre').textContent.length === 3000`)
 	if got := evalJS[string](p, `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent`); got != out {
 		t.Error("step 2's loaded stdout differs from the recorded one")
 	}
-	p.pressEnter("#step-1 > summary")
-	p.waitFor("opening step 1 loads all of its text", `document.querySelector('#step-1 [data-testid="block-Text"] .md p').textContent.length === 4000`)
-	if n := p.count(`[data-testid="cut"]`); n != 0 {
+	p.PressEnter("#step-1 > summary")
+	p.WaitFor("opening step 1 loads all of its text", `document.querySelector('#step-1 [data-testid="block-Text"] .md p').textContent.length === 4000`)
+	if n := p.Count(`[data-testid="cut"]`); n != 0 {
 		t.Errorf("%d cut notes after loading the steps; want none", n)
 	}
 }
@@ -657,7 +658,7 @@ func browserEarlierTurns(t *testing.T, b *browser) {
 	s := newTestService(t)
 	s.mustPush(manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=long-session")
+	p.Open("/session?id=long-session")
 
 	numbers := func() []string {
 		return evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`)
@@ -674,23 +675,23 @@ func browserEarlierTurns(t *testing.T, b *browser) {
 	if n := len(numbers()); n != 30 {
 		t.Fatalf("%d turns shown; want the 30 most recent", n)
 	}
-	if got := p.text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "50 earlier") || !strings.Contains(got, "60 not shown") {
+	if got := p.Text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "50 earlier") || !strings.Contains(got, "60 not shown") {
 		t.Errorf("earlier-turns control = %q; want 50 earlier, 60 not shown", got)
 	}
-	p.click(`[data-testid="earlier-turns"]`)
-	p.waitFor("50 earlier turns show", `document.querySelectorAll('[data-testid="turn"]').length === 80`)
+	p.Click(`[data-testid="earlier-turns"]`)
+	p.WaitFor("50 earlier turns show", `document.querySelectorAll('[data-testid="turn"]').length === 80`)
 	inOrder(numbers(), 11)
-	if got := p.text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "10 earlier") {
+	if got := p.Text(`[data-testid="earlier-turns"]`); !strings.Contains(got, "10 earlier") {
 		t.Errorf("earlier-turns control = %q; want 10 earlier", got)
 	}
-	p.click(`[data-testid="earlier-turns"]`)
-	p.waitFor("the last 10 turns show and the control goes", `document.querySelectorAll('[data-testid="turn"]').length === 90
+	p.Click(`[data-testid="earlier-turns"]`)
+	p.WaitFor("the last 10 turns show and the control goes", `document.querySelectorAll('[data-testid="turn"]').length === 90
 		&& document.querySelector('[data-testid="earlier-turns"]') === null`)
 	inOrder(numbers(), 1)
 
 	// Steps of an earlier turn open like the others.
-	p.click("#step-3 > summary")
-	p.waitFor("a step of an earlier turn opens", `document.querySelector('#step-3').open && document.querySelector('#step-3 [data-testid="step-detail"]').checkVisibility()`)
+	p.Click("#step-3 > summary")
+	p.WaitFor("a step of an earlier turn opens", `document.querySelector('#step-3').open && document.querySelector('#step-3 [data-testid="step-detail"]').checkVisibility()`)
 }
 
 // browserSessionLive: a new step in the last turn and a new turn show
@@ -710,10 +711,10 @@ func browserSessionLive(t *testing.T, b *browser) {
 	x["turns"], x["steps"] = turns, steps
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.open("/session?id=" + sid)
-	p.waitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.Open("/session?id=" + sid)
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
 	// The refresh on connecting is done: the change below gets one of its own.
-	p.waitFor("the refresh on ready", `performance.getEntriesByType('resource').some(e => new URL(e.name).pathname === '/session/updates')`)
+	p.WaitFor("the refresh on ready", `performance.getEntriesByType('resource').some(e => new URL(e.name).pathname === '/session/updates')`)
 	evalJS[bool](p, `window.sameDocument = true;
 		document.querySelectorAll('[data-testid="turn"]').forEach(t => { t.keptNode = true }); true`)
 
@@ -721,7 +722,7 @@ func browserSessionLive(t *testing.T, b *browser) {
 		stepRec(sid, 7, 3, at, "read", obj{"path": "/tmp/ws/new.go"}),
 		stepRec(sid, 8, 4, at.Add(time.Minute), "message", userPrompt("prompt 4")),
 	}), http.StatusOK)
-	p.waitFor("the new step and the new turn show", `document.querySelector('[data-testid="turn"][data-number="3"] #step-7') !== null
+	p.WaitFor("the new step and the new turn show", `document.querySelector('[data-testid="turn"][data-number="3"] #step-7') !== null
 		&& document.querySelector('[data-testid="turn"][data-number="4"] #step-8') !== null`)
 
 	if !evalJS[bool](p, `window.sameDocument === true`) {
@@ -747,13 +748,13 @@ func browserSessionLive(t *testing.T, b *browser) {
 	if fmt.Sprint(kept) != "[true true false false]" {
 		t.Errorf("turns kept (not redrawn) = %v; want turns 1 and 2 kept, 3 and 4 drawn", kept)
 	}
-	if got := p.fields(`[data-testid="summary"]`); got["Steps"] != "8" || got["Turns"] != "4" {
+	if got := p.Fields(`[data-testid="summary"]`); got["Steps"] != "8" || got["Turns"] != "4" {
 		t.Errorf("summary after the update shows %s steps, %s turns; want 8 and 4", got["Steps"], got["Turns"])
 	}
-	if got := p.text(`[data-testid="turn"][data-number="4"] [data-testid="turn-mode"]`); got != "act" {
+	if got := p.Text(`[data-testid="turn"][data-number="4"] [data-testid="turn-mode"]`); got != "act" {
 		t.Errorf("new turn's mode = %q; want act", got)
 	}
-	if got := p.texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[/tmp/ws/new.go]" {
+	if got := p.Texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[/tmp/ws/new.go]" {
 		t.Errorf("files touched after the update = %v; want the new read", got)
 	}
 }
@@ -771,9 +772,9 @@ func browserLivePill(t *testing.T, b *browser) {
 	s.mustPush(x, http.StatusCreated)
 	srv := newRestartableServer(t, s.store)
 	p := b.newTab(t, srv.URL())
-	p.open("/session?id=" + sid)
+	p.Open("/session?id=" + sid)
 	const pill = `document.querySelector('[data-testid="live-pill"]').textContent`
-	p.waitFor("the pill says live", pill+` === 'live'`)
+	p.WaitFor("the pill says live", pill+` === 'live'`)
 	if class := evalJS[string](p, `document.querySelector('[data-testid="live-pill"]').className`); class != "pill live" {
 		t.Errorf("live pill class = %q; want pill live", class)
 	}
@@ -782,16 +783,16 @@ func browserLivePill(t *testing.T, b *browser) {
 		true`)
 
 	srv.stop()
-	p.waitForWithin(8*time.Second, "the pill says server offline", pill+` === 'server offline'`)
-	if title := p.text(`[data-testid="session-title"]`); title != "Start" || p.count(`[data-testid="step"]`) != 1 {
-		t.Errorf("while offline the page shows %q and %d steps; want its content kept", title, p.count(`[data-testid="step"]`))
+	p.WaitForWithin(8*time.Second, "the pill says server offline", pill+` === 'server offline'`)
+	if title := p.Text(`[data-testid="session-title"]`); title != "Start" || p.Count(`[data-testid="step"]`) != 1 {
+		t.Errorf("while offline the page shows %q and %d steps; want its content kept", title, p.Count(`[data-testid="step"]`))
 	}
 
 	// A change made while the server is down shows after it returns.
 	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "command", obj{"command": "make offline", "stdout": "ok"})}), http.StatusOK)
 	srv.start()
-	p.waitForWithin(10*time.Second, "the pill says live again", pill+` === 'live'`)
-	p.waitFor("the change made while offline shows", `document.querySelector('#step-2') !== null`)
+	p.WaitForWithin(10*time.Second, "the pill says live again", pill+` === 'live'`)
+	p.WaitFor("the change made while offline shows", `document.querySelector('#step-2') !== null`)
 	if !evalJS[bool](p, `window.sameDocument === true`) {
 		t.Error("the page reloaded; want it to catch up in place")
 	}
@@ -818,18 +819,18 @@ func browserManyTabs(t *testing.T, b *browser) {
 	for i := range tabs {
 		p := b.newTab(t, base)
 		if i%2 == 0 {
-			p.open("/")
+			p.Open("/")
 		} else {
-			p.open("/session?id=" + sid)
+			p.Open("/session?id=" + sid)
 		}
-		p.waitFor(fmt.Sprintf("tab %d is live", i+1), pill)
+		p.WaitFor(fmt.Sprintf("tab %d is live", i+1), pill)
 		tabs[i] = p
 	}
 	if n := s.hub.streamCount(); n != 1 {
 		t.Errorf("the server holds %d streams for ten tabs; want one", n)
 	}
 	for _, p := range tabs {
-		p.waitFor("the tab's refresh on ready", `performance.getEntriesByType('resource').some(e => ['/rows', '/session/updates'].includes(new URL(e.name).pathname))`)
+		p.WaitFor("the tab's refresh on ready", `performance.getEntriesByType('resource').some(e => ['/rows', '/session/updates'].includes(new URL(e.name).pathname))`)
 		evalJS[bool](p, `window.sameDocument = true`)
 	}
 	// pushRead pushes read step seq and waits for each of tabs to show it.
@@ -840,7 +841,7 @@ func browserManyTabs(t *testing.T, b *browser) {
 			if p == nil {
 				continue
 			}
-			p.waitFor("the tab shows push "+strconv.Itoa(seq), fmt.Sprintf(`location.pathname === '/'
+			p.WaitFor("the tab shows push "+strconv.Itoa(seq), fmt.Sprintf(`location.pathname === '/'
 				? document.querySelector('[data-session-id="tabs-session"] [data-testid="counts"]').textContent.includes('%d read')
 				: document.querySelector('#step-%d') !== null`, seq-1, seq))
 		}
@@ -855,7 +856,7 @@ func browserManyTabs(t *testing.T, b *browser) {
 	// Closing the tab that started the shared stream, and four more, leaves
 	// the others live on the same stream; closing them all ends it.
 	for i := range 5 {
-		tabs[i].close()
+		tabs[i].Close()
 		tabs[i] = nil
 	}
 	pushRead(3, tabs)
@@ -863,14 +864,14 @@ func browserManyTabs(t *testing.T, b *browser) {
 		t.Errorf("the server holds %d streams for five tabs left; want one", n)
 	}
 	for _, p := range tabs[5:] {
-		p.close()
+		p.Close()
 	}
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(browsertest.WaitTimeout)
 	for s.hub.streamCount() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server holds %d streams after every tab closed; want none", s.hub.streamCount())
 		}
-		time.Sleep(pollEvery)
+		time.Sleep(browsertest.PollEvery)
 	}
 }
 
@@ -893,13 +894,13 @@ func browserStreamsFull(t *testing.T, b *browser) {
 	}
 
 	p := b.newTab(t, srv.URL)
-	p.open("/session?id=" + sid)
+	p.Open("/session?id=" + sid)
 	const pill = `document.querySelector('[data-testid="live-pill"]').textContent`
-	p.waitForWithin(8*time.Second, "the refused tab says server offline", pill+` === 'server offline'`)
+	p.WaitForWithin(8*time.Second, "the refused tab says server offline", pill+` === 'server offline'`)
 	others[0].cancel()
-	p.waitForWithin(15*time.Second, "the tab is live once a stream is free", pill+` === 'live'`)
+	p.WaitForWithin(15*time.Second, "the tab is live once a stream is free", pill+` === 'live'`)
 	s.mustPush(laterPush(x, nil, arr{stepRec(sid, 2, 1, at, "read", obj{"path": "/tmp/ws/pushed.go"})}), http.StatusOK)
-	p.waitFor("the push shows", `document.querySelector('#step-2') !== null`)
+	p.WaitFor("the push shows", `document.querySelector('#step-2') !== null`)
 }
 
 // browserDelete: the dialog asks first with Cancel focused, Cancel keeps
@@ -912,53 +913,53 @@ func browserDelete(t *testing.T, b *browser) {
 	base := serveBrowser(t, s)
 	const sid = "rich-session-0001"
 	other := b.newTab(t, base)
-	other.open("/session?id=" + sid)
-	other.waitFor("the other tab is live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	other.Open("/session?id=" + sid)
+	other.WaitFor("the other tab is live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
 
 	p := b.newTab(t, base)
-	p.open("/session?id=" + sid)
-	p.click(`[data-testid="delete-button"]`)
-	p.waitFor("the dialog opens with Cancel focused", `document.querySelector('[data-testid="delete-dialog"]').open
+	p.Open("/session?id=" + sid)
+	p.Click(`[data-testid="delete-button"]`)
+	p.WaitFor("the dialog opens with Cancel focused", `document.querySelector('[data-testid="delete-dialog"]').open
 		&& document.activeElement === document.querySelector('[data-testid="delete-cancel"]')`)
-	if got := p.text(`[data-testid="delete-dialog"]`); !strings.Contains(got, "9 steps will go") || !strings.Contains(got, "Delete 9 steps") {
+	if got := p.Text(`[data-testid="delete-dialog"]`); !strings.Contains(got, "9 steps will go") || !strings.Contains(got, "Delete 9 steps") {
 		t.Errorf("delete dialog = %q; want the 9 steps that will go", got)
 	}
 	kept := func(how string) {
 		t.Helper()
-		p.waitFor(how+" closes the dialog", `!document.querySelector('[data-testid="delete-dialog"]').open`)
+		p.WaitFor(how+" closes the dialog", `!document.querySelector('[data-testid="delete-dialog"]').open`)
 		if _, err := s.store.Detail(context.Background(), sid, store.DetailQuery{}); err != nil {
 			t.Fatalf("after %s, Detail = %v; want the session kept", how, err)
 		}
-		if p.text(`[data-testid="session-title"]`) == "" || evalJS[string](p, `location.pathname`) != "/session" {
+		if p.Text(`[data-testid="session-title"]`) == "" || evalJS[string](p, `location.pathname`) != "/session" {
 			t.Fatalf("after %s the session page is gone", how)
 		}
 	}
-	p.do("press Enter on the preselected Cancel", chromedp.KeyEvent("\r"))
+	p.Do("press Enter on the preselected Cancel", chromedp.KeyEvent("\r"))
 	kept("Enter on Cancel")
-	p.click(`[data-testid="delete-button"]`)
-	p.waitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
-	p.click(`[data-testid="delete-cancel"]`)
+	p.Click(`[data-testid="delete-button"]`)
+	p.WaitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.Click(`[data-testid="delete-cancel"]`)
 	kept("a click on Cancel")
 
-	p.click(`[data-testid="delete-button"]`)
-	p.waitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
-	p.click(`[data-testid="delete-confirm"]`)
-	p.waitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.Click(`[data-testid="delete-button"]`)
+	p.WaitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
+	p.Click(`[data-testid="delete-confirm"]`)
+	p.WaitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
 	if ids := p.listRows(); len(ids) != 1 || ids[0].ID != "kept-session" {
 		t.Errorf("list after the delete = %+v; want only kept-session", ids)
 	}
 	if _, err := s.store.Detail(context.Background(), sid, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after Delete, Detail = %v; want ErrNotFound", err)
 	}
-	other.waitFor("the other tab says the session is gone", `document.querySelector('[data-testid="gone"]').checkVisibility()`)
-	if got := other.text(`[data-testid="gone"]`); got != "This session is no longer in the service." {
+	other.WaitFor("the other tab says the session is gone", `document.querySelector('[data-testid="gone"]').checkVisibility()`)
+	if got := other.Text(`[data-testid="gone"]`); got != "This session is no longer in the service." {
 		t.Errorf("gone banner = %q", got)
 	}
-	if other.text(`[data-testid="session-title"]`) == "" {
+	if other.Text(`[data-testid="session-title"]`) == "" {
 		t.Error("the other tab dropped the session's content; want it kept under the banner")
 	}
-	other.open("/session?id=" + sid)
-	if got := other.text(`[data-testid="missing"]`); !strings.Contains(got, "not in the service") {
+	other.Open("/session?id=" + sid)
+	if got := other.Text(`[data-testid="missing"]`); !strings.Contains(got, "not in the service") {
 		t.Errorf("the deleted session's page says %q; want that it is not in the service", got)
 	}
 }
@@ -994,9 +995,9 @@ func browserExport(t *testing.T, b *browser) {
 	}
 
 	p := b.newTab(t, base)
-	p.open("/session?id=" + sid)
-	p.click(`[data-testid="export-button"]`)
-	p.waitFor("the export panel opens with its findings", `document.querySelector('[data-testid="export-dialog"]').open
+	p.Open("/session?id=" + sid)
+	p.Click(`[data-testid="export-button"]`)
+	p.WaitFor("the export panel opens with its findings", `document.querySelector('[data-testid="export-dialog"]').open
 		&& document.querySelector('[data-testid="export-findings"]') !== null`)
 	type finding struct {
 		Rule, Preview, Placeholder, Where string
@@ -1026,7 +1027,7 @@ func browserExport(t *testing.T, b *browser) {
 	if !found {
 		t.Errorf("export panel %+v names no finding in step 2's stdout", got)
 	}
-	if panel := p.text(`[data-testid="export-dialog"]`); strings.Contains(panel, key) {
+	if panel := p.Text(`[data-testid="export-dialog"]`); strings.Contains(panel, key) {
 		t.Error("the export panel shows the whole key")
 	}
 	if action := evalJS[string](p, `document.querySelector('[data-testid="export-findings"]').getAttribute('action')`); action != "/api/sessions/"+sid+"/export" {
@@ -1051,13 +1052,13 @@ func browserExportCSP(t *testing.T, b *browser) {
 	}))
 	t.Cleanup(srv.Close)
 	p := b.newTab(t, srv.URL)
-	p.do("open the exported file", chromedp.Navigate(srv.URL))
-	p.waitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
+	p.Do("open the exported file", chromedp.Navigate(srv.URL))
+	p.WaitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
 	if title := evalJS[string](p, `document.title`); title == "script ran" {
 		t.Error("a script in the exported file ran")
 	}
 	// The script was refused by the file's own policy, which says so.
-	refused := p.takeCSPViolations()
+	refused := p.TakeCSPViolations()
 	if len(refused) != 1 || !strings.Contains(refused[0], "inline script") {
 		t.Errorf("CSP violations = %q; want the one injected inline script refused", refused)
 	}
@@ -1075,15 +1076,15 @@ func browserDemo(t *testing.T, b *browser) {
 	t.Cleanup(hub.Close)
 
 	p := b.newTab(t, srv.URL)
-	p.open("/session?id=rich-session-0001")
-	p.waitFor("the demo session page shows", `document.querySelector('[data-testid="session"]') !== null`)
-	if n := p.count(`[data-testid="delete-button"], [data-testid="delete-dialog"]`); n != 0 {
+	p.Open("/session?id=rich-session-0001")
+	p.WaitFor("the demo session page shows", `document.querySelector('[data-testid="session"]') !== null`)
+	if n := p.Count(`[data-testid="delete-button"], [data-testid="delete-dialog"]`); n != 0 {
 		t.Errorf("the demo shows a delete button or dialog (%d)", n)
 	}
-	if n := p.count(`[data-testid="demo-tag"]`); n != 1 {
+	if n := p.Count(`[data-testid="demo-tag"]`); n != 1 {
 		t.Errorf("the demo shows %d demo tags; want 1", n)
 	}
-	if n := p.count(`[data-testid="export-button"]`); n != 1 {
+	if n := p.Count(`[data-testid="export-button"]`); n != 1 {
 		t.Errorf("the demo shows %d export buttons; want 1", n)
 	}
 
@@ -1127,33 +1128,33 @@ func browserScriptIsText(t *testing.T, b *browser) {
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
 
-	p.open("/")
+	p.Open("/")
 	if got := p.listRows(); len(got) != 1 || got[0].Title != evil+" please" {
 		t.Errorf("list title = %+v; want the prompt as text", got)
 	}
-	p.open("/session?id=" + sid)
-	if got := p.text(`[data-testid="session-title"]`); got != evil+" please" {
+	p.Open("/session?id=" + sid)
+	if got := p.Text(`[data-testid="session-title"]`); got != evil+" please" {
 		t.Errorf("session title = %q; want the prompt as text", got)
 	}
-	if got := p.text(`#step-1 .line`); got != "user: "+evil+" please" {
+	if got := p.Text(`#step-1 .line`); got != "user: "+evil+" please" {
 		t.Errorf("step 1 line = %q; want the prompt as text", got)
 	}
-	p.click("#step-2 > summary")
-	p.waitFor("step 2 loads its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === `+fmt.Sprint(len(out)))
+	p.Click("#step-2 > summary")
+	p.WaitFor("step 2 loads its whole output", `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent.length === `+fmt.Sprint(len(out)))
 	if got := evalJS[string](p, `document.querySelector('#step-2 [data-testid="block-stdout"] pre').textContent`); got != out {
 		t.Errorf("stdout shown = %.80q...; want it as text", got)
 	}
-	p.click(`[data-testid="expand-all"]`)
-	p.waitFor("every step opens", `document.querySelectorAll('details.step[open]').length === 3`)
-	if got := p.text(`#step-3 [data-testid="block-Recorded"] pre`); !strings.Contains(got, `\u003cscript\u003e`) && !strings.Contains(got, evil) {
+	p.Click(`[data-testid="expand-all"]`)
+	p.WaitFor("every step opens", `document.querySelectorAll('details.step[open]').length === 3`)
+	if got := p.Text(`#step-3 [data-testid="block-Recorded"] pre`); !strings.Contains(got, `\u003cscript\u003e`) && !strings.Contains(got, evil) {
 		t.Errorf("step 3 raw = %q; want the script as text", got)
 	}
-	if n := p.count(`main script, main img`); n != 0 {
+	if n := p.Count(`main script, main img`); n != 0 {
 		t.Errorf("%d script or img elements in the page content; want none", n)
 	}
 	// A dialog blocks the page; give one a moment to show.
-	p.do("settle", chromedp.Sleep(300*time.Millisecond))
-	if d := p.seenDialogs(); len(d) != 0 {
+	p.Do("settle", chromedp.Sleep(300*time.Millisecond))
+	if d := p.SeenDialogs(); len(d) != 0 {
 		t.Errorf("JavaScript dialogs opened: %q", d)
 	}
 }

@@ -6,14 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/store"
 )
 
 // shownUsageRows reads the rows of the table in the element sel as the page
 // shows them, numbers without their commas.
 func shownUsageRows(p *tab, sel string) []map[string]string {
-	p.t.Helper()
-	return evalJS[[]map[string]string](p, `Array.from(document.querySelectorAll(`+jsString(sel+` [data-testid="usage-row"]`)+`)).map(r => {
+	p.T.Helper()
+	return evalJS[[]map[string]string](p, `Array.from(document.querySelectorAll(`+browsertest.JSString(sel+` [data-testid="usage-row"]`)+`)).map(r => {
 		const o = {key: r.dataset.key};
 		for (const c of r.querySelectorAll('td[data-field]')) o[c.dataset.field] = c.textContent.trim().replaceAll(',', '');
 		return o; })`)
@@ -38,14 +39,14 @@ func TestBrowserUsagePage(t *testing.T) {
 	s := newTestService(t)
 	mustUsageFixture(t, s)
 	p := b.newTab(t, serveBrowser(t, s))
-	p.emulate(1280, 800, "light")
+	p.Emulate(1280, 800, "light")
 
-	p.open("/")
-	p.click(`[data-testid="usage-link"]`)
-	p.waitFor("the usage page opens", `location.pathname === '/usage' && document.querySelector('[data-testid="usage-page"]') !== null`)
+	p.Open("/")
+	p.Click(`[data-testid="usage-link"]`)
+	p.WaitFor("the usage page opens", `location.pathname === '/usage' && document.querySelector('[data-testid="usage-page"]') !== null`)
 
 	const period = "since=2026-03-01&until=2026-03-31"
-	p.open("/usage?" + period)
+	p.Open("/usage?" + period)
 	for _, group := range []string{"day", "model", "agent", "project", "session"} {
 		var rep UsageReport
 		if err := json.Unmarshal(s.get("/api/usage?group="+group+"&"+period).Body.Bytes(), &rep); err != nil {
@@ -74,7 +75,7 @@ func TestBrowserUsagePage(t *testing.T) {
 			}
 			want := usageRowFields(rep.Total)
 			for k, id := range tot {
-				if got := strings.ReplaceAll(p.text(`[data-testid="`+id+`"]`), ",", ""); got != want[k] {
+				if got := strings.ReplaceAll(p.Text(`[data-testid="`+id+`"]`), ",", ""); got != want[k] {
 					t.Errorf("total %s = %q; want %q as /api/usage", k, got, want[k])
 				}
 			}
@@ -99,25 +100,25 @@ func TestBrowserUsagePage(t *testing.T) {
 				t.Errorf("day segments = %v; want %v as /api/usage by model", segs, wantSegs)
 			}
 			title := evalJS[string](p, `document.querySelector('[data-testid="usage-total-cost"] [data-testid="cost-estimated"]').title`)
-			if !strings.Contains(title, rep.Pricing.AsOf) || !strings.HasPrefix(p.text(`[data-testid="usage-total-cost"] [data-testid="cost-estimated"]`), "≈ $") {
+			if !strings.Contains(title, rep.Pricing.AsOf) || !strings.HasPrefix(p.Text(`[data-testid="usage-total-cost"] [data-testid="cost-estimated"]`), "≈ $") {
 				t.Errorf("total estimate tooltip = %q; want it marked ≈ with the pricing date %s", title, rep.Pricing.AsOf)
 			}
 		}
 	}
-	if got := p.text(`[data-testid="usage-chart-model"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
+	if got := p.Text(`[data-testid="usage-chart-model"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
 		t.Errorf("unpriced model's cost = %q; want it to say it has no price", got)
 	}
 	if got := evalJS[string](p, `document.querySelector('[data-testid="usage-chart-model"] svg title').textContent`); got != "Tokens by model" {
 		t.Errorf("model chart title = %q; want an accessible title", got)
 	}
 
-	p.emulate(390, 844, "light")
-	p.open("/usage?" + period)
+	p.Emulate(390, 844, "light")
+	p.Open("/usage?" + period)
 	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 		t.Errorf("/usage at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
 	}
-	p.emulate(1280, 800, "dark")
-	p.open("/usage?" + period)
+	p.Emulate(1280, 800, "dark")
+	p.Open("/usage?" + period)
 	if l := evalJS[float64](p, backgroundLuma); l > 0.2 {
 		t.Errorf("/usage in dark: background luminance %.2f; want the dark theme", l)
 	}
@@ -142,8 +143,8 @@ func TestBrowserSessionUsage(t *testing.T) {
 		t.Fatalf("GET /api/sessions/ub usage = %+v, %v; want one turn's usage", d.Usage, err)
 	}
 	p := b.newTab(t, serveBrowser(t, s))
-	p.emulate(1280, 800, "light")
-	p.open("/session?id=ub")
+	p.Emulate(1280, 800, "light")
+	p.Open("/session?id=ub")
 
 	shown := shownUsageRows(p, `[data-testid="session-usage"]`)
 	if len(shown) != len(d.Usage.Models)+1 {
@@ -162,26 +163,26 @@ func TestBrowserSessionUsage(t *testing.T) {
 		}
 	}
 	total := `[data-testid="session-usage"] [data-key="Total"]`
-	title := evalJS[string](p, `document.querySelector(`+jsString(total+` [data-testid="cost-estimated"]`)+`).title`)
-	if !strings.Contains(title, d.Usage.Pricing.AsOf) || !strings.HasPrefix(p.text(total+` [data-testid="cost-estimated"]`), "≈ $") {
+	title := evalJS[string](p, `document.querySelector(`+browsertest.JSString(total+` [data-testid="cost-estimated"]`)+`).title`)
+	if !strings.Contains(title, d.Usage.Pricing.AsOf) || !strings.HasPrefix(p.Text(total+` [data-testid="cost-estimated"]`), "≈ $") {
 		t.Errorf("session estimate tooltip = %q; want it marked ≈ with the pricing date %s", title, d.Usage.Pricing.AsOf)
 	}
-	if got := p.text(`[data-testid="session-usage"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
+	if got := p.Text(`[data-testid="session-usage"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
 		t.Errorf("unpriced model's cost = %q; want it to say it has no price", got)
 	}
 	tu := d.Usage.Turns[0]
 	want := strings.ReplaceAll(fmt.Sprintf("%s tokens · %d requests", fmt.Sprint(tu.Tokens.Total()), tu.APIRequests), ",", "")
-	if got := strings.ReplaceAll(p.text(`[data-testid="turn"] [data-testid="turn-tokens"]`), ",", ""); got != want {
+	if got := strings.ReplaceAll(p.Text(`[data-testid="turn"] [data-testid="turn-tokens"]`), ",", ""); got != want {
 		t.Errorf("turn header tokens = %q; want %q as the session detail", got, want)
 	}
 
-	p.emulate(390, 844, "light")
-	p.open("/session?id=ub")
+	p.Emulate(390, 844, "light")
+	p.Open("/session?id=ub")
 	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 		t.Errorf("/session at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
 	}
-	p.emulate(1280, 800, "dark")
-	p.open("/session?id=ub")
+	p.Emulate(1280, 800, "dark")
+	p.Open("/session?id=ub")
 	if l := evalJS[float64](p, backgroundLuma); l > 0.2 {
 		t.Errorf("/session in dark: background luminance %.2f; want the dark theme", l)
 	}

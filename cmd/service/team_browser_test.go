@@ -12,15 +12,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/chromedp"
-
+	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/postgres/pgtest"
 	"github.com/agentreview/service/views"
@@ -51,18 +47,18 @@ func TestTeamBrowserTwoProcesses(t *testing.T) {
 	mustPushJSON(t, a.base, token, first, 201)
 
 	lead := signInProxy(t, b.base, "lead")
-	br := startTeamBrowser(t)
-	list := br.tab(t, lead)
-	list.open("/")
-	list.waitLive()
-	page := br.tab(t, lead)
-	page.open("/session?id=" + watched)
-	page.waitLive()
+	br := browsertest.Start(t)
+	list := br.Tab(t, lead)
+	list.Open("/")
+	waitLive(list)
+	page := br.Tab(t, lead)
+	page.Open("/session?id=" + watched)
+	waitLive(page)
 	// A mark on each page's window: gone if the page reloads.
-	for _, p := range []*teamTab{list, page} {
-		p.eval(`window.noReload = true`)
+	for _, p := range []*browsertest.Tab{list, page} {
+		browsertest.Eval[any](p, `window.noReload = true`)
 	}
-	if n := list.count(`[data-testid="session-row"]`); n != 1 {
+	if n := list.Count(`[data-testid="session-row"]`); n != 1 {
 		t.Fatalf("list on B shows %d rows before the push; want 1", n)
 	}
 
@@ -75,37 +71,37 @@ func TestTeamBrowserTwoProcesses(t *testing.T) {
 	mustPushJSON(t, a.base, token, more, 200)
 
 	row := `[data-testid="session-row"][data-session-id="` + added + `"]`
-	list.waitWithin(liveWait, "the new session's row on B", `document.querySelector('`+row+`') !== null`)
-	if got, want := list.text(row+` [data-testid="counts"]`), countsText(newer); got != want {
+	list.WaitForWithin(liveWait, "the new session's row on B", `document.querySelector('`+row+`') !== null`)
+	if got, want := list.Text(row+` [data-testid="counts"]`), countsText(newer); got != want {
 		t.Errorf("the new row's counts on B = %q; want %q, from the push", got, want)
 	}
-	if got, want := list.text(row+` [data-testid="title"]`), firstPrompt(newer); got != want {
+	if got, want := list.Text(row+` [data-testid="title"]`), firstPrompt(newer); got != want {
 		t.Errorf("the new row's title on B = %q; want the pushed prompt %q", got, want)
 	}
-	if got, want := list.text(`[data-testid="total"]`), "2 sessions"; !strings.HasPrefix(got, want) {
+	if got, want := list.Text(`[data-testid="total"]`), "2 sessions"; !strings.HasPrefix(got, want) {
 		t.Errorf("total on B = %q; want it to start with %q", got, want)
 	}
 
 	steps := len(first["steps"].([]any)) + len(more["steps"].([]any))
 	turns := len(first["turns"].([]any)) + len(more["turns"].([]any))
-	page.waitWithin(liveWait, "the pushed steps on the session page on B",
+	page.WaitForWithin(liveWait, "the pushed steps on the session page on B",
 		fmt.Sprintf(`document.querySelectorAll('details.step').length === %d`, steps))
-	if n := page.count(`[data-testid="turn"]`); n != turns {
+	if n := page.Count(`[data-testid="turn"]`); n != turns {
 		t.Errorf("session page on B shows %d turns; want %d", n, turns)
 	}
 	for _, s := range more["steps"].([]any) {
 		seq := s.(map[string]any)["seq"].(int)
-		if page.count(fmt.Sprintf(`#step-%d`, seq)) != 1 {
+		if page.Count(fmt.Sprintf(`#step-%d`, seq)) != 1 {
 			t.Errorf("session page on B has no step %d of the push", seq)
 		}
 	}
 	summarySteps := `Array.from(document.querySelectorAll('[data-testid="summary"] dt')).find(dt => dt.textContent === 'Steps').nextElementSibling.textContent`
-	if got, want := page.eval(summarySteps), fmt.Sprint(steps); got != want {
+	if got, want := browsertest.Eval[any](page, summarySteps), fmt.Sprint(steps); got != want {
 		t.Errorf("summary on B says %v steps; want %s", got, want)
 	}
-	for _, p := range []*teamTab{list, page} {
-		if p.eval(`window.noReload === true`) != true {
-			t.Errorf("%s reloaded; want the change shown in place", p.path)
+	for _, p := range []*browsertest.Tab{list, page} {
+		if browsertest.Eval[any](p, `window.noReload === true`) != true {
+			t.Errorf("%s reloaded; want the change shown in place", browsertest.Eval[string](p, `location.pathname + location.search`))
 		}
 	}
 }
@@ -139,40 +135,40 @@ func TestTeamBrowserShare(t *testing.T) {
 	local := localDetail(t, f.db)
 
 	bob := signInProxy(t, team.base, "bob")
-	br := startTeamBrowser(t)
-	p := br.tab(t, bob)
-	p.open("/?owner=alice")
+	br := browsertest.Start(t)
+	p := br.Tab(t, bob)
+	p.Open("/?owner=alice")
 	row := `[data-testid="session-row"][data-session-id="` + shareSessionID + `"]`
-	if p.count(row) != 1 {
-		t.Fatalf("bob's list of alice's sessions has no row of %s: %v", shareSessionID, p.texts(`[data-testid="session-row"]`))
+	if p.Count(row) != 1 {
+		t.Fatalf("bob's list of alice's sessions has no row of %s: %v", shareSessionID, p.Texts(`[data-testid="session-row"]`))
 	}
-	if got := p.text(row + ` [data-testid="owner"]`); got != "by alice" {
+	if got := p.Text(row + ` [data-testid="owner"]`); got != "by alice" {
 		t.Errorf("the row's owner = %q; want by alice", got)
 	}
 	// Seen, not only there: a long title does not push it out of its cell.
-	if p.eval(`(function(){ const o = document.querySelector(`+jsQuote(row+` [data-testid="owner"]`)+`).getBoundingClientRect(),
-		c = document.querySelector(`+jsQuote(row+` .title-cell`)+`).getBoundingClientRect();
+	if browsertest.Eval[any](p, `(function(){ const o = document.querySelector(`+browsertest.JSString(row+` [data-testid="owner"]`)+`).getBoundingClientRect(),
+		c = document.querySelector(`+browsertest.JSString(row+` .title-cell`)+`).getBoundingClientRect();
 		return o.width > 0 && o.left >= c.left && o.right <= c.right })()`) != true {
 		t.Error("the row's owner is cut off by its cell")
 	}
-	p.open("/?owner=bob")
-	if p.count(row) != 0 {
+	p.Open("/?owner=bob")
+	if p.Count(row) != 0 {
 		t.Error("bob's own sessions list alice's shared session")
 	}
 
-	p.open("/session?id=" + shareSessionID + "&turns=all")
+	p.Open("/session?id=" + shareSessionID + "&turns=all")
 	// Only the owner: the team server's host name is not where it was captured.
-	if got := strings.Join(strings.Fields(p.text(`[data-testid="session-owner"]`)), " "); got != "alice" {
+	if got := strings.Join(strings.Fields(p.Text(`[data-testid="session-owner"]`)), " "); got != "alice" {
 		t.Errorf("the session page's owner = %q; want alice alone", got)
 	}
-	if n := p.count(`[data-testid="delete-button"]`); n != 0 {
+	if n := p.Count(`[data-testid="delete-button"]`); n != 0 {
 		t.Errorf("bob is offered a delete button on alice's session (%d); want it for the owner only", n)
 	}
-	if n := p.count(`details.step`); n != len(local.Steps) {
+	if n := p.Count(`details.step`); n != len(local.Steps) {
 		t.Errorf("the team's session page shows %d steps; want the %d shared", n, len(local.Steps))
 	}
-	pageText := p.eval(`document.body.innerText`).(string)
-	html := p.eval(`document.documentElement.outerHTML`).(string)
+	pageText := browsertest.Eval[any](p, `document.body.innerText`).(string)
+	html := browsertest.Eval[any](p, `document.documentElement.outerHTML`).(string)
 	for _, secret := range []string{shareAWSKey, shareGHToken} {
 		if strings.Contains(pageText, secret) || strings.Contains(html, secret) {
 			t.Errorf("the team's session page holds the secret %s…", secret[:6])
@@ -185,16 +181,16 @@ func TestTeamBrowserShare(t *testing.T) {
 	}
 
 	// The owner is offered the delete, and told it is for the team.
-	mine := br.tab(t, signInProxy(t, team.base, "alice"))
-	mine.open("/session?id=" + shareSessionID)
-	if got := mine.text(`[data-testid="delete-button"]`); got != "Delete for the team…" {
+	mine := br.Tab(t, signInProxy(t, team.base, "alice"))
+	mine.Open("/session?id=" + shareSessionID)
+	if got := mine.Text(`[data-testid="delete-button"]`); got != "Delete for the team…" {
 		t.Errorf("alice's delete button on her session says %q; want Delete for the team…", got)
 	}
 
 	word := strings.TrimSuffix(strings.Trim(strings.Fields(shareFirstPrompt)[3], "`"), ".md") // JOKE
-	p.open("/search?q=" + word)
-	if n := p.count(`[data-testid="search-group"][data-session-id="` + shareSessionID + `"]`); n != 1 {
-		t.Errorf("search for %q on the team server finds %d groups of the shared session; want 1 (page: %s)", word, n, p.text(`[data-testid="search-page"]`))
+	p.Open("/search?q=" + word)
+	if n := p.Count(`[data-testid="search-group"][data-session-id="` + shareSessionID + `"]`); n != 1 {
+		t.Errorf("search for %q on the team server finds %d groups of the shared session; want 1 (page: %s)", word, n, p.Text(`[data-testid="search-page"]`))
 	}
 
 	if dir := os.Getenv("SERVICE_SCREENSHOTS"); dir != "" {
@@ -203,13 +199,13 @@ func TestTeamBrowserShare(t *testing.T) {
 			width, height int64
 			scheme        string
 		}{{"-1280-light", 1280, 800, "light"}, {"-1280-dark", 1280, 800, "dark"}, {"-390-light", 390, 844, "light"}, {"-390-dark", 390, 844, "dark"}} {
-			p.emulate(look.width, look.height, look.scheme)
-			p.open("/")
-			p.waitLive()
-			p.shoot(dir, "team-list"+look.suffix)
-			p.open("/session?id=" + shareSessionID)
-			p.waitLive()
-			p.shoot(dir, "team-session"+look.suffix)
+			p.Emulate(look.width, look.height, look.scheme)
+			p.Open("/")
+			waitLive(p)
+			p.Shoot(dir, "team-list"+look.suffix)
+			p.Open("/session?id=" + shareSessionID)
+			waitLive(p)
+			p.Shoot(dir, "team-session"+look.suffix)
 		}
 	}
 }
@@ -322,59 +318,6 @@ func mustPushJSON(t *testing.T, base, token string, b map[string]any, status int
 	}
 }
 
-// teamBrowser is a headless Chromium for the team server's tests.
-type teamBrowser struct{ ctx context.Context }
-
-// startTeamBrowser starts Debian's Chromium with the options of the
-// handlers' browser tests; without it the test is skipped, or fails when
-// SERVICE_BROWSER_TESTS=required.
-func startTeamBrowser(t *testing.T) *teamBrowser {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if _, statErr := os.Stat("/usr/bin/chromium"); statErr == nil {
-		path, err = "/usr/bin/chromium", nil
-	}
-	if err != nil {
-		if os.Getenv("SERVICE_BROWSER_TESTS") == "required" {
-			t.Fatal("no Chromium installed and SERVICE_BROWSER_TESTS=required")
-		}
-		t.Skip("no Chromium installed; set SERVICE_BROWSER_TESTS=required to fail instead")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return &teamBrowser{ctx: ctx}
-}
-
-// teamTab is a browser tab on a team server.
-type teamTab struct {
-	t          *testing.T
-	ctx        context.Context
-	base, path string
-}
-
-// tab opens a tab on base, a signInProxy's address for a signed-in user.
-func (b *teamBrowser) tab(t *testing.T, base string) *teamTab {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("opening a tab: %v", err)
-	}
-	return &teamTab{t: t, ctx: ctx, base: base}
-}
-
 // signInProxy is a sign-in proxy in front of the team server at target,
 // as oauth2-proxy is: on a loopback port of its own, it passes every
 // request on with X-Forwarded-User set to user, whatever the client sent.
@@ -403,111 +346,9 @@ func signInProxy(t *testing.T, target, user string) string {
 	return srv.URL
 }
 
-// do runs actions within a bound, failing the test on an error.
-func (p *teamTab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// open loads path and waits for the app's scripts to have run.
-func (p *teamTab) open(path string) {
-	p.t.Helper()
-	p.path = path
-	p.do("open "+path, chromedp.Navigate(p.base+path))
-	p.waitWithin(10*time.Second, path+" has loaded", `document.readyState === 'complete' && window.htmx !== undefined`)
-}
-
 // waitLive waits for the page's live pill to say live: its change
 // stream is open.
-func (p *teamTab) waitLive() {
-	p.t.Helper()
-	p.waitWithin(10*time.Second, p.path+" is live", `document.getElementById('live-pill').textContent === 'live'`)
-}
-
-// eval evaluates expr in the page.
-func (p *teamTab) eval(expr string) any {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
-	if err != nil {
-		p.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitWithin polls cond in the page until it holds, for at most d.
-func (p *teamTab) waitWithin(d time.Duration, what, cond string) {
-	p.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(function(){ try { return (`+cond+`) } catch (e) { return false } })()`))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s: not true after %v (%s; last error %v)", what, d, cond, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// text is the whitespace-normalized text of the first element matching
-// sel, or "".
-func (p *teamTab) text(sel string) string {
-	p.t.Helper()
-	s, _ := p.eval(`(function(){ const e = document.querySelector(` + jsQuote(sel) + `);
-		return e ? e.textContent.replace(/\s+/g, ' ').trim() : '' })()`).(string)
-	return s
-}
-
-// texts is the normalized text of every element matching sel.
-func (p *teamTab) texts(sel string) []any {
-	p.t.Helper()
-	v, _ := p.eval(`Array.from(document.querySelectorAll(` + jsQuote(sel) + `), e => e.textContent.replace(/\s+/g, ' ').trim())`).([]any)
-	return v
-}
-
-// count is how many elements match sel.
-func (p *teamTab) count(sel string) int {
-	p.t.Helper()
-	n, _ := p.eval(`document.querySelectorAll(` + jsQuote(sel) + `).length`).(float64)
-	return int(n)
-}
-
-// emulate sets the viewport and colour scheme, as the handlers'
-// screenshots are taken.
-func (p *teamTab) emulate(width, height int64, scheme string) {
-	p.t.Helper()
-	p.do(fmt.Sprintf("emulate %dx%d %s", width, height, scheme), chromedp.EmulateViewport(width, height),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
-			})
-			return err
-		}))
-}
-
-// shoot writes what the tab shows as dir/name.png.
-func (p *teamTab) shoot(dir, name string) {
-	p.t.Helper()
-	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		p.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// jsQuote quotes s as a JavaScript string literal.
-func jsQuote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+func waitLive(p *browsertest.Tab) {
+	p.T.Helper()
+	p.WaitFor("the page is live", `document.getElementById('live-pill').textContent === 'live'`)
 }
