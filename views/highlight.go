@@ -115,15 +115,64 @@ func writeHighlighted(w io.StringWriter, code string, lexer chroma.Lexer) {
 		_, _ = w.WriteString(html.EscapeString(code))
 		return
 	}
-	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
-	if err != nil {
+	tokens, ok := tokenise(lexer, code)
+	if !ok {
 		_, _ = w.WriteString(html.EscapeString(code))
 		return
 	}
 	m := markup{budget: len(code) + spanSlack}
-	for t := it(); t != chroma.EOF; t = it() {
+	for _, t := range tokens {
 		m.write(w, t)
 	}
+}
+
+// tokenCacheBytes bounds the memory of tokenCache: its code and tokens.
+const tokenCacheBytes = 8 << 20
+
+// tokenCache holds the tokens of code highlighted lately, by lexer and
+// code. A live session's page renders the same 30 turns on every change,
+// and chroma's lexers were about a third of the CPU of such a render
+// (BenchmarkSessionPageAfterChange, docs/performance.md). When an entry
+// would take it past tokenCacheBytes it starts over. Its tokens are
+// shared by every render that reads them, and never changed.
+var tokenCache struct {
+	sync.Mutex
+	m     map[tokenKey][]chroma.Token
+	bytes int
+}
+
+type tokenKey struct{ lexer, code string }
+
+// tokenise is chroma's tokens of code for lexer, from tokenCache when it
+// has them; ok is false when the lexer failed.
+func tokenise(lexer chroma.Lexer, code string) (tokens []chroma.Token, ok bool) {
+	key := tokenKey{lexer.Config().Name, code}
+	tokenCache.Lock()
+	tokens, ok = tokenCache.m[key]
+	tokenCache.Unlock()
+	if ok {
+		return tokens, true
+	}
+	it, err := chroma.Coalesce(lexer).Tokenise(nil, code)
+	if err != nil {
+		return nil, false
+	}
+	tokens = it.Tokens()
+	size := 2*len(code) + 40*len(tokens) // the key, the values, the token structs
+	if size > tokenCacheBytes/8 {
+		return tokens, true
+	}
+	key.code = strings.Clone(code) // not a slice of a larger string kept alive
+	tokenCache.Lock()
+	defer tokenCache.Unlock()
+	if tokenCache.m == nil || tokenCache.bytes+size > tokenCacheBytes {
+		tokenCache.m, tokenCache.bytes = map[tokenKey][]chroma.Token{}, 0
+	}
+	if _, dup := tokenCache.m[key]; !dup {
+		tokenCache.m[key] = tokens
+		tokenCache.bytes += size
+	}
+	return tokens, true
 }
 
 // markup writes tokens in spans until their tags reach budget times
@@ -173,8 +222,8 @@ func diffOf(lines []DiffLine, file string) templ.Component {
 				all.WriteByte('\n')
 			}
 			if all.Len() <= highlightChars && spend(budgetOf(ctx), all.Len()) {
-				if it, err := chroma.Coalesce(lexer).Tokenise(nil, all.String()); err == nil {
-					tokenLines = chroma.SplitTokensIntoLines(it.Tokens())
+				if tokens, ok := tokenise(lexer, all.String()); ok {
+					tokenLines = chroma.SplitTokensIntoLines(tokens)
 				}
 			}
 		}
