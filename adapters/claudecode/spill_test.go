@@ -175,11 +175,9 @@ func TestSpilledSessionHeapPerStep(t *testing.T) {
 	spillEverything(t)
 	live := func(mb int) (steps int, heap uint64) {
 		path := filepath.Join(t.TempDir(), benchSession+".jsonl")
-		body := largeTranscript(t, mb<<20)
-		if err := os.WriteFile(path, body, 0o600); err != nil {
+		if err := os.WriteFile(path, largeTranscript(t, mb<<20), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		body = nil
 		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
