@@ -340,7 +340,7 @@ func plural(n int, one, many string) string {
 // runtime's memory only: SQLite's page caches come on top, and so does
 // the mapped binary, so the process peaks at about this plus 60 MB. 56 MB,
 // not 80: a 210 MB transcript's import peaks 16-18 MB lower (130 -> 114
-// MB) for +1-7% CPU time (not significant in three sets of alternated
+// MB) for +1-7% CPU time (not significant in four sets of alternated
 // runs); 48 MB costs +50% in the collector, since the parse holds up to
 // ~37 MB live near its end (docs/performance.md, "Peak memory of one
 // 210 MB transcript").
