@@ -198,33 +198,54 @@ func (s *Session) Each(fn func(*store.Batch) error) error {
 // store.MaxItems steps and maxSpilledBatch bytes, and passes each to yield
 // until it returns false.
 func (sp *Spilled) build(header store.SessionHeader, yield func(*store.Batch) bool) error {
-	cur, size := newBatch(header), 0
-	for _, o := range sp.Steps {
-		st, err := sp.spill.get(o.ref)
-		if err != nil {
-			return err
-		}
-		o.restore(&st)
-		if sp.Join != nil {
-			sp.Join(&st)
-		}
-		finishStep(&st, header.ID, sp.root)
-		if o.later != nil {
-			for _, f := range o.later.flags {
-				addFlag(&st, f)
+	if len(sp.Steps) == 0 {
+		yield(newBatch(header))
+		return nil
+	}
+	for rest := sp.Steps; len(rest) > 0; {
+		// Each batch's steps are allocated once at their number: grown by
+		// append, they were a fifth of the bytes a large import allocates,
+		// and the collector's work under the import's memory limit.
+		n := spilledBatchLen(rest)
+		cur := newBatch(header)
+		cur.Steps = make([]store.Step, n)
+		for i, o := range rest[:n] {
+			st := &cur.Steps[i]
+			var err error
+			if *st, err = sp.spill.get(o.ref); err != nil {
+				return err
+			}
+			o.restore(st)
+			if sp.Join != nil {
+				sp.Join(st)
+			}
+			finishStep(st, header.ID, sp.root)
+			if o.later != nil {
+				for _, f := range o.later.flags {
+					addFlag(st, f)
+				}
 			}
 		}
-		if len(cur.Steps) > 0 && (len(cur.Steps) >= store.MaxItems || size+int(o.ref.N) > maxSpilledBatch) {
-			if !yield(cur) {
-				return nil
-			}
-			cur, size = newBatch(header), 0
+		if rest = rest[n:]; !yield(cur) {
+			return nil
 		}
-		cur.Steps = append(cur.Steps, st)
+	}
+	return nil
+}
+
+// spilledBatchLen is how many of the steps (at least one) go in the next
+// batch: at most store.MaxItems, and no more than maxSpilledBatch bytes of
+// them unless the first alone is more.
+func spilledBatchLen(steps []*SpilledStep) int {
+	n, size := 0, 0
+	for _, o := range steps {
+		if n > 0 && (n >= store.MaxItems || size+int(o.ref.N) > maxSpilledBatch) {
+			break
+		}
+		n++
 		size += int(o.ref.N)
 	}
-	yield(cur)
-	return nil
+	return n
 }
 
 // Close removes the session's spill, if it has one.

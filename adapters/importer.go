@@ -336,8 +336,15 @@ func plural(n int, one, many string) string {
 // ImportMemoryLimit is the soft memory limit an import runs under
 // (LimitMemory). A session's outlines stay well below it even for a
 // 500 MB transcript; the limit makes the garbage collector return the
-// garbage of reading it before the heap doubles.
-const ImportMemoryLimit = 80 << 20
+// garbage of reading it before the heap doubles. It bounds the Go
+// runtime's memory only: SQLite's page caches come on top, and so does
+// the mapped binary, so the process peaks at about this plus 60 MB. 56 MB,
+// not 80: a 210 MB transcript's import peaks 16-18 MB lower (130 -> 114
+// MB) for +1-7% CPU time (not significant in four sets of alternated
+// runs); 48 MB costs +50% in the collector, since the parse holds up to
+// ~37 MB live near its end (docs/performance.md, "Peak memory of one
+// 210 MB transcript").
+const ImportMemoryLimit = 56 << 20
 
 // LimitMemory sets the Go runtime's soft memory limit to
 // ImportMemoryLimit, unless GOMEMLIMIT says otherwise, and returns a

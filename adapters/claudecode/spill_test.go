@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/agentreview/service/adapters"
@@ -154,5 +156,53 @@ func TestSpilledSessionSplits(t *testing.T) {
 	})
 	if err != stop || n != 2 {
 		t.Errorf("Each with a failing writer = %v after %d batches; want the writer's error after 2", err, n)
+	}
+}
+
+// outlineBudget is the most heap a spilled step may keep once its session
+// is parsed: its outline, its share of the usage records, turns and
+// segments. An import's memory limit (adapters.ImportMemoryLimit) is only
+// cheap while the live heap stays this small (docs/performance.md,
+// "Against ccusage").
+const outlineBudget = 512
+
+// TestSpilledSessionHeapPerStep parses two transcripts of real samples
+// (8 and 16 MB, fresh ids in every copy) through the spill and wants the
+// live heap they hold to grow by at most outlineBudget bytes for each step
+// the larger one adds: a session's memory grows with its outlines, never
+// with its steps' content (about 4 KB a step here).
+func TestSpilledSessionHeapPerStep(t *testing.T) {
+	spillEverything(t)
+	live := func(mb int) (steps int, heap uint64) {
+		path := filepath.Join(t.TempDir(), benchSession+".jsonl")
+		if err := os.WriteFile(path, largeTranscript(t, mb<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := Parse(adapters.Unit{ID: benchSession, Paths: []string{path}}, []adapters.File{{Path: path, Body: f}})
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		defer s.Close()
+		if s.Spilled == nil || len(s.Problems) > 0 {
+			t.Fatalf("%d MB: spilled %v, problems %v", mb, s.Spilled != nil, s.Problems)
+		}
+		return s.Steps, after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
+	}
+	n1, h1 := live(8)
+	n2, h2 := live(16)
+	if n2 <= n1 {
+		t.Fatalf("%d steps in 16 MB, %d in 8 MB", n2, n1)
+	}
+	perStep := float64(h2-min(h2, h1)) / float64(n2-n1)
+	t.Logf("%d steps: %d KB live; %d steps: %d KB; %.0f bytes a step", n1, h1>>10, n2, h2>>10, perStep)
+	if perStep > outlineBudget {
+		t.Errorf("a spilled session holds %.0f bytes of heap a step (%d steps: %d KB, %d steps: %d KB); want at most %d", perStep, n1, h1>>10, n2, h2>>10, outlineBudget)
 	}
 }
