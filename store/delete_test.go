@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,17 +170,7 @@ func TestDeleteOverwrites(t *testing.T) {
 		t.Fatalf("EditNote = %v", err)
 	}
 
-	files := func() []byte {
-		var all []byte
-		for _, name := range []string{"s.db", "s.db-wal", "s.db-shm", "s.db-journal"} {
-			data, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("read %s: %v", name, err)
-			}
-			all = append(all, data...)
-		}
-		return all
-	}
+	files := func() []byte { return storeFiles(t, path) }
 	// The search index holds each marker's random part as a term of its
 	// own (the tokenizer splits at "-"), in its segment b-trees as well as
 	// its content copy: look for the part too.
@@ -305,17 +296,22 @@ func TestDeleteWhileReading(t *testing.T) {
 	}
 }
 
-// storeFiles is the content of the database file and its -wal, -shm and
-// -journal files, end to end.
+// storeFiles is the content of every file of the store at path
+// (store.Files: the database and its search index, each with its -wal,
+// -shm and -journal files), end to end.
 func storeFiles(t *testing.T, path string) []byte {
 	t.Helper()
 	var all []byte
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		data, err := os.ReadFile(path + suffix)
+	files := store.Files(path)
+	for _, name := range files {
+		data, err := os.ReadFile(name)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("read %s: %v", path+suffix, err)
+			t.Fatalf("read %s: %v", name, err)
 		}
 		all = append(all, data...)
+	}
+	if !slices.Contains(files, store.IndexPath(path)) {
+		t.Fatalf("store.Files(%s) = %v; want the search index's file among them", path, files)
 	}
 	return all
 }

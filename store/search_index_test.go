@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,16 +20,29 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// indexState reads, from the file itself, how many index rows match
+// openFiles opens the store file at path read-only, as another process
+// would, with its search index's file attached as idx.
+func openFiles(tb testing.TB, path string) *sqlite.Conn {
+	tb.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
+	}
+	err = sqlitex.ExecuteTransient(conn, `ATTACH DATABASE ? AS idx`, &sqlitex.ExecOptions{Args: []any{store.IndexPath(path)}})
+	if err != nil {
+		conn.Close()
+		tb.Fatalf("attach the index of %s: %v", path, err)
+	}
+	return conn
+}
+
+// indexState reads, from the files themselves, how many index rows match
 // word and whether the index holds the newest write.
 func indexState(t *testing.T, path, word string) (hits int64, current bool) {
 	t.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		t.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(t, path)
 	defer conn.Close()
-	err = sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM search WHERE search MATCH ?),
+	err := sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM search WHERE search MATCH ?),
 		  indexed_through = (SELECT max(updated_at) FROM sessions) FROM search_state`, &sqlitex.ExecOptions{
 		Args: []any{word},
 		ResultFunc: func(st *sqlite.Stmt) error {
@@ -89,12 +101,9 @@ func TestCloseLeavesIndexCurrent(t *testing.T) {
 // indexes).
 func indexShare(tb testing.TB, path string) (index, text float64) {
 	tb.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(tb, path)
 	defer conn.Close()
-	err = sqlitex.ExecuteTransient(conn, `SELECT (SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%'),
+	err := sqlitex.ExecuteTransient(conn, `SELECT (SELECT sum(pgsize) FROM dbstat('idx') WHERE name LIKE 'search%'),
 		(SELECT sum(length(CAST(body AS BLOB))) FROM search_step_docs) + (SELECT sum(length(CAST(body AS BLOB))) FROM search_session_docs)`,
 		&sqlitex.ExecOptions{
 			ResultFunc: func(st *sqlite.Stmt) error { index, text = st.ColumnFloat(0), st.ColumnFloat(1); return nil },
@@ -153,14 +162,7 @@ func TestIndexForgetsReplacedText(t *testing.T) {
 	mustApply(t, s, b)
 	mustDelete(t, s, "gone")
 
-	var all []byte
-	for _, name := range []string{"s.db", "s.db-wal", "s.db-shm"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("read %s: %v", name, err)
-		}
-		all = append(all, data...)
-	}
+	all := storeFiles(t, path)
 	for name, mk := range map[string]string{"first": first, "second": second} {
 		if n := bytes.Count(all, []byte(mk[8:])); n != 0 {
 			t.Errorf("the %s text of the deleted session is %d times in the store files; want 0", name, n)
@@ -181,10 +183,7 @@ func TestIndexForgetsReplacedText(t *testing.T) {
 // sessions' spans, whether it is current and the hits of words.
 func indexDump(t *testing.T, path string, words ...string) string {
 	t.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		t.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(t, path)
 	defer conn.Close()
 	var b strings.Builder
 	for _, q := range []string{
@@ -320,7 +319,8 @@ func (p *progressLog) check(t *testing.T, total, chunk int64) {
 // the tables themselves.
 func indexHoldsAll(t *testing.T, path string) {
 	t.Helper()
-	conn := mustExec(t, path)
+	conn := openFiles(t, path)
+	defer conn.Close()
 	for _, q := range []string{
 		`SELECT count(*) FROM (SELECT pk FROM steps UNION ALL SELECT -pk FROM sessions) FULL JOIN search_docsize ON id = pk WHERE id IS NULL OR pk IS NULL`,
 		`SELECT count(*) FROM (SELECT session_pk, min(pk) lo, max(pk) hi FROM steps GROUP BY session_pk) w FULL JOIN search_spans s USING (session_pk) WHERE s.lo IS NOT w.lo OR s.hi IS NOT w.hi`,
