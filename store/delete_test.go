@@ -82,8 +82,8 @@ func TestDelete(t *testing.T) {
 }
 
 // TestDeleteOverwrites checks the secure-delete promise: after Delete
-// returns, no byte of the session's content is left in the database file
-// or its write-ahead log.
+// returns, no byte of the session's content is left in the database file,
+// the search index's file or their write-ahead logs.
 func TestDeleteOverwrites(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.db")
@@ -212,8 +212,10 @@ func TestDeleteOverwrites(t *testing.T) {
 			t.Errorf("Search(%s marker) after Delete = %+v, %v; want no hits", place, r.Hits, err)
 		}
 	}
-	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() != 0 {
-		t.Errorf("write-ahead log after Delete is %d bytes; want it truncated", wal.Size())
+	for _, log := range []string{path + "-wal", store.IndexPath(path) + "-wal"} {
+		if wal, err := os.Stat(log); err == nil && wal.Size() != 0 {
+			t.Errorf("write-ahead log %s after Delete is %d bytes; want it truncated", filepath.Base(log), wal.Size())
+		}
 	}
 
 	// Closing checkpoints and removes the log; nothing may come back.
