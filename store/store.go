@@ -75,8 +75,9 @@ func CheckpointEvery(d time.Duration) Option {
 
 // IndexInChunks makes the background catch-up of the search index take a
 // few writes per transaction (indexChunk steps), so a write waiting for
-// the lock goes between two of them: for the server, whose pushes wait
-// (the 100-step push p99: 158 -> 44 ms). Other processes (import, capture,
+// the index's lock (Delete, a batch that replaces indexed text) goes
+// between two of them: for the server. (Before the index had a file of
+// its own, every push waited for it: the 100-step push p99 158 -> 44 ms.) Other processes (import, capture,
 // hook) index everything behind in one transaction: an import's writes are
 // small, and in chunks they became many small FTS5 segments to merge
 // (+21% of an import's CPU time, docs/performance.md).
@@ -303,15 +304,16 @@ func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
 // and the index file's only when it changes what the index holds
 // (holdIndex); the index's catch-up (writeIndex) takes only the index
 // file's and reads a snapshot of the store. Locks are always taken store
-// first, then index, so two writers never wait for each other.
+// first, then index, so no two writers can each wait for the other.
 const (
 	lockStore     = `UPDATE main.search_epoch SET epoch = epoch WHERE false`
 	lockIndexFile = `UPDATE idx.search_state SET epoch = epoch WHERE false`
 )
 
-// write runs fn in one transaction holding the store file's write lock, rolled back if fn fails
-// (a *DiskFullError when the disk had no space for it), holding the write
-// lock of this process (lockWrites) from before BEGIN until after COMMIT.
+// write runs fn in one transaction that holds the store file's write
+// lock, rolled back if fn fails (a *DiskFullError when the disk had no
+// space for it), holding the write lock of this process (lockWrites) from
+// before BEGIN until after COMMIT.
 // When fn took the index's lock too (holdIndex), the write lets go of it
 // once the transaction has ended.
 func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
