@@ -269,7 +269,9 @@ func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
 			return
 		case <-t.C:
 		}
-		// An error here (the store busy past busyLimit) is retried next tick.
+		// An error here (the store busy past busyLimit) is retried next
+		// tick. Without a schema it checkpoints every attached file: the
+		// search index's log too.
 		_ = s.conn(ctx, func(conn *sqlite.Conn) error {
 			return sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", nil)
 		})
