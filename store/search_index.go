@@ -274,6 +274,7 @@ func (s *Store) catchUp(ctx context.Context, chunk int64) error {
 			return resetIndex(conn)
 		})
 		if err == nil {
+			chunk = max(chunk, buildChunk) // a build: chunks of 256 steps would take long
 			err = s.read(ctx, func(conn *sqlite.Conn) (err error) {
 				plan, err = indexPlan(conn, chunk)
 				return err
