@@ -745,3 +745,30 @@ func TestOpenMovesTheIndexToItsFile(t *testing.T) {
 		t.Errorf("the old index's text is in the store's files after the move; want it overwritten")
 	}
 }
+
+// The same crash in another process while this store is open: its next
+// catch-up (here a search's) finds the epochs differ and builds the index
+// again, so a search never answers from text the store no longer has.
+func TestIndexRebuiltWhenEpochsDifferWhileOpen(t *testing.T) {
+	s := mustOpen(t)
+	gone := randomWord(t)
+	g := searchBatch("gone")
+	set(g, "steps[1].payload.stdout", gone)
+	mustApply(t, s, g)
+	mustApply(t, s, searchBatch("keep"))
+	if got := hitKeys(mustSearch(t, s, gone)); len(got) != 1 {
+		t.Fatalf("Search(the text to delete) = %v; want one hit", got)
+	}
+	mustExec(t, s.Path(), "PRAGMA secure_delete = ON", "PRAGMA foreign_keys = ON", "BEGIN IMMEDIATE",
+		"DELETE FROM sessions WHERE id = 'gone'",
+		"INSERT INTO tombstones (id, deleted_at) SELECT 'gone', max(updated_at) + 1 FROM sessions",
+		"UPDATE search_epoch SET epoch = epoch + 1",
+		"COMMIT").Close()
+	if got := hitKeys(mustSearch(t, s, gone)); len(got) != 0 {
+		t.Errorf("Search(the deleted text) after the other process's crash = %v; want none", got)
+	}
+	if got := hitKeys(mustSearch(t, s, "promptwordkeep")); len(got) != 1 {
+		t.Errorf("Search(promptwordkeep) after the rebuild = %v; want one hit", got)
+	}
+	indexHoldsAll(t, s.Path())
+}
