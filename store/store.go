@@ -45,7 +45,7 @@ type Store struct {
 	stopped    chan struct{}
 	scrubs     scrubber
 	index      indexer       // search_index.go
-	writer     chan struct{} // the write lock of this process on the store file (lockWrites)
+	writer     chan struct{} // this process's write lock on the store file (lockWrites)
 	// indexWriter is this process's write lock on the index file
 	// (lockIndex), taken after writer when a write takes both.
 	indexWriter chan struct{}
@@ -77,8 +77,9 @@ func CheckpointEvery(d time.Duration) Option {
 // few writes per transaction (indexChunk steps), so a write waiting for
 // the index's lock (Delete, a batch that replaces indexed text) goes
 // between two of them: for the server. (Before the index had a file of
-// its own, every push waited for it: the 100-step push p99 158 -> 44 ms.) Other processes (import, capture,
-// hook) index everything behind in one transaction: an import's writes are
+// its own, every push waited for it: the 100-step push p99 158 -> 44 ms.)
+// Other processes (import, capture, hook) index everything behind in one
+// transaction: an import's writes are
 // small, and in chunks they became many small FTS5 segments to merge
 // (+21% of an import's CPU time, docs/performance.md).
 func IndexInChunks() Option {
@@ -203,9 +204,9 @@ func loadSchema() (sqlitemigration.Schema, error) {
 }
 
 // prepareConn sets what every connection needs, and attaches the search
-// index's file (index) as schema idx with the same settings. synchronous=NORMAL is
-// durable against a crash of any process in WAL mode; only a power loss
-// can lose the last commits. The first connection of a process sets the
+// index's file (index) as schema idx with the same settings.
+// synchronous=NORMAL is durable against a crash of any process in WAL
+// mode; only a power loss can lose the last commits. The first connection of a process sets the
 // index file to WAL mode; Open holds the setup lock then (setuplock.go).
 func prepareConn(conn *sqlite.Conn, index string) error {
 	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
