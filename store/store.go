@@ -79,9 +79,9 @@ func CheckpointEvery(d time.Duration) Option {
 // between two of them: for the server. (Before the index had a file of
 // its own, every push waited for it: the 100-step push p99 158 -> 44 ms.)
 // Other processes (import, capture, hook) index everything behind in one
-// transaction: an import's writes are
-// small, and in chunks they became many small FTS5 segments to merge
-// (+21% of an import's CPU time, docs/performance.md).
+// transaction: an import's writes are small, and in chunks they became
+// many small FTS5 segments to merge (+21% of an import's CPU time,
+// docs/performance.md).
 func IndexInChunks() Option {
 	return func(o *options) { o.indexInChunks = true }
 }
