@@ -39,7 +39,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 	}
 	var res ApplyResult
 	err := s.write(ctx, func(conn *sqlite.Conn) (err error) {
-		res, err = s.applyBatch(conn, b)
+		res, err = s.applyBatch(ctx, conn, b)
 		return err
 	})
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 
 // applyBatch writes a validated batch inside a write transaction: the
 // checks (deleted, references, seqs), then the records (applyRecords).
-func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
+func (s *Store) applyBatch(ctx context.Context, conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
 	res := ApplyResult{
 		SessionID: b.Session.ID,
 		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
@@ -75,15 +75,27 @@ func (s *Store) applyBatch(conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
 	if err := CheckSeqs(stored, b.Steps); err != nil {
 		return res, err
 	}
-	if err := keepIndexedText(conn, pk, b); err != nil { // search_index.go
-		return res, err
-	}
-	res.Created = pk == 0
-	res.Changed, res.StepsWritten, err = s.applyRecords(conn, &pk, b)
+	// A batch that may change rows the search index holds takes the
+	// index's lock and removes their old text (search_index.go); the live
+	// case, new steps, leaves the index to the catch-up alone.
+	replaces, err := replacesIndexedRows(conn, pk, b)
 	if err != nil {
 		return res, err
 	}
-	return res, dropUnchangedText(conn) // search_index.go
+	if replaces {
+		if err := s.holdIndex(ctx, conn); err != nil {
+			return res, err
+		}
+		if err := keepIndexedText(conn, pk, b); err != nil {
+			return res, err
+		}
+	}
+	res.Created = pk == 0
+	res.Changed, res.StepsWritten, err = s.applyRecords(conn, &pk, b)
+	if err != nil || !replaces {
+		return res, err
+	}
+	return res, removeReplacedText(conn)
 }
 
 func isDeleted(conn *sqlite.Conn, id string) (bool, error) {

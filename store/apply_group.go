@@ -52,7 +52,7 @@ func (s *Store) ApplyGroup(ctx context.Context, agentKind string, sessions []Ses
 				continue
 			}
 			out[i] = SessionResult{}
-			res, err := s.applySession(conn, agentKind, w)
+			res, err := s.applySession(ctx, conn, agentKind, w)
 			if err != nil && !isSessionError(err) {
 				return err
 			}
@@ -74,10 +74,10 @@ func (s *Store) ApplyGroup(ctx context.Context, agentKind string, sessions []Ses
 
 // applySession writes one session's batches and records its files inside
 // a savepoint, rolled back when any of them fails.
-func (s *Store) applySession(conn *sqlite.Conn, agentKind string, w SessionWrite) (res []ApplyResult, err error) {
+func (s *Store) applySession(ctx context.Context, conn *sqlite.Conn, agentKind string, w SessionWrite) (res []ApplyResult, err error) {
 	defer sqlitex.Save(conn)(&err)
 	for _, b := range w.Batches {
-		r, err := s.applyBatch(conn, b)
+		r, err := s.applyBatch(ctx, conn, b)
 		if err != nil {
 			return nil, fmt.Errorf("store: apply batch: %w", Describe(err))
 		}

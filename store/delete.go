@@ -9,8 +9,9 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// Delete removes a session for good: its records are overwritten on disk
-// (secure_delete), the write-ahead log is truncated so no copy stays there,
+// Delete removes a session for good: its records and its rows of the
+// search index are overwritten on disk (secure_delete), the write-ahead
+// logs of both files are truncated so no copy stays there,
 // its raw capture files are removed (see CaptureDir), and only a tombstone
 // with the id is kept so the session is never recorded again. It returns
 // nil once the deletion commits: clean-up that a reader in another process
@@ -35,7 +36,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := unindexSession(conn, pk); err != nil { // search_index.go
+		// Its rows leave the index file in the same transaction: both
+		// files' locks, and both epochs move (search_index.go).
+		if err := s.holdIndex(ctx, conn); err != nil {
+			return err
+		}
+		if err := unindexSession(conn, pk); err != nil {
 			return err
 		}
 		// Child rows go with the session (ON DELETE CASCADE).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +82,8 @@ func TestDelete(t *testing.T) {
 }
 
 // TestDeleteOverwrites checks the secure-delete promise: after Delete
-// returns, no byte of the session's content is left in the database file
-// or its write-ahead log.
+// returns, no byte of the session's content is left in the database file,
+// the search index's file or their write-ahead logs.
 func TestDeleteOverwrites(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.db")
@@ -162,6 +163,13 @@ func TestDeleteOverwrites(t *testing.T) {
 	// Deleting another session checkpoints the log, so the first version of
 	// the steps sits in the database file and the rewrite below in the log.
 	mustApply(t, s, newBatch("other"))
+	// With the index current, no catch-up holds its lock during Delete's
+	// log truncation, so the truncation is done before Delete returns, not
+	// retried in the background after the rewrite below (which would then
+	// checkpoint the rewrite over the first version too).
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
 	mustDelete(t, s, "other")
 	set(b, "steps[1].payload.stdout", big+m["stdout"]+big)
 	mustApply(t, s, b)
@@ -169,17 +177,7 @@ func TestDeleteOverwrites(t *testing.T) {
 		t.Fatalf("EditNote = %v", err)
 	}
 
-	files := func() []byte {
-		var all []byte
-		for _, name := range []string{"s.db", "s.db-wal", "s.db-shm", "s.db-journal"} {
-			data, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("read %s: %v", name, err)
-			}
-			all = append(all, data...)
-		}
-		return all
-	}
+	files := func() []byte { return storeFiles(t, path) }
 	// The search index holds each marker's random part as a term of its
 	// own (the tokenizer splits at "-"), in its segment b-trees as well as
 	// its content copy: look for the part too.
@@ -221,8 +219,10 @@ func TestDeleteOverwrites(t *testing.T) {
 			t.Errorf("Search(%s marker) after Delete = %+v, %v; want no hits", place, r.Hits, err)
 		}
 	}
-	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() != 0 {
-		t.Errorf("write-ahead log after Delete is %d bytes; want it truncated", wal.Size())
+	for _, log := range []string{path + "-wal", store.IndexPath(path) + "-wal"} {
+		if wal, err := os.Stat(log); err == nil && wal.Size() != 0 {
+			t.Errorf("write-ahead log %s after Delete is %d bytes; want it truncated", filepath.Base(log), wal.Size())
+		}
 	}
 
 	// Closing checkpoints and removes the log; nothing may come back.
@@ -305,17 +305,22 @@ func TestDeleteWhileReading(t *testing.T) {
 	}
 }
 
-// storeFiles is the content of the database file and its -wal, -shm and
-// -journal files, end to end.
+// storeFiles is the content of every file of the store at path
+// (store.Files: the database and its search index, each with its -wal,
+// -shm and -journal files), end to end.
 func storeFiles(t *testing.T, path string) []byte {
 	t.Helper()
 	var all []byte
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		data, err := os.ReadFile(path + suffix)
+	files := store.Files(path)
+	for _, name := range files {
+		data, err := os.ReadFile(name)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("read %s: %v", path+suffix, err)
+			t.Fatalf("read %s: %v", name, err)
 		}
 		all = append(all, data...)
+	}
+	if !slices.Contains(files, store.IndexPath(path)) {
+		t.Fatalf("store.Files(%s) = %v; want the search index's file among them", path, files)
 	}
 	return all
 }

@@ -102,3 +102,19 @@ func SetBuildChunk(t testing.TB, n int64) {
 	buildChunk = n
 	t.Cleanup(func() { buildChunk = old })
 }
+
+// CatchUpPaused runs one catch-up of the search index as the background
+// does, in one transaction, that closes held once it holds the index's
+// write lock and has read what to index from its snapshot of the store,
+// and goes on when release is closed.
+func (s *Store) CatchUpPaused(ctx context.Context, held chan<- struct{}, release <-chan struct{}) error {
+	return s.writeIndex(ctx, func(conn *sqlite.Conn) error {
+		plan, err := indexPlan(conn, buildChunk)
+		close(held)
+		<-release
+		if err != nil || len(plan) == 0 {
+			return err
+		}
+		return indexChangesThrough(conn, plan[len(plan)-1].through)
+	})
+}

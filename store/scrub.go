@@ -132,11 +132,12 @@ func (s *Store) scrub(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// truncateLog copies the write-ahead log into the database file, which
-// overwrites the pages that held deleted rows there, and truncates the log
-// to zero bytes. It waits at most scrubWait for other connections; writers
-// wait on it meanwhile (this store's on its write lock), so the wait is
-// kept short.
+// truncateLog copies the write-ahead logs of the store file and of the
+// search index's file into their databases, which overwrites the pages
+// that held deleted rows there, and truncates each log to zero bytes. It
+// waits at most scrubWait for other connections; writers wait on it
+// meanwhile (this store's on its write locks, both taken, store first), so
+// the wait is kept short.
 func (s *Store) truncateLog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, scrubWait)
 	defer cancel()
@@ -145,13 +146,20 @@ func (s *Store) truncateLog(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	unlockIndex, err := s.lockIndex(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlockIndex()
 	return s.conn(ctx, func(conn *sqlite.Conn) error {
 		busy := false
-		err := sqlitex.ExecuteTransient(conn, `PRAGMA wal_checkpoint(TRUNCATE)`, &sqlitex.ExecOptions{
-			ResultFunc: func(st *sqlite.Stmt) error { busy = st.ColumnInt(0) != 0; return nil },
-		})
-		if err != nil {
-			return fmt.Errorf("truncate the write-ahead log: %w", err)
+		for _, schema := range []string{"main", "idx"} {
+			err := sqlitex.ExecuteTransient(conn, `PRAGMA `+schema+`.wal_checkpoint(TRUNCATE)`, &sqlitex.ExecOptions{
+				ResultFunc: func(st *sqlite.Stmt) error { busy = busy || st.ColumnInt(0) != 0; return nil },
+			})
+			if err != nil {
+				return fmt.Errorf("truncate the write-ahead log of %s: %w", schema, err)
+			}
 		}
 		if busy {
 			return errLogHeld

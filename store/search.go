@@ -333,7 +333,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	if q.exclude != "" && q.hasWords {
 		match = "(" + q.match + ") NOT (" + q.exclude + ")"
 	} else if q.exclude != "" {
-		where = append(where, "st.pk NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
+		where = append(where, "st.pk NOT IN (SELECT rowid FROM idx.search WHERE search MATCH ?)")
 		args = append(args, q.exclude)
 	}
 
@@ -427,13 +427,13 @@ const maxWalkBatch = 256
 // wordPage finds up to n hits of an FTS5 expression in page order without
 // reading every hit: it walks the sessions newest first (from the cursor's
 // session on), a batch of 1, 2, 4 ... sessions at a time, and reads only
-// the index rows in the batch's spans (search_spans: a session's steps are
+// the index rows in the batch's spans (idx.search_spans: a session's steps are
 // the rows from its first step's pk to its last's, its own row is minus
 // its pk), until it has n. A common word is answered from the newest
 // session or two; a rare one costs about twice reading all its hits.
 func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
 	sessions := conn.Prep(`SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
-		FROM sessions s LEFT JOIN search_spans sp ON sp.session_pk = s.pk
+		FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
 		WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
 		ORDER BY s.started_ns DESC, s.pk DESC`)
 	defer sessions.Reset()
@@ -441,9 +441,9 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 	sessions.BindInt64(2, from.pk)
 	sessions.BindBool(3, from.pk != 0)
 	hits := `WITH hits (rid) AS (
-		  SELECT rowid FROM search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		  UNION ALL
-		  SELECT rowid FROM search WHERE search MATCH ?1 AND rowid BETWEEN ?4 AND ?5)
+		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?4 AND ?5)
 		SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
 		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid
 		FROM hits LEFT JOIN steps st ON st.pk = hits.rid JOIN sessions s ON s.pk = coalesce(st.session_pk, -hits.rid)

@@ -21,16 +21,29 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// indexState reads, from the file itself, how many index rows match
+// openFiles opens the store file at path read-only, as another process
+// would, with its search index's file attached as idx.
+func openFiles(tb testing.TB, path string) *sqlite.Conn {
+	tb.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
+	}
+	err = sqlitex.ExecuteTransient(conn, `ATTACH DATABASE ? AS idx`, &sqlitex.ExecOptions{Args: []any{store.IndexPath(path)}})
+	if err != nil {
+		conn.Close()
+		tb.Fatalf("attach the index of %s: %v", path, err)
+	}
+	return conn
+}
+
+// indexState reads, from the files themselves, how many index rows match
 // word and whether the index holds the newest write.
 func indexState(t *testing.T, path, word string) (hits int64, current bool) {
 	t.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		t.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(t, path)
 	defer conn.Close()
-	err = sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM search WHERE search MATCH ?),
+	err := sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM search WHERE search MATCH ?),
 		  indexed_through = (SELECT max(updated_at) FROM sessions) FROM search_state`, &sqlitex.ExecOptions{
 		Args: []any{word},
 		ResultFunc: func(st *sqlite.Stmt) error {
@@ -89,12 +102,9 @@ func TestCloseLeavesIndexCurrent(t *testing.T) {
 // indexes).
 func indexShare(tb testing.TB, path string) (index, text float64) {
 	tb.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(tb, path)
 	defer conn.Close()
-	err = sqlitex.ExecuteTransient(conn, `SELECT (SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search%'),
+	err := sqlitex.ExecuteTransient(conn, `SELECT (SELECT sum(pgsize) FROM dbstat('idx') WHERE name LIKE 'search%'),
 		(SELECT sum(length(CAST(body AS BLOB))) FROM search_step_docs) + (SELECT sum(length(CAST(body AS BLOB))) FROM search_session_docs)`,
 		&sqlitex.ExecOptions{
 			ResultFunc: func(st *sqlite.Stmt) error { index, text = st.ColumnFloat(0), st.ColumnFloat(1); return nil },
@@ -122,9 +132,9 @@ func TestIndexSmallerThanText(t *testing.T) {
 	t.Logf("search index %.0f bytes for %.0f bytes of text: %.2fx", index, text, index/text)
 }
 
-// Text a write replaced, still in the index when its session is deleted,
-// leaves the store files with the rest: no term of it stays in a segment,
-// in the kept text of replaced rows or in the log.
+// Text a write replaced leaves the index when it is replaced, and the
+// session's text when it is deleted: no term of either stays in a segment
+// of the index file, in the store file or in a log.
 func TestIndexForgetsReplacedText(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.db")
@@ -153,14 +163,7 @@ func TestIndexForgetsReplacedText(t *testing.T) {
 	mustApply(t, s, b)
 	mustDelete(t, s, "gone")
 
-	var all []byte
-	for _, name := range []string{"s.db", "s.db-wal", "s.db-shm"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("read %s: %v", name, err)
-		}
-		all = append(all, data...)
-	}
+	all := storeFiles(t, path)
 	for name, mk := range map[string]string{"first": first, "second": second} {
 		if n := bytes.Count(all, []byte(mk[8:])); n != 0 {
 			t.Errorf("the %s text of the deleted session is %d times in the store files; want 0", name, n)
@@ -181,10 +184,7 @@ func TestIndexForgetsReplacedText(t *testing.T) {
 // sessions' spans, whether it is current and the hits of words.
 func indexDump(t *testing.T, path string, words ...string) string {
 	t.Helper()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		t.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
-	}
+	conn := openFiles(t, path)
 	defer conn.Close()
 	var b strings.Builder
 	for _, q := range []string{
@@ -247,12 +247,12 @@ func TestIndexInChunksAsRebuilt(t *testing.T) {
 	}
 }
 
-// oldStore makes, at path, a store as a build before migration 008 left
-// it (user_version 7), holding what writes to a current store put in
+// oldStore makes, at path, a store as a build with the first version
+// migrations left it (7: before migration 008), holding what writes to a current store put in
 // sessions and steps: 3 sessions of 4 pushes of 40 steps and searchBatch
 // "x", 15 writes in all. It returns how many steps it holds and the
 // current store the rows came from, its index current.
-func oldStore(t *testing.T, path string) (steps int64, src string) {
+func oldStore(t *testing.T, path string, version int) (steps int64, src string) {
 	t.Helper()
 	ctx := context.Background()
 	from := mustOpenPath(t, filepath.Join(t.TempDir(), "src.db"))
@@ -273,13 +273,13 @@ func oldStore(t *testing.T, path string) (steps int64, src string) {
 	if err := from.CatchUpIndex(); err != nil {
 		t.Fatalf("CatchUpIndex() = %v", err)
 	}
-	if err := store.CreateAtVersion(ctx, path, 7); err != nil {
-		t.Fatalf("CreateAtVersion(%s, 7) = %v", path, err)
+	if err := store.CreateAtVersion(ctx, path, version); err != nil {
+		t.Fatalf("CreateAtVersion(%s, %d) = %v", path, version, err)
 	}
 	mustExec(t, path, "ATTACH '"+from.Path()+"' AS src",
 		"INSERT INTO sessions SELECT * FROM src.sessions",
 		"INSERT INTO steps SELECT * FROM src.steps",
-		"DETACH src")
+		"DETACH src").Close()
 	return steps, from.Path()
 }
 
@@ -320,7 +320,8 @@ func (p *progressLog) check(t *testing.T, total, chunk int64) {
 // the tables themselves.
 func indexHoldsAll(t *testing.T, path string) {
 	t.Helper()
-	conn := mustExec(t, path)
+	conn := openFiles(t, path)
+	defer conn.Close()
 	for _, q := range []string{
 		`SELECT count(*) FROM (SELECT pk FROM steps UNION ALL SELECT -pk FROM sessions) FULL JOIN search_docsize ON id = pk WHERE id IS NULL OR pk IS NULL`,
 		`SELECT count(*) FROM (SELECT session_pk, min(pk) lo, max(pk) hi FROM steps GROUP BY session_pk) w FULL JOIN search_spans s USING (session_pk) WHERE s.lo IS NOT w.lo OR s.hi IS NOT w.hi`,
@@ -350,7 +351,7 @@ func TestMigrationBuildsIndexWithProgress(t *testing.T) {
 	const chunk = 20
 	store.SetBuildChunk(t, chunk)
 	path := filepath.Join(t.TempDir(), "old.db")
-	steps, src := oldStore(t, path)
+	steps, src := oldStore(t, path, 7)
 	var p progressLog
 	s, err := store.Open(context.Background(), path, store.OnIndexProgress(p.report))
 	if err != nil {
@@ -377,7 +378,7 @@ func TestIndexBuildResumes(t *testing.T) {
 	const chunk = 20
 	store.SetBuildChunk(t, chunk)
 	path := filepath.Join(t.TempDir(), "old.db")
-	steps, src := oldStore(t, path)
+	steps, src := oldStore(t, path, 7)
 	ctx, cancel := context.WithCancel(context.Background())
 	var first progressLog
 	_, err := store.Open(ctx, path, store.OnIndexProgress(func(done, total int64) {
@@ -412,7 +413,7 @@ func TestReindexReportsProgress(t *testing.T) {
 	const chunk = 20
 	store.SetBuildChunk(t, chunk)
 	path := filepath.Join(t.TempDir(), "old.db")
-	steps, src := oldStore(t, path)
+	steps, src := oldStore(t, path, 7)
 	var p progressLog
 	s, err := store.Open(context.Background(), path, store.OnIndexProgress(p.report))
 	if err != nil {
@@ -444,7 +445,7 @@ func TestTwoProcessesBuildTheIndex(t *testing.T) {
 	}
 	t.Setenv("STORE_TEST_BUILD_CHUNK", "20") // read by TestOpenProcess
 	path := filepath.Join(t.TempDir(), "old.db")
-	oldStore(t, path)
+	oldStore(t, path, 7)
 	mustRunOpenProcesses(t, path, []string{"p0", "p1"})
 	indexHoldsAll(t, path)
 	s := mustOpenPath(t, path)
@@ -456,4 +457,325 @@ func TestTwoProcessesBuildTheIndex(t *testing.T) {
 	for _, sid := range []string{"p0", "p1"} {
 		mustDetail(t, s, sid)
 	}
+}
+
+// randomWord is a word of 48 hex digits that no other text holds.
+func randomWord(t *testing.T) string {
+	t.Helper()
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// A write begins by taking the store file's write lock, before it reads
+// anything: while another process holds that lock, Apply waits, and when
+// that process commits a change of its own, Apply then writes on top of
+// it. (Were Apply to read first, its snapshot would predate the other
+// commit, and SQLite would refuse it the lock: SQLITE_BUSY at once.)
+func TestWriteTakesTheStoreLockFirst(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, storetest.Batch("a", 0, 20)); err != nil {
+		t.Fatalf("Apply(a) = %v", err)
+	}
+	other := mustExec(t, s.Path(), "BEGIN IMMEDIATE",
+		"INSERT INTO tombstones (id, deleted_at) VALUES ('elsewhere', 1)")
+	next := storetest.Batch("a", 1, 20)
+	applied := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := s.Apply(wctx, next)
+		applied <- err
+	}()
+	select {
+	case err := <-applied:
+		t.Fatalf("Apply while another process holds the store's write lock = %v before that process ended; want it to wait", err)
+	case <-time.After(300 * time.Millisecond): // not a bound: Apply is waiting by now
+	}
+	if err := sqlitex.ExecuteTransient(other, "COMMIT", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatalf("Apply after the other process committed = %v; want it written", err)
+	}
+	if got, want := len(mustDetail(t, s, "a").Steps), 40; got != want {
+		t.Errorf("Detail(a) has %d steps; want %d", got, want)
+	}
+}
+
+// A push of new steps to a stored session and an import's group of new
+// sessions commit while the search index's write lock is held, by another
+// process or by this store's catch-up: the index is a file of its own, and
+// they do not take its lock. A batch that replaces text the index holds
+// does take it: it waits, and once it has the lock the index ends with
+// the new text only.
+func TestWritesDoNotWaitForTheIndex(t *testing.T) {
+	for _, holder := range []struct {
+		name string
+		hold func(t *testing.T, s *store.Store) (release func())
+	}{
+		{"another process", func(t *testing.T, s *store.Store) func() {
+			conn := mustExec(t, store.IndexPath(s.Path()), "BEGIN IMMEDIATE")
+			return func() {
+				if err := sqlitex.ExecuteTransient(conn, "ROLLBACK", nil); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+		{"this store's catch-up", func(t *testing.T, s *store.Store) func() {
+			held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() { done <- s.CatchUpPaused(context.Background(), held, release) }()
+			<-held
+			return func() {
+				close(release)
+				if err := <-done; err != nil {
+					t.Errorf("CatchUpPaused = %v", err)
+				}
+			}
+		}},
+	} {
+		t.Run(holder.name, func(t *testing.T) {
+			s := mustOpen(t)
+			ctx := context.Background()
+			mustApply(t, s, searchBatch("x"))
+			if _, err := s.Apply(ctx, storetest.Batch("live", 0, 50)); err != nil {
+				t.Fatalf("Apply(live) = %v", err)
+			}
+			if err := s.CatchUpIndex(); err != nil {
+				t.Fatalf("CatchUpIndex() = %v", err)
+			}
+			replaced := searchBatch("x")
+			set(replaced, "steps[1].payload.stdout", "replacedword")
+			x := mustParse(t, replaced)
+
+			release := holder.hold(t, s)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := s.Apply(wctx, storetest.Batch("live", 1, 50))
+			if err != nil {
+				t.Errorf("Apply(new steps to a stored session) while the index's lock is held = %v; want it written", err)
+			}
+			res, err := s.ApplyGroup(wctx, "testagent", []store.SessionWrite{
+				{Batches: []*store.Batch{storetest.Batch("imported1", 0, 50)}},
+				{Batches: []*store.Batch{storetest.Batch("imported2", 0, 50), storetest.Batch("imported2", 1, 50)}},
+			})
+			if err != nil || res[0].Err != nil || res[1].Err != nil {
+				t.Errorf("ApplyGroup(new sessions) while the index's lock is held = %+v, %v; want them written", res, err)
+			}
+			short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancelShort()
+			if _, err := s.Apply(short, x); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Apply(replacing indexed text) while the index's lock is held = %v; want it to wait until its deadline", err)
+			}
+			release()
+
+			if _, err := s.Apply(ctx, x); err != nil {
+				t.Fatalf("Apply(replacing indexed text) after the lock was let go = %v", err)
+			}
+			for _, sid := range []string{"live", "imported1", "imported2"} {
+				mustDetail(t, s, sid)
+			}
+			if got := hitKeys(mustSearch(t, s, "replacedword")); len(got) != 1 {
+				t.Errorf("Search(replacedword) = %v; want one hit", got)
+			}
+			if got := hitKeys(mustSearch(t, s, "stdoutwordx")); len(got) != 0 {
+				t.Errorf("Search(stdoutwordx), the replaced text = %v; want none", got)
+			}
+		})
+	}
+}
+
+// A step the index holds, changed, then changed again while a catch-up
+// that read the first change from its snapshot is pending: the second
+// write waits for that catch-up (it holds the index's lock), then removes
+// the text the catch-up indexed, and the index ends with the newest text
+// only, as a rebuild makes it. Without the wait, the catch-up would index
+// the first change after the write looked, and keep it for good.
+func TestIndexReplacedWhileCatchingUp(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	mustApply(t, s, searchBatch("x"))
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
+	x := searchBatch("x")
+	set(x, "steps[1].payload.stdout", "firstchange")
+	mustApply(t, s, x)
+	s.WaitIndexLater()
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() { done <- s.CatchUpPaused(ctx, held, release) }()
+	<-held
+	set(x, "steps[1].payload.stdout", "secondchange")
+	second := mustParse(t, x)
+	applied := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(ctx, second)
+		applied <- err
+	}()
+	select {
+	case err := <-applied:
+		t.Errorf("Apply(second change) = %v while a catch-up held the index's lock; want it to wait", err)
+	case <-time.After(300 * time.Millisecond): // not a bound: Apply is waiting by now
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("CatchUpPaused = %v", err)
+	}
+	if err := <-applied; err != nil {
+		t.Fatalf("Apply(second change) = %v", err)
+	}
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatalf("CatchUpIndex() = %v", err)
+	}
+	words := []string{"stdoutwordx", "firstchange", "secondchange", "promptwordx"}
+	got := indexDump(t, s.Path(), words...)
+	if _, err := s.Reindex(ctx); err != nil {
+		t.Fatalf("Reindex() = %v", err)
+	}
+	if want := indexDump(t, s.Path(), words...); got != want {
+		t.Errorf("index after the change during a catch-up:\n%s\nwant, as rebuilt:\n%s", got, want)
+	}
+	if !strings.Contains(got, "secondchange 1") || !strings.Contains(got, "firstchange 0") {
+		t.Errorf("index after the change during a catch-up:\n%s\nwant secondchange and not firstchange", got)
+	}
+}
+
+// A process that stops between the two commits of a Delete (the store
+// file's committed, the index file's not) leaves the index holding the
+// deleted session's text, and the epochs of the two files differ. The
+// next Open empties the index with secure delete and builds it again:
+// every stored row is found, none of the deleted text, and the deleted
+// text is in no file.
+func TestIndexRebuiltAfterCrashBetweenFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	ctx := context.Background()
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	gone := randomWord(t)
+	g := searchBatch("gone")
+	set(g, "steps[1].payload.stdout", gone)
+	mustApply(t, s, g)
+	mustApply(t, s, searchBatch("keep"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	index, err := os.ReadFile(store.IndexPath(path))
+	if err != nil || !bytes.Contains(index, []byte(gone[8:])) {
+		t.Fatalf("the index file holds no term of the session to delete (%v); this test would prove nothing", err)
+	}
+	// What Delete writes to the store file, committed alone.
+	mustExec(t, path, "PRAGMA secure_delete = ON", "PRAGMA foreign_keys = ON", "BEGIN IMMEDIATE",
+		"DELETE FROM sessions WHERE id = 'gone'",
+		"INSERT INTO tombstones (id, deleted_at) SELECT 'gone', max(updated_at) + 1 FROM sessions",
+		"INSERT INTO scrubs (id) VALUES ('gone')",
+		"UPDATE search_epoch SET epoch = epoch + 1",
+		"COMMIT").Close()
+
+	s, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open after the crash = %v", err)
+	}
+	indexHoldsAll(t, path)
+	for _, w := range findWords[:9] {
+		word := strings.TrimSuffix(w, "x") + "keep"
+		if got := hitKeys(mustSearch(t, s, word)); len(got) == 0 {
+			t.Errorf("Search(%s) after the rebuild = no hits; want session keep", word)
+		}
+	}
+	if got := hitKeys(mustSearch(t, s, gone)); len(got) != 0 {
+		t.Errorf("Search(the deleted text) after the rebuild = %v; want none", got)
+	}
+	// The Delete's clean-up (its scrubs row) truncates both files' logs in
+	// the background, as after any Delete (TestDeleteWhileReading).
+	for deadline := time.Now().Add(5 * time.Second); bytes.Contains(storeFiles(t, path), []byte(gone[8:])); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("5 s after the rebuild, the deleted session's text is still in the store's files; want it overwritten")
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if bytes.Contains(storeFiles(t, path), []byte(gone[8:])) {
+		t.Errorf("the deleted session's text is in the store's files after Close; want it overwritten")
+	}
+}
+
+// A store of the layout before migration 013 (the index in the store
+// file), opened by this build: the migration drops the index from the
+// store file, overwriting its pages, and Open builds it in the index
+// file. Every row is found, as the writes built it, and text only the
+// old index held is in no file.
+func TestOpenMovesTheIndexToItsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	_, src := oldStore(t, path, 12)
+	orphan := randomWord(t)
+	mustExec(t, path, "BEGIN IMMEDIATE",
+		"INSERT INTO search (rowid, body) SELECT step_pk, body FROM search_step_docs",
+		"INSERT INTO search (rowid, body) SELECT -session_pk, body FROM search_session_docs",
+		"INSERT INTO search (rowid, body) VALUES (1000000000, 'only in the index "+orphan+"')",
+		"INSERT INTO search_spans SELECT session_pk, min(pk), max(pk) FROM steps GROUP BY session_pk",
+		"UPDATE search_state SET indexed_through = (SELECT max(updated_at) FROM sessions)",
+		"COMMIT").Close()
+	if !bytes.Contains(storeFiles(t, path), []byte(orphan[8:])) {
+		t.Fatal("the old index's text is not in the store file; this test would prove nothing")
+	}
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(old store) = %v", err)
+	}
+	indexHoldsAll(t, path)
+	if got, want := indexDump(t, path, findWords...), indexDump(t, src, findWords...); got != want {
+		t.Errorf("index built by Open:\n%s\nwant, as the writes built it:\n%s", got, want)
+	}
+	for _, w := range findWords[:9] {
+		if got := hitKeys(mustSearch(t, s, w)); len(got) == 0 {
+			t.Errorf("Search(%s) after the move = no hits; want session x", w)
+		}
+	}
+	conn := mustExec(t, path)
+	var tables string
+	err = sqlitex.ExecuteTransient(conn, `SELECT group_concat(name) FROM sqlite_schema WHERE type = 'table' AND name LIKE 'search%'`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { tables = st.ColumnText(0); return nil }})
+	conn.Close()
+	if err != nil || tables != "search_epoch" {
+		t.Errorf("the store file's search tables after the move = %q, %v; want only search_epoch", tables, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if bytes.Contains(storeFiles(t, path), []byte(orphan[8:])) {
+		t.Errorf("the old index's text is in the store's files after the move; want it overwritten")
+	}
+}
+
+// The same crash in another process while this store is open: its next
+// catch-up (here a search's) finds the epochs differ and builds the index
+// again, so a search never answers from text the store no longer has.
+func TestIndexRebuiltWhenEpochsDifferWhileOpen(t *testing.T) {
+	s := mustOpen(t)
+	gone := randomWord(t)
+	g := searchBatch("gone")
+	set(g, "steps[1].payload.stdout", gone)
+	mustApply(t, s, g)
+	mustApply(t, s, searchBatch("keep"))
+	if got := hitKeys(mustSearch(t, s, gone)); len(got) != 1 {
+		t.Fatalf("Search(the text to delete) = %v; want one hit", got)
+	}
+	mustExec(t, s.Path(), "PRAGMA secure_delete = ON", "PRAGMA foreign_keys = ON", "BEGIN IMMEDIATE",
+		"DELETE FROM sessions WHERE id = 'gone'",
+		"INSERT INTO tombstones (id, deleted_at) SELECT 'gone', max(updated_at) + 1 FROM sessions",
+		"UPDATE search_epoch SET epoch = epoch + 1",
+		"COMMIT").Close()
+	if got := hitKeys(mustSearch(t, s, gone)); len(got) != 0 {
+		t.Errorf("Search(the deleted text) after the other process's crash = %v; want none", got)
+	}
+	if got := hitKeys(mustSearch(t, s, "promptwordkeep")); len(got) != 1 {
+		t.Errorf("Search(promptwordkeep) after the rebuild = %v; want one hit", got)
+	}
+	indexHoldsAll(t, s.Path())
 }

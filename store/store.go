@@ -45,7 +45,14 @@ type Store struct {
 	stopped    chan struct{}
 	scrubs     scrubber
 	index      indexer       // search_index.go
-	writer     chan struct{} // the write lock of this process (lockWrites)
+	writer     chan struct{} // this process's write lock on the store file (lockWrites)
+	// indexWriter is this process's write lock on the index file
+	// (lockIndex), taken after writer when a write takes both.
+	indexWriter chan struct{}
+	// indexHeld lets go of indexWriter once the write that took it inside
+	// its transaction (holdIndex) has ended; only that write, holding
+	// writer, reads or sets it.
+	indexHeld func()
 }
 
 // Option changes how Open sets up a store.
@@ -68,11 +75,13 @@ func CheckpointEvery(d time.Duration) Option {
 
 // IndexInChunks makes the background catch-up of the search index take a
 // few writes per transaction (indexChunk steps), so a write waiting for
-// the lock goes between two of them: for the server, whose pushes wait
-// (the 100-step push p99: 158 -> 44 ms). Other processes (import, capture,
-// hook) index everything behind in one transaction: an import's writes are
-// small, and in chunks they became many small FTS5 segments to merge
-// (+21% of an import's CPU time, docs/performance.md).
+// the index's lock (Delete, a batch that replaces indexed text) goes
+// between two of them: for the server. (Before the index had a file of
+// its own, every push waited for it: the 100-step push p99 158 -> 44 ms.)
+// Other processes (import, capture, hook) index everything behind in one
+// transaction: an import's writes are small, and in chunks they became
+// many small FTS5 segments to merge (+21% of an import's CPU time,
+// docs/performance.md).
 func IndexInChunks() Option {
 	return func(o *options) { o.indexInChunks = true }
 }
@@ -113,33 +122,36 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	defer unlock()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("store: open: %w", err)
+	// Both files are made before SQLite opens them, readable by the owner only.
+	for _, name := range []string{path, IndexPath(path)} {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("store: open: %w", err)
+		}
+		f.Close()
 	}
-	f.Close()
 	schema, err := loadSchema()
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	s := &Store{path: path, capturedOn: host, writer: make(chan struct{}, 1)}
+	s := &Store{path: path, capturedOn: host, writer: make(chan struct{}, 1), indexWriter: make(chan struct{}, 1)}
 	s.index.inChunks, s.index.progress = o.indexInChunks, o.indexProgress
 	// The pool retries a file it cannot open until the wait below gives up;
 	// the first failure ends the wait, so Open reports its cause at once.
+	// The migrations run on a prepared connection, the index file attached.
 	s.pool = sqlitemigration.NewPool(path, schema, sqlitemigration.Options{
 		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
 		PoolSize: poolSize,
 		PrepareConn: func(conn *sqlite.Conn) error {
-			if err := prepareConn(conn); err != nil {
+			if err := prepareConn(conn, IndexPath(path)); err != nil {
 				return err
 			}
-			if o.checkpointEvery > 0 {
+			if o.checkpointEvery > 0 { // for every attached file
 				return sqlitex.ExecuteTransient(conn, "PRAGMA wal_autocheckpoint = 0", nil)
 			}
 			return nil
 		},
-		OnReady: unlock, // setup ends when the migrations are done
 		OnError: func(err error) { fail(err) },
 	})
 	// Wait for the migrations so a broken file fails at open, not later.
@@ -152,6 +164,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// The index file's tables, made by code (search_index.go), end the
+	// setup: made or rebuilt once, by one process at a time.
+	if err := s.setupIndex(wait); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("store: open %s: set up the search index: %w", path, err)
+	}
+	unlock()
 	// The index of a store a migration left unindexed is built before
 	// Open returns (see search_index.go); otherwise this is one read.
 	if err := s.catchUpIndex(ctx); err != nil {
@@ -184,11 +203,17 @@ func loadSchema() (sqlitemigration.Schema, error) {
 	return schema, nil
 }
 
-// prepareConn sets what every connection needs. synchronous=NORMAL is
-// durable against a crash of any process in WAL mode; only a power loss
-// can lose the last commits.
-func prepareConn(conn *sqlite.Conn) error {
-	for _, pragma := range []string{"foreign_keys = ON", "secure_delete = ON", "synchronous = NORMAL"} {
+// prepareConn sets what every connection needs, and attaches the search
+// index's file (index) as schema idx with the same settings.
+// synchronous=NORMAL is durable against a crash of any process in WAL
+// mode; only a power loss can lose the last commits. The first connection of a process sets the
+// index file to WAL mode; Open holds the setup lock then (setuplock.go).
+func prepareConn(conn *sqlite.Conn, index string) error {
+	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
+		return fmt.Errorf("attach %s: %w", index, err)
+	}
+	for _, pragma := range []string{"foreign_keys = ON", "secure_delete = ON", "synchronous = NORMAL",
+		"idx.journal_mode = WAL", "idx.secure_delete = ON", "idx.synchronous = NORMAL"} {
 		if err := sqlitex.ExecuteTransient(conn, "PRAGMA "+pragma, nil); err != nil {
 			return fmt.Errorf("PRAGMA %s: %w", pragma, err)
 		}
@@ -198,6 +223,24 @@ func prepareConn(conn *sqlite.Conn) error {
 
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }
+
+// IndexPath is the file of the search index of the store at path: a
+// database of its own, so that writing the index never holds the store's
+// write lock (search_index.go).
+func IndexPath(path string) string { return path + "-search" }
+
+// Files lists every file that holds the content of the store at path: the
+// store and its search index, each with its write-ahead log, shared
+// memory and rollback journal (most of them absent at any one time).
+func Files(path string) []string {
+	var files []string
+	for _, db := range []string{path, IndexPath(path)} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			files = append(files, db+suffix)
+		}
+	}
+	return files
+}
 
 // Close stops the background work and closes every connection; clean-ups
 // still pending resume at the next Open.
@@ -227,7 +270,9 @@ func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
 			return
 		case <-t.C:
 		}
-		// An error here (the store busy past busyLimit) is retried next tick.
+		// An error here (the store busy past busyLimit) is retried next
+		// tick. Without a schema it checkpoints every attached file: the
+		// search index's log too.
 		_ = s.conn(ctx, func(conn *sqlite.Conn) error {
 			return sqlitex.ExecuteTransient(conn, "PRAGMA wal_checkpoint(PASSIVE)", nil)
 		})
@@ -251,34 +296,113 @@ func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
 	return fn(conn)
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction, rolled back if fn fails
-// (a *DiskFullError when the disk had no space for it), holding the write
-// lock of this process (lockWrites) from before BEGIN until after COMMIT.
+// Who takes which write lock. SQLite has one writer per file, and BEGIN
+// IMMEDIATE takes the write lock of every attached file, so no write here
+// uses it: a write begins a deferred transaction and at once runs a write
+// to the one file it needs that changes nothing (lockStore, lockIndexFile),
+// which takes that file's lock, waiting in the busy handler, before the
+// transaction reads anything, so its snapshot of that file is current and
+// it never fails with SQLITE_BUSY_SNAPSHOT. A store write (write: Apply,
+// notes, verdicts, Delete, scrub bookkeeping) takes the store file's lock
+// and the index file's only when it changes what the index holds
+// (holdIndex); the index's catch-up (writeIndex) takes only the index
+// file's and reads a snapshot of the store. Locks are always taken store
+// first, then index, so no two writers can each wait for the other.
+const (
+	lockStore     = `UPDATE main.search_epoch SET epoch = epoch WHERE false`
+	lockIndexFile = `UPDATE idx.search_state SET epoch = epoch WHERE false`
+)
+
+// write runs fn in one transaction that holds the store file's write
+// lock, rolled back if fn fails (a *DiskFullError when the disk had no
+// space for it), holding the write lock of this process (lockWrites) from
+// before BEGIN until after COMMIT.
+// When fn took the index's lock too (holdIndex), the write lets go of it
+// once the transaction has ended.
 func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	return s.transact(ctx, s.lockWrites, lockStore, fn, func() {
+		if s.indexHeld != nil {
+			s.indexHeld()
+			s.indexHeld = nil
+		}
+	})
+}
+
+// writeIndex runs fn in one transaction holding the index file's write
+// lock only, and this process's (lockIndex): the index's catch-up, which
+// reads the store file and writes only the index file.
+func (s *Store) writeIndex(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	return s.transact(ctx, s.lockIndex, lockIndexFile, fn, func() {})
+}
+
+// transact runs fn in one transaction that holds the write lock of one
+// file: this process's (lockGo), then SQLite's (lockSQL, the first
+// statement). ended runs once the transaction has ended, before lockGo's
+// lock is let go.
+func (s *Store) transact(ctx context.Context, lockGo func(context.Context) (func(), error), lockSQL string, fn func(*sqlite.Conn) error, ended func()) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, busyLimit)
 		defer cancel()
 	}
-	unlock, err := s.lockWrites(ctx)
+	unlock, err := lockGo(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	err = s.conn(ctx, func(conn *sqlite.Conn) (err error) {
-		end, err := sqlitex.ImmediateTransaction(conn)
-		if err != nil {
+		end := sqlitex.Transaction(conn) // BEGIN DEFERRED: takes no lock yet
+		defer end(&err)
+		if err := sqlitex.ExecuteTransient(conn, lockSQL, nil); err != nil {
 			return err
 		}
-		defer end(&err)
 		return fn(conn)
 	})
+	ended()
 	if ctx.Err() != nil && sqlite.ErrCode(err).ToPrimary() == sqlite.ResultBusy {
 		// Another process held the lock until the wait ended: the
 		// context's error says so, as it does for this process's writers.
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return diskFull(err)
+}
+
+// holdIndex takes, inside a write (Store.write), the index file's write
+// lock as well: this process's (lockIndex, waiting for a catch-up of this
+// process) and SQLite's (waiting for another process's). The write keeps
+// both until it ends. For the writes that change or remove what the index
+// holds (Apply replacing indexed text, Delete), so that no catch-up runs
+// between their reading the index and their commit. A write that then
+// changes the index file calls bumpEpochs in the same transaction.
+func (s *Store) holdIndex(ctx context.Context, conn *sqlite.Conn) error {
+	if s.indexHeld != nil {
+		return nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, busyLimit)
+		defer cancel()
+	}
+	unlock, err := s.lockIndex(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sqlitex.ExecuteTransient(conn, lockIndexFile, nil); err != nil {
+		unlock()
+		return err
+	}
+	s.indexHeld = unlock
+	return nil
+}
+
+// bumpEpochs adds 1 to the epoch of both files, in a write that changed
+// the index file as well as the store's (migration 013): should a crash
+// come between the two files' commits, the epochs differ, and the index
+// is built again (search_index.go). In the transaction (or savepoint) of
+// the change, so that a rollback takes both back.
+func bumpEpochs(conn *sqlite.Conn) error {
+	return sqlitex.ExecuteScript(conn, `UPDATE main.search_epoch SET epoch = epoch + 1;
+		UPDATE idx.search_state SET epoch = epoch + 1;`, nil)
 }
 
 // lockWrites takes the write lock of this store, so its writers wait for
@@ -289,12 +413,24 @@ func (s *Store) write(ctx context.Context, fn func(*sqlite.Conn) error) error {
 // A caller whose ctx ends while it waits gets ctx.Err() and writes nothing.
 // The lock is taken before a connection, so waiting writers hold none.
 func (s *Store) lockWrites(ctx context.Context) (unlock func(), err error) {
+	return takeLock(ctx, s.writer)
+}
+
+// lockIndex takes this process's write lock on the search index's file,
+// as lockWrites does the store's: the catch-ups wait for each other, and
+// for a write that changes what the index holds (holdIndex), in Go.
+func (s *Store) lockIndex(ctx context.Context) (unlock func(), err error) {
+	return takeLock(ctx, s.indexWriter)
+}
+
+// takeLock takes a lock that is a channel of one, FIFO, until ctx ends.
+func takeLock(ctx context.Context, lock chan struct{}) (unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	select {
-	case s.writer <- struct{}{}:
-		return func() { <-s.writer }, nil
+	case lock <- struct{}{}:
+		return func() { <-lock }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/store"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -44,8 +45,8 @@ func TestDeleteWhileAnotherProcessReads(t *testing.T) {
 	}
 	files := func() []byte {
 		var all []byte
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			b, err := os.ReadFile(db + suffix)
+		for _, name := range store.Files(db) { // the store and its search index, with their logs
+			b, err := os.ReadFile(name)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				t.Fatal(err)
 			}
