@@ -6,6 +6,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // LockSetup takes the setup lock of the store at path, as another
@@ -117,4 +118,33 @@ func (s *Store) CatchUpPaused(ctx context.Context, held chan<- struct{}, release
 		}
 		return indexChangesThrough(conn, plan[len(plan)-1].through)
 	})
+}
+
+// CacheSizes returns the cache_size pragma of the store file and of the
+// index file on each of n connections of s, taken at once.
+func (s *Store) CacheSizes(ctx context.Context, n int) ([][2]int64, error) {
+	var out [][2]int64
+	var conns []*sqlite.Conn
+	defer func() {
+		for _, c := range conns {
+			s.pool.Put(c)
+		}
+	}()
+	for range n {
+		conn, err := s.pool.Take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, conn)
+		var sizes [2]int64
+		for i, schema := range []string{"main", "idx"} {
+			err := sqlitex.ExecuteTransient(conn, "PRAGMA "+schema+".cache_size", &sqlitex.ExecOptions{
+				ResultFunc: func(st *sqlite.Stmt) error { sizes[i] = st.ColumnInt64(0); return nil }})
+			if err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sizes)
+	}
+	return out, nil
 }

@@ -62,6 +62,17 @@ type options struct {
 	checkpointEvery time.Duration
 	indexInChunks   bool
 	indexProgress   func(done, total int64)
+	cacheKiB        int
+}
+
+// CacheSize bounds the page cache of each of the store's connections to
+// kib KiB per file (the store's and the index's; SQLite's default is
+// 2,000 KiB). Pure-Go SQLite allocates it outside the Go heap, so the
+// import's memory limit does not cover it: for `service import`, whose
+// writes are mostly new rows (docs/performance.md, "Peak memory of one
+// 210 MB transcript").
+func CacheSize(kib int) Option {
+	return func(o *options) { o.cacheKiB = kib }
 }
 
 // CheckpointEvery moves write-ahead-log checkpoints off the commit path:
@@ -146,6 +157,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		PrepareConn: func(conn *sqlite.Conn) error {
 			if err := prepareConn(conn, IndexPath(path)); err != nil {
 				return err
+			}
+			if o.cacheKiB > 0 {
+				for _, schema := range []string{"main", "idx"} {
+					if err := sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA %s.cache_size = -%d", schema, o.cacheKiB), nil); err != nil {
+						return err
+					}
+				}
 			}
 			if o.checkpointEvery > 0 { // for every attached file
 				return sqlitex.ExecuteTransient(conn, "PRAGMA wal_autocheckpoint = 0", nil)

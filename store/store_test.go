@@ -254,3 +254,27 @@ func TestWriteWaitForOtherProcessEndsWithContext(t *testing.T) {
 	}
 	assertUnchanged(t, s, before)
 }
+
+// CacheSize sets the page cache of every connection, for the store file
+// and the index file; without it each keeps SQLite's default.
+func TestCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		opts []store.Option
+		want int64
+	}{{nil, -2000}, {[]store.Option{store.CacheSize(500)}, -500}} {
+		s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes, err := s.CacheSizes(context.Background(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, got := range sizes {
+			if got != [2]int64{tc.want, tc.want} {
+				t.Errorf("connection %d: cache_size of the store and index files = %v; want %d for both", i, got, tc.want)
+			}
+		}
+		s.Close()
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/store"
 )
 
 // ImportCmd is `service import <agent> [PATH...] [--db PATH] [--rescan]`.
@@ -64,6 +65,14 @@ type ImportOpencodeCmd struct {
 }
 
 // Run imports Claude Code transcripts.
+// importCacheKiB is the SQLite page cache of each of the import's
+// connections, per file: an import writes new rows, which a cache of
+// SQLite's default size (2,000 KiB) speeds up by no measured amount, and
+// pure-Go SQLite holds it outside the Go heap, where the import's memory
+// limit does not reach (docs/performance.md, "Peak memory of one 210 MB
+// transcript").
+const importCacheKiB = 100
+
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
 }
@@ -115,7 +124,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 			return nil
 		}
 	}
-	st, _, err := openStore(e, f.DB)
+	st, _, err := openStore(e, f.DB, store.CacheSize(importCacheKiB))
 	if err != nil {
 		return err
 	}
