@@ -141,16 +141,11 @@ func (s *Store) scrub(ctx context.Context) (done bool, err error) {
 func (s *Store) truncateLog(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, scrubWait)
 	defer cancel()
-	unlock, err := s.lockWrites(ctx)
+	unlock, err := s.lockBoth(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	unlockIndex, err := s.lockIndex(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlockIndex()
 	return s.conn(ctx, func(conn *sqlite.Conn) error {
 		busy := false
 		for _, schema := range []string{"main", "idx"} {

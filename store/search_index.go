@@ -101,16 +101,11 @@ func (s *Store) setupIndex(ctx context.Context) error {
 	}
 	// Both files' write locks: the store's epoch is read, and no write of
 	// another process may change either file meanwhile.
-	unlock, err := s.lockWrites(ctx)
+	unlock, err := s.lockBoth(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	unlockIndex, err := s.lockIndex(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlockIndex()
 	return s.conn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {

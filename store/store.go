@@ -441,6 +441,22 @@ func (s *Store) lockIndex(ctx context.Context) (unlock func(), err error) {
 	return takeLock(ctx, s.indexWriter)
 }
 
+// lockBoth takes this process's write locks on both files, the store's
+// first (as every writer that takes both does), for work outside a
+// write's transaction: setting up the index, truncating the logs.
+func (s *Store) lockBoth(ctx context.Context) (unlock func(), err error) {
+	unlockStore, err := s.lockWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	unlockIndex, err := s.lockIndex(ctx)
+	if err != nil {
+		unlockStore()
+		return nil, err
+	}
+	return func() { unlockIndex(); unlockStore() }, nil
+}
+
 // takeLock takes a lock that is a channel of one, FIFO, until ctx ends.
 func takeLock(ctx context.Context, lock chan struct{}) (unlock func(), err error) {
 	if err := ctx.Err(); err != nil {
