@@ -74,7 +74,11 @@ func searchBatch(sid string) *store.Batch {
 // A marker word in each field kind is found, in its session and step,
 // and only there; code is found by its parts, paths and prefixes.
 func testSearchFields(t *testing.T, s store.Backend) {
-	mustApply(t, s, searchBatch("x"))
+	x := searchBatch("x")
+	thinking := stepOf("x", searchSeqs+1, store.TypeMessage)
+	thinking.Payload.Role, thinking.Payload.Text = "thinking", genPtr("pondering")
+	x.Steps = append(x.Steps, thinking)
+	mustApply(t, s, x)
 	mustApply(t, s, searchBatch("y"))
 	for _, tc := range []struct {
 		q    string
@@ -96,6 +100,7 @@ func testSearchFields(t *testing.T, s store.Backend) {
 		{"readpathx.go", []hitKey{{"x", 4}}},
 		{"toolnamex", []hitKey{{"x", 5}}},
 		{"rawvaluex", []hitKey{{"x", 5}}},
+		{"thinking pondering", []hitKey{{"x", searchSeqs + 1}}}, // thinking is marked as such
 		// Code: parts, paths, phrases and prefixes.
 		{"authx.go", []hitKey{{"x", 3}}},
 		{"handlers/authx.go", []hitKey{{"x", 3}}},
