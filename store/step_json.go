@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The JSON columns of a step (payload, error, channels, flags) are written
@@ -12,9 +14,8 @@ import (
 // omitempty, its escaping of <, >, &, U+2028, U+2029 and invalid UTF-8),
 // which FuzzStepJSON checks; what reads the columns back is unchanged.
 
-// appendPayloadJSON appends p as json.Marshal writes it. Only the open
-// shapes (raw, structured_patch) go through encoding/json, which compacts
-// and checks them.
+// appendPayloadJSON appends p as json.Marshal writes it. The open shapes
+// (raw, structured_patch) are checked and copied (appendRawJSON).
 func appendPayloadJSON(dst []byte, p *Payload) ([]byte, error) {
 	n := len(dst)
 	dst = append(dst, '{')
@@ -38,17 +39,13 @@ func appendPayloadJSON(dst []byte, p *Payload) ([]byte, error) {
 			dst = strconv.AppendBool(dst, *b)
 		}
 	}
-	shape := func(name string, v json.RawMessage) error {
+	shape := func(name string, v json.RawMessage) (err error) {
 		if len(v) == 0 {
 			return nil
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
 		field(name)
-		dst = append(dst, b...)
-		return nil
+		dst, err = appendRawJSON(dst, v)
+		return err
 	}
 	text("command", p.Command)
 	text("stdout", p.Stdout)
@@ -89,6 +86,67 @@ func appendPayloadJSON(dst []byte, p *Payload) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, '}'), nil
+}
+
+// appendRawJSON appends a JSON value as json.Marshal writes a
+// json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped. A
+// value already in that form, as json.Marshal wrote it (an adapter's raw),
+// is checked (validJSON) and copied: encoding/json's compaction, byte by
+// byte, was 9% of an import's CPU (docs/performance.md). Any other value
+// goes through json.Marshal.
+func appendRawJSON(dst []byte, v json.RawMessage) ([]byte, error) {
+	if inMarshalForm(v) && validJSON(v) {
+		return append(dst, v...), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// rawSpecial marks the bytes inMarshalForm looks at: a string's quotes and
+// escapes, what json.Marshal escapes (<, >, &, and 0xE2, which begins
+// U+2028 and U+2029) and whitespace (which it drops outside strings).
+var rawSpecial = [256]bool{'"': true, '\\': true, '<': true, '>': true, '&': true, 0xE2: true,
+	' ': true, '\t': true, '\n': true, '\r': true}
+
+// inMarshalForm reports whether json.Marshal would leave a JSON text as it
+// is: no whitespace outside strings and nothing it escapes. It does not
+// check the JSON is valid.
+func inMarshalForm(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !rawSpecial[c] {
+			continue
+		}
+		switch c {
+		case '"':
+			inString = !inString
+		case '\\':
+			i++ // the escaped character, ASCII in valid JSON
+		case 0xE2:
+			if i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9) {
+				return false
+			}
+		case ' ', '\t', '\n', '\r':
+			if !inString {
+				return false
+			}
+		default: // <, >, &
+			return false
+		}
+	}
+	return true
+}
+
+// validJSON is json.Valid at jsontext's speed (several times encoding/json's):
+// jsontext is told to accept what json.Valid accepts (duplicate names,
+// invalid UTF-8), and what it still refuses goes to json.Valid for the
+// answer, so the two never differ (FuzzValidJSON).
+func validJSON(b []byte) bool {
+	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) || json.Valid(b)
 }
 
 // appendErrorJSON appends e as json.Marshal writes it.

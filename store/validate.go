@@ -182,7 +182,7 @@ func rawType(r json.RawMessage) string {
 
 // anyJSON is the rule of structured_patch: any JSON value, not inspected.
 func anyJSON(r json.RawMessage) string {
-	if len(r) > 0 && !json.Valid(r) {
+	if len(r) > 0 && !validJSON(r) {
 		return "expected a JSON value"
 	}
 	return ""
