@@ -148,3 +148,7 @@ func (s *Store) CacheSizes(ctx context.Context, n int) ([][2]int64, error) {
 	}
 	return out, nil
 }
+
+// RegisterSearchText gives a connection opened outside the store the SQL
+// functions the search views call, as every connection of a store has.
+var RegisterSearchText = registerSearchText

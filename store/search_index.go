@@ -18,7 +18,8 @@ import (
 // tables (made here, setupIndex, not by the store's migrations): search,
 // a contentless FTS5 table (terms only; removing a row takes the text it
 // was indexed with), search_spans and search_state. The views of what a
-// row indexes (search_step_docs, search_session_docs, migration 006) stay
+// row indexes (search_step_docs, search_session_docs, migration 014: the
+// text made in Go, registerSearchText) stay
 // in the store file, whose tables they read.
 //
 // The index follows the writes in the background, off the push's
@@ -51,10 +52,11 @@ import (
 // waits for the build: it sees every committed write, never a partial
 // index.
 
-// indexVersion is the layout of the index file's tables (its
-// user_version): a file of another version is emptied and made again
-// (setupIndex), so a later change of layout needs no migration of it.
-const indexVersion = 1
+// indexVersion is the layout of the index file's tables and of the text
+// they index (its user_version): a file of another version is emptied and
+// made again (setupIndex), so a later change of either needs no migration
+// of it. 2: the text made in Go (registerSearchText, migration 014).
+const indexVersion = 2
 
 // indexTables makes the index file's tables. The default unicode61
 // tokenizer splits at every character that is not a letter or digit, so a

@@ -30,9 +30,12 @@ func openFiles(tb testing.TB, path string) *sqlite.Conn {
 		tb.Fatalf("sqlite.OpenConn(%s) = %v", path, err)
 	}
 	err = sqlitex.ExecuteTransient(conn, `ATTACH DATABASE ? AS idx`, &sqlitex.ExecOptions{Args: []any{store.IndexPath(path)}})
+	if err == nil {
+		err = store.RegisterSearchText(conn) // the views of what a row indexes call them
+	}
 	if err != nil {
 		conn.Close()
-		tb.Fatalf("attach the index of %s: %v", path, err)
+		tb.Fatalf("open the files of %s: %v", path, err)
 	}
 	return conn
 }
@@ -702,6 +705,50 @@ func TestIndexRebuiltAfterCrashBetweenFiles(t *testing.T) {
 	}
 	if bytes.Contains(storeFiles(t, path), []byte(gone[8:])) {
 		t.Errorf("the deleted session's text is in the store's files after Close; want it overwritten")
+	}
+}
+
+// An index file of another version (an older build's layout or text,
+// indexVersion) is dropped and built again by Open, from the views of
+// this build: text only the old index held is found nowhere, not in the
+// files either.
+func TestIndexOfAnotherVersionRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	ctx := context.Background()
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	mustApply(t, s, searchBatch("keep"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	// Text the views no longer give, as an older build's index may hold.
+	stale := randomWord(t)
+	mustExec(t, store.IndexPath(path), "BEGIN IMMEDIATE",
+		"INSERT INTO search (rowid, body) SELECT max(id), 'fix "+stale+"' FROM search_docsize",
+		"PRAGMA user_version = 1",
+		"COMMIT").Close()
+
+	s, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of the old index = %v", err)
+	}
+	indexHoldsAll(t, path)
+	if got := hitKeys(mustSearch(t, s, stale)); len(got) != 0 {
+		t.Errorf("Search(the old index's text) = %v; want none", got)
+	}
+	for _, w := range findWords[:9] {
+		word := strings.TrimSuffix(w, "x") + "keep"
+		if got := hitKeys(mustSearch(t, s, word)); len(got) == 0 {
+			t.Errorf("Search(%s) after the rebuild = no hits; want session keep", word)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if bytes.Contains(storeFiles(t, path), []byte(stale)) {
+		t.Errorf("the old index's text is in the store's files after the rebuild; want it overwritten")
 	}
 }
 

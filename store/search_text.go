@@ -3,18 +3,20 @@ package store
 //go:generate go run ./internal/tokengen -o search_text_tables.go
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"zombiezen.com/go/sqlite"
 )
 
-// What search indexes, in Go: the text of a step or a session row as
-// SQLite's views search_step_docs and search_session_docs make it
-// (migration 006), split into words by the rules of SQLite FTS5's
+// What search indexes, in Go: the text of a step or a session row (the
+// SQL functions the views search_step_docs and search_session_docs call,
+// registerSearchText), split into words by the rules of SQLite FTS5's
 // unicode61 tokenizer with remove_diacritics 2 (tables in
 // search_text_tables.go, read off SQLite by store/internal/tokengen), the phrases of a parsed query matched in those
 // words, and the snippet FTS5's snippet() makes of them. A backend without
@@ -59,7 +61,14 @@ func SessionSearchText(agentKind, workspaceRoot string, workspaceRepo *string) s
 // joinPresent is SQLite's concat_ws(char(10), ...): the values that are
 // neither NULL nor empty, joined by new lines.
 func joinPresent(parts []*string) string {
+	n := 0
+	for _, p := range parts {
+		if p != nil {
+			n += len(*p) + 1
+		}
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation: a 32 MB text is copied once, not grown
 	first := true
 	for _, p := range parts {
 		if p == nil || *p == "" {
@@ -79,67 +88,91 @@ func joinPresent(parts []*string) string {
 const maxJSONDepth = 1000
 
 // jsonStrings is SQLite's (SELECT group_concat(value, ' ') FROM
-// json_tree(j) WHERE type = 'text'): the string values of a JSON text (not
-// its keys) in document order, joined by spaces; nil when there are none.
-// With raw, JSON SQLite would not read is returned as it is (the payload's
-// CASE in search_step_docs); without, it gives nil.
+// json_tree(j) WHERE type = 'text'), which search_step_docs used before
+// it called this function (TestJSONStringsMatchSQLite keeps the two the
+// same): the string values of a JSON text (not its keys) in document
+// order, joined by spaces; nil when there are none. JSON SQLite would not
+// read (not one JSON value, or deeper than maxJSONDepth) gives nil, or with
+// raw the text as it is (the payload's CASE in that view).
 func jsonStrings(j *string, raw bool) *string {
 	if j == nil {
 		return nil
 	}
-	var values []string
-	dec := json.NewDecoder(strings.NewReader(*j))
-	dec.UseNumber()
-	// inObject[i] tells whether the container at depth i+1 is an object,
-	// and key[i] whether its next string is a key.
-	var inObject, key []bool
-	valid, values0 := true, 0
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil || len(inObject) > maxJSONDepth || (len(inObject) == 0 && values0 > 0) {
-			valid = false // not JSON, too deep, or a second value after the first
-			break
-		}
-		if len(inObject) == 0 {
-			values0++
-		}
-		isKey := len(key) > 0 && inObject[len(inObject)-1] && key[len(key)-1]
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if len(key) > 0 && inObject[len(inObject)-1] {
-					key[len(key)-1] = true
-				}
-				inObject, key = append(inObject, t == '{'), append(key, true)
-				continue
-			default:
-				inObject, key = inObject[:len(inObject)-1], key[:len(key)-1]
-				continue
-			}
-		case string:
-			if !isKey {
-				values = append(values, t)
-			}
-		}
-		if len(key) > 0 && inObject[len(inObject)-1] {
-			key[len(key)-1] = !isKey
-		}
-	}
-	if !valid {
+	dec := jsontext.NewDecoder(strings.NewReader(*j), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	notJSON := func() *string {
 		if raw {
 			return j
 		}
 		return nil
 	}
-	if len(values) == 0 {
+	var b strings.Builder
+	strs, values := 0, 0
+	for {
+		tok, err := dec.ReadToken()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		depth := dec.StackDepth()
+		if depth == 0 {
+			values++ // a value at the top ends here
+		}
+		if err != nil || depth > maxJSONDepth || values > 1 {
+			return notJSON()
+		}
+		if tok.Kind() != '"' {
+			continue
+		}
+		if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
+			continue // an object's name
+		}
+		if strs++; strs > 1 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(tok.String())
+	}
+	if values == 0 {
+		return notJSON() // nothing but white space
+	}
+	if strs == 0 {
 		return nil
 	}
-	s := strings.Join(values, " ")
+	s := b.String()
 	return &s
+}
+
+// registerSearchText makes what search indexes of a row SQL functions of
+// the connection, for the views search_step_docs and search_session_docs
+// (migration 014): search_step_text(payload, role, text, stdout, stderr,
+// old_string, new_string, error, flags) is StepDoc.SearchText and
+// search_session_text(agent_kind, workspace_root, workspace_repo) is
+// SessionSearchText, so the rule is written once, here, for both
+// backends. The index is contentless: a row leaves it only when FTS5 is
+// given the text it was indexed with, so any change to what these return
+// must raise indexVersion, which rebuilds every index.
+func registerSearchText(conn *sqlite.Conn) error {
+	text := func(v sqlite.Value) *string {
+		if v.Type() == sqlite.TypeNull {
+			return nil
+		}
+		s := v.Text()
+		return &s
+	}
+	if err := conn.CreateFunction("search_step_text", &sqlite.FunctionImpl{
+		NArgs: 9, Deterministic: true, AllowIndirect: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			d := StepDoc{Payload: a[0].Text(), Role: text(a[1]), Text: text(a[2]), Stdout: text(a[3]), Stderr: text(a[4]),
+				OldString: text(a[5]), NewString: text(a[6]), Err: text(a[7]), Flags: a[8].Text()}
+			return sqlite.TextValue(d.SearchText()), nil
+		},
+	}); err != nil {
+		return err
+	}
+	return conn.CreateFunction("search_session_text", &sqlite.FunctionImpl{
+		NArgs: 3, Deterministic: true, AllowIndirect: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			return sqlite.TextValue(SessionSearchText(a[0].Text(), a[1].Text(), text(a[2]))), nil
+		},
+	})
 }
 
 // SearchToken is a word of an indexed text: its indexed form (lower case,

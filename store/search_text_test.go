@@ -114,6 +114,14 @@ func TestJSONStringsMatchSQLite(t *testing.T) {
 		`not json at all`,
 		`{"broken": "`,
 		`{"a":1}{"b":2}`,
+		`{"a":1} {"b":"2"}`,
+		`1 2`,
+		`  {"a" : "b" ,"c":[ "d" ]}  `,
+		`{"a":"b"} x`,
+		`{"a":"","b":"x","c":["",""]}`,
+		`{"u":"\ud83d\ude00 \u00e9\u0000 end"}`,
+		`[[["a"],["b",["c"]]],{"k":{"k":{"k":"v"}}}]`,
+		`-1.5e-3`, `true`, `null`, `{}`, `[]`, `""`, ``, `   `,
 		deep(999), deep(1000), deep(1001),
 	} {
 		var want *string
@@ -160,16 +168,22 @@ func mustSampleStore(t *testing.T) (*sqlite.Conn, []*store.Batch) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	if err := store.RegisterSearchText(conn); err != nil {
+		t.Fatal(err)
+	}
 	return conn, batches
 }
 
-// The Go text of every step and session of the real samples (and of
-// generated batches) is the body SQLite's search views index.
-func TestSearchTextMatchesSQLiteViews(t *testing.T) {
+// What the views index of every stored step and session of the real
+// samples (and of generated batches) is the text of the step and session
+// as the batch had them (StepDocOf, SessionSearchText): Postgres indexes
+// the batch's, SQLite the stored columns', and the two must agree.
+func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 	conn, batches := mustSampleStore(t)
 	// What Apply stored of each step, by session and step id: the last
 	// batch's step wins, as it does in the store.
 	applied := map[[2]string]string{}
+	sessions, repos := map[string]string{}, map[string]string{}
 	for _, b := range batches {
 		for i := range b.Steps {
 			doc, err := store.StepDocOf(&b.Steps[i])
@@ -178,26 +192,19 @@ func TestSearchTextMatchesSQLiteViews(t *testing.T) {
 			}
 			applied[[2]string{b.Session.ID, b.Steps[i].ID}] = doc.SearchText()
 		}
-	}
-	col := func(st *sqlite.Stmt, i int) *string {
-		if st.ColumnType(i) == sqlite.TypeNull {
-			return nil
+		if b.Session.Workspace.Repo != "" { // a batch without one keeps the stored repo
+			repos[b.Session.ID] = b.Session.Workspace.Repo
 		}
-		s := st.ColumnText(i)
-		return &s
+		repo := repos[b.Session.ID]
+		sessions[b.Session.ID] = store.SessionSearchText(b.Session.Agent.Kind, b.Session.Workspace.Root, &repo)
 	}
 	steps := 0
-	err := sqlitex.Execute(conn, `SELECT d.body, st.payload, st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string, st.error, st.flags, st.id, s.id
+	err := sqlitex.Execute(conn, `SELECT d.body, st.id, s.id
 		FROM search_step_docs d JOIN steps st ON st.pk = d.step_pk JOIN sessions s ON s.pk = st.session_pk`, &sqlitex.ExecOptions{
 		ResultFunc: func(st *sqlite.Stmt) error {
 			steps++
-			doc := store.StepDoc{Payload: st.ColumnText(1), Role: col(st, 2), Text: col(st, 3), Stdout: col(st, 4), Stderr: col(st, 5),
-				OldString: col(st, 6), NewString: col(st, 7), Err: col(st, 8), Flags: st.ColumnText(9)}
-			if got, want := doc.SearchText(), st.ColumnText(0); got != want {
-				t.Errorf("step %s: SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
-			}
-			if got, want := applied[[2]string{st.ColumnText(11), st.ColumnText(10)}], st.ColumnText(0); got != want {
-				t.Errorf("step %s: StepDocOf(step).SearchText() = %.200q; search_step_docs has %.200q", st.ColumnText(10), got, want)
+			if got, want := st.ColumnText(0), applied[[2]string{st.ColumnText(2), st.ColumnText(1)}]; got != want {
+				t.Errorf("step %s: search_step_docs has %.200q; StepDocOf(step).SearchText() = %.200q", st.ColumnText(1), got, want)
 			}
 			return nil
 		}})
@@ -207,10 +214,10 @@ func TestSearchTextMatchesSQLiteViews(t *testing.T) {
 	if steps < 500 {
 		t.Fatalf("only %d steps compared; the samples did not load", steps)
 	}
-	err = sqlitex.Execute(conn, `SELECT d.body, s.agent_kind, s.workspace_root, s.workspace_repo FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk`,
+	err = sqlitex.Execute(conn, `SELECT d.body, s.id FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk`,
 		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
-			if got, want := store.SessionSearchText(st.ColumnText(1), st.ColumnText(2), col(st, 3)), st.ColumnText(0); got != want {
-				t.Errorf("SessionSearchText = %q; search_session_docs has %q", got, want)
+			if got, want := st.ColumnText(0), sessions[st.ColumnText(1)]; got != want {
+				t.Errorf("session %s: search_session_docs has %q; SessionSearchText = %q", st.ColumnText(1), got, want)
 			}
 			return nil
 		}})

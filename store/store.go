@@ -221,12 +221,16 @@ func loadSchema() (sqlitemigration.Schema, error) {
 	return schema, nil
 }
 
-// prepareConn sets what every connection needs, and attaches the search
-// index's file (index) as schema idx with the same settings.
+// prepareConn sets what every connection needs: the search views' SQL
+// functions (registerSearchText), and the search index's file (index)
+// attached as schema idx with the same settings.
 // synchronous=NORMAL is durable against a crash of any process in WAL
 // mode; only a power loss can lose the last commits. The first connection of a process sets the
 // index file to WAL mode; Open holds the setup lock then (setuplock.go).
 func prepareConn(conn *sqlite.Conn, index string) error {
+	if err := registerSearchText(conn); err != nil { // the search views call it
+		return fmt.Errorf("register search functions: %w", err)
+	}
 	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
 		return fmt.Errorf("attach %s: %w", index, err)
 	}
