@@ -131,6 +131,7 @@ type decoder struct {
 	found *jsonProblems
 	path  []byte // where the value at hand is, as Validate writes paths
 	at    place  // what holds the value at hand
+	buf   []byte // str's
 	err   error
 }
 
@@ -403,13 +404,26 @@ func (d *decoder) array(read func(i int)) int {
 	return i
 }
 
+// str reads the string at hand as a Token's String would (escapes
+// decoded, invalid UTF-8 as U+FFFD), unquoted into one buffer for every
+// string: a Token unquotes into a new one, grown as it goes, and most of
+// a batch is its payloads' text.
+func (d *decoder) str() string {
+	v := d.value()
+	if d.err != nil {
+		return ""
+	}
+	d.buf, _ = jsontext.AppendUnquote(d.buf[:0], v) // its only error is the invalid UTF-8 it replaced
+	return string(d.buf)
+}
+
 // text reads a string, or returns false with the problem noted.
 func (d *decoder) text() (string, bool) {
 	switch k := d.kind(); k {
 	case 0:
 		return "", false
 	case '"':
-		return d.token().String(), true
+		return d.str(), true
 	default:
 		d.wrong("expected string, got " + jsonKind(k))
 		return "", false
@@ -443,7 +457,7 @@ func (d *decoder) timestamp() string {
 	case 0:
 		return ""
 	case '"':
-		s := d.token().String()
+		s := d.str()
 		if s == "" && d.at == optionalField {
 			d.note(isoTimestamp(s))
 		}
@@ -627,7 +641,7 @@ func (d *decoder) schemaVersion() string {
 	case 0:
 		return ""
 	case '"':
-		return d.token().String()
+		return d.str()
 	default:
 		d.note(wrongVersion(d.shown()))
 		return ""
