@@ -794,9 +794,9 @@ func (d *decoder) turn(t *Turn) {
 }
 
 func (d *decoder) step(st *Step) {
-	// The payload's fields depend on the step's type: a payload read
-	// before the last type (rare: the format puts type first) is read
-	// again from its bytes once the type is known.
+	// The payload's fields depend on the step's type: a payload that
+	// comes before the type (a writer that sorts names) is only scanned,
+	// and read from its bytes once the step's last type is known.
 	var payload struct {
 		start, end int64
 		typ        string
