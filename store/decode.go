@@ -25,7 +25,7 @@ func ParseBatch(body []byte) (*Batch, error) {
 	b := &Batch{}
 	var counts [4]int // the elements of each of itemKinds, by the last of its name
 	err := d.whole(func() {
-		d.object(&batchFields, func(name string) {
+		d.object(batchFields, func(name string) {
 			switch name {
 			case "schema_version":
 				b.SchemaVersion = d.schemaVersion()
@@ -177,8 +177,14 @@ func (d *decoder) whole(read func()) error {
 // fail keeps the decoder's first error.
 func (d *decoder) fail(err error) {
 	if d.err == nil {
-		d.err = cmp.Or(err, errors.New("invalid JSON"))
+		d.err = err
 	}
+}
+
+// broken takes the error behind a kind of 0 from PeekKind.
+func (d *decoder) broken() {
+	_, err := d.dec.ReadToken()
+	d.fail(cmp.Or(err, errors.New("invalid JSON")))
 }
 
 func (d *decoder) skip() {
@@ -219,7 +225,7 @@ func (d *decoder) more(end jsontext.Kind) bool {
 	}
 	switch d.dec.PeekKind() {
 	case 0:
-		d.token() // takes the error
+		d.broken()
 		return false
 	case end:
 		return false
@@ -245,7 +251,7 @@ func (d *decoder) kind() jsontext.Kind {
 	k := d.dec.PeekKind()
 	switch {
 	case k == 0:
-		d.token()
+		d.broken()
 	case k == 'n' && d.at == optionalField:
 		d.wrong("must be omitted, not null")
 		return 0
@@ -301,15 +307,11 @@ type fields struct {
 	required uint64 // bit i for names[i]
 }
 
+// newFields lists the fields of an object: the required names, then the
+// optional ones, each separated by spaces.
 func newFields(required, optional string) fields {
-	var fs fields
-	for i, name := range slices.Concat(strings.Fields(required), strings.Fields(optional)) {
-		fs.names = append(fs.names, name)
-		if i < len(strings.Fields(required)) {
-			fs.required |= 1 << i
-		}
-	}
-	return fs
+	names := strings.Fields(required)
+	return fields{names: append(names, strings.Fields(optional)...), required: 1<<len(names) - 1}
 }
 
 // object reads an object whose names are fs, calling read for each name
@@ -318,7 +320,7 @@ func newFields(required, optional string) fields {
 // such. A repeated name keeps its last value, as in encoding/json: what
 // an earlier one noted is forgotten. It returns false when the value is
 // not an object (the problem noted).
-func (d *decoder) object(fs *fields, read func(name string)) bool {
+func (d *decoder) object(fs fields, read func(name string)) bool {
 	switch k := d.kind(); k {
 	case 0:
 		return false
@@ -624,17 +626,16 @@ var (
 	stepFields      = newFields("id session_id segment_index turn_id actor_id seq at type decision outcome content_status channels flags payload", "error")
 	stepErrorFields = newFields("type message", "")
 	flagFields      = newFields("kind severity reason", "")
-	// payloadFieldsOf are the fields of each step type's payload.
-	payloadFieldsOf = map[string]*fields{
-		TypeCommand: ptr(newFields("", "command stdout stderr exit_code cwd output_ref")),
-		TypeEdit:    ptr(newFields("path is_full_write", "old_string new_string structured_patch landed_in_final_state")),
-		TypeRead:    ptr(newFields("path", "range")),
-		TypeMessage: ptr(newFields("role", "text text_ref")),
-		TypeOther:   ptr(newFields("tool_name raw", "")),
+	// payloadFieldsOf are the fields of each step type's payload, those
+	// of payloadFields in validate.go.
+	payloadFieldsOf = map[string]fields{
+		TypeCommand: newFields("", "command stdout stderr exit_code cwd output_ref"),
+		TypeEdit:    newFields("path is_full_write", "old_string new_string structured_patch landed_in_final_state"),
+		TypeRead:    newFields("path", "range"),
+		TypeMessage: newFields("role", "text text_ref"),
+		TypeOther:   newFields("tool_name raw", ""),
 	}
 )
-
-func ptr[T any](v T) *T { return &v }
 
 func (d *decoder) schemaVersion() string {
 	switch k := d.kind(); k {
@@ -650,13 +651,13 @@ func (d *decoder) schemaVersion() string {
 
 func (d *decoder) session() SessionHeader {
 	var h SessionHeader
-	d.object(&sessionFields, func(name string) {
+	d.object(sessionFields, func(name string) {
 		switch name {
 		case "id":
 			h.ID = d.reqString()
 		case "agent":
 			h.Agent = Agent{}
-			d.object(&agentFields, func(name string) {
+			d.object(agentFields, func(name string) {
 				switch name {
 				case "kind":
 					h.Agent.Kind = d.reqString()
@@ -668,7 +669,7 @@ func (d *decoder) session() SessionHeader {
 			})
 		case "workspace":
 			h.Workspace = Workspace{}
-			d.object(&workspaceFields, func(name string) {
+			d.object(workspaceFields, func(name string) {
 				switch name {
 				case "root":
 					h.Workspace.Root = d.reqString()
@@ -691,7 +692,7 @@ func (d *decoder) session() SessionHeader {
 
 func (d *decoder) metrics() *Metrics {
 	m := &Metrics{}
-	isObject := d.object(&metricsFields, func(name string) {
+	isObject := d.object(metricsFields, func(name string) {
 		switch name {
 		case "api_requests":
 			m.APIRequests = d.count()
@@ -699,7 +700,7 @@ func (d *decoder) metrics() *Metrics {
 			m.CostUSD = d.cost()
 		case "tokens":
 			m.Tokens = Tokens{}
-			d.object(&tokensFields, func(name string) {
+			d.object(tokensFields, func(name string) {
 				switch name {
 				case "input":
 					m.Tokens.Input = d.count()
@@ -737,7 +738,7 @@ func (d *decoder) cost() float64 {
 }
 
 func (d *decoder) segment(g *Segment) {
-	d.object(&segmentFields, func(name string) {
+	d.object(segmentFields, func(name string) {
 		switch name {
 		case "index":
 			g.Index = d.count()
@@ -754,7 +755,7 @@ func (d *decoder) segment(g *Segment) {
 }
 
 func (d *decoder) actor(a *Actor) {
-	d.object(&actorFields, func(name string) {
+	d.object(actorFields, func(name string) {
 		switch name {
 		case "id":
 			a.ID = d.reqString()
@@ -769,7 +770,7 @@ func (d *decoder) actor(a *Actor) {
 }
 
 func (d *decoder) turn(t *Turn) {
-	d.object(&turnFields, func(name string) {
+	d.object(turnFields, func(name string) {
 		switch name {
 		case "id":
 			t.ID = d.reqString()
@@ -802,7 +803,7 @@ func (d *decoder) step(st *Step) {
 		typ        string
 		read       bool
 	}
-	d.object(&stepFields, func(name string) {
+	d.object(stepFields, func(name string) {
 		switch name {
 		case "id":
 			st.ID = d.reqString()
@@ -831,7 +832,7 @@ func (d *decoder) step(st *Step) {
 		case "error":
 			st.Error = nil
 			e := &StepError{}
-			if d.object(&stepErrorFields, func(name string) {
+			if d.object(stepErrorFields, func(name string) {
 				switch name {
 				case "type":
 					e.Type = d.reqString()
@@ -863,7 +864,7 @@ func (d *decoder) step(st *Step) {
 }
 
 func (d *decoder) flag(f *Flag) {
-	d.object(&flagFields, func(name string) {
+	d.object(flagFields, func(name string) {
 		switch name {
 		case "kind":
 			f.Kind = d.reqString()
@@ -879,8 +880,8 @@ func (d *decoder) flag(f *Flag) {
 // is read, and none is reported: only the type is wrong.
 func (d *decoder) payload(typ string) Payload {
 	var p Payload
-	fs := payloadFieldsOf[typ]
-	if fs == nil {
+	fs, known := payloadFieldsOf[typ]
+	if !known {
 		switch k := d.kind(); k {
 		case 0:
 		case '{':

@@ -22,7 +22,7 @@ const (
 func parseReviewBody(body []byte, subject string, fs fields, read func(d *decoder, name string)) error {
 	found := &jsonProblems{}
 	d := newDecoder(body, found)
-	if err := d.whole(func() { d.object(&fs, func(name string) { read(d, name) }) }); err != nil {
+	if err := d.whole(func() { d.object(fs, func(name string) { read(d, name) }) }); err != nil {
 		return err
 	}
 	if ps := found.rest(); len(ps) > 0 {
