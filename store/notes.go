@@ -45,18 +45,26 @@ func ParseNoteBy(body []byte, withSeq bool, user string) (NoteInput, error) {
 // and the body's is optional and not used.
 func parseNote(body []byte, withSeq bool, author string) (NoteInput, error) {
 	var in NoteInput
-	err := parseReviewBody(body, "note", func(o *object) {
-		if withSeq {
-			in.Seq, _ = o.int("seq", true)
+	required, optional := "author text", ""
+	if author != "" {
+		required, optional = "text", "author" // checked for its type, then replaced
+	}
+	if withSeq {
+		required += " seq"
+	}
+	err := parseReviewBody(body, "note", newFields(required, optional), func(d *decoder, name string) {
+		switch name {
+		case "seq":
+			in.Seq, _ = d.int()
+		case "author":
+			in.Author = d.reqString()
+		case "text":
+			in.Text = d.reqString()
 		}
-		if author == "" {
-			in.Author = o.reqString("author")
-		} else {
-			o.optContent("author") // checked for its type, then replaced
-			in.Author = author
-		}
-		in.Text = o.reqString("text")
 	})
+	if author != "" {
+		in.Author = author
+	}
 	if err != nil {
 		return NoteInput{}, err
 	}

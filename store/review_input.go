@@ -15,22 +15,16 @@ const (
 	MaxNotes      = 1000   // notes on the steps of one session
 )
 
-// parseReviewBody decodes a verdict or note body into an object whose
-// fields read with the batch's decoding rules, so its problems read like a
-// batch's: ErrNotJSON, ErrNotObject, or an *InvalidError naming subject.
-func parseReviewBody(body []byte, subject string, read func(*object)) error {
-	v, err := decodeTree(body)
-	if err != nil {
-		return ErrNotJSON
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return ErrNotObject
-	}
+// parseReviewBody decodes a verdict or note body, an object of the fields
+// fs each read by read, with the batch's decoding rules, so its problems
+// read like a batch's: ErrNotJSON, ErrNotObject, or an *InvalidError
+// naming subject.
+func parseReviewBody(body []byte, subject string, fs fields, read func(d *decoder, name string)) error {
 	found := &jsonProblems{}
-	o := &object{found: found, m: m}
-	read(o)
-	o.done()
+	d := newDecoder(body, found)
+	if err := d.whole(func() { d.object(fs, func(name string) { read(d, name) }) }); err != nil {
+		return err
+	}
 	if ps := found.rest(); len(ps) > 0 {
 		return &InvalidError{Subject: subject, Problems: ps}
 	}

@@ -201,6 +201,42 @@ func TestParseBatchNames(t *testing.T) {
 	}
 }
 
+// withNames returns the JSON of the object v with the members first
+// before its own and last after them: a way to send a name twice.
+func withNames(t *testing.T, v obj, first, last string) json.RawMessage {
+	t.Helper()
+	b := mustJSON(t, v)
+	if first != "" {
+		b = append([]byte("{"+first+","), b[1:]...)
+	}
+	if last != "" {
+		b = append(b[:len(b)-1:len(b)-1], ","+last+"}"...)
+	}
+	return b
+}
+
+// TestParseBatchRepeatedNames: a name sent twice in an object keeps its
+// last value, as encoding/json does, and only the problems of that value
+// are reported. mustJSON sorts names, so a step's payload comes before
+// its type: it is read for the last type wherever that comes.
+func TestParseBatchRepeatedNames(t *testing.T) {
+	runParseCases(t, []parseCase{
+		{"wrong values, then the batch's", func(b obj) {
+			set(b, "steps[0]", withNames(t, step("sess", 1, "message"), `"payload":[],"seq":-1,"flags":[1]`, ""))
+			set(b, "session", withNames(t, header("sess"), `"agent":{"extra":1},"started_at":"yesterday"`, ""))
+		}, nil},
+		{"the batch's values, then null", func(b obj) {
+			set(b, "steps[0]", withNames(t, step("sess", 1, "message"), "", `"error":null`))
+			set(b, "session", withNames(t, header("sess"), "", `"agent":null`))
+		}, []problem{{"session.agent", "expected a value, got null"}, {"steps[0].error", "must be omitted, not null"}}},
+		{"a read payload after type command, then type read", with("steps[3]",
+			withNames(t, step("sess", 4, "read"), `"type":"command"`, "")), nil},
+		{"a read payload after type read, then type command", with("steps[3]",
+			withNames(t, step("sess", 4, "read"), `"type":"read"`, `"type":"command"`)),
+			[]problem{{"steps[3].payload.path", "unknown field"}, {"steps[3].payload.range", "unknown field"}}},
+	})
+}
+
 func TestParseBatchTimestamps(t *testing.T) {
 	fields := []string{
 		"session.started_at", "session.ended_at", "segments[0].started_at", "segments[0].ended_at",

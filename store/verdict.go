@@ -15,12 +15,17 @@ var VerdictStates = []string{"reviewed", "approved", "needs_attention"}
 // returns ErrNotJSON, ErrNotObject or an *InvalidError.
 func ParseVerdict(body []byte) (Verdict, error) {
 	var v Verdict
-	err := parseReviewBody(body, "verdict", func(o *object) {
-		v.State = o.reqString("state")
-		if s := o.optContent("note"); s != nil {
-			v.Note = *s
+	err := parseReviewBody(body, "verdict", newFields("state", "note reviewer"), func(d *decoder, name string) {
+		switch name {
+		case "state":
+			v.State = d.reqString()
+		case "note":
+			if s := d.optContent(); s != nil {
+				v.Note = *s
+			}
+		case "reviewer":
+			v.Reviewer = d.optString()
 		}
-		v.Reviewer = o.optString("reviewer")
 	})
 	if err != nil {
 		return Verdict{}, err
