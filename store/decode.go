@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -67,15 +68,25 @@ var (
 	stepFields      = newFields("id session_id segment_index turn_id actor_id seq at type decision outcome content_status channels flags payload", "error")
 	stepErrorFields = newFields("type message", "")
 	flagFields      = newFields("kind severity reason", "")
-	// payloadFieldsOf are the fields of each step type's payload, those
-	// of payloadFields in validate.go.
-	payloadFieldsOf = map[string]fields{
-		TypeCommand: newFields("", "command stdout stderr exit_code cwd output_ref"),
-		TypeEdit:    newFields("path is_full_write", "old_string new_string structured_patch landed_in_final_state"),
-		TypeRead:    newFields("path", "range"),
-		TypeMessage: newFields("role", "text text_ref"),
-		TypeOther:   newFields("tool_name raw", ""),
-	}
+	// payloadFieldsOf are the fields of each step type's payload, read off
+	// payloadFields (validate.go): the required names, then the others.
+	payloadFieldsOf = func() map[string]fields {
+		m := map[string]fields{}
+		for _, typ := range StepTypes {
+			var required, optional []string
+			for _, f := range payloadFields {
+				switch {
+				case f.types&typesOf(typ) == 0:
+				case f.required:
+					required = append(required, f.name)
+				default:
+					optional = append(optional, f.name)
+				}
+			}
+			m[typ] = newFields(strings.Join(required, " "), strings.Join(optional, " "))
+		}
+		return m
+	}()
 )
 
 func (d *decoder) schemaVersion() string {

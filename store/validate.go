@@ -449,12 +449,14 @@ func (v *validator) step(st *Step) {
 }
 
 // payloadField is one field of a step payload: the step types that have
-// it, whether a batch sets it, and its rule ("" for none).
+// it, whether JSON must send it (decoding reports it missing), whether a
+// batch sets it, and its rule ("" for none).
 type payloadField struct {
-	name  string
-	types typeSet
-	set   func(*Payload) bool
-	rule  func(*Payload) string
+	name     string
+	types    typeSet
+	required bool
+	set      func(*Payload) bool
+	rule     func(*Payload) string
 }
 
 // typeSet is a set of step types, one bit per type in StepTypes.
@@ -471,29 +473,29 @@ func typesOf(types ...string) typeSet {
 // payloadFields are every payload field in the schema's order, which is
 // also the order decoding reads each type's fields.
 var payloadFields = []payloadField{
-	{"command", typesOf(TypeCommand), func(p *Payload) bool { return p.Command != nil }, nil},
-	{"stdout", typesOf(TypeCommand), func(p *Payload) bool { return p.Stdout != nil }, nil},
-	{"stderr", typesOf(TypeCommand), func(p *Payload) bool { return p.Stderr != nil }, nil},
-	{"exit_code", typesOf(TypeCommand), func(p *Payload) bool { return p.ExitCode != nil }, nil},
-	{"cwd", typesOf(TypeCommand), func(p *Payload) bool { return p.Cwd != nil }, nil},
-	{"output_ref", typesOf(TypeCommand), func(p *Payload) bool { return p.OutputRef != nil }, nil},
-	{"path", typesOf(TypeEdit, TypeRead), func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
-	{"old_string", typesOf(TypeEdit), func(p *Payload) bool { return p.OldString != nil }, nil},
-	{"new_string", typesOf(TypeEdit), func(p *Payload) bool { return p.NewString != nil }, nil},
-	{"structured_patch", typesOf(TypeEdit), func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
-	{"is_full_write", typesOf(TypeEdit), func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
+	{"command", typesOf(TypeCommand), false, func(p *Payload) bool { return p.Command != nil }, nil},
+	{"stdout", typesOf(TypeCommand), false, func(p *Payload) bool { return p.Stdout != nil }, nil},
+	{"stderr", typesOf(TypeCommand), false, func(p *Payload) bool { return p.Stderr != nil }, nil},
+	{"exit_code", typesOf(TypeCommand), false, func(p *Payload) bool { return p.ExitCode != nil }, nil},
+	{"cwd", typesOf(TypeCommand), false, func(p *Payload) bool { return p.Cwd != nil }, nil},
+	{"output_ref", typesOf(TypeCommand), false, func(p *Payload) bool { return p.OutputRef != nil }, nil},
+	{"path", typesOf(TypeEdit, TypeRead), true, func(p *Payload) bool { return p.Path != "" }, func(p *Payload) string { return nonEmpty(p.Path) }},
+	{"old_string", typesOf(TypeEdit), false, func(p *Payload) bool { return p.OldString != nil }, nil},
+	{"new_string", typesOf(TypeEdit), false, func(p *Payload) bool { return p.NewString != nil }, nil},
+	{"structured_patch", typesOf(TypeEdit), false, func(p *Payload) bool { return p.StructuredPatch != nil }, func(p *Payload) string { return anyJSON(p.StructuredPatch) }},
+	{"is_full_write", typesOf(TypeEdit), true, func(p *Payload) bool { return p.IsFullWrite != nil }, func(p *Payload) string {
 		if p.IsFullWrite == nil {
 			return "required"
 		}
 		return ""
 	}},
-	{"landed_in_final_state", typesOf(TypeEdit), func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
-	{"range", typesOf(TypeRead), func(p *Payload) bool { return p.Range != nil }, nil},
-	{"role", typesOf(TypeMessage), func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
-	{"text", typesOf(TypeMessage), func(p *Payload) bool { return p.Text != nil }, nil},
-	{"text_ref", typesOf(TypeMessage), func(p *Payload) bool { return p.TextRef != nil }, nil},
-	{"tool_name", typesOf(TypeOther), func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
-	{"raw", typesOf(TypeOther), func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
+	{"landed_in_final_state", typesOf(TypeEdit), false, func(p *Payload) bool { return p.LandedInFinalState != nil }, nil},
+	{"range", typesOf(TypeRead), false, func(p *Payload) bool { return p.Range != nil }, nil},
+	{"role", typesOf(TypeMessage), true, func(p *Payload) bool { return p.Role != "" }, func(p *Payload) string { return nonEmpty(p.Role) }},
+	{"text", typesOf(TypeMessage), false, func(p *Payload) bool { return p.Text != nil }, nil},
+	{"text_ref", typesOf(TypeMessage), false, func(p *Payload) bool { return p.TextRef != nil }, nil},
+	{"tool_name", typesOf(TypeOther), true, func(p *Payload) bool { return p.ToolName != "" }, func(p *Payload) string { return nonEmpty(p.ToolName) }},
+	{"raw", typesOf(TypeOther), true, func(p *Payload) bool { return p.Raw != nil }, func(p *Payload) string { return rawObject(p.Raw) }},
 }
 
 // payload checks the fields of one step type. A field of another type is
