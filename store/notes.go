@@ -75,10 +75,11 @@ func parseNote(body []byte, withSeq bool, author string) (NoteInput, error) {
 // backend's AddNote and EditNote call it.
 func (in NoteInput) Check() error {
 	return checkAll("note", func(c *reviewProblems) {
-		for path, s := range map[string]string{"author": in.Author, "text": in.Text} {
-			if s == "" {
-				c.add(path, "required")
-			}
+		if in.Author == "" {
+			c.add("author", "required")
+		}
+		if in.Text == "" {
+			c.add("text", "required")
 		}
 		reviewText(c, "author", in.Author, MaxNameChars, true)
 		reviewText(c, "text", in.Text, MaxNoteChars, false)

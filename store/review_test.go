@@ -194,6 +194,15 @@ func TestNotes(t *testing.T) {
 			assertUnchanged(t, s, before)
 		})
 	}
+	// Both missing: both named, author first, every time (the check once
+	// read them off a map, in random order).
+	for range 20 {
+		var inv *store.InvalidError
+		_, err := s.AddNote(ctx, "a", store.NoteInput{Seq: 2})
+		if !errors.As(err, &inv) || len(inv.Problems) != 2 || inv.Problems[0].Path != "author" || inv.Problems[1].Path != "text" {
+			t.Fatalf("AddNote(no author, no text) = %v; want author required, then text required", err)
+		}
+	}
 	t.Run("unknown note", func(t *testing.T) {
 		mustApply(t, s, newBatch("b"))
 		before := snapshot(t, s)
