@@ -179,6 +179,7 @@ type indexer struct {
 	first, last time.Time // the first and last such write
 	wg          sync.WaitGroup
 	inChunks    bool                    // a few writes per transaction (IndexInChunks)
+	lowPriority bool                    // on a thread of its own at nice threadNice (IndexAtLowPriority)
 	progress    func(done, total int64) // OnIndexProgress
 }
 
@@ -198,6 +199,9 @@ func (s *Store) indexLater() {
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
+		if x.lowPriority {
+			lowerThreadPriority()
+		}
 		for {
 			x.mu.Lock()
 			if !x.pending {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -825,4 +826,66 @@ func TestIndexRebuiltWhenEpochsDifferWhileOpen(t *testing.T) {
 		t.Errorf("Search(promptwordkeep) after the rebuild = %v; want one hit", got)
 	}
 	indexHoldsAll(t, s.Path())
+}
+
+// With IndexAtLowPriority the background catch-up runs on a thread at
+// nice 10, and without it on none: seen from /proc while the catch-up
+// waits for the index's write lock, which another connection holds.
+func TestBackgroundCatchUpAtLowPriority(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a thread's own priority is set on Linux only")
+	}
+	for _, low := range []bool{true, false} {
+		t.Run(fmt.Sprintf("low priority %v", low), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.db")
+			var opts []store.Option
+			if low {
+				opts = append(opts, store.IndexAtLowPriority())
+			}
+			s, err := store.Open(context.Background(), path, opts...)
+			if err != nil {
+				t.Fatalf("Open = %v", err)
+			}
+			defer s.Close()
+			earlier := nicedThreads(t) // of other stores' catch-ups, ending
+			holder := mustExec(t, store.IndexPath(path), "BEGIN IMMEDIATE")
+			mustApply(t, s, searchBatch("x")) // its catch-up waits for holder
+			// Not a speed bound: the test only waits for the catch-up to start.
+			found := false
+			for deadline := time.Now().Add(3 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				for tid := range nicedThreads(t) {
+					found = found || !earlier[tid]
+				}
+			}
+			if err := sqlitex.ExecuteTransient(holder, "ROLLBACK", nil); err != nil {
+				t.Fatal(err)
+			}
+			if found != low {
+				t.Errorf("a new thread at nice 10 while the catch-up waits: %v; want %v", found, low)
+			}
+		})
+	}
+}
+
+// nicedThreads is the threads of this process at nice 10, by id.
+func nicedThreads(t *testing.T) map[string]bool {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/self/task/*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	niced := map[string]bool{}
+	for _, name := range stats {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue // the thread ended
+		}
+		// Fields after the command's closing parenthesis: state is the
+		// first (field 3 of proc(5)), nice field 19.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if fields[19-3] == "10" {
+			niced[filepath.Base(filepath.Dir(name))] = true
+		}
+	}
+	return niced
 }

@@ -59,10 +59,11 @@ type Store struct {
 type Option func(*options)
 
 type options struct {
-	checkpointEvery time.Duration
-	indexInChunks   bool
-	indexProgress   func(done, total int64)
-	cacheKiB        int
+	checkpointEvery  time.Duration
+	indexInChunks    bool
+	indexLowPriority bool
+	indexProgress    func(done, total int64)
+	cacheKiB         int
 }
 
 // CacheSize bounds the page cache of each of the store's connections to
@@ -96,6 +97,26 @@ func CheckpointEvery(d time.Duration) Option {
 func IndexInChunks() Option {
 	return func(o *options) { o.indexInChunks = true }
 }
+
+// IndexAtLowPriority runs the background catch-up of the search index on
+// an OS thread of its own at a low CPU priority (nice threadNice, on
+// Linux), so that the work a request does comes first for a core. For the
+// server, which also runs one more P than Go's default (serve.go): with a
+// P free of the catch-up, a push gets a P at once and then the CPU before
+// the catch-up's thread. The 100-step push p99 on an idle machine went
+// from 10.3-16.6 to 8.9-11.9 ms (docs/performance.md). Other processes
+// keep the catch-up as it was: an import wants it done.
+func IndexAtLowPriority() Option {
+	return func(o *options) { o.indexLowPriority = true }
+}
+
+// threadNice is the background catch-up's nice value. Not 19 (the
+// lowest): the catch-up holds the index's write lock, which a search and
+// a Delete wait for, and on a machine busy with other work a thread at 19
+// gets about 1.5% of a core, so a 256-step chunk (~12 ms of CPU) could
+// hold them for most of a second; at 10, about 10%, ~120 ms. The push's
+// p99 was the same at both (docs/performance.md).
+const threadNice = 10
 
 // OnIndexProgress has fn called as a catch-up of the search index of at
 // least buildChunk (50,000) steps goes on: the build of the index of a
@@ -147,7 +168,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	host, _ := os.Hostname()
 	s := &Store{path: path, capturedOn: host, writer: make(chan struct{}, 1), indexWriter: make(chan struct{}, 1)}
-	s.index.inChunks, s.index.progress = o.indexInChunks, o.indexProgress
+	s.index.inChunks, s.index.lowPriority, s.index.progress = o.indexInChunks, o.indexLowPriority, o.indexProgress
 	// The pool retries a file it cannot open until the wait below gives up;
 	// the first failure ends the wait, so Open reports its cause at once.
 	// The migrations run on a prepared connection, the index file attached.

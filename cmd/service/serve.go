@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentreview/service/handlers"
@@ -24,6 +26,13 @@ type ServeCmd struct {
 	DB   string `help:"Store file (default ~/.service/store.db); with --team, the PostgreSQL URL." placeholder:"PATH"`
 	TeamFlags
 }
+
+// spareP gives the local server one P more than Go's default, once per
+// process: the search index's background catch-up runs at the lowest
+// priority on a thread of its own (store.IndexAtLowPriority) and holds a P
+// while it does, so with the spare one a push still gets a P at once, and
+// the OS gives its thread the core before the catch-up's.
+var spareP sync.Once
 
 // Run serves until the context ends (SIGINT or SIGTERM).
 func (c *ServeCmd) Run(e *env) error {
@@ -44,7 +53,8 @@ func (c *ServeCmd) Run(e *env) error {
 	if warning != "" {
 		fmt.Fprintln(e.stderr, warning)
 	}
-	st, dbPath, err := openStore(e, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks())
+	spareP.Do(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) })
+	st, dbPath, err := openStore(e, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks(), store.IndexAtLowPriority())
 	if err != nil {
 		return err
 	}
