@@ -147,12 +147,12 @@ func benchPercentile(sorted []time.Duration, p float64) float64 {
 }
 
 // benchServer serves the real routes over a temp-file store, opened as
-// cmd/service serve opens it (log checkpoints in the background), and
+// cmd/service serve opens it (store.ServerOptions), and
 // returns the ingest URL and the store.
 func benchServer(b *testing.B) (string, *store.Store) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "store.db")
-	st, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second), store.IndexInChunks())
+	st, err := store.Open(context.Background(), path, store.ServerOptions()...)
 	if err != nil {
 		b.Fatalf("store.Open(%s) = %v", path, err)
 	}

@@ -221,11 +221,11 @@ func benchOpen(tb testing.TB) *store.Store {
 	return benchOpenPath(tb, filepath.Join(tb.TempDir(), "store.db"))
 }
 
-// benchOpenPath opens the store as cmd/service serve does: write-ahead-log
-// checkpoints in the background, not inside commits.
+// benchOpenPath opens the store as cmd/service serve does
+// (store.ServerOptions).
 func benchOpenPath(tb testing.TB, path string) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), path, store.CheckpointEvery(time.Second), store.IndexInChunks())
+	s, err := store.Open(context.Background(), path, store.ServerOptions()...)
 	if err != nil {
 		tb.Fatalf("store.Open(%s) = %v", path, err)
 	}

@@ -110,6 +110,13 @@ func IndexAtLowPriority() Option {
 	return func(o *options) { o.indexLowPriority = true }
 }
 
+// ServerOptions are how the local server (cmd/service serve) opens its
+// store, for it and for the benchmarks that measure it: checkpoints off
+// the commits, the index's catch-up in chunks and at a low priority.
+func ServerOptions() []Option {
+	return []Option{CheckpointEvery(time.Second), IndexInChunks(), IndexAtLowPriority()}
+}
+
 // threadNice is the background catch-up's nice value. Not 19 (the
 // lowest): the catch-up holds the index's write lock, which a search and
 // a Delete wait for, and on a machine busy with other work a thread at 19

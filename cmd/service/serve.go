@@ -54,7 +54,7 @@ func (c *ServeCmd) Run(e *env) error {
 		fmt.Fprintln(e.stderr, warning)
 	}
 	spareP.Do(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) })
-	st, dbPath, err := openStore(e, c.DB, store.CheckpointEvery(time.Second), store.IndexInChunks(), store.IndexAtLowPriority())
+	st, dbPath, err := openStore(e, c.DB, store.ServerOptions()...)
 	if err != nil {
 		return err
 	}
