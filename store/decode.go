@@ -303,7 +303,7 @@ func (d *decoder) step(st *Step) {
 		}
 	})
 	if payload.read && payload.typ != st.Type && d.err == nil {
-		n := d.push("payload")
+		n := d.path.push("payload")
 		d.found.forget(string(d.path))
 		again := newDecoder(bytes.TrimLeft(d.body[payload.start:payload.end], ": \t\r\n"), d.found)
 		again.path = d.path
@@ -420,7 +420,7 @@ func (d *decoder) lineRange() *[2]int64 {
 	}
 	for i, msg := range msgs {
 		if msg != "" {
-			n := d.pushIndex(i)
+			n := d.path.pushIndex(i)
 			d.note(msg)
 			d.path = d.path[:n]
 			return nil

@@ -88,9 +88,9 @@ type decoder struct {
 	dec   *jsontext.Decoder
 	body  []byte // what dec reads, so a value can be read again
 	found *jsonProblems
-	path  []byte // where the value at hand is, as Validate writes paths
-	at    place  // what holds the value at hand
-	buf   []byte // str's
+	path  fieldPath // where the value at hand is
+	at    place     // what holds the value at hand
+	buf   []byte    // str's
 	err   error
 }
 
@@ -242,23 +242,6 @@ func jsonKind(k jsontext.Kind) string {
 	return "nothing"
 }
 
-func (d *decoder) push(name string) int {
-	n := len(d.path)
-	if n > 0 {
-		d.path = append(d.path, '.')
-	}
-	d.path = append(d.path, name...)
-	return n
-}
-
-func (d *decoder) pushIndex(i int) int {
-	n := len(d.path)
-	d.path = append(d.path, '[')
-	d.path = strconv.AppendInt(d.path, int64(i), 10)
-	d.path = append(d.path, ']')
-	return n
-}
-
 // fields are the names an object of the format has, and which of them
 // are required; at most 64.
 type fields struct {
@@ -298,7 +281,7 @@ func (d *decoder) object(fs fields, read func(name string)) bool {
 			d.fail(err)
 			break
 		}
-		n := d.push(name)
+		n := d.path.push(name)
 		if i := slices.Index(fs.names, name); i < 0 {
 			if !slices.Contains(unknown, name) {
 				unknown = append(unknown, name)
@@ -320,7 +303,7 @@ func (d *decoder) object(fs fields, read func(name string)) bool {
 	d.token()
 	d.at = held
 	for missing := fs.required &^ seen; missing != 0; missing &= missing - 1 {
-		n := d.push(fs.names[bits.TrailingZeros64(missing)])
+		n := d.path.push(fs.names[bits.TrailingZeros64(missing)])
 		d.note("required")
 		d.path = d.path[:n]
 	}
@@ -331,7 +314,7 @@ func (d *decoder) object(fs fields, read func(name string)) bool {
 		}
 		path := string(d.path)
 		for _, name := range unknown {
-			n := d.push(name)
+			n := d.path.push(name)
 			d.found.unknown[path] = append(d.found.unknown[path], string(d.path))
 			d.path = d.path[:n]
 		}
@@ -355,7 +338,7 @@ func (d *decoder) array(read func(i int)) int {
 	held := d.at
 	i := 0
 	for ; d.more(']'); i++ {
-		n := d.pushIndex(i)
+		n := d.path.pushIndex(i)
 		d.at = element
 		read(i)
 		d.path = d.path[:n]

@@ -49,8 +49,8 @@ const maxUsageText = 512
 func (v *validator) usage(recs []UsageRecord) {
 	for i := range recs {
 		r := &recs[i]
-		n := v.push("usage")
-		m := v.pushIndex(i)
+		n := v.path.push("usage")
+		m := v.path.pushIndex(i)
 		for _, f := range []struct{ name, msg string }{
 			{"id", textRule(r.ID, true)},
 			{"at", timestampRule(r.At)},

@@ -206,24 +206,31 @@ func rawObject(r json.RawMessage) string {
 type validator struct {
 	problems []Problem
 	json     *jsonProblems
-	path     []byte
+	path     fieldPath
 	entered  []int // the path's length before each object entered
 }
 
-func (v *validator) push(name string) int {
-	n := len(v.path)
+// fieldPath is where a value is in a batch, as Validate and decoding
+// report it: session.workspace.root, steps[3].payload.text.
+type fieldPath []byte
+
+// push appends a field's name and returns the length to cut back to.
+func (p *fieldPath) push(name string) int {
+	n := len(*p)
 	if n > 0 {
-		v.path = append(v.path, '.')
+		*p = append(*p, '.')
 	}
-	v.path = append(v.path, name...)
+	*p = append(*p, name...)
 	return n
 }
 
-func (v *validator) pushIndex(i int) int {
-	n := len(v.path)
-	v.path = append(v.path, '[')
-	v.path = strconv.AppendInt(v.path, int64(i), 10)
-	v.path = append(v.path, ']')
+// pushIndex appends an element's index and returns the length to cut back
+// to.
+func (p *fieldPath) pushIndex(i int) int {
+	n := len(*p)
+	*p = append(*p, '[')
+	*p = strconv.AppendInt(*p, int64(i), 10)
+	*p = append(*p, ']')
 	return n
 }
 
@@ -248,7 +255,7 @@ func (v *validator) check(msg string) bool {
 
 // field checks one field of the object at hand.
 func (v *validator) field(name, msg string) bool {
-	n := v.push(name)
+	n := v.path.push(name)
 	ok := v.check(msg)
 	v.path = v.path[:n]
 	return ok
@@ -256,7 +263,7 @@ func (v *validator) field(name, msg string) bool {
 
 // item checks one element of the array at hand.
 func (v *validator) item(i int, msg string) bool {
-	n := v.pushIndex(i)
+	n := v.path.pushIndex(i)
 	ok := v.check(msg)
 	v.path = v.path[:n]
 	return ok
@@ -264,10 +271,10 @@ func (v *validator) item(i int, msg string) bool {
 
 // enter checks a field holding an object or array and, when decoding
 // found nothing wrong with it, makes it the one at hand until leave.
-func (v *validator) enter(name, msg string) bool { return v.entering(v.push(name), msg) }
+func (v *validator) enter(name, msg string) bool { return v.entering(v.path.push(name), msg) }
 
 // enterItem is enter for an element of the array at hand.
-func (v *validator) enterItem(i int) bool { return v.entering(v.pushIndex(i), "") }
+func (v *validator) enterItem(i int) bool { return v.entering(v.path.pushIndex(i), "") }
 
 func (v *validator) entering(n int, msg string) bool {
 	if !v.check(msg) {
