@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -207,13 +208,24 @@ func writeToken(ctx context.Context, bin, dsn string) error {
 	return os.WriteFile(file, []byte(strings.TrimSpace(string(out))+"\n"), 0o600)
 }
 
+// freeAddr is a free loopback address for the team server behind the
+// proxy. It is below the kernel's range of ephemeral ports (32768-60999 by
+// default), where the suite finds its servers' ports with a listen on port
+// 0 and lets them go: from that range the team server of one test could
+// take the port another test had just been given, and that test's
+// requests then reached the wrong server (seen in CI as a 421: a Host that
+// was not the other server's origin).
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken
+		}
+		l.Close()
+		return addr, nil
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", errors.New("no free port in 20000-31999 on 127.0.0.1")
 }
 
 // waitFor waits until addr accepts connections, the server exits, or 15 s.
