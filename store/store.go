@@ -330,14 +330,19 @@ func (s *Store) checkpoints(ctx context.Context, d time.Duration) {
 	}
 }
 
-// conn runs fn with a connection, bounding every wait by busyLimit unless
-// ctx already has a deadline.
-func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, busyLimit)
-		defer cancel()
+// bounded bounds every wait under ctx by busyLimit, unless ctx already
+// has a deadline.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
 	}
+	return context.WithTimeout(ctx, busyLimit)
+}
+
+// conn runs fn with a connection, bounding every wait (bounded).
+func (s *Store) conn(ctx context.Context, fn func(*sqlite.Conn) error) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	conn, err := s.pool.Take(ctx)
 	if err != nil {
 		return err
@@ -390,11 +395,8 @@ func (s *Store) writeIndex(ctx context.Context, fn func(*sqlite.Conn) error) err
 // statement). ended runs once the transaction has ended, before lockGo's
 // lock is let go.
 func (s *Store) transact(ctx context.Context, lockGo func(context.Context) (func(), error), lockSQL string, fn func(*sqlite.Conn) error, ended func()) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, busyLimit)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	unlock, err := lockGo(ctx)
 	if err != nil {
 		return err
@@ -428,11 +430,8 @@ func (s *Store) holdIndex(ctx context.Context, conn *sqlite.Conn) error {
 	if s.indexHeld != nil {
 		return nil
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, busyLimit)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	unlock, err := s.lockIndex(ctx)
 	if err != nil {
 		return err
