@@ -2,9 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -429,15 +426,6 @@ func (d *decoder) lineRange() *[2]int64 {
 	return &r
 }
 
-// raw renders a decoded value as compact JSON: an open shape as it came.
-func raw(v any) json.RawMessage {
-	if o, ok := v.(openShape); ok {
-		return json.RawMessage(o)
-	}
-	b, _ := json.Marshal(v) // a decoded tree always marshals
-	return b
-}
-
 // fieldNames are the names of the batch format, by their JSON: a name
 // decoded is one of these strings, not a new one per record.
 var fieldNames = func() map[string]string {
@@ -468,88 +456,4 @@ func readName(dec *jsontext.Decoder) (string, error) {
 	}
 	b, _ := jsontext.AppendUnquote(nil, raw) // its only error is the invalid UTF-8 it replaced
 	return string(b), nil
-}
-
-// openShape holds the exact JSON of a value named raw or structured_patch
-// inside a value decodeTree decodes, which shown writes as it came.
-type openShape jsontext.Value
-
-// openFields are the names whose values decodeTree keeps as openShape.
-var openFields = map[string]bool{"raw": true, "structured_patch": true}
-
-// decodeTree decodes one JSON value into maps, slices, strings, booleans,
-// nil, json.Number (the number's own text) and openShape, for shown: a
-// problem shows a value of the wrong type as encoding/json writes this
-// tree. Invalid UTF-8 becomes U+FFFD and a repeated name keeps its last
-// value, as encoding/json does; anything after the value is an error.
-func decodeTree(body []byte) (any, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
-	v, err := readTree(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
-}
-
-func readTree(dec *jsontext.Decoder) (any, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
-	case '{':
-		m := map[string]any{}
-		for dec.PeekKind() != '}' {
-			key, err := readName(dec)
-			if err != nil {
-				return nil, err
-			}
-			if openFields[key] {
-				val, err := dec.ReadValue()
-				if err != nil {
-					return nil, err
-				}
-				if val.Kind() == 'n' {
-					m[key] = nil
-				} else {
-					// Compacted and escaped as encoding/json writes it, so the
-					// value reads back byte for byte as it is stored.
-					b, err := json.Marshal(json.RawMessage(val))
-					if err != nil {
-						return nil, err
-					}
-					m[key] = openShape(b)
-				}
-				continue
-			}
-			if m[key], err = readTree(dec); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.ReadToken()
-		return m, err
-	case '[':
-		a := []any{}
-		for dec.PeekKind() != ']' {
-			v, err := readTree(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		_, err := dec.ReadToken()
-		return a, err
-	case '"':
-		return tok.String(), nil
-	case '0':
-		return json.Number(tok.String()), nil
-	case 't', 'f':
-		return tok.Bool(), nil
-	case 'n':
-		return nil, nil
-	}
-	return nil, errors.New("unexpected JSON token")
 }

@@ -506,7 +506,7 @@ func (d *decoder) openShape() json.RawMessage {
 	if d.err != nil {
 		return nil
 	}
-	b, err := json.Marshal(json.RawMessage(v))
+	b, err := appendRawJSON(nil, json.RawMessage(v)) // step_json.go: copied as it is when already compact
 	if err != nil {
 		d.fail(err)
 	}
@@ -514,18 +514,21 @@ func (d *decoder) openShape() json.RawMessage {
 }
 
 // shown is the value at hand as a problem shows it: as encoding/json
-// writes it once decoded.
+// writes it once decoded (numbers as they were written).
 func (d *decoder) shown() []byte {
 	v := d.value()
 	if d.err != nil {
 		return nil
 	}
-	t, err := decodeTree(v)
-	if err != nil {
+	var t any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&t); err != nil {
 		d.fail(err)
 		return nil
 	}
-	return raw(t)
+	b, _ := json.Marshal(t) // a decoded value always marshals
+	return b
 }
 
 // readRecords reads an array of objects into records of one kind, reading

@@ -330,7 +330,7 @@ func (v *validator) strings(name string, values []string) {
 func (v *validator) batch(b *Batch) {
 	version := ""
 	if b.SchemaVersion != SchemaVersion {
-		version = wrongVersion(raw(b.SchemaVersion))
+		version = wrongVersion(appendJSONString(nil, b.SchemaVersion))
 	}
 	v.field("schema_version", version)
 	if v.enter("session", "") {

@@ -445,6 +445,9 @@ func TestParseBatchSchemaVersion(t *testing.T) {
 		{"1.2.0", with("schema_version", "1.2.0"), []problem{{"schema_version", `expected "1.2", got "1.2.0"`}}},
 		{"number", with("schema_version", 1.2), []problem{{"schema_version", `expected "1.2", got 1.2`}}},
 		{"empty", with("schema_version", ""), []problem{{"schema_version", `expected "1.2", got ""`}}},
+		// An object is shown as JSON all through, a member named raw too
+		// (it once came out as base64).
+		{"object", with("schema_version", obj{"raw": obj{"v": "1.2"}}), []problem{{"schema_version", `expected "1.2", got {"raw":{"v":"1.2"}}`}}},
 	})
 }
 
