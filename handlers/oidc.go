@@ -159,7 +159,8 @@ func (o *OIDC) User(r *http.Request) (string, bool) {
 // HX-Redirect, which takes the whole page to sign in and back to it.
 func (o *OIDC) RedirectToLogin(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.RequestURI()
-	if r.Header.Get("HX-Request") == "true" {
+	fragment := r.Header.Get("HX-Request") == "true"
+	if fragment {
 		next = "/"
 		if u, err := url.Parse(r.Header.Get("HX-Current-URL")); err == nil {
 			next = u.RequestURI() // the page's path on this site, never another host
@@ -169,7 +170,7 @@ func (o *OIDC) RedirectToLogin(w http.ResponseWriter, r *http.Request) {
 		next = "/"
 	}
 	login := "/auth/login?" + url.Values{"next": {next}}.Encode()
-	if r.Header.Get("HX-Request") == "true" {
+	if fragment {
 		w.Header().Set("HX-Redirect", login)
 		w.WriteHeader(http.StatusUnauthorized)
 		return

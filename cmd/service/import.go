@@ -64,7 +64,6 @@ type ImportOpencodeCmd struct {
 	Flags importFlags `embed:""`
 }
 
-// Run imports Claude Code transcripts.
 // importCacheKiB is the SQLite page cache of each of the import's
 // connections, per file: an import writes new rows, which a cache of
 // SQLite's default size (2,000 KiB) speeds up by no measured amount, and
@@ -73,6 +72,7 @@ type ImportOpencodeCmd struct {
 // transcript").
 const importCacheKiB = 100
 
+// Run imports Claude Code transcripts.
 func (c *ImportClaudeCodeCmd) Run(e *env) error {
 	return runImport(e, claudecode.Agent, c.Flags, claudeCodeFolders)
 }

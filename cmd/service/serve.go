@@ -28,8 +28,8 @@ type ServeCmd struct {
 }
 
 // spareP gives the local server one P more than Go's default, once per
-// process: the search index's background catch-up runs at the lowest
-// priority on a thread of its own (store.IndexAtLowPriority) and holds a P
+// process: the search index's background catch-up runs at a low priority
+// on a thread of its own (store.IndexAtLowPriority) and holds a P
 // while it does, so with the spare one a push still gets a P at once, and
 // the OS gives its thread the core before the catch-up's.
 var spareP sync.Once
