@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // Deleter is what the delete route needs of the store: the delete, and on
@@ -38,6 +39,7 @@ func deleteSession(st Deleter, hub *Hub, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		views.ForgetHighlights()
 		hub.Poke()
 		writeJSON(w, http.StatusOK, deleted{Deleted: id})
 	})

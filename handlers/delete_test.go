@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 func TestDeleteSession(t *testing.T) {
@@ -99,5 +101,51 @@ func TestDeleteRemovesCaptureFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dirs["keep"], "hooks.ndjson")); err != nil {
 		t.Errorf("capture file of another session after delete: %v; want it kept", err)
+	}
+}
+
+// A deleted session's code leaves the highlighting cache (views), whether
+// this server deleted it or another process did (the change stream sees
+// its tombstone): nothing of it stays in the server's memory.
+func TestDeleteForgetsHighlightedCode(t *testing.T) {
+	for _, by := range []string{"this server", "another process"} {
+		t.Run(by, func(t *testing.T) {
+			s := newTestService(t)
+			marker := "func marker" + strings.ReplaceAll(by, " ", "") + "() {}"
+			b := newBatch("s1")
+			b["steps"].(arr)[2].(obj)["payload"].(obj)["new_string"] = "package main\n\n" + marker + "\n"
+			s.mustPush(b, http.StatusCreated)
+			for _, path := range []string{"/session?id=s1", "/session/step?id=s1&seq=3"} {
+				if rec := s.get(path); rec.Code != http.StatusOK {
+					t.Fatalf("GET %s = %d", path, rec.Code)
+				}
+			}
+			if !views.HighlightsHold(marker) {
+				t.Fatal("the session's code is not in the highlighting cache after its pages; this test would prove nothing")
+			}
+			switch by {
+			case "this server":
+				if rec := s.do(httptest.NewRequest(http.MethodDelete, "/api/sessions/s1", nil)); rec.Code != http.StatusOK {
+					t.Fatalf("DELETE = %d %s; want 200", rec.Code, rec.Body)
+				}
+			case "another process":
+				srv := httptest.NewServer(s.handler)
+				t.Cleanup(srv.Close)
+				stream := openStream(t, srv, "")
+				if f, ok := stream.next(5 * time.Second); !ok {
+					t.Fatalf("no first frame on the stream: %+v", f)
+				}
+				other := mustOpenStore(t, s.store.Path())
+				if err := other.Delete(context.Background(), "s1"); err != nil {
+					t.Fatal(err)
+				}
+				if got := stream.changes(3 * time.Second); len(got) == 0 {
+					t.Fatal("no change on the stream for the deletion")
+				}
+			}
+			if views.HighlightsHold(marker) {
+				t.Error("the deleted session's code is still in the highlighting cache")
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // Limits and timings of the live stream.
@@ -171,6 +172,9 @@ func (h *Hub) check() bool {
 	latestBySession := map[string]store.Change{}
 	var order []string
 	for _, c := range changes {
+		if c.Deleted {
+			views.ForgetHighlights() // deleted by this process or another
+		}
 		if _, seen := latestBySession[c.SessionID]; !seen {
 			order = append(order, c.SessionID)
 		}

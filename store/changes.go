@@ -13,6 +13,7 @@ import (
 type Change struct {
 	SessionID string
 	Stamp     int64
+	Deleted   bool // the session was deleted at Stamp
 }
 
 // ChangesSince returns the sessions written or deleted after stamp, oldest
@@ -21,12 +22,12 @@ func (s *Store) ChangesSince(ctx context.Context, stamp int64) ([]Change, int64,
 	var out []Change
 	latest := stamp
 	err := s.conn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT id, updated_at FROM sessions WHERE updated_at > :stamp
-			UNION ALL SELECT id, deleted_at FROM tombstones WHERE deleted_at > :stamp
+		return sqlitex.Execute(conn, `SELECT id, updated_at, false FROM sessions WHERE updated_at > :stamp
+			UNION ALL SELECT id, deleted_at, true FROM tombstones WHERE deleted_at > :stamp
 			ORDER BY 2`, &sqlitex.ExecOptions{
 			Named: map[string]any{":stamp": stamp},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				c := Change{SessionID: st.ColumnText(0), Stamp: st.ColumnInt64(1)}
+				c := Change{SessionID: st.ColumnText(0), Stamp: st.ColumnInt64(1), Deleted: st.ColumnBool(2)}
 				out = append(out, c)
 				latest = max(latest, c.Stamp)
 				return nil

@@ -143,6 +143,29 @@ var tokenCache struct {
 
 type tokenKey struct{ lexer, code string }
 
+// ForgetHighlights empties tokenCache, so that a deleted session's text
+// stays in no memory of the process, as the store's remembered results go
+// with the session (store.Tallies.Drop): the server calls it for every
+// deletion it sees, its own and other processes'.
+func ForgetHighlights() {
+	tokenCache.Lock()
+	defer tokenCache.Unlock()
+	tokenCache.m, tokenCache.bytes = nil, 0
+}
+
+// HighlightsHold reports whether tokenCache holds code containing text:
+// for the tests of deletion.
+func HighlightsHold(text string) bool {
+	tokenCache.Lock()
+	defer tokenCache.Unlock()
+	for k := range tokenCache.m {
+		if strings.Contains(k.code, text) {
+			return true
+		}
+	}
+	return false
+}
+
 // tokenise is chroma's tokens of code for lexer, from tokenCache when it
 // has them; ok is false when the lexer failed.
 func tokenise(lexer chroma.Lexer, code string) (tokens []chroma.Token, ok bool) {

@@ -49,13 +49,13 @@ func commitStamp(ctx context.Context, tx pgx.Tx, stamp int64) error {
 // Writers commit stamps in order (write), so a stamp seen here is never
 // followed by an earlier one.
 func (s *Store) ChangesSince(ctx context.Context, stamp int64) ([]store.Change, int64, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT id, updated_at FROM sessions WHERE updated_at > $1
-		UNION ALL SELECT id, deleted_at FROM tombstones WHERE deleted_at > $1
+	rows, _ := s.pool.Query(ctx, `SELECT id, updated_at, false FROM sessions WHERE updated_at > $1
+		UNION ALL SELECT id, deleted_at, true FROM tombstones WHERE deleted_at > $1
 		ORDER BY 2`, stamp)
 	var out []store.Change
 	latest := stamp
 	var c store.Change
-	_, err := pgx.ForEachRow(rows, []any{&c.SessionID, &c.Stamp}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&c.SessionID, &c.Stamp, &c.Deleted}, func() error {
 		out = append(out, c)
 		latest = max(latest, c.Stamp)
 		return nil

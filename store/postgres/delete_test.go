@@ -271,7 +271,7 @@ func TestDeleteRemovesContent(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT deleted_at FROM tombstones WHERE id = 'gone'`).Scan(&deletedAt); err != nil || deletedAt <= stamp {
 		t.Errorf("tombstone of gone: %d, %v; want a stamp after %d", deletedAt, err, stamp)
 	}
-	if cs, latest, err := s.ChangesSince(ctx, stamp); err != nil || len(cs) != 1 || cs[0] != (store.Change{SessionID: "gone", Stamp: deletedAt}) || latest != deletedAt {
+	if cs, latest, err := s.ChangesSince(ctx, stamp); err != nil || len(cs) != 1 || cs[0] != (store.Change{SessionID: "gone", Stamp: deletedAt, Deleted: true}) || latest != deletedAt {
 		t.Errorf("ChangesSince(before delete) = %+v, %d, %v; want the deletion of gone at %d", cs, latest, err, deletedAt)
 	}
 	var kept int

@@ -89,7 +89,7 @@ func testDelete(t *testing.T, s store.Backend) {
 	}
 	latest := mustLatest(t, s)
 	cs, csLatest := mustChanges(t, s, before)
-	if want := []store.Change{{SessionID: "a", Stamp: latest}}; latest <= before || !reflect.DeepEqual(cs, want) || csLatest != latest {
+	if want := []store.Change{{SessionID: "a", Stamp: latest, Deleted: true}}; latest <= before || !reflect.DeepEqual(cs, want) || csLatest != latest {
 		t.Errorf("ChangesSince(before Delete) = %v, %d; want %v, %d after %d", cs, csLatest, want, latest, before)
 	}
 	if got := mustJSON(t, mustDetail(t, s, "b")); got != b {
@@ -152,6 +152,7 @@ func testStamps(t *testing.T, s store.Backend) {
 	}
 	stamps := []int64{0}
 	last := map[string]int64{}
+	gone := map[string]bool{} // deleted by its last write
 	for i, w := range writes {
 		before := stamps[len(stamps)-1]
 		if err := w.write(); err != nil {
@@ -161,24 +162,26 @@ func testStamps(t *testing.T, s store.Backend) {
 		if after <= before {
 			t.Errorf("write %d (%s): LatestStamp() = %d; want more than %d", i, w.session, after, before)
 		}
+		deleted := w.session == "b" && i == len(writes)-1
 		cs, latest := mustChanges(t, s, before)
-		if want := []store.Change{{SessionID: w.session, Stamp: after}}; !reflect.DeepEqual(cs, want) || latest != after {
+		if want := []store.Change{{SessionID: w.session, Stamp: after, Deleted: deleted}}; !reflect.DeepEqual(cs, want) || latest != after {
 			t.Errorf("write %d (%s): ChangesSince(%d) = %v, %d; want %v, %d", i, w.session, before, cs, latest, want, after)
 		}
-		if w.session != "b" || i != len(writes)-1 {
+		if !deleted {
 			if got := mustDetail(t, s, w.session).UpdatedAt; got != store.FormatStamp(after) {
 				t.Errorf("write %d: Detail(%s).UpdatedAt = %s; want %s", i, w.session, got, store.FormatStamp(after))
 			}
 		}
 		stamps = append(stamps, after)
 		last[w.session] = after
+		gone[w.session] = deleted
 	}
 	// From each stamp on: every session written later, at its last stamp.
 	for i, from := range stamps {
 		var want []store.Change
 		for id, stamp := range last {
 			if stamp > from {
-				want = append(want, store.Change{SessionID: id, Stamp: stamp})
+				want = append(want, store.Change{SessionID: id, Stamp: stamp, Deleted: gone[id]})
 			}
 		}
 		slices.SortFunc(want, func(x, y store.Change) int { return cmp.Compare(x.Stamp, y.Stamp) })
