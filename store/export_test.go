@@ -82,7 +82,14 @@ func (s *Store) HoldWrite(ctx context.Context, held chan<- struct{}, release <-c
 func (s *Store) WaitIndexLater() { s.index.wg.Wait() }
 
 // JSONStrings is the string values of a JSON text as search indexes them.
-var JSONStrings = jsonStrings
+func JSONStrings(j *string, raw bool) *string {
+	b, found := getTextMaker().appendJSONStrings(nil, *j, raw)
+	if !found {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
 
 // MarkSnippet is SearchSnippet with its markers (Mark and MarkEnd) kept.
 func MarkSnippet(text string, words []SearchPhrase) string {

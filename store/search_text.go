@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -47,68 +48,132 @@ func StepDocOf(st *Step) (StepDoc, error) {
 // JSON SQLite reads), the role, the large text columns and the strings of
 // the error and the flags, joined by new lines, leaving out what is NULL.
 func (d StepDoc) SearchText() string {
-	parts := []*string{jsonStrings(&d.Payload, true), d.Role, d.Text, d.Stdout, d.Stderr, d.OldString, d.NewString,
-		jsonStrings(d.Err, false), jsonStrings(&d.Flags, false)}
-	return joinPresent(parts)
+	m := getTextMaker()
+	defer m.put()
+	b := m.buf[:0]
+	b = m.appendJSONPart(b, d.Payload, true)
+	for _, p := range []*string{d.Role, d.Text, d.Stdout, d.Stderr, d.OldString, d.NewString} {
+		if p != nil {
+			b = appendPart(b, *p)
+		}
+	}
+	if d.Err != nil {
+		b = m.appendJSONPart(b, *d.Err, false)
+	}
+	b = m.appendJSONPart(b, d.Flags, false)
+	m.buf = b
+	return string(b)
 }
 
 // SessionSearchText is what a session row indexes, as
 // search_session_docs: its agent kind, workspace root and repository.
 func SessionSearchText(agentKind, workspaceRoot string, workspaceRepo *string) string {
-	return joinPresent([]*string{&agentKind, &workspaceRoot, workspaceRepo})
+	b := appendPart(appendPart(nil, agentKind), workspaceRoot)
+	if workspaceRepo != nil {
+		b = appendPart(b, *workspaceRepo)
+	}
+	return string(b)
 }
 
-// joinPresent is SQLite's concat_ws(char(10), ...): the values that are
-// neither NULL nor empty, joined by new lines.
-func joinPresent(parts []*string) string {
-	n := 0
-	for _, p := range parts {
-		if p != nil {
-			n += len(*p) + 1
-		}
+// appendPart is SQLite's concat_ws(char(10), ...), one value at a time:
+// a value that is not empty goes after a new line, unless it is the first.
+func appendPart(b []byte, s string) []byte {
+	if s == "" {
+		return b
 	}
-	var b strings.Builder
-	b.Grow(n) // one allocation: a 32 MB text is copied once, not grown
-	first := true
-	for _, p := range parts {
-		if p == nil || *p == "" {
-			continue
-		}
-		if !first {
-			b.WriteByte('\n')
-		}
-		first = false
-		b.WriteString(*p)
+	if len(b) > 0 {
+		b = append(b, '\n')
 	}
-	return b.String()
+	return append(b, s...)
+}
+
+// textMaker holds what making a text allocates, kept from one text to
+// the next (textMakers): a catch-up makes the text of every step it
+// indexes, and with a new decoder and new strings for each, the garbage
+// of the 96 MB import's index was half its whole (docs/performance.md,
+// "Where the import's index cost goes").
+type textMaker struct {
+	dec jsontext.Decoder
+	rd  strings.Reader
+	buf []byte
+}
+
+var textMakers = sync.Pool{New: func() any { return new(textMaker) }}
+
+// maxKeptText is the largest text whose buffers go back to textMakers: a
+// 32 MB output is not kept for the next small step.
+const maxKeptText = 1 << 20
+
+func getTextMaker() *textMaker { return textMakers.Get().(*textMaker) }
+
+func (m *textMaker) put() {
+	if cap(m.buf) <= maxKeptText && m.rd.Size() <= maxKeptText {
+		m.rd.Reset("")
+		textMakers.Put(m)
+	}
+}
+
+// appendJSONPart appends the string values of JSON text j as one part
+// (appendPart), or with raw the text itself when it is not JSON SQLite
+// reads (appendJSONStrings).
+func (m *textMaker) appendJSONPart(b []byte, j string, raw bool) []byte {
+	mark := len(b)
+	if len(b) > 0 {
+		b = append(b, '\n')
+	}
+	start := len(b)
+	b, _ = m.appendJSONStrings(b, j, raw)
+	if len(b) == start {
+		return b[:mark]
+	}
+	return b
 }
 
 // maxJSONDepth is the deepest nesting SQLite's JSON functions read
 // (JSON_MAX_DEPTH); deeper JSON is not valid to them.
 const maxJSONDepth = 1000
 
-// jsonStrings is SQLite's (SELECT group_concat(value, ' ') FROM
-// json_tree(j) WHERE type = 'text'), which search_step_docs used before
-// it called this function (TestJSONStringsMatchSQLite keeps the two the
+// appendJSONStrings appends SQLite's (SELECT group_concat(value, ' ')
+// FROM json_tree(j) WHERE type = 'text'), which search_step_docs used
+// before it called Go (TestJSONStringsMatchSQLite keeps the two the
 // same): the string values of a JSON text (not its keys) in document
-// order, joined by spaces; nil when there are none. JSON SQLite would not
-// read (not one JSON value, or deeper than maxJSONDepth) gives nil, or with
-// raw the text as it is (the payload's CASE in that view).
-func jsonStrings(j *string, raw bool) *string {
-	if j == nil {
-		return nil
-	}
-	dec := jsontext.NewDecoder(strings.NewReader(*j), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	notJSON := func() *string {
+// order, joined by spaces; found is false (NULL) when there are none. JSON
+// SQLite would not read (not one JSON value, or deeper than maxJSONDepth)
+// gives NULL, or with raw the text as it is (the payload's CASE in that
+// view).
+func (m *textMaker) appendJSONStrings(b []byte, j string, raw bool) (_ []byte, found bool) {
+	start := len(b)
+	notJSON := func() ([]byte, bool) {
 		if raw {
-			return j
+			return append(b[:start], j...), true
 		}
-		return nil
+		return b[:start], false
 	}
-	var b strings.Builder
+	m.rd.Reset(j)
+	dec := &m.dec
+	dec.Reset(&m.rd, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	strs, values := 0, 0
 	for {
-		tok, err := dec.ReadToken()
+		var err error
+		isString := dec.PeekKind() == '"'
+		if isString {
+			if kind, n := dec.StackIndex(dec.StackDepth()); kind == '{' && n%2 == 0 {
+				isString = false // an object's name
+			}
+		}
+		if isString {
+			var v jsontext.Value
+			if v, err = dec.ReadValue(); err == nil {
+				if strs++; strs > 1 {
+					b = append(b, ' ')
+				}
+				// As Token.String gives it: invalid UTF-8 as U+FFFD
+				// where the string has an escape or is not valid UTF-8.
+				b, _ = jsontext.AppendUnquote(b, v)
+			}
+		} else {
+			_, err = dec.ReadToken()
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -119,25 +184,11 @@ func jsonStrings(j *string, raw bool) *string {
 		if err != nil || depth > maxJSONDepth || values > 1 {
 			return notJSON()
 		}
-		if tok.Kind() != '"' {
-			continue
-		}
-		if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
-			continue // an object's name
-		}
-		if strs++; strs > 1 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(tok.String())
 	}
 	if values == 0 {
 		return notJSON() // nothing but white space
 	}
-	if strs == 0 {
-		return nil
-	}
-	s := b.String()
-	return &s
+	return b, strs > 0
 }
 
 // registerSearchText makes what search indexes of a row SQL functions of
