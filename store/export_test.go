@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"testing"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
@@ -109,6 +110,15 @@ func SetBuildChunk(t testing.TB, n int64) {
 	old := buildChunk
 	buildChunk = n
 	t.Cleanup(func() { buildChunk = old })
+}
+
+// SetIndexWait makes the background catch-up wait d after a write
+// (indexQuiet and indexMaxWait) until the test ends. Call it before
+// opening a store.
+func SetIndexWait(t testing.TB, d time.Duration) {
+	quiet, most := indexQuiet, indexMaxWait
+	indexQuiet, indexMaxWait = d, d
+	t.Cleanup(func() { indexQuiet, indexMaxWait = quiet, most })
 }
 
 // CatchUpPaused runs one catch-up of the search index as the background

@@ -165,8 +165,8 @@ func resetIndex(conn *sqlite.Conn) error {
 // they go on (an import, a busy server): a burst of writes gathers into
 // a catch-up or two a second, not one every 200 ms, and with the catch-up
 // itself (about 0.25 s for a 5,000-step push) a write is searchable
-// within a second.
-const (
+// within a second. Vars so that a test can make the wait long.
+var (
 	indexQuiet   = 200 * time.Millisecond
 	indexMaxWait = 600 * time.Millisecond
 )
@@ -175,8 +175,10 @@ const (
 type indexer struct {
 	mu          sync.Mutex
 	running     bool
-	pending     bool      // a write committed that no catch-up started after
-	first, last time.Time // the first and last such write
+	pending     bool          // a write committed that no catch-up started after
+	first, last time.Time     // the first and last such write
+	closing     bool          // Close waits: catch up now, not after the quiet (finish)
+	wake        chan struct{} // ends the wait for quiet (finish)
 	wg          sync.WaitGroup
 	inChunks    bool                    // a few writes per transaction (IndexInChunks)
 	lowPriority bool                    // on a thread of its own at nice threadNice (IndexAtLowPriority)
@@ -188,6 +190,9 @@ func (s *Store) indexLater() {
 	x := &s.index
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.wake == nil {
+		x.wake = make(chan struct{}, 1)
+	}
 	x.last = time.Now()
 	if !x.pending {
 		x.pending, x.first = true, x.last
@@ -211,9 +216,14 @@ func (s *Store) indexLater() {
 			}
 			wait := time.Until(x.last.Add(indexQuiet))
 			wait = min(wait, time.Until(x.first.Add(indexMaxWait)))
-			if wait > 0 {
+			if wait > 0 && !x.closing {
 				x.mu.Unlock()
-				time.Sleep(wait)
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-x.wake:
+					t.Stop()
+				}
 				continue
 			}
 			x.pending = false
@@ -227,6 +237,22 @@ func (s *Store) indexLater() {
 			_ = s.catchUp(context.Background(), chunk)
 		}
 	}()
+}
+
+// finish waits for the background catch-up, which starts at once rather
+// than after writes have paused for indexQuiet: a writer that is closing
+// writes no more, and an import waited up to 200 ms for nothing at its
+// end.
+func (x *indexer) finish() {
+	x.mu.Lock()
+	x.closing = true
+	wake := x.wake // nil when nothing was written: nothing waits
+	x.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	x.wg.Wait()
 }
 
 // buildChunk is how many steps a catch-up outside the server's

@@ -101,6 +101,33 @@ func TestCloseLeavesIndexCurrent(t *testing.T) {
 	}
 }
 
+// Close catches up at once: it does not wait out the pause the
+// background waits for after a write (indexQuiet), as an import once
+// did for up to 200 ms at its end. Here that pause is an hour.
+func TestCloseDoesNotWaitForQuiet(t *testing.T) {
+	store.SetIndexWait(t, time.Hour)
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	mustApply(t, s, searchBatch("q"))
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Not a speed bound: an hour against a minute.
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close() still waits after a minute, for the hour's pause after the last write")
+	}
+	if hits, current := indexState(t, path, "promptwordq"); hits != 1 || !current {
+		t.Errorf("index after Close: %d hits for promptwordq, current %v; want 1 and true", hits, current)
+	}
+}
+
 // indexShare reads, from the file itself, the bytes of the search tables'
 // pages (dbstat) and of the text the index holds (the views of what a row
 // indexes).

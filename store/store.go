@@ -297,7 +297,7 @@ func Files(path string) []string {
 func (s *Store) Close() error {
 	// What this process wrote is in the index before it ends; an error
 	// (the store busy) leaves it to the next catch-up of any process.
-	s.index.wg.Wait()
+	s.index.finish()
 	_ = s.catchUpIndex(context.Background())
 	s.stopScrubs()
 	if s.stop != nil {
