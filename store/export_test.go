@@ -113,12 +113,12 @@ func SetBuildChunk(t testing.TB, n int64) {
 }
 
 // SetIndexWait makes the background catch-up wait d after a write
-// (indexQuiet and indexMaxWait) until the test ends. Call it before
-// opening a store.
+// (indexQuiet, indexMaxWait and their follow* twins) until the test
+// ends. Call it before opening a store.
 func SetIndexWait(t testing.TB, d time.Duration) {
-	quiet, most := indexQuiet, indexMaxWait
-	indexQuiet, indexMaxWait = d, d
-	t.Cleanup(func() { indexQuiet, indexMaxWait = quiet, most })
+	old := [...]time.Duration{indexQuiet, indexMaxWait, followQuiet, followMaxWait}
+	indexQuiet, indexMaxWait, followQuiet, followMaxWait = d, d, d, d
+	t.Cleanup(func() { indexQuiet, indexMaxWait, followQuiet, followMaxWait = old[0], old[1], old[2], old[3] })
 }
 
 // CatchUpPaused runs one catch-up of the search index as the background

@@ -160,15 +160,23 @@ func resetIndex(conn *sqlite.Conn) error {
 		PRAGMA idx.user_version = `+fmt.Sprint(indexVersion)+`;`, nil)
 }
 
-// A background catch-up starts once the writes have paused for
-// indexQuiet, or indexMaxWait after the first write it has to index when
-// they go on (an import, a busy server): a burst of writes gathers into
-// a catch-up or two a second, not one every 200 ms, and with the catch-up
-// itself (about 0.25 s for a 5,000-step push) a write is searchable
-// within a second. Vars so that a test can make the wait long.
+// A background catch-up starts once the writes have paused for a quiet
+// spell, or a longest wait after the first write it has to index when
+// they go on (an import, a busy server). The server's (IndexInChunks)
+// are indexQuiet and indexMaxWait: a burst of pushes gathers into a
+// catch-up or two a second, not one every 200 ms, and with the catch-up
+// itself (about 0.25 s for a 5,000-step push) a push is searchable within
+// a second. Other processes (import, capture, hook) follow their writes
+// closely, followQuiet and followMaxWait: what the index lags behind when
+// they close is work Close waits for, and an import's catch-ups run on
+// the core its own work leaves free; the 96 MB import with the index went
+// from +22% to +12% of its time without (docs/performance.md, "Search
+// index"). Vars so that a test can make the waits long.
 var (
-	indexQuiet   = 200 * time.Millisecond
-	indexMaxWait = 600 * time.Millisecond
+	indexQuiet    = 200 * time.Millisecond
+	indexMaxWait  = 600 * time.Millisecond
+	followQuiet   = 10 * time.Millisecond
+	followMaxWait = 30 * time.Millisecond
 )
 
 // indexer runs the background catch-ups of one store, one goroutine at most.
@@ -180,7 +188,7 @@ type indexer struct {
 	closing     bool          // Close waits: catch up now, not after the quiet (finish)
 	wake        chan struct{} // ends the wait for quiet (finish)
 	wg          sync.WaitGroup
-	inChunks    bool                    // a few writes per transaction (IndexInChunks)
+	inChunks    bool                    // a few writes per transaction, after longer waits (IndexInChunks)
 	lowPriority bool                    // on a thread of its own at nice threadNice (IndexAtLowPriority)
 	progress    func(done, total int64) // OnIndexProgress
 }
@@ -214,8 +222,11 @@ func (s *Store) indexLater() {
 				x.mu.Unlock()
 				return
 			}
-			wait := time.Until(x.last.Add(indexQuiet))
-			wait = min(wait, time.Until(x.first.Add(indexMaxWait)))
+			quiet, most := followQuiet, followMaxWait
+			if x.inChunks {
+				quiet, most = indexQuiet, indexMaxWait
+			}
+			wait := min(time.Until(x.last.Add(quiet)), time.Until(x.first.Add(most)))
 			if wait > 0 && !x.closing {
 				x.mu.Unlock()
 				t := time.NewTimer(wait)

@@ -90,10 +90,12 @@ func CheckpointEvery(d time.Duration) Option {
 // the index's lock (Delete, a batch that replaces indexed text) goes
 // between two of them: for the server. (Before the index had a file of
 // its own, every push waited for it: the 100-step push p99 158 -> 44 ms.)
+// It also gathers a burst of pushes into one catch-up (indexQuiet).
 // Other processes (import, capture, hook) index everything behind in one
 // transaction: an import's writes are small, and in chunks they became
 // many small FTS5 segments to merge (+21% of an import's CPU time,
-// docs/performance.md).
+// docs/performance.md); and they follow their writes closely
+// (followQuiet), so that Close has little left to wait for.
 func IndexInChunks() Option {
 	return func(o *options) { o.indexInChunks = true }
 }
