@@ -314,8 +314,11 @@ func browserMoreChanges(t *testing.T, b *browser) {
 		t.Errorf("%d diffs in the page; want none until a file is opened", n)
 	}
 	p.PressEnter(`#change-3 > summary`)
-	p.WaitFor("Enter on a file opens it and loads its diff", `document.querySelector('#change-3').open
-		&& Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`)
+	p.WaitFor("Enter on a file opens it", `document.querySelector('#change-3').open`)
+	if err := p.Poll(browsertest.WaitTimeout, `Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`); err != nil {
+		t.Fatalf("the opened file's diff did not load: %v; the file now: %s", err,
+			evalJS[string](p, `document.querySelector('#change-3').outerHTML.slice(0, 2000)`))
+	}
 	p.PressEnter(`[data-testid="more-changes"]`)
 	p.WaitFor("Enter on the control shows the 25 files", shown+` === 25 && document.querySelector('[data-testid="more-changes"]') === null`)
 	p.Click(`#change-25 > summary`)
