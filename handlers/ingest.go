@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/subtle"
@@ -13,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/agentreview/service/store"
 )
@@ -39,12 +41,7 @@ func ingest(st Applier, hub *Hub, auth pushAuth, log *slog.Logger) http.Handler 
 			refuseToken(w, auth.tokenHint())
 			return
 		}
-		body, err := readBody(r, MaxBody)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		batch, err := store.ParseBatch(body)
+		batch, err := readBatch(r, MaxBody)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -113,61 +110,221 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 // sized up front from Content-Length and, for gzip, the size the trailer
 // gives, so a 7 MB body is not copied through a buffer doubling its way up.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body, z, err := openBody(r, limit)
+	if err != nil || z == nil {
+		return body, err
+	}
+	return z.whole()
+}
+
+// readBatch reads a push's body as readBody does and parses it
+// (store.ParseBatch). A gzip body of known length is parsed while a
+// goroutine of its own decompresses it (inflating): a 5,000-step push
+// waits for the slower of the two, not for both (docs/performance.md).
+func readBatch(r *http.Request, limit int64) (*store.Batch, error) {
+	body, z, err := openBody(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	if z == nil {
+		return store.ParseBatch(body)
+	}
+	batch, parseErr := store.ParseBatchFrom(z, z.buf)
+	// What was wrong with the gzip comes first, as when it was read whole.
+	if body, err = z.whole(); err != nil {
+		return nil, err
+	}
+	if z.overflowed() {
+		return store.ParseBatch(body)
+	}
+	return batch, parseErr
+}
+
+// openBody checks the content type, encoding and length of a body and
+// reads it whole, or, for a gzip body of known length whose trailer gives
+// its size, starts decompressing it (inflate) and returns that.
+func openBody(r *http.Request, limit int64) ([]byte, *inflating, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("content-type must be application/json, got %q", ct)}
+		return nil, nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("content-type must be application/json, got %q", ct)}
 	}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	if enc != "" && enc != "gzip" {
-		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported content-encoding %q; use gzip or none", enc)}
+		return nil, nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported content-encoding %q; use gzip or none", enc)}
 	}
-	tooLarge := &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit)}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, nil, bodyTooLarge(limit)
 	}
 	raw := &cappedReader{r: r.Body, n: limit}
-	var src io.Reader = raw
-	size := r.ContentLength // a hint; -1 when unknown
-	if enc == "gzip" {
-		if size > 0 {
-			// The client said how long the body is: read it whole, for the
-			// decompressed size in its trailer. A body of unknown length
-			// is decompressed as it arrives, so a stream never ending is
-			// refused at limit bytes decompressed, not compressed.
-			zipped, err := readAll(raw, size)
-			if err != nil {
-				if errors.Is(err, errTooLarge) {
-					return nil, tooLarge
-				}
-				return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
-			}
-			src, size = bytes.NewReader(zipped), gzipSize(zipped, limit)
-		}
-		zr, err := gzip.NewReader(src)
+	if enc == "gzip" && r.ContentLength > 0 {
+		// The client said how long the body is: read it whole, for the
+		// decompressed size in its trailer. A body of unknown length
+		// is decompressed as it arrives, so a stream never ending is
+		// refused at limit bytes decompressed, not compressed.
+		zipped, err := readAll(raw, r.ContentLength)
 		if err != nil {
 			if errors.Is(err, errTooLarge) {
-				return nil, tooLarge
+				return nil, nil, bodyTooLarge(limit)
 			}
-			return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+			return nil, nil, errInvalidGzip
 		}
-		defer zr.Close()
-		src = &cappedReader{r: zr, n: limit}
+		z, err := inflate(zipped, limit)
+		if z != nil || err != nil {
+			return nil, z, err
+		}
+		body, err := gunzip(raw, bytes.NewReader(zipped), gzipSize(zipped, limit), limit)
+		return body, nil, err
 	}
-	body, err := readAll(src, size)
+	if enc == "gzip" {
+		body, err := gunzip(raw, raw, -1, limit)
+		return body, nil, err
+	}
+	body, err := readAll(raw, r.ContentLength)
 	if err != nil {
-		switch {
-		case errors.Is(err, errTooLarge) && raw.n < 0:
-			return nil, tooLarge
-		case errors.Is(err, errTooLarge):
-			return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", limit)}
-		case enc == "gzip":
-			// Corrupt or truncated data; a client that hung up mid-body
-			// never reads this answer anyway.
-			return nil, &statusError{http.StatusBadRequest, "invalid gzip body"}
+		if errors.Is(err, errTooLarge) {
+			return nil, nil, bodyTooLarge(limit)
 		}
-		return nil, fmt.Errorf("read body: %w", err)
+		return nil, nil, fmt.Errorf("read body: %w", err)
 	}
-	return body, nil
+	return body, nil, nil
+}
+
+func bodyTooLarge(limit int64) error {
+	return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit)}
+}
+
+var errInvalidGzip = &statusError{http.StatusBadRequest, "invalid gzip body"}
+
+// gunzip decompresses src, the gzip body raw delivers, into a buffer of
+// size bytes to begin with (readAll), within limit bytes.
+func gunzip(raw *cappedReader, src io.Reader, size, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(src)
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, bodyTooLarge(limit)
+		}
+		return nil, errInvalidGzip
+	}
+	defer zr.Close()
+	body, err := readAll(&cappedReader{r: zr, n: limit}, size)
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.Is(err, errTooLarge) && raw.n < 0:
+		return nil, bodyTooLarge(limit)
+	case errors.Is(err, errTooLarge):
+		return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", limit)}
+	}
+	// Corrupt or truncated data; a client that hung up mid-body never
+	// reads this answer anyway.
+	return nil, errInvalidGzip
+}
+
+// inflating is a gzip body being decompressed by a goroutine of its own
+// (fill) into buf, sized from the body's trailer, and read (Read) as it
+// fills: the parse of a push overlaps its decompression. buf is never
+// grown, so what was read stays where it is (store.ParseBatchFrom reads
+// a payload again from it). A body longer than buf (a trailer that does
+// not give the whole size: several gzip members) stops at buf's end with
+// errOverflow, and whole decompresses it again the ordinary way.
+type inflating struct {
+	zipped []byte
+	limit  int64
+	buf    []byte
+
+	mu     sync.Mutex
+	filled sync.Cond // n or end changed
+	n      int       // bytes of buf written
+	end    error     // why fill stopped: io.EOF at the body's end; nil while it runs
+	off    int       // bytes of buf read
+	done   chan struct{}
+}
+
+// errOverflow is the end of a body longer than its trailer said.
+var errOverflow = errors.New("body longer than its gzip trailer says")
+
+// inflateChunk is how much fill decompresses before Read may go on.
+const inflateChunk = 64 << 10
+
+// inflate starts decompressing zipped when its trailer gives a size;
+// without one (nil, nil), the caller reads it whole.
+func inflate(zipped []byte, limit int64) (*inflating, error) {
+	size := gzipSize(zipped, limit)
+	if size <= 0 {
+		return nil, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		return nil, errInvalidGzip
+	}
+	z := &inflating{zipped: zipped, limit: limit, buf: make([]byte, size), done: make(chan struct{})}
+	z.filled.L = &z.mu
+	go z.fill(zr)
+	return z, nil
+}
+
+func (z *inflating) fill(zr *gzip.Reader) {
+	defer close(z.done)
+	defer zr.Close()
+	var err error
+	for n := 0; err == nil; {
+		if n == len(z.buf) {
+			// buf is full: the body must end here.
+			var one [1]byte
+			if k, rerr := zr.Read(one[:]); k > 0 {
+				err = errOverflow
+			} else {
+				err = cmp.Or(rerr, errOverflow) // a reader that reads nothing without an end is no gzip reader
+			}
+			break
+		}
+		var k int
+		k, err = zr.Read(z.buf[n:min(n+inflateChunk, len(z.buf))])
+		n += k
+		z.mu.Lock()
+		z.n = n
+		z.mu.Unlock()
+		z.filled.Broadcast()
+	}
+	z.mu.Lock()
+	z.end = err
+	z.mu.Unlock()
+	z.filled.Broadcast()
+}
+
+// Read reads the body as fill writes it, waiting for it; past what fill
+// wrote it returns why fill stopped.
+func (z *inflating) Read(p []byte) (int, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for z.off == z.n && z.end == nil {
+		z.filled.Wait()
+	}
+	if z.off == z.n {
+		return 0, z.end
+	}
+	k := copy(p, z.buf[z.off:z.n])
+	z.off += k
+	return k, nil
+}
+
+// overflowed says whether the body went past buf (whole has the body).
+func (z *inflating) overflowed() bool {
+	<-z.done
+	return z.end == errOverflow
+}
+
+// whole waits for fill and returns the body, or what was wrong with it as
+// readBody says it. A body longer than buf is decompressed again.
+func (z *inflating) whole() ([]byte, error) {
+	<-z.done
+	switch z.end {
+	case io.EOF:
+		return z.buf[:z.n], nil
+	case errOverflow:
+		return gunzip(&cappedReader{n: z.limit}, bytes.NewReader(z.zipped), int64(len(z.buf)), z.limit)
+	}
+	return nil, errInvalidGzip
 }
 
 // readAll reads r to its end into a buffer of size bytes to begin with

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
 
@@ -29,6 +31,8 @@ func TestIngestCreatesThenUpdates(t *testing.T) {
 		{"create", b, nil, http.StatusCreated, true},
 		{"identical re-send", b, nil, http.StatusOK, false},
 		{"gzip re-send", gzipped(t, b), []string{"Content-Encoding", "gzip"}, http.StatusOK, false},
+		// The trailer gives the last member's size only: decompressed again.
+		{"gzip in two members", append(gzipped(t, b[:len(b)/2]), gzipped(t, b[len(b)/2:])...), []string{"Content-Encoding", "gzip"}, http.StatusOK, false},
 		{"charset parameter", b, []string{"Content-Type", "application/json; charset=utf-8"}, http.StatusOK, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,6 +116,9 @@ func TestIngestErrors(t *testing.T) {
 		{"session_id mismatch", mutate(func(b obj) { b["turns"].(arr)[0].(obj)["session_id"] = "other" }), nil, 400, "batch references unknown or mismatched records", "turns[0].session_id"},
 		{"invalid gzip", []byte("not gzip"), []string{"Content-Encoding", "gzip"}, 400, "invalid gzip body", ""},
 		{"truncated gzip", gzipped(t, valid)[:40], []string{"Content-Encoding", "gzip"}, 400, "invalid gzip body", ""},
+		// The JSON it decompresses to is broken too: the gzip's problem is the answer.
+		{"corrupt gzip", corrupted(gzipped(t, valid)), []string{"Content-Encoding", "gzip"}, 400, "invalid gzip body", ""},
+		{"gzip trailer claims less", shortTrailer(gzipped(t, valid)), []string{"Content-Encoding", "gzip"}, 400, "invalid gzip body", ""},
 		{"no token", valid, []string{"Authorization", ""}, 401, "missing or invalid bearer token", ""},
 		{"wrong token", valid, []string{"Authorization", "Bearer " + strings.Repeat("A", 43)}, 401, "missing or invalid bearer token", ""},
 		{"basic scheme", valid, []string{"Authorization", "Basic " + testToken}, 401, "missing or invalid bearer token", ""},
@@ -294,6 +301,59 @@ func TestReadBodySizesItsBuffers(t *testing.T) {
 				t.Errorf("readBody of %d bytes (%d sent) allocated %d bytes; want at most %d", len(plain), len(c.sent), allocated, want)
 			}
 		})
+	}
+}
+
+// corrupted flips the bits of a byte in the middle of a gzip body's
+// deflate data.
+func corrupted(zipped []byte) []byte {
+	z := bytes.Clone(zipped)
+	z[len(z)/2] ^= 0xff
+	return z
+}
+
+// shortTrailer makes a gzip body's trailer claim it decompresses to 100
+// bytes.
+func shortTrailer(zipped []byte) []byte {
+	z := bytes.Clone(zipped)
+	binary.LittleEndian.PutUint32(z[len(z)-4:], 100)
+	return z
+}
+
+// A gzip body is parsed while another goroutine decompresses it
+// (inflating), in many chunks, with every payload before its step's type
+// (the keys sorted), which the parser reads again from the buffer being
+// filled: the batch is the one the plain body parses to.
+func TestParseWhileDecompressing(t *testing.T) {
+	var sorted any
+	if err := json.Unmarshal(mustJSON(t, storetest.Batch("s1", 0, 3000)), &sorted); err != nil {
+		t.Fatal(err)
+	}
+	plain := mustJSON(t, sorted)
+	steps := plain[bytes.Index(plain, []byte(`"steps":[`)):]
+	if bytes.Index(steps, []byte(`"payload":{`)) > bytes.Index(steps, []byte(`"type":`)) {
+		t.Fatal("the body's first step does not have its payload before its type")
+	}
+	want, err := store.ParseBatch(plain)
+	if err != nil {
+		t.Fatalf("ParseBatch(plain) = %v", err)
+	}
+	z, err := inflate(gzipped(t, plain), MaxBody)
+	if z == nil || err != nil {
+		t.Fatalf("inflate = %v, %v; want it started", z, err)
+	}
+	got, err := store.ParseBatchFrom(z, z.buf)
+	if err != nil {
+		t.Fatalf("ParseBatchFrom = %v", err)
+	}
+	if body, err := z.whole(); err != nil || !bytes.Equal(body, plain) || z.overflowed() {
+		t.Fatalf("whole = %d bytes, %v, overflowed %v; want the %d bytes of the body", len(body), err, z.overflowed(), len(plain))
+	}
+	if len(plain) < 10*inflateChunk {
+		t.Fatalf("the body is %d bytes, under ten chunks of %d", len(plain), inflateChunk)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Error("the batch parsed while decompressing differs from the plain body's")
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -14,8 +15,17 @@ import (
 // ErrNotObject, a *TooManyError or an *InvalidError; the reference checks
 // need the store and run in Apply.
 func ParseBatch(body []byte) (*Batch, error) {
+	return ParseBatchFrom(bytes.NewBuffer(body), body)
+}
+
+// ParseBatchFrom is ParseBatch of a body r delivers as it comes (one
+// still being decompressed, so the two overlap): r yields the bytes of
+// body in order, filling it, and body is read again only behind r. An
+// error of r ends the decoding as a syntax error would; its caller knows
+// the reason.
+func ParseBatchFrom(r io.Reader, body []byte) (*Batch, error) {
 	found := &jsonProblems{}
-	d := newDecoder(body, found)
+	d := newDecoder(r, body, found)
 	b := &Batch{}
 	var counts [4]int // the elements of each of itemKinds, by the last of its name
 	err := d.whole(func() {
@@ -302,7 +312,8 @@ func (d *decoder) step(st *Step) {
 	if payload.read && payload.typ != st.Type && d.err == nil {
 		n := d.path.push("payload")
 		d.found.forget(string(d.path))
-		again := newDecoder(bytes.TrimLeft(d.body[payload.start:payload.end], ": \t\r\n"), d.found)
+		v := bytes.TrimLeft(d.body[payload.start:payload.end], ": \t\r\n")
+		again := newDecoder(bytes.NewBuffer(v), v, d.found)
 		again.path = d.path
 		st.Payload = again.payload(st.Type)
 		if again.err != nil {

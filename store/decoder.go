@@ -104,10 +104,11 @@ const (
 	element // of an array, where null is just the wrong type
 )
 
-func newDecoder(body []byte, found *jsonProblems) *decoder {
-	// A bytes.Buffer is read in place, not copied. Invalid UTF-8 becomes
-	// U+FFFD and a repeated name is allowed, as in encoding/json.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+// newDecoder reads r, which yields the bytes of body (ParseBatchFrom). A
+// bytes.Buffer is read in place, not copied. Invalid UTF-8 becomes U+FFFD
+// and a repeated name is allowed, as in encoding/json.
+func newDecoder(r io.Reader, body []byte, found *jsonProblems) *decoder {
+	dec := jsontext.NewDecoder(r, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 	return &decoder{dec: dec, body: body, found: found, at: requiredField}
 }
 

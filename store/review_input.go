@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode"
@@ -21,7 +22,7 @@ const (
 // naming subject.
 func parseReviewBody(body []byte, subject string, fs fields, read func(d *decoder, name string)) error {
 	found := &jsonProblems{}
-	d := newDecoder(body, found)
+	d := newDecoder(bytes.NewBuffer(body), body, found)
 	if err := d.whole(func() { d.object(fs, func(name string) { read(d, name) }) }); err != nil {
 		return err
 	}
