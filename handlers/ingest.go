@@ -246,11 +246,12 @@ var errOverflow = errors.New("body longer than its gzip trailer says")
 // inflateChunk is how much fill decompresses before Read may go on.
 const inflateChunk = 64 << 10
 
-// inflate starts decompressing zipped when its trailer gives a size;
-// without one (nil, nil), the caller reads it whole.
+// inflate starts decompressing zipped when its trailer gives a size under
+// limit; otherwise (nil, nil) the caller reads it whole, which refuses a
+// body over limit as soon as it gets there, unparsed.
 func inflate(zipped []byte, limit int64) (*inflating, error) {
 	size := gzipSize(zipped, limit)
-	if size <= 0 {
+	if size <= 0 || size >= limit {
 		return nil, nil
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(zipped))
