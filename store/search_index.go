@@ -169,9 +169,10 @@ func resetIndex(conn *sqlite.Conn) error {
 // a second. Other processes (import, capture, hook) follow their writes
 // closely, followQuiet and followMaxWait: what the index lags behind when
 // they close is work Close waits for, and an import's catch-ups run on
-// the core its own work leaves free; the 96 MB import with the index went
-// from +22% to +12% of its time without (docs/performance.md, "Search
-// index"). Vars so that a test can make the waits long.
+// the core its own work leaves free; with them (and the lighter text of
+// textMaker) the 96 MB import with the index went from +31% to +15% of
+// its time without (docs/performance.md, "The import within its bound").
+// Vars so that a test can make the waits long.
 var (
 	indexQuiet    = 200 * time.Millisecond
 	indexMaxWait  = 600 * time.Millisecond
@@ -251,9 +252,8 @@ func (s *Store) indexLater() {
 }
 
 // finish waits for the background catch-up, which starts at once rather
-// than after writes have paused for indexQuiet: a writer that is closing
-// writes no more, and an import waited up to 200 ms for nothing at its
-// end.
+// than after the writes' quiet spell: a writer that is closing writes no
+// more, and an import once waited up to 200 ms for nothing at its end.
 func (x *indexer) finish() {
 	x.mu.Lock()
 	x.closing = true
