@@ -172,7 +172,7 @@ func openBody(r *http.Request, limit int64) ([]byte, *inflating, error) {
 		if z != nil || err != nil {
 			return nil, z, err
 		}
-		body, err := gunzip(raw, bytes.NewReader(zipped), gzipSize(zipped, limit), limit)
+		body, err := gunzip(nil, bytes.NewReader(zipped), gzipSize(zipped, limit), limit)
 		return body, nil, err
 	}
 	if enc == "gzip" {
@@ -195,8 +195,11 @@ func bodyTooLarge(limit int64) error {
 
 var errInvalidGzip = &statusError{http.StatusBadRequest, "invalid gzip body"}
 
-// gunzip decompresses src, the gzip body raw delivers, into a buffer of
-// size bytes to begin with (readAll), within limit bytes.
+// gunzip decompresses src into a buffer of size bytes to begin with
+// (readAll), within limit bytes. raw is the request body when src still
+// reads it (a body of unknown length), so that going over limit there is
+// told apart from decompressing past it; nil when the gzip bytes were
+// read whole.
 func gunzip(raw *cappedReader, src io.Reader, size, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(src)
 	if err != nil {
@@ -210,7 +213,7 @@ func gunzip(raw *cappedReader, src io.Reader, size, limit int64) ([]byte, error)
 	switch {
 	case err == nil:
 		return body, nil
-	case errors.Is(err, errTooLarge) && raw.n < 0:
+	case errors.Is(err, errTooLarge) && raw != nil && raw.n < 0:
 		return nil, bodyTooLarge(limit)
 	case errors.Is(err, errTooLarge):
 		return nil, &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body larger than %d bytes", limit)}
@@ -330,7 +333,7 @@ func (z *inflating) whole() ([]byte, error) {
 	case io.EOF:
 		return z.buf[:z.n], nil
 	case errOverflow:
-		return gunzip(&cappedReader{n: z.limit}, bytes.NewReader(z.zipped), int64(len(z.buf)), z.limit)
+		return gunzip(nil, bytes.NewReader(z.zipped), int64(len(z.buf)), z.limit)
 	}
 	return nil, errInvalidGzip
 }
