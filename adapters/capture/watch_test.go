@@ -93,8 +93,11 @@ func TestClineHalfWrittenFileIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	save(t, filepath.Join(task, "api_conversation_history.json"), full)
+	// The half-written file comes first: capture's first scan of the root
+	// may run at any moment of this test, and a task read between the two
+	// saves, whole but without ui_messages.json, would be rightly imported.
 	save(t, filepath.Join(task, "ui_messages.json"), ui[:len(ui)/2]) // the agent is still writing
+	save(t, filepath.Join(task, "api_conversation_history.json"), full)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		return strings.Contains(h.logs.String(), "read again later"), "no second read planned"
 	})
