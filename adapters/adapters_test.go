@@ -406,3 +406,46 @@ func TestImporterRefusesInvalidBatch(t *testing.T) {
 		t.Errorf("the store changed on a refused import:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestImporterWaitsForTheGroupBeingWritten: small sessions are written a
+// group at a time beside the parse of the next ones. A session read again
+// from a later file while its group is being written must see what that
+// write stored, so its steps keep their seqs.
+func TestImporterWaitsForTheGroupBeingWritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Five files of 1 MiB (the largest a grouped session may have): the
+	// first four fill a group, written while the fifth, more of the first
+	// file's session and in reverse, is parsed.
+	files := []struct{ name, body string }{
+		{"1-x", "2 inorder"}, {"2-a", "1 inorder"}, {"3-b", "1 inorder"}, {"4-c", "1 inorder"}, {"5-x", "3 reversed"},
+	}
+	for _, f := range files {
+		body := f.body + " " + strings.Repeat(" ", 1<<20-len(f.body)-1)
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parsed := 0
+	agent := fakeAgent(dir, &parsed)
+	agent.Discover = func([]string) ([]adapters.Unit, []adapters.Problem) {
+		var units []adapters.Unit
+		for _, f := range files {
+			_, id, _ := strings.Cut(f.name, "-")
+			units = append(units, adapters.Unit{ID: id, Paths: []string{filepath.Join(dir, f.name)}})
+		}
+		return units, nil
+	}
+	for round := range 3 { // the timing varies: give the write several chances to be in flight
+		st := mustOpen(t)
+		sum, err := (&adapters.Importer{Store: st}).Run(ctx, agent, nil)
+		if err != nil || sum.New != 4 || sum.Updated != 1 {
+			t.Errorf("Run = %v, %v; want 4 new sessions, x updated once", sum, err)
+		}
+		// x's steps s0 and s1 came first from 1-x, in order; 5-x adds s2.
+		seqs, err := st.StepSeqs(ctx, "x")
+		if err != nil || len(seqs) != 3 || seqs["s0"] != 1 || seqs["s1"] != 2 || seqs["s2"] != 3 {
+			t.Fatalf("round %d: seqs of x = %v, %v; want s0, s1, s2 at 1, 2, 3", round, seqs, err)
+		}
+	}
+}

@@ -29,12 +29,25 @@ type Importer struct {
 	Store *store.Store
 	// Rescan reads every file, even those unchanged since the last run.
 	Rescan bool
-	// Progress, when set, is called after each session.
+	// Progress, when set, is called after each session is read; its
+	// Sessions and Steps are those written, a group behind.
 	Progress func(Progress)
 
 	// group holds small sessions parsed but not yet written (ApplyGroup).
 	group     []groupedSession
 	groupSize int64 // the bytes of their files
+	// writing is the group being written while the next is parsed.
+	writing *groupWrite
+}
+
+// groupWrite is a group of small sessions written on a goroutine of its
+// own, so the import parses on one core while SQLite writes on the other
+// (docs/performance.md, "Parsed while the last group is written").
+type groupWrite struct {
+	group   []groupedSession
+	done    chan struct{} // closed when written
+	results []store.SessionResult
+	err     error
 }
 
 // groupedSession is a small session waiting to be written with others:
@@ -101,6 +114,7 @@ func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, 
 	done := 0
 	for _, u := range units {
 		if err := ctx.Err(); err != nil {
+			im.wait(&sum)
 			return sum, err
 		}
 		im.importUnit(ctx, a, u, known, &sum)
@@ -113,6 +127,7 @@ func (im *Importer) Run(ctx context.Context, a Agent, roots []string) (Summary, 
 		}
 	}
 	im.flush(ctx, a.Kind, &sum)
+	im.wait(&sum)
 	if len(sum.Failed) > 0 {
 		return sum, fmt.Errorf("%d sessions not imported: %w", len(sum.Failed), errors.Join(sum.Failed...))
 	}
@@ -202,10 +217,12 @@ func (im *Importer) importUnit(ctx context.Context, a Agent, u Unit, known map[s
 	}
 }
 
-// flush writes the grouped small sessions in one transaction
-// (store.ApplyGroup), which records each one's files with it. A session
-// the store refuses is rolled back alone and reported.
+// flush starts writing the grouped small sessions in one transaction
+// (store.ApplyGroup, which records each one's files with it), beside the
+// parse of the next ones; wait counts them. One group is written at a
+// time, so at most two are held.
 func (im *Importer) flush(ctx context.Context, kind string, sum *Summary) {
+	im.wait(sum)
 	group := im.group
 	im.group, im.groupSize = nil, 0
 	if len(group) == 0 {
@@ -215,13 +232,30 @@ func (im *Importer) flush(ctx context.Context, kind string, sum *Summary) {
 	for i, g := range group {
 		writes[i] = g.write
 	}
-	results, err := im.Store.ApplyGroup(ctx, kind, writes)
-	for i, g := range group {
-		if err != nil {
-			sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", g.id, err))
+	w := &groupWrite{group: group, done: make(chan struct{})}
+	im.writing = w
+	go func() {
+		defer close(w.done)
+		w.results, w.err = im.Store.ApplyGroup(ctx, kind, writes)
+	}()
+}
+
+// wait waits for the group being written, if any, and counts its
+// sessions. A session the store refused was rolled back alone and is
+// reported.
+func (im *Importer) wait(sum *Summary) {
+	w := im.writing
+	if w == nil {
+		return
+	}
+	<-w.done
+	im.writing = nil
+	for i, g := range w.group {
+		if w.err != nil {
+			sum.Failed = append(sum.Failed, fmt.Errorf("session %s: %w", g.id, w.err))
 			continue
 		}
-		if im.tally(g.id, results[i].Results, results[i].Err, sum) {
+		if im.tally(g.id, w.results[i].Results, w.results[i].Err, sum) {
 			sum.Sessions++
 		}
 	}
@@ -284,12 +318,20 @@ func parseUnit(a Agent, u Unit) (*Session, []Problem) {
 
 // stored is what the store holds of a session, for the builder to join
 // before it splits the session (Unit.Stored). A session of the same id
-// waiting in the group is written first.
+// waiting in the group, or being written, is written first.
 func (im *Importer) stored(ctx context.Context, kind, sid string, sum *Summary) (Stored, error) {
 	for _, g := range im.group {
 		if g.id == sid {
 			im.flush(ctx, kind, sum)
 			break
+		}
+	}
+	if w := im.writing; w != nil {
+		for _, g := range w.group {
+			if g.id == sid {
+				im.wait(sum)
+				break
+			}
 		}
 	}
 	seqs, err := im.Store.StepSeqs(ctx, sid)
