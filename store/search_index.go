@@ -397,13 +397,20 @@ const changedRows = `SELECT -s.pk FROM sessions s, idx.search_state WHERE s.upda
 // removeReplacedText), so it is indexed again here; a row whose text no
 // write changed (a note stamps its step) stays as it is. It runs in a
 // catch-up's transaction (writeIndex): it reads the store file and
-// writes only the index file.
+// writes only the index file. Rows go in by rising rowid (session rows,
+// -pk, from the newest session down, then steps): FTS5 writes out what it
+// holds as a new segment whenever a rowid is lower than the one before,
+// so sessions in pk order made a segment per session, and an import of
+// 1,600 small sessions spent a quarter of the index's CPU on them and on
+// merging them (docs/performance.md, "Parsed while the last group is
+// written").
 func indexChangesThrough(conn *sqlite.Conn, through int64) error {
 	for _, sql := range []string{
 		`WITH changed (rid) AS (` + changedRows + `),
 			todo (rid) AS (SELECT rid FROM changed WHERE rid NOT IN (SELECT id FROM idx.search_docsize))
 			INSERT INTO idx.search (rowid, body)
-			SELECT -session_pk, body FROM search_session_docs WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0)
+			SELECT rid, body FROM (SELECT -session_pk AS rid, body FROM search_session_docs
+			  WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0) ORDER BY session_pk DESC)
 			UNION ALL
 			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
 		`INSERT INTO idx.search_spans (session_pk, lo, hi)

@@ -128,6 +128,58 @@ func TestCloseDoesNotWaitForQuiet(t *testing.T) {
 	}
 }
 
+// indexSegments reads, from the index file itself, how many segments
+// FTS5's structure record (row 10 of search_data: a 4-byte cookie, then
+// the number of levels and of segments as SQLite varints) counts.
+func indexSegments(t *testing.T, path string) int64 {
+	t.Helper()
+	conn := openFiles(t, path)
+	defer conn.Close()
+	var rec []byte
+	err := sqlitex.Execute(conn, `SELECT block FROM idx.search_data WHERE id = 10`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error {
+			rec = make([]byte, st.ColumnLen(0))
+			st.ColumnBytes(0, rec)
+			return nil
+		},
+	})
+	if err != nil || len(rec) < 6 {
+		t.Fatalf("the index's structure record = %x, %v", rec, err)
+	}
+	// Both counts are under 128 here: one byte each.
+	if rec[4] >= 0x80 || rec[5] >= 0x80 {
+		t.Fatalf("the index's structure record %x: more than 127 levels or segments", rec)
+	}
+	return int64(rec[5])
+}
+
+// A catch-up of many sessions' writes adds one segment to the index.
+// FTS5 writes out what it holds as a segment whenever a row's rowid is
+// below the one before; session rows (rowid -pk) taken in pk order once
+// made a segment per session, and merging them cost an import of many
+// small sessions a quarter of the index's CPU.
+func TestCatchUpOfManySessionsAddsOneSegment(t *testing.T) {
+	store.SetIndexWait(t, time.Hour)
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	const sessions = 12 // under crisismerge's 16: FTS5 merges none of them at once
+	for i := range sessions {
+		mustApply(t, s, searchBatch(fmt.Sprint("m", i)))
+	}
+	if err := s.Close(); err != nil { // one catch-up of all of them
+		t.Fatalf("Close() = %v", err)
+	}
+	if hits, current := indexState(t, path, "promptwordm7"); hits != 1 || !current {
+		t.Fatalf("index after Close: %d hits for promptwordm7, current %v; want 1 and true", hits, current)
+	}
+	if n := indexSegments(t, path); n != 1 {
+		t.Errorf("the index holds %d segments after one catch-up of %d sessions; want 1", n, sessions)
+	}
+}
+
 // indexShare reads, from the file itself, the bytes of the search tables'
 // pages (dbstat) and of the text the index holds (the views of what a row
 // indexes).
