@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -122,6 +121,7 @@ type source struct {
 	sid     string        // its first sessionId
 	ahead   []line        // lines read ahead, not yet mapped
 	lines   *adapters.Lines
+	reader  *reader // reads lines while each maps them
 	steps   *adapters.Stream
 	done    bool
 }
@@ -171,63 +171,82 @@ func (p *parser) open(idx int, f adapters.File) *source {
 	return src
 }
 
-// next decodes a file's next line. Broken lines are reported and left out;
+// next maps a file's next line. Broken lines are reported and left out;
 // a broken last line without its newline is a line still being written,
 // so the file is marked incomplete instead.
 func (p *parser) next(src *source) (line, bool) {
 	for !src.done {
-		n, b, terminated, err := src.lines.Next()
-		if err == adapters.ErrLineTooLong {
-			p.problem(src.path, n, err.Error())
-			continue
+		var r read
+		if src.reader != nil {
+			r = src.reader.next()
+		} else {
+			r = readLine(src.lines)
 		}
-		if err != nil {
-			src.done = true
-			if err != io.EOF {
-				p.problem(src.path, 0, "read: "+err.Error())
-			}
-			if b == nil {
-				break
-			}
+		if ln, ok := p.take(src, r); ok {
+			return ln, true
 		}
-		p.b.Read(len(b) + 1)
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
-		}
-		r, err := decodeRecord(b)
-		if err != nil {
-			if !terminated {
-				p.b.Session().Incomplete = append(p.b.Session().Incomplete, src.path)
-			} else {
-				p.problem(src.path, n, err.Error())
-			}
-			continue
-		}
-		ln := line{n: n, rec: r}
-		if t, ok := adapters.ParseTime(r.Timestamp); ok {
-			ln.at = t
-			if src.first.IsZero() {
-				src.first = t
-			}
-			p.b.Observe(t)
-		}
-		if src.sid == "" {
-			src.sid = r.SessionID
-		}
-		if src.agentID == "" {
-			src.agentID = r.AgentID
-		}
-		return ln, true
 	}
 	return line{}, false
 }
 
-// each maps a file's lines in order, the ones read ahead first.
+// take maps one line read from src; false when it gives no record.
+func (p *parser) take(src *source, r read) (line, bool) {
+	if r.err == adapters.ErrLineTooLong {
+		p.problem(src.path, r.n, r.err.Error())
+		return line{}, false
+	}
+	if r.err != nil {
+		src.done = true
+		if r.err != io.EOF {
+			p.problem(src.path, 0, "read: "+r.err.Error())
+		}
+		if r.size == 0 {
+			return line{}, false
+		}
+	}
+	p.b.Read(r.size)
+	if r.blank {
+		return line{}, false
+	}
+	if r.bad != nil {
+		if !r.terminated {
+			p.b.Session().Incomplete = append(p.b.Session().Incomplete, src.path)
+		} else {
+			p.problem(src.path, r.n, r.bad.Error())
+		}
+		return line{}, false
+	}
+	ln := line{n: r.n, rec: r.rec}
+	if t, ok := adapters.ParseTime(r.rec.Timestamp); ok {
+		ln.at = t
+		if src.first.IsZero() {
+			src.first = t
+		}
+		p.b.Observe(t)
+	}
+	if src.sid == "" {
+		src.sid = r.rec.SessionID
+	}
+	if src.agentID == "" {
+		src.agentID = r.rec.AgentID
+	}
+	return ln, true
+}
+
+// each maps a file's lines in order, the ones read ahead first; the rest
+// are read and decoded on a goroutine of their own (reader) meanwhile.
 func (p *parser) each(src *source, fn func(*line)) {
 	for i := range src.ahead {
 		fn(&src.ahead[i])
 	}
 	src.ahead = nil
+	if !src.done {
+		src.reader = startReader(src.lines)
+		defer func() {
+			src.reader.stop()
+			src.reader = nil
+		}()
+	}
 	for {
 		ln, ok := p.next(src)
 		if !ok {
