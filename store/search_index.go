@@ -168,10 +168,10 @@ func resetIndex(conn *sqlite.Conn) error {
 // itself (about 0.25 s for a 5,000-step push) a push is searchable within
 // a second. Other processes (import, capture, hook) follow their writes
 // closely, followQuiet and followMaxWait: what the index lags behind when
-// they close is work Close waits for, and an import's catch-ups run on
-// the core its own work leaves free; with them (and the lighter text of
+// they close is work Close waits for; with them (and the lighter text of
 // textMaker) the 96 MB import with the index went from +31% to +15% of
-// its time without (docs/performance.md, "The import within its bound").
+// its time without, while the import ran on one core (docs/performance.md,
+// "The import within its bound", and "The bound again" for since).
 // Vars so that a test can make the waits long.
 var (
 	indexQuiet    = 200 * time.Millisecond
