@@ -28,8 +28,9 @@ type Applier interface {
 }
 
 // ingest is POST /api/ingest: the one write route. The token is checked
-// before the body is read; the body is read within MaxBody, parsed and
-// checked in full, then applied in one transaction.
+// before the body is read; the body is read within MaxBody and applied in
+// one transaction, which commits only once the whole batch is parsed and
+// checked (applyBody).
 func ingest(st Applier, hub *Hub, auth pushAuth, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		owner, ok, err := auth.pusher(r)
@@ -41,13 +42,7 @@ func ingest(st Applier, hub *Hub, auth pushAuth, log *slog.Logger) http.Handler 
 			refuseToken(w, auth.tokenHint())
 			return
 		}
-		batch, err := readBatch(r, MaxBody)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		batch.Owner = owner
-		res, err := st.Apply(r.Context(), batch)
+		res, err := applyBody(r, st, owner)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -117,24 +112,52 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	return z.whole()
 }
 
-// readBatch reads a push's body as readBody does and parses it
-// (store.ParseBatch). A gzip body of known length is parsed while a
-// goroutine of its own decompresses it (inflating): a 5,000-step push
-// waits for the slower of the two, not for both (docs/performance.md).
-func readBatch(r *http.Request, limit int64) (*store.Batch, error) {
-	body, z, err := openBody(r, limit)
+// parsingApplier is a store that writes a batch while it is decoded
+// (store.Store.ApplyParsing).
+type parsingApplier interface {
+	ApplyParsing(ctx context.Context, owner string, parse func(*store.StepStream) (*store.Batch, error)) (store.ApplyResult, error)
+}
+
+// applyBody reads a push's body (openBody), parses it (parseBody) and
+// applies it as owner's. A body of minInflate bytes or more is written
+// while it is parsed when the store can do that: a 5,000-step push then
+// takes about as long as its inserts, not its parse and then its inserts
+// (docs/performance.md, "Written while parsed").
+func applyBody(r *http.Request, st Applier, owner string) (store.ApplyResult, error) {
+	body, z, err := openBody(r, MaxBody)
+	if err != nil {
+		return store.ApplyResult{}, err
+	}
+	if pa, ok := st.(parsingApplier); ok && (z != nil || len(body) >= minInflate) {
+		return pa.ApplyParsing(r.Context(), owner, func(stream *store.StepStream) (*store.Batch, error) {
+			return parseBody(body, z, stream)
+		})
+	}
+	batch, err := parseBody(body, z, nil)
+	if err != nil {
+		return store.ApplyResult{}, err
+	}
+	batch.Owner = owner
+	return st.Apply(r.Context(), batch)
+}
+
+// parseBody parses a body openBody returned (store.ParseBatchFrom),
+// handing its steps to stream when that is not nil. A gzip body of known
+// length is parsed while a goroutine of its own decompresses it
+// (inflating): a 5,000-step push waits for the slower of the two, not for
+// both (docs/performance.md).
+func parseBody(body []byte, z *inflating, stream *store.StepStream) (*store.Batch, error) {
+	if z == nil {
+		return store.ParseBatchFrom(bytes.NewBuffer(body), body, stream)
+	}
+	batch, parseErr := store.ParseBatchFrom(z, z.buf, stream)
+	// What was wrong with the gzip comes first, as when it was read whole.
+	body, err := z.whole()
 	if err != nil {
 		return nil, err
 	}
-	if z == nil {
-		return store.ParseBatch(body)
-	}
-	batch, parseErr := store.ParseBatchFrom(z, z.buf)
-	// What was wrong with the gzip comes first, as when it was read whole.
-	if body, err = z.whole(); err != nil {
-		return nil, err
-	}
 	if z.overflowed() {
+		// Parsed again, whole: what was handed to stream is not this batch.
 		return store.ParseBatch(body)
 	}
 	return batch, parseErr

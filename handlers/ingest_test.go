@@ -2,14 +2,18 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -351,16 +355,20 @@ func TestReadBatchWhileDecompressing(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/api/ingest", bytes.NewReader(c.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Content-Encoding", "gzip")
-			got, err := readBatch(req, MaxBody)
+			body, z, err := openBody(req, MaxBody)
+			var got *store.Batch
+			if err == nil {
+				got, err = parseBody(body, z, nil)
+			}
 			if c.err != "" {
 				var se *statusError
 				if !errors.As(err, &se) || se.status != http.StatusBadRequest || se.msg != c.err {
-					t.Fatalf("readBatch = %v; want 400 %s", err, c.err)
+					t.Fatalf("openBody and parseBody = %v; want 400 %s", err, c.err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("readBatch = %v", err)
+				t.Fatalf("openBody and parseBody = %v", err)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Error("the batch parsed while decompressing differs from the plain body's")
@@ -379,5 +387,84 @@ func TestReadBodyDoesNotTrustTheGzipTrailer(t *testing.T) {
 	}
 	if allocated > 1<<20 {
 		t.Errorf("readBody of %d bytes claiming %d allocated %d bytes; want under 1 MiB", len(zipped), MaxBody, allocated)
+	}
+}
+
+// parsedFirst is a store without ApplyParsing: ingest parses a body whole,
+// then applies it.
+type parsedFirst struct{ Store }
+
+// parsingCounted counts the pushes written while parsed.
+type parsingCounted struct {
+	*store.Store
+	calls int
+}
+
+func (c *parsingCounted) ApplyParsing(ctx context.Context, owner string, parse func(*store.StepStream) (*store.Batch, error)) (store.ApplyResult, error) {
+	c.calls++
+	return c.Store.ApplyParsing(ctx, owner, parse)
+}
+
+// A push of a megabyte or more is written while it is parsed
+// (store.ApplyParsing); its answer, to a good batch or to one whose
+// problem is only at its end, is the one the same body gets when it is
+// parsed first, and a refused one leaves the store as it was.
+func TestIngestBigPushAnswersAsWhenParsedFirst(t *testing.T) {
+	const sid = "5e55104e-0000-4000-8000-0000000000b1"
+	bodyOf := func(change func(b *store.Batch)) []byte {
+		b := storetest.Batch(sid, 0, 2000)
+		change(b)
+		return mustJSON(t, b)
+	}
+	good := bodyOf(func(*store.Batch) {})
+	if len(good) < minInflate {
+		t.Fatalf("the body is %d bytes; want at least minInflate (%d) for it to be written while parsed", len(good), minInflate)
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"good", good},
+		{"the last step of no known type", bodyOf(func(b *store.Batch) { b.Steps[len(b.Steps)-1].Type = "bogus" })},
+		{"the last step in no turn", bodyOf(func(b *store.Batch) { b.Steps[len(b.Steps)-1].TurnID = "no-such-turn" })},
+		{"cut short", good[:len(good)-1]},
+	} {
+		for _, enc := range []string{"", "gzip"} {
+			t.Run(c.name+"/"+cmp.Or(enc, "plain"), func(t *testing.T) {
+				body := c.body
+				if enc == "gzip" {
+					body = gzipped(t, body)
+				}
+				s := newTestService(t)
+				counted := &parsingCounted{Store: s.store}
+				s.handler = Routes(Deps{Store: counted, Hub: s.hub, Auth: Auth{Token: testToken}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				before := s.snapshot()
+				got := s.push(body, "Content-Encoding", enc)
+				if counted.calls != 1 {
+					t.Errorf("the push was written while parsed %d times; want 1", counted.calls)
+				}
+
+				first := newTestService(t)
+				first.handler = Routes(Deps{Store: parsedFirst{first.store}, Hub: first.hub, Auth: Auth{Token: testToken}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				want := first.push(body, "Content-Encoding", enc)
+				if got.Code != want.Code || got.Body.String() != want.Body.String() {
+					t.Fatalf("push = %d %.300s;\nparsed first: %d %.300s", got.Code, got.Body, want.Code, want.Body)
+				}
+				if want.Code >= 300 {
+					if after := s.snapshot(); after != before {
+						t.Error("a refused push changed the store")
+					}
+					return
+				}
+				// The two stores stamp the session at their own times.
+				stamps := regexp.MustCompile(`"updated_at":"[^"]*"`)
+				read := func(s *testService) string {
+					return stamps.ReplaceAllString(s.get("/api/sessions/"+sid).Body.String(), "")
+				}
+				if got, want := read(s), read(first); got != want {
+					t.Errorf("the session as stored differs from the one parsed first:\n%.300s\n%.300s", got, want)
+				}
+			})
+		}
 	}
 }

@@ -132,29 +132,37 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	} else if changed, err = updateSession(conn, *pk, &b.Session); err != nil {
 		return false, 0, err
 	}
+	return writeRecords(conn, *pk, b, stamp, changed, 0)
+}
+
+// writeRecords upserts a batch's segments, actors, turns, its steps from
+// the from'th on (ApplyParsing wrote the ones before) and its usage, then
+// stamps the session if anything changed (changed says the session's row
+// did); written counts the steps that did.
+func writeRecords(conn *sqlite.Conn, pk int64, b *Batch, stamp int64, changed bool, from int) (_ bool, written int, err error) {
 	for i := range b.Segments {
-		c, err := upsertSegment(conn, *pk, &b.Segments[i])
+		c, err := upsertSegment(conn, pk, &b.Segments[i])
 		if err != nil {
 			return false, 0, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Actors {
-		c, err := upsertActor(conn, *pk, &b.Actors[i])
+		c, err := upsertActor(conn, pk, &b.Actors[i])
 		if err != nil {
 			return false, 0, err
 		}
 		changed = changed || c
 	}
 	for i := range b.Turns {
-		c, err := upsertTurn(conn, *pk, &b.Turns[i], stamp)
+		c, err := upsertTurn(conn, pk, &b.Turns[i], stamp)
 		if err != nil {
 			return false, 0, err
 		}
 		changed = changed || c
 	}
-	for i := range b.Steps {
-		c, err := upsertStep(conn, *pk, &b.Steps[i], stamp)
+	for i := from; i < len(b.Steps); i++ {
+		c, err := upsertStep(conn, pk, &b.Steps[i], stamp)
 		if err != nil {
 			return false, 0, err
 		}
@@ -163,7 +171,7 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 		}
 		changed = changed || c
 	}
-	c, err := writeUsage(conn, *pk, b.Usage) // usage.go
+	c, err := writeUsage(conn, pk, b.Usage) // usage.go
 	if err != nil {
 		return false, 0, err
 	}
@@ -171,7 +179,7 @@ func (s *Store) applyRecords(conn *sqlite.Conn, pk *int64, b *Batch) (changed bo
 	if !changed {
 		return false, 0, nil
 	}
-	return true, written, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, *pk}})
+	return true, written, sqlitex.Execute(conn, `UPDATE sessions SET updated_at = ? WHERE pk = ?`, &sqlitex.ExecOptions{Args: []any{stamp, pk}})
 }
 
 func (s *Store) insertSession(conn *sqlite.Conn, h *SessionHeader, owner string, stamp int64) (int64, error) {

@@ -15,34 +15,42 @@ import (
 // ErrNotObject, a *TooManyError or an *InvalidError; the reference checks
 // need the store and run in Apply.
 func ParseBatch(body []byte) (*Batch, error) {
-	return ParseBatchFrom(bytes.NewBuffer(body), body)
+	return ParseBatchFrom(bytes.NewBuffer(body), body, nil)
 }
 
 // ParseBatchFrom is ParseBatch of a body r delivers as it comes (one
 // still being decompressed, so the two overlap): r yields the bytes of
 // body in order, filling it, and body is read again only behind r. An
 // error of r ends the decoding as a syntax error would; its caller knows
-// the reason.
-func ParseBatchFrom(r io.Reader, body []byte) (*Batch, error) {
+// the reason. A stream, when not nil, is handed the steps as they are
+// decoded (ApplyParsing).
+func ParseBatchFrom(r io.Reader, body []byte, stream *StepStream) (*Batch, error) {
 	found := &jsonProblems{}
 	d := newDecoder(r, body, found)
 	b := &Batch{}
 	var counts [4]int // the elements of each of itemKinds, by the last of its name
+	sawHeader := false
+	clean := func() bool { return d.err == nil && found.none() }
 	err := d.whole(func() {
 		d.object(batchFields, func(name string) {
+			stream.field(name)
 			switch name {
 			case "schema_version":
 				b.SchemaVersion = d.schemaVersion()
 			case "session":
 				b.Session = d.session()
+				sawHeader = true
 			case "segments":
-				b.Segments, counts[0] = readRecords(d, MaxItems, (*decoder).segment)
+				b.Segments, counts[0] = readRecords(d, MaxItems, (*decoder).segment, nil)
 			case "actors":
-				b.Actors, counts[1] = readRecords(d, MaxItems, (*decoder).actor)
+				b.Actors, counts[1] = readRecords(d, MaxItems, (*decoder).actor, nil)
 			case "turns":
-				b.Turns, counts[2] = readRecords(d, MaxItems, (*decoder).turn)
+				b.Turns, counts[2] = readRecords(d, MaxItems, (*decoder).turn, nil)
 			case "steps":
-				b.Steps, counts[3] = readRecords(d, MaxItems, (*decoder).step)
+				stream.begin(b, sawHeader, clean())
+				b.Steps, counts[3] = readRecords(d, MaxItems, (*decoder).step, func(st *Step) {
+					stream.add(st, clean())
+				})
 			}
 		})
 	})
@@ -302,7 +310,7 @@ func (d *decoder) step(st *Step) {
 				st.Error = e
 			}
 		case "flags":
-			st.Flags, _ = readRecords(d, math.MaxInt, (*decoder).flag)
+			st.Flags, _ = readRecords(d, math.MaxInt, (*decoder).flag, nil)
 		case "payload":
 			payload.start, payload.typ, payload.read = d.dec.InputOffset(), st.Type, true
 			st.Payload = d.payload(st.Type)

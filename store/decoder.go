@@ -36,6 +36,9 @@ func (j *jsonProblems) add(path, msg string) {
 	j.at[path] = msg
 }
 
+// none says nothing is wrong so far.
+func (j *jsonProblems) none() bool { return len(j.at) == 0 && len(j.unknown) == 0 }
+
 // forget drops the problems at path and inside it: a name repeated in an
 // object keeps only its last value, as encoding/json does.
 func (j *jsonProblems) forget(path string) {
@@ -536,9 +539,10 @@ func (d *decoder) shown() []byte {
 // each with read and keeping at most limit; an element that is not an
 // object is noted and its record stays the zero value. A missing or
 // empty optional array reads as nil, as in a batch that leaves the kind
-// out; a required one is never nil. It returns the number of elements,
-// 0 when the value is not an array.
-func readRecords[T any](d *decoder, limit int, read func(*decoder, *T)) ([]T, int) {
+// out; a required one is never nil. done, when not nil, is called with
+// each record read. It returns the number of elements, 0 when the value
+// is not an array.
+func readRecords[T any](d *decoder, limit int, read func(*decoder, *T), done func(*T)) ([]T, int) {
 	var recs []T
 	if d.at == requiredField {
 		recs = []T{}
@@ -554,6 +558,9 @@ func readRecords[T any](d *decoder, limit int, read func(*decoder, *T)) ([]T, in
 			return
 		}
 		read(d, &recs[i])
+		if done != nil {
+			done(&recs[i])
+		}
 	})
 	return recs, max(n, 0)
 }
