@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -37,7 +38,7 @@ func applyParsed(s *store.Store, body []byte) (store.ApplyResult, error) {
 // reordered is the JSON of batch with its top-level names in order; a
 // name given twice is written twice, with the value of again when it is
 // in again.
-func reordered(t *testing.T, batch *store.Batch, again map[string]any, order ...string) []byte {
+func reordered(t testing.TB, batch *store.Batch, again map[string]any, order ...string) []byte {
 	t.Helper()
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(mustMarshal(t, batch), &fields); err != nil {
@@ -63,7 +64,7 @@ func reordered(t *testing.T, batch *store.Batch, again map[string]any, order ...
 	return buf.Bytes()
 }
 
-func mustMarshal(t *testing.T, v any) []byte {
+func mustMarshal(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -289,4 +290,45 @@ func TestApplyParsingRaisesTheParsePanicOnItsCaller(t *testing.T) {
 		applyParsing(s, &panickingReader{body: body, at: len(body) * 3 / 4}, body)
 	}()
 	assertUnchanged(t, s, before)
+}
+
+// Any body, written while parsed, gets the answer and leaves the rows
+// that parsing it first and then applying it do. Both stores see the same
+// bodies in the same order.
+func FuzzApplyParsing(f *testing.F) {
+	for _, seed := range []obj{
+		newBatch("seed"),
+		{"schema_version": "1.2", "session": header("seed")},
+		stepsBatch("seed", step("seed", 1, "read")),
+	} {
+		f.Add(mustJSON(f, seed))
+	}
+	seed := newBatch("seed")
+	whole := string(mustJSON(f, seed))
+	f.Add([]byte(whole[:len(whole)-1] + `,"session":` + string(mustJSON(f, header("other"))) + `}`))
+	f.Add([]byte(whole[:len(whole)-1] + `,"steps":[]}`))
+	f.Add([]byte(`{"steps":[],"session":{}}`))
+	f.Add(reordered(f, mustParse(f, seed), nil, "steps", "session", "turns", "schema_version", "segments", "actors"))
+	dir := f.TempDir()
+	parsing, parsed := filepath.Join(dir, "parsing.db"), filepath.Join(dir, "parsed.db")
+	sp, sa := mustOpenPath(f, parsing), mustOpenPath(f, parsed)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, gotErr := applyParsing(sp, bytes.NewBuffer(body), body)
+		want, wantErr := applyParsed(sa, body)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || got != want {
+			t.Fatalf("ApplyParsing = %+v, %v;\nApply = %+v, %v", got, gotErr, want, wantErr)
+		}
+		if wantErr != nil {
+			return
+		}
+		// The two stores stamp the session at their own times.
+		read := func(s *store.Store) store.SessionDetail {
+			d := mustDetail(t, s, want.SessionID)
+			d.UpdatedAt = ""
+			return d
+		}
+		if got, want := mustJSON(t, read(sp)), mustJSON(t, read(sa)); !bytes.Equal(got, want) {
+			t.Fatalf("ApplyParsing stored\n%.600s\nApply stored\n%.600s", got, want)
+		}
+	})
 }
