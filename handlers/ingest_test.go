@@ -297,9 +297,10 @@ func TestReadBodySizesItsBuffers(t *testing.T) {
 				t.Fatalf("readBody = %d bytes, %v; want the %d bytes sent", len(got), err, len(plain))
 			}
 			// The body once, the compressed body once, and the gzip
-			// reader's state; a buffer doubling its way up allocates twice
-			// the body and more.
-			if want := uint64(len(plain)+len(c.sent)) + 1<<20; allocated > want {
+			// reader's state (and, under -race, the detector's own
+			// allocations: tens of KB); a buffer doubling its way up
+			// allocates twice the body and more (over 10 MB here).
+			if want := uint64(len(plain)+len(c.sent)) + 2<<20; allocated > want {
 				t.Errorf("readBody of %d bytes (%d sent) allocated %d bytes; want at most %d", len(plain), len(c.sent), allocated, want)
 			}
 		})
@@ -321,7 +322,7 @@ func corrupted(zipped []byte) []byte {
 // also when the body is two gzip members (longer than its trailer says:
 // decompressed again). A corrupt body, or one whose trailer claims less,
 // is the gzip's error, not the JSON's.
-func TestReadBatchWhileDecompressing(t *testing.T) {
+func TestParseBodyWhileDecompressing(t *testing.T) {
 	var sorted any
 	if err := json.Unmarshal(mustJSON(t, storetest.Batch("s1", 0, 3000)), &sorted); err != nil {
 		t.Fatal(err)
