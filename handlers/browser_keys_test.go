@@ -112,7 +112,7 @@ func TestBrowserKeys(t *testing.T) {
 	p.WaitFor("g s goes to the sessions", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
 
 	p.key("/")
-	p.Do("search from the top bar", chromedp.SendKeys(chromedp.CSS(`[data-testid="topbar-search"]`), "prompt\r"))
+	p.Type(`[data-testid="topbar-search"]`, "prompt\r")
 	p.WaitFor("the top bar's search opens the search page with hits", `location.pathname === '/search'
 		&& new URLSearchParams(location.search).get('q') === 'prompt' && document.querySelector('[data-testid="search-hit"]') !== null`)
 	if v := p.TakeCSPViolations(); len(v) != 0 {

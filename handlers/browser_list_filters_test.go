@@ -27,7 +27,7 @@ func TestBrowserListFilters(t *testing.T) {
 
 	rows := `document.querySelectorAll('[data-testid="session-row"]').length`
 	chips := func() []string { return p.Texts(`[data-testid="agent-chip"]`) }
-	p.Do("filter by workspace", chromedp.SendKeys(chromedp.CSS(`[data-testid="filter-workspace"]`), "alpha\r"))
+	p.Type(`[data-testid="filter-workspace"]`, "alpha\r")
 	p.WaitFor("the workspace filter keeps two sessions", `new URLSearchParams(location.search).get('workspace') === 'alpha' && `+rows+` === 2`)
 	if got := chips(); len(got) != 2 || got[0] != "otheragent 1" || got[1] != "testagent 1" {
 		t.Errorf("agent chips under workspace=alpha = %q; want otheragent 1, testagent 1", got)
@@ -40,7 +40,7 @@ func TestBrowserListFilters(t *testing.T) {
 	p.WaitFor("a reload keeps both filters", `document.readyState === 'complete' && `+combined+` && `+rows+` === 1
 		&& document.querySelector('[data-testid="filter-workspace"]').value === 'alpha'`)
 
-	p.Do("check has failures", chromedp.Click(chromedp.CSS(`[data-testid="filter-failed"]`)))
+	p.Click(`[data-testid="filter-failed"]`)
 	p.Click(`[data-testid="filter-apply"]`)
 	p.WaitFor("the form keeps the agent and adds failures", combined+` && new URLSearchParams(location.search).get('failed') === '1' && `+rows+` === 0`)
 	p.Do("back", chromedp.NavigateBack())

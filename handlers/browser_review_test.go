@@ -50,7 +50,7 @@ func reviewFixture(sid string, at time.Time) obj {
 func (p *tab) typeInto(sel, text string) {
 	p.T.Helper()
 	evalJS[bool](p, `(document.querySelector(`+browsertest.JSString(sel)+`).value = '') === ''`)
-	p.Do("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
+	p.Type(sel, text)
 }
 
 // browserVerdictInOtherTabs: a verdict set in one tab shows in another tab

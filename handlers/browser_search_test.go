@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserSearch: a query typed in the search page's box finds a step;
@@ -20,7 +18,7 @@ func TestBrowserSearch(t *testing.T) {
 	p := b.newTab(t, serveBrowser(t, s))
 
 	p.Open("/search")
-	p.Do("type a query", chromedp.SendKeys(chromedp.CSS(`[data-testid="search-input"]`), "frobnicate_widget.go\r"))
+	p.Type(`[data-testid="search-input"]`, "frobnicate_widget.go\r")
 	p.WaitFor("the hits are shown", `document.querySelector('[data-testid="search-hit"]') !== null`)
 	if n := p.Count(`[data-testid="search-hit"]`); n != 1 {
 		t.Fatalf("%d hits; want 1", n)

@@ -196,30 +196,44 @@ func (p *Tab) Open(path string) {
 }
 
 // Click clicks the first element matching a CSS selector, as a mouse does.
-// A live refresh may swap the element out between finding and clicking it;
-// a user would click the new one, so the click is tried again on that.
 func (p *Tab) Click(sel string) {
+	p.T.Helper()
+	p.DoOnNode("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+}
+
+// Type focuses the element matching sel and types text into it, as
+// chromedp.SendKeys does ("\r" is Enter).
+func (p *Tab) Type(sel, text string) {
+	p.T.Helper()
+	p.DoOnNode("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// PressEnter focuses the element matching sel and presses Enter on it.
+func (p *Tab) PressEnter(sel string) {
+	p.T.Helper()
+	p.DoOnNode("focus "+sel, chromedp.Focus(chromedp.CSS(sel)))
+	p.WaitFor(sel+" has the focus", `document.activeElement === document.querySelector(`+JSString(sel)+`)`)
+	p.Do("press Enter on "+sel, chromedp.KeyEvent("\r"))
+}
+
+// DoOnNode runs one action on an element, as Do does. A live refresh may
+// swap the element out between finding it and acting on it ("Could not
+// find node", before anything is done to it); a user would act on the
+// new one, so the action is tried again on that.
+func (p *Tab) DoOnNode(what string, action chromedp.Action[chromedp.Void]) {
 	p.T.Helper()
 	var err error
 	for range 3 {
 		ctx, cancel := context.WithTimeout(p.Ctx, ActionTimeout)
-		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+		err = chromedp.Do(ctx, action)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
 			break
 		}
 	}
 	if err != nil {
-		p.T.Fatalf("click %s: %v", sel, err)
+		p.T.Fatalf("%s: %v", what, err)
 	}
-}
-
-// PressEnter focuses the element matching sel and presses Enter on it.
-func (p *Tab) PressEnter(sel string) {
-	p.T.Helper()
-	p.Do("focus "+sel, chromedp.Focus(chromedp.CSS(sel)))
-	p.WaitFor(sel+" has the focus", `document.activeElement === document.querySelector(`+JSString(sel)+`)`)
-	p.Do("press Enter on "+sel, chromedp.KeyEvent("\r"))
 }
 
 // Eval evaluates expr in p's page and decodes its value as T.
