@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/internal/cputime"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
@@ -86,5 +87,42 @@ func BenchmarkIndexLag5000(b *testing.B) {
 		if err := s.CatchUpIndex(); err != nil {
 			b.Fatalf("CatchUpIndex() = %v", err)
 		}
+	}
+}
+
+// BenchmarkCatchUp100 is a 100-step push (a live agent's) and the
+// search index's catch-up after it, in a store that already holds stored
+// steps, all indexed. cpu-ms/op is what the push and its catch-up cost the
+// process; the push is the same at every size, so what grows with the
+// store is the catch-up's. It should not grow.
+func BenchmarkCatchUp100(b *testing.B) {
+	for _, stored := range []int{0, 200_000} {
+		b.Run("stored="+strconv.Itoa(stored), func(b *testing.B) {
+			s := mustOpen(b) // the catch-up follows each write closely
+			ctx := context.Background()
+			for i := range stored / benchSteps {
+				if _, err := s.Apply(ctx, storetest.Batch(benchSessionID(i), 0, benchSteps)); err != nil {
+					b.Fatalf("Apply = %v", err)
+				}
+			}
+			if err := s.CatchUpIndex(); err != nil {
+				b.Fatalf("CatchUpIndex() = %v", err)
+			}
+			batches := make([]*store.Batch, b.N)
+			for i := range batches {
+				batches[i] = storetest.Batch(benchSessionID(stored+i), 0, 100)
+			}
+			b.ResetTimer()
+			start := cputime.Used()
+			for _, batch := range batches {
+				if _, err := s.Apply(ctx, batch); err != nil {
+					b.Fatalf("Apply = %v", err)
+				}
+				if err := s.CatchUpIndex(); err != nil {
+					b.Fatalf("CatchUpIndex() = %v", err)
+				}
+			}
+			cputime.Report(b, cputime.Used()-start)
+		})
 	}
 }

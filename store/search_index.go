@@ -354,9 +354,7 @@ type chunkEnd struct{ through, steps int64 }
 func indexPlan(conn *sqlite.Conn, chunk int64) ([]chunkEnd, error) {
 	var plan []chunkEnd
 	var steps, cut int64
-	err := sqlitex.ExecuteTransient(conn, `SELECT st.updated_at, count(*)
-		FROM sessions s JOIN idx.search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through
-		WHERE s.updated_at > indexed_through GROUP BY 1 ORDER BY 1`,
+	err := sqlitex.ExecuteTransient(conn, indexPlanSQL,
 		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
 			if steps += st.ColumnInt64(1); steps-cut >= chunk {
 				plan, cut = append(plan, chunkEnd{st.ColumnInt64(0), steps}), steps
@@ -380,13 +378,24 @@ func indexPlan(conn *sqlite.Conn, chunk int64) ([]chunkEnd, error) {
 	return plan, nil
 }
 
+// indexPlanSQL counts the steps stamped after indexed_through, by stamp.
+const indexPlanSQL = `SELECT st.updated_at, count(*) FROM ` + changedSteps + ` GROUP BY 1 ORDER BY 1`
+
 // changedRows is the index rows of what was stamped after indexed_through:
 // minus the pk of a changed session, the pk of a changed step (a write
 // that changes a step stamps its session too).
 const changedRows = `SELECT -s.pk FROM sessions s, idx.search_state WHERE s.updated_at > indexed_through AND s.updated_at <= :through
 	UNION ALL
-	SELECT st.pk FROM sessions s JOIN idx.search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
-	WHERE s.updated_at > indexed_through`
+	SELECT st.pk FROM ` + changedSteps + ` AND st.updated_at <= :through`
+
+// changedSteps joins the steps stamped after indexed_through (st) to their
+// sessions (s), for a query to add its columns and conditions to. The
+// CROSS JOINs fix the order SQLite walks them in: the changed sessions
+// (sessions_by_change), then each one's changed steps (steps_by_change).
+// Left to choose, SQLite walked every step of the store
+// (docs/performance.md, "A catch-up's cost grew with the store").
+const changedSteps = `idx.search_state CROSS JOIN sessions s CROSS JOIN steps st
+	WHERE s.updated_at > indexed_through AND st.session_pk = s.pk AND st.updated_at > indexed_through`
 
 // indexChangesThrough indexes the session rows and steps stamped after
 // indexed_through and up to through that the index does not hold, widens
@@ -405,26 +414,28 @@ const changedRows = `SELECT -s.pk FROM sessions s, idx.search_state WHERE s.upda
 // merging them (docs/performance.md, "Parsed while the last group is
 // written").
 func indexChangesThrough(conn *sqlite.Conn, through int64) error {
-	for _, sql := range []string{
-		`WITH changed (rid) AS (` + changedRows + `),
-			todo (rid) AS (SELECT rid FROM changed WHERE rid NOT IN (SELECT id FROM idx.search_docsize))
-			INSERT INTO idx.search (rowid, body)
-			SELECT rid, body FROM (SELECT -session_pk AS rid, body FROM search_session_docs
-			  WHERE -session_pk IN (SELECT rid FROM todo WHERE rid < 0) ORDER BY session_pk DESC)
-			UNION ALL
-			SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
-		`INSERT INTO idx.search_spans (session_pk, lo, hi)
-			SELECT st.session_pk, min(st.pk), max(st.pk)
-			FROM sessions s JOIN idx.search_state JOIN steps st ON st.session_pk = s.pk AND st.updated_at > indexed_through AND st.updated_at <= :through
-			WHERE s.updated_at > indexed_through GROUP BY st.session_pk
-			ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
-		`UPDATE idx.search_state SET indexed_through = max(indexed_through, :through)`,
-	} {
+	for _, sql := range indexChangesSQL {
 		if err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{Named: map[string]any{":through": through}}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// indexChangesSQL is what indexChangesThrough runs, in order.
+var indexChangesSQL = []string{
+	`WITH changed (rid) AS (` + changedRows + `),
+		todo (rid) AS (SELECT rid FROM changed WHERE rid NOT IN (SELECT id FROM idx.search_docsize))
+		INSERT INTO idx.search (rowid, body)
+		SELECT rid, body FROM (SELECT -session_pk AS rid, body FROM search_session_docs
+		  WHERE session_pk IN (SELECT -rid FROM todo WHERE rid < 0) ORDER BY session_pk DESC)
+		UNION ALL
+		SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT rid FROM todo WHERE rid > 0)`,
+	`INSERT INTO idx.search_spans (session_pk, lo, hi)
+		SELECT st.session_pk, min(st.pk), max(st.pk)
+		FROM ` + changedSteps + ` AND st.updated_at <= :through GROUP BY st.session_pk
+		ON CONFLICT (session_pk) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)`,
+	`UPDATE idx.search_state SET indexed_through = max(indexed_through, :through)`,
 }
 
 // replacesIndexedRows reports whether a batch to the stored session pk may
