@@ -54,10 +54,7 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (ApplyResult, error) {
 // applyBatch writes a validated batch inside a write transaction: the
 // checks (deleted, references, seqs), then the records (applyRecords).
 func (s *Store) applyBatch(ctx context.Context, conn *sqlite.Conn, b *Batch) (ApplyResult, error) {
-	res := ApplyResult{
-		SessionID: b.Session.ID,
-		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
-	}
+	res := batchResult(b)
 	if deleted, err := isDeleted(conn, b.Session.ID); err != nil || deleted {
 		if deleted {
 			return res, &DeletedError{SessionID: b.Session.ID}
@@ -96,6 +93,15 @@ func (s *Store) applyBatch(ctx context.Context, conn *sqlite.Conn, b *Batch) (Ap
 		return res, err
 	}
 	return res, removeReplacedText(conn)
+}
+
+// batchResult is a batch's ApplyResult before it is written: its
+// session and how many records of each kind it holds.
+func batchResult(b *Batch) ApplyResult {
+	return ApplyResult{
+		SessionID: b.Session.ID,
+		Steps:     len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
+	}
 }
 
 func isDeleted(conn *sqlite.Conn, id string) (bool, error) {

@@ -194,8 +194,7 @@ func (s *Store) applyStreamed(conn *sqlite.Conn, stream *StepStream, first []*St
 		return ApplyResult{}, insertErr
 	}
 	_, w, err := writeRecords(conn, pk, b, stamp, true, inserted)
-	return ApplyResult{
-		SessionID: b.Session.ID, Created: true, Changed: true, StepsWritten: written + w,
-		Steps: len(b.Steps), Turns: len(b.Turns), Segments: len(b.Segments), Actors: len(b.Actors),
-	}, err
+	res := batchResult(b)
+	res.Created, res.Changed, res.StepsWritten = true, true, written+w
+	return res, err
 }
