@@ -33,9 +33,8 @@ func TestBrowserListFilters(t *testing.T) {
 		t.Errorf("agent chips under workspace=alpha = %q; want otheragent 1, testagent 1", got)
 	}
 
-	p.Click(`[data-testid="agent-chip"]:last-child`)
 	combined := `new URLSearchParams(location.search).get('workspace') === 'alpha' && new URLSearchParams(location.search).get('agent') === 'testagent'`
-	p.WaitFor("the agent chip keeps the workspace filter", combined+` && `+rows+` === 1`)
+	p.ClickUntil(`[data-testid="agent-chip"]:last-child`, "the agent chip keeps the workspace filter", combined+` && `+rows+` === 1`)
 	p.Do("reload", chromedp.Reload())
 	p.WaitFor("a reload keeps both filters", `document.readyState === 'complete' && `+combined+` && `+rows+` === 1
 		&& document.querySelector('[data-testid="filter-workspace"]').value === 'alpha'`)

@@ -201,6 +201,24 @@ func (p *Tab) Click(sel string) {
 	p.DoOnNode("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
 }
 
+// ClickUntil clicks the element matching sel until cond holds, then
+// waits for it as WaitFor does. A live refresh that replaces the element
+// between the mouse's press and release loses the click (the app
+// refreshes once as its stream connects); a user would click again, so a
+// click that changed nothing within a few seconds is made again, up to
+// three times.
+func (p *Tab) ClickUntil(sel, what, cond string) {
+	p.T.Helper()
+	for range 2 {
+		p.Click(sel)
+		if p.Poll(3*time.Second, cond) == nil {
+			return
+		}
+	}
+	p.Click(sel)
+	p.WaitFor(what, cond)
+}
+
 // Type focuses the element matching sel and types text into it, as
 // chromedp.SendKeys does ("\r" is Enter).
 func (p *Tab) Type(sel, text string) {
