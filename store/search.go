@@ -95,7 +95,7 @@ var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = ?",
 	"status":    "st.outcome = ?",
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE json_extract(value, '$.kind') = ?)",
-	"path":      "instr(json_extract(st.payload, '$.path'), ?) > 0",
+	"path":      "st.type IN ('edit', 'read') AND instr(json_extract(st.payload, '$.path'), ?) > 0", // the steps with a path
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state = ?",
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
@@ -326,8 +326,8 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			return res, err // its message is the answer's, as List's
 		}
 		from = sessionKey{ns, spk}
-		where = append(where, "(s.started_ns < ? OR (s.started_ns = ? AND (s.pk < ? OR (s.pk = ? AND coalesce(st.seq, 0) > ?))))")
-		args = append(args, ns, ns, spk, spk, seq)
+		where = append(where, afterCursor)
+		args = append(args, ns, spk, ns, spk, seq)
 	}
 	match := q.match
 	if q.exclude != "" && q.hasWords {
@@ -344,9 +344,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		if q.hasWords {
 			rows, err = wordPage(conn, match, from, where, args, limit+1)
 		} else {
-			rows, err = readPage(conn, `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
-				FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE 1`+conditions(where)+`
-				ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`, append(args, limit+1))
+			rows, err = readPage(conn, filterPageSQL(where), append(args, limit+1))
 		}
 		if err != nil {
 			return err
@@ -389,6 +387,27 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	return res, nil
 }
 
+// filterPageSQL is the page query of filters alone (the conditions of
+// where, then the page's size bound last): it walks
+// the sessions in page order (migration 015's index read backwards, also
+// when another index would find a filter's sessions: sessions_by_agent
+// would leave the page to sort) and the steps of each by seq, so a page
+// reads only as far as its last hit and sorts nothing. SQLite left to choose read every step of the store
+// and sorted every hit: 0.8-1.5 s a page at 1,000,000 steps
+// (BenchmarkSearch, docs/performance.md; TestFilterPageWalksInOrder).
+func filterPageSQL(where []string) string {
+	return `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
+		FROM sessions s INDEXED BY sessions_search_order CROSS JOIN steps st ON st.session_pk = s.pk
+		WHERE 1` + conditions(where) + `
+		ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
+}
+
+// afterCursor keeps the hits after a cursor's: its started_ns and session
+// pk, the two again, and its seq. As a range of (started_ns, pk), so that
+// the walk starts at the cursor's session: as one OR of the cases, SQLite
+// answered a page of after: from the cursor on by sorting every hit.
+const afterCursor = "(s.started_ns, s.pk) <= (?, ?) AND (s.started_ns < ? OR s.pk <> ? OR coalesce(st.seq, 0) > ?)"
+
 // pageRow is a hit of a page and where it sorts: its session's start and
 // pk, and its index row (the step's pk, or minus the session's).
 type pageRow struct {
@@ -420,6 +439,14 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 	return rows, err
 }
 
+// walkSessionsSQL reads the sessions in page order from a cursor's
+// session (?1 its started_ns, ?2 its pk; from the first when ?3 is
+// false), with each one's span of index rows.
+const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
+	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
+	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
+	ORDER BY s.started_ns DESC, s.pk DESC`
+
 // maxWalkBatch is the most sessions wordPage reads the index rows of in
 // one query.
 const maxWalkBatch = 256
@@ -432,10 +459,7 @@ const maxWalkBatch = 256
 // its pk), until it has n. A common word is answered from the newest
 // session or two; a rare one costs about twice reading all its hits.
 func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
-	sessions := conn.Prep(`SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
-		FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
-		WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
-		ORDER BY s.started_ns DESC, s.pk DESC`)
+	sessions := conn.Prep(walkSessionsSQL)
 	defer sessions.Reset()
 	sessions.BindInt64(1, from.ns)
 	sessions.BindInt64(2, from.pk)

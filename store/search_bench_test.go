@@ -50,6 +50,10 @@ func BenchmarkSearch(b *testing.B) {
 		{"phrase+2filters", `"fix config" type:message agent:claude-code`},
 		{"prefix", "handl*"},
 		{"path", "reader.go"},
+		// Filters alone: many hits, few, none (every step is read).
+		{"filter", "type:command"},
+		{"filter-few", "flag:dangerous_command"},
+		{"filter-none", "path:no/such/dir"},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			var times []time.Duration

@@ -311,28 +311,32 @@ func TestSearchWalksSessionsInOrder(t *testing.T) {
 		}
 		return b.made - a.made
 	})
-	var want []hitKey
+	// A word, and a filter alone (a page query of its own, filterPageSQL).
+	want := map[string][]hitKey{}
 	for _, se := range all {
 		if se.made%3 == 0 {
-			want = append(want, hitKey{se.id, 0})
+			want["walkword"] = append(want["walkword"], hitKey{se.id, 0})
 		}
-		want = append(want, hitKey{se.id, 2}, hitKey{se.id, 4})
+		want["walkword"] = append(want["walkword"], hitKey{se.id, 2}, hitKey{se.id, 4})
+		want["path:/src/walkword.go"] = append(want["path:/src/walkword.go"], hitKey{se.id, 4})
 	}
-	for _, limit := range []int{1, 2, 5, 50} {
-		var got []hitKey
-		after := ""
-		for range 50 {
-			r, err := s.Search(context.Background(), store.SearchQuery{Q: "walkword", Limit: limit, After: after})
-			if err != nil {
-				t.Fatalf("Search(walkword, limit %d, after %q) = %v", limit, after, err)
+	for q, want := range want {
+		for _, limit := range []int{1, 2, 5, 50} {
+			var got []hitKey
+			after := ""
+			for range 50 {
+				r, err := s.Search(context.Background(), store.SearchQuery{Q: q, Limit: limit, After: after})
+				if err != nil {
+					t.Fatalf("Search(%s, limit %d, after %q) = %v", q, limit, after, err)
+				}
+				got = append(got, hitKeys(r)...)
+				if after = r.Next; after == "" {
+					break
+				}
 			}
-			got = append(got, hitKeys(r)...)
-			if after = r.Next; after == "" {
-				break
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%s) in pages of %d = %v; want %v", q, limit, got, want)
 			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Search(walkword) in pages of %d = %v; want %v", limit, got, want)
 		}
 	}
 }
