@@ -413,9 +413,11 @@ var sqliteListConds = map[string]string{
 	"verdict":   "s.verdict_state = :verdict",
 	"owner":     "s.owner_id = :owner",
 	"workspace": "instr(s.workspace_root, :workspace) > 0",
-	"failed":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
-	"flagged":   "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
-	"cost":      "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')",
+	// Each a look-up in an index of those steps alone (migration 016),
+	// which SQLite does not choose by itself: it read every step's entry.
+	"failed":  "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_failed WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
+	"flagged": "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_flagged WHERE p.session_pk = s.pk AND p.flag_count > 0)",
+	"cost":    "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')",
 }
 
 // listFilter is the WHERE clause of the filters q sets but the one named
