@@ -87,6 +87,7 @@ type query struct {
 	where    []string
 	args     []any
 	hasWords bool
+	words    []SearchPhrase // the phrases of match, for the snippets
 }
 
 // searchFilters maps each filter to the SQL condition it adds (s is the
@@ -191,7 +192,7 @@ func parseQuery(text string) (query, error) {
 		}
 		q.args = append(q.args, arg)
 	}
-	q.match, q.exclude, q.hasWords = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0
+	q.match, q.exclude, q.hasWords, q.words = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words
 	return q, nil
 }
 
@@ -354,12 +355,12 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			for i, r := range rows {
 				rids[i] = r.rid
 			}
-			snippets, err := pageSnippets(conn, q.match, rids)
+			texts, err := rowTexts(conn, rids)
 			if err != nil {
 				return err
 			}
 			for i, r := range rows {
-				rows[i].hit.Snippet, rows[i].hit.Matches = splitMarks(snippets[r.rid])
+				rows[i].hit.Snippet, rows[i].hit.Matches = SearchSnippet(texts[r.rid], q.words)
 			}
 		}
 		for _, r := range rows {
@@ -510,39 +511,26 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 	return rows, nil
 }
 
-// pageSnippets returns the snippet of each row of a page: FTS5's own
-// snippet function over a one-page index of the rows' text, built in the
-// connection's temporary schema from the same views as the index (the
-// index keeps no copy of the text) and emptied again, so the words are
-// found by the same tokenizer rules as the search.
-func pageSnippets(conn *sqlite.Conn, match string, rids []int64) (map[int64]string, error) {
+// rowTexts returns the text each index row of a page was indexed with
+// (the step's, or minus the session's), from the same views as the index,
+// which keeps no copy of it. Its snippet is made in Go (SearchSnippet), as
+// on PostgreSQL: FTS5's snippet() over a one-page index of the texts, as
+// before, tokenized each text twice and took 155 of a page's 166 ms when
+// its hits were long outputs (docs/performance.md, "Snippets in Go").
+func rowTexts(conn *sqlite.Conn, rids []int64) (map[int64]string, error) {
 	ids, err := json.Marshal(rids)
 	if err != nil {
 		return nil, err
 	}
-	snippets := make(map[int64]string, len(rids))
-	for _, step := range []struct {
-		sql  string
-		args []any
-	}{
-		{`CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_page USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')`, nil},
-		{`INSERT INTO temp.search_page (rowid, body)
-		  SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
-		  UNION ALL
-		  SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`, []any{string(ids)}},
-		{`SELECT rowid, snippet(search_page, 0, '` + markOpen + `', '` + markClose + `', '…', ` + strconv.Itoa(snippetTokens) + `)
-		  FROM temp.search_page WHERE search_page MATCH ?`, []any{match}},
-		{`DELETE FROM temp.search_page`, nil},
-	} {
-		err := sqlitex.Execute(conn, step.sql, &sqlitex.ExecOptions{
-			Args:       step.args,
-			ResultFunc: func(st *sqlite.Stmt) error { snippets[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+	texts := make(map[int64]string, len(rids))
+	err = sqlitex.Execute(conn, `SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+		UNION ALL
+		SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
+		&sqlitex.ExecOptions{
+			Args:       []any{string(ids)},
+			ResultFunc: func(st *sqlite.Stmt) error { texts[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
 		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return snippets, nil
+	return texts, err
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

@@ -299,3 +299,29 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 		t.Fatalf("only %d snippets compared", cases)
 	}
 }
+
+// BenchmarkSearchSnippet makes the snippet of every step of the agents'
+// real samples for a common word, as a page of hits does for each of its
+// rows (rowTexts, SearchSnippet); most of its time is SearchTokens.
+func BenchmarkSearchSnippet(b *testing.B) {
+	var texts []string
+	size := 0
+	for _, batch := range storetest.AgentSamples(b) {
+		for i := range batch.Steps {
+			d, err := store.StepDocOf(&batch.Steps[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			texts = append(texts, d.SearchText())
+			size += len(texts[len(texts)-1])
+		}
+	}
+	words := []store.SearchPhrase{{Text: "the"}}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, text := range texts {
+			store.SearchSnippet(text, words)
+		}
+	}
+}
