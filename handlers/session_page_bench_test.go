@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/internal/cputime"
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
@@ -68,4 +69,67 @@ func BenchmarkSessionPageAfterChange(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "page-bytes")
 	cputime.Report(b, cpu)
+}
+
+// BenchmarkSessionPageUsage is the page of a 20,000-step session with a
+// usage record for every other step (10,000, about what a real Claude Code
+// session of that length has: one per response), viewed again unchanged,
+// and after a push of one step and its record (each live refresh).
+func BenchmarkSessionPageUsage(b *testing.B) {
+	const pushes, perPush = 4, 5000
+	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
+	if err != nil {
+		b.Fatalf("store.Open = %v", err)
+	}
+	b.Cleanup(func() { st.Close() })
+	models := []string{"claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001"}
+	withUsage := func(batch *store.Batch) *store.Batch {
+		for i, s := range batch.Steps {
+			if s.Seq%2 == 0 {
+				continue
+			}
+			n := int64(s.Seq)
+			batch.Usage = append(batch.Usage, store.UsageRecord{ID: "msg_" + s.ID, At: s.At, Model: models[i%len(models)],
+				ActorID: s.ActorID, TurnID: s.TurnID, Source: store.UsageFromFile,
+				Tokens: pricing.Tokens{Input: 3 + n%7, Output: 100 + n%900, CacheRead: 20000 + n*13%90000, CacheCreation: n * 7 % 4000}})
+		}
+		return batch
+	}
+	for p := range pushes {
+		if _, err := st.Apply(context.Background(), withUsage(storetest.Batch("big", p, perPush))); err != nil {
+			b.Fatalf("Apply(push %d) = %v", p, err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
+	b.Cleanup(srv.Close)
+	get := func() {
+		res, err := http.Get(srv.URL + "/session?id=big")
+		if err != nil {
+			b.Fatalf("GET /session = %v", err)
+		}
+		_, err = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			b.Fatalf("GET /session = %d, %v", res.StatusCode, err)
+		}
+	}
+	get() // the first view computes everything: not timed
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			get()
+		}
+	})
+	next := pushes * perPush
+	b.Run("after-change", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := st.Apply(context.Background(), withUsage(storetest.Batch("big", next, 1))); err != nil {
+				b.Fatalf("Apply = %v", err)
+			}
+			next++
+			b.StartTimer()
+			get()
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/pricing"
@@ -310,17 +311,39 @@ type PricingInfo struct {
 // readUsage sums a session's usage records, nil when it has none. When
 // some came from OpenTelemetry events, only those are counted.
 func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
+	// In key order, then sorted here by time: SQLite's ORDER BY sorted
+	// through temporary files, 178 of the 317 ms of the page of a session
+	// of 25,788 records (docs/performance.md, "Usage on the session page").
+	// A model, source or turn is read once and shared by its records.
 	var recs []UsageRecord
-	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
-		FROM usage_records WHERE session_pk = ? ORDER BY at_ns, id`, &sqlitex.ExecOptions{
+	type key struct {
+		ns int64
+		i  int
+	}
+	var keys []key
+	names := map[string]string{}
+	var buf []byte
+	name := func(st *sqlite.Stmt, col int) string {
+		buf = slices.Grow(buf[:0], st.ColumnLen(col))[:st.ColumnLen(col)]
+		st.ColumnBytes(col, buf)
+		s, ok := names[string(buf)]
+		if !ok {
+			s = string(buf)
+			names[s] = s
+		}
+		return s
+	}
+	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id, at_ns, id
+		FROM usage_records WHERE session_pk = ?`, &sqlitex.ExecOptions{
 		Args: []any{pk},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			r := UsageRecord{At: st.ColumnText(0), Model: st.ColumnText(1), Source: st.ColumnText(7), Requests: st.ColumnInt64(8), TurnID: st.ColumnText(9),
+			r := UsageRecord{ID: st.ColumnText(11), At: st.ColumnText(0), Model: name(st, 1), Source: name(st, 7), Requests: st.ColumnInt64(8), TurnID: name(st, 9),
 				Tokens: pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}}
 			if st.ColumnType(6) != sqlite.TypeNull {
 				c := st.ColumnFloat(6)
 				r.CostUSD = &c
 			}
+			keys = append(keys, key{st.ColumnInt64(10), len(recs)})
 			recs = append(recs, r)
 			return nil
 		},
@@ -328,7 +351,14 @@ func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SessionUsage(recs), nil
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(recs[a.i].ID, recs[b.i].ID))
+	})
+	sorted := make([]UsageRecord, len(recs))
+	for i, k := range keys {
+		sorted[i] = recs[k.i]
+	}
+	return SessionUsage(sorted), nil
 }
 
 // SessionUsage sums a session's usage records (in time order, then by
@@ -382,6 +412,7 @@ func sumTurns(recs []UsageRecord) []TurnUsage {
 // from the table (per request, so long-context tiers apply).
 func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 	u := &Usage{Pricing: PricingInfo{Source: table.Source, AsOf: table.AsOf}, Source: UsageFromFile}
+	est := table.Estimator()
 	byModel := map[string]*ModelUsage{}
 	for _, r := range recs {
 		if r.Source == UsageFromOTel {
@@ -400,7 +431,7 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 			u.ReportedCostUSD = addCost(u.ReportedCostUSD, *r.CostUSD)
 		}
 		at, _ := ParseTimestamp(r.At)
-		if usd, ok := table.Estimate(r.Model, at, r.Tokens); ok {
+		if usd, ok := est.Estimate(r.Model, at, r.Tokens); ok {
 			m.EstimatedCostUSD = addCost(m.EstimatedCostUSD, usd)
 			u.EstimatedCostUSD = addCost(u.EstimatedCostUSD, usd)
 		}

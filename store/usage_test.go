@@ -35,6 +35,10 @@ func TestApplyUsage(t *testing.T) {
 	if _, err := s.Apply(context.Background(), b); err != nil {
 		t.Fatalf("Apply(usage) = %v", err)
 	}
+	// Read, and so remembered with the session's stamp (Tallies.Usage).
+	if u := mustDetail(t, s, "u").Usage; u == nil || u.Tokens != (pricing.Tokens{Input: 105, Output: 25, CacheRead: 20, CacheCreation: 2}) {
+		t.Errorf("Detail.Usage before the record changed = %+v; want its two records' tokens", u)
+	}
 	// Read again, a response's final counts replace what was stored.
 	b.Usage = []store.UsageRecord{usageRecord("msg_1", "claude-sonnet-4-5-20250929", 100, 50)}
 	if _, err := s.Apply(context.Background(), b); err != nil {

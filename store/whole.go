@@ -54,7 +54,12 @@ type wholeEntry struct {
 	// MaxChangeBytes) by pk, kept for the next stamp's answer but for the
 	// blocks written since; they share their strings with changes.
 	texts map[int64][2]*string
-	bytes int
+	// usage is the session's token usage at this stamp (readUsage), once
+	// asked for (usageRead): a usage record is written only with a change
+	// of the session's stamp (applyRecords).
+	usage     *Usage
+	usageRead bool
+	bytes     int
 }
 
 // stepBlock is what one block's steps add to the whole-session results.
@@ -403,6 +408,33 @@ func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, t
 	with.changes, with.texts, with.bytes = files, texts, e.bytes+n+48*len(texts)
 	w.byPK[pk] = &with
 	w.bytes += n + 48*len(texts)
+}
+
+// Usage returns the session's usage at e's stamp: remembered with e, or
+// read and remembered. A session page read it from every record on every
+// view: 107 of the 179 ms of a page of a real session of 25,788 records
+// (docs/performance.md, "Usage on the session page").
+func (w *Tallies) Usage(pk int64, e *wholeEntry, read func() (*Usage, error)) (*Usage, error) {
+	if e.usageRead {
+		return e.usage, nil
+	}
+	u, err := read()
+	if err != nil {
+		return nil, err
+	}
+	n := 256
+	if u != nil {
+		n += 96*len(u.Turns) + 96*len(u.Models) + 32*len(u.Unpriced)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byPK[pk] == e && w.bytes+n <= rememberedBytes {
+		with := *e
+		with.usage, with.usageRead, with.bytes = u, true, e.bytes+n
+		w.byPK[pk] = &with
+		w.bytes += n
+	}
+	return u, nil
 }
 
 // Drop forgets a session: Delete calls it.
