@@ -136,7 +136,7 @@ func (w *Tallies) Tally(r BlockReader, pk int64) (t *Tally, ok bool, err error) 
 	if e == nil {
 		return nil, ok, err
 	}
-	return &Tally{e: e}, ok, err
+	return &Tally{w: w, pk: pk, e: e}, ok, err
 }
 
 // entry returns session pk's partial results as of this read, reading
@@ -343,8 +343,15 @@ func (b *stepBlock) add(r BlockRow) {
 // section) as one read of Tallies found them: the same counting for every
 // backend.
 type Tally struct {
-	e *wholeEntry
+	w  *Tallies
+	pk int64
+	e  *wholeEntry
 }
+
+// Usage is the session's token usage as of the read: remembered with the
+// tally's stamp, or read (read: the backend's usage records summed by
+// SessionUsage) and remembered.
+func (t *Tally) Usage(read func() (*Usage, error)) (*Usage, error) { return t.w.usage(t.pk, t.e, read) }
 
 // Summary sets the step counts of sum (steps, by type, failed,
 // reference-only, flags), leaving its other fields.
@@ -410,11 +417,11 @@ func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, t
 	w.bytes += n + 48*len(texts)
 }
 
-// Usage returns the session's usage at e's stamp: remembered with e, or
+// usage returns the session's usage at e's stamp: remembered with e, or
 // read and remembered. A session page read it from every record on every
 // view: 107 of the 179 ms of a page of a real session of 25,788 records
 // (docs/performance.md, "Usage on the session page").
-func (w *Tallies) Usage(pk int64, e *wholeEntry, read func() (*Usage, error)) (*Usage, error) {
+func (w *Tallies) usage(pk int64, e *wholeEntry, read func() (*Usage, error)) (*Usage, error) {
 	if e.usageRead {
 		return e.usage, nil
 	}

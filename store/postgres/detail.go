@@ -37,7 +37,7 @@ func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (sto
 		if d.Notes, err = readNotes(ctx, tx, pk); err != nil {
 			return err
 		}
-		if d.Usage, err = readUsage(ctx, tx, pk); err != nil {
+		if d.Usage, err = t.Usage(func() (*store.Usage, error) { return readUsage(ctx, tx, pk) }); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(ctx, tx, pk); err != nil {

@@ -148,6 +148,18 @@ func testUsage(t *testing.T, s store.Backend) {
 	if d.Usage == nil || d.Usage.Tokens != tok || d.Usage.APIRequests != requests || d.Usage.Source != store.UsageFromOTel {
 		t.Errorf("Detail(c).Usage = %+v; want %+v over %d requests from otel", d.Usage, tok, requests)
 	}
+	// Read (and remembered, Tally.Usage), then a record's final counts
+	// pushed: the next read sums them.
+	mustDetail(t, s, "b")
+	final := counted["b"][0]
+	final.Tokens.Output += 40
+	b := smallBatch("b")
+	b.Session.Agent.Kind, b.Usage = "cline", []store.UsageRecord{final}
+	mustApply(t, s, b)
+	counted["b"] = []store.UsageRecord{final}
+	if u := mustDetail(t, s, "b").Usage; u == nil || u.Tokens != final.Tokens {
+		t.Errorf("Detail(b).Usage after its record changed = %+v; want %+v", u, final.Tokens)
+	}
 
 	if err := s.Delete(bg, "a"); err != nil {
 		t.Fatalf("Delete(a) = %v", err)
