@@ -14,7 +14,8 @@ import (
 // search reads every step of the store or sorts its hits. SQLite left to
 // choose read every step and sorted every hit (0.8-1.5 s a page at
 // 1,000,000 steps, BenchmarkSearch); without migration 015's index it
-// sorted the steps of the sessions that start at the same time.
+// sorted the steps of the sessions that start at the same time. path:
+// reads its paths off an index of them (migration 017).
 func TestFilterPageWalksInOrder(t *testing.T) {
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -48,6 +49,9 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
+		}
+		if strings.Contains(q, "$.path") && !strings.Contains(strings.Join(plan, "\n"), "INDEX steps_paths") {
+			t.Errorf("%s\nreads the payload of every step with a path: %q; want steps_paths (migration 017)", q, plan)
 		}
 		for _, step := range plan {
 			scan, isScan := strings.CutPrefix(step, "SCAN ")
