@@ -77,6 +77,10 @@ func BenchmarkScale(b *testing.B) {
 		{"search/word-rare", rare},
 		{"search/phrase+2filters", `"fix config" type:message owner:user7`},
 		{"search/prefix", "handl*"},
+		// Filters alone: many hits, few, none.
+		{"search/filter", "type:command"},
+		{"search/filter-few", "flag:dangerous_command"},
+		{"search/filter-none", "path:no/such/dir"},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			var hits int
