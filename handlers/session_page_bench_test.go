@@ -42,17 +42,7 @@ func BenchmarkSessionPageAfterChange(b *testing.B) {
 	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
 	b.Cleanup(srv.Close)
 	var size int64 // of the page, uncompressed
-	get := func() {
-		res, err := http.Get(srv.URL + "/session?id=big")
-		if err != nil {
-			b.Fatalf("GET /session = %v", err)
-		}
-		size, err = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if err != nil || res.StatusCode != http.StatusOK {
-			b.Fatalf("GET /session = %d, %v", res.StatusCode, err)
-		}
-	}
+	get := func() { size = getPage(b, srv.URL+"/session?id=big") }
 	get()                 // the first view computes everything: not timed
 	var cpu time.Duration // of the process, over the timed views
 	next := pushes * perPush
@@ -103,17 +93,7 @@ func BenchmarkSessionPageUsage(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
 	b.Cleanup(srv.Close)
-	get := func() {
-		res, err := http.Get(srv.URL + "/session?id=big")
-		if err != nil {
-			b.Fatalf("GET /session = %v", err)
-		}
-		_, err = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if err != nil || res.StatusCode != http.StatusOK {
-			b.Fatalf("GET /session = %d, %v", res.StatusCode, err)
-		}
-	}
+	get := func() { getPage(b, srv.URL+"/session?id=big") }
 	get() // the first view computes everything: not timed
 	b.Run("unchanged", func(b *testing.B) {
 		for b.Loop() {
@@ -132,4 +112,19 @@ func BenchmarkSessionPageUsage(b *testing.B) {
 			get()
 		}
 	})
+}
+
+// getPage GETs a page and returns its size, uncompressed; anything but
+// 200 fails the benchmark.
+func getPage(b *testing.B, url string) int64 {
+	res, err := http.Get(url)
+	if err != nil {
+		b.Fatalf("GET %s = %v", url, err)
+	}
+	size, err := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s = %d, %v", url, res.StatusCode, err)
+	}
+	return size
 }

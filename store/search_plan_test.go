@@ -17,11 +17,7 @@ import (
 // sorted the steps of the sessions that start at the same time. path:
 // reads its paths off an index of them (migration 017).
 func TestFilterPageWalksInOrder(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpenInternal(t)
 	queries := []string{walkSessionsSQL}
 	for _, text := range []string{"agent:claude-code", "type:command", "type:edit|read", "status:failed",
 		"flag:dangerous_command", "path:handlers/", "workspace:svc", "verdict:needs_attention",
@@ -33,23 +29,7 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 		queries = append(queries, filterPageSQL(q.where), filterPageSQL(append(q.where, afterCursor)))
 	}
 	for _, q := range queries {
-		var plan []string
-		err := s.read(context.Background(), func(conn *sqlite.Conn) error {
-			st, _, err := conn.PrepareTransient("EXPLAIN QUERY PLAN " + q) // its arguments NULL
-			if err != nil {
-				return err
-			}
-			defer st.Finalize()
-			for {
-				if more, err := st.Step(); err != nil || !more {
-					return err
-				}
-				plan = append(plan, st.ColumnText(3))
-			}
-		})
-		if err != nil {
-			t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
-		}
+		plan := queryPlan(t, s, q)
 		if strings.Contains(q, "$.path") && !strings.Contains(strings.Join(plan, "\n"), "INDEX steps_paths") {
 			t.Errorf("%s\nreads the payload of every step with a path: %q; want steps_paths (migration 017)", q, plan)
 		}
@@ -61,4 +41,40 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustOpenInternal opens a store in a temporary folder, closed at the
+// end of the test.
+func mustOpenInternal(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// queryPlan is the detail column of SQLite's EXPLAIN QUERY PLAN of q, its
+// arguments left NULL.
+func queryPlan(t *testing.T, s *Store, q string) []string {
+	t.Helper()
+	var plan []string
+	err := s.read(context.Background(), func(conn *sqlite.Conn) error {
+		st, _, err := conn.PrepareTransient("EXPLAIN QUERY PLAN " + q)
+		if err != nil {
+			return err
+		}
+		defer st.Finalize()
+		for {
+			if more, err := st.Step(); err != nil || !more {
+				return err
+			}
+			plan = append(plan, st.ColumnText(3))
+		}
+	})
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
+	}
+	return plan
 }
