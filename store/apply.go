@@ -177,7 +177,7 @@ func writeRecords(conn *sqlite.Conn, pk int64, b *Batch, stamp int64, changed bo
 		}
 		changed = changed || c
 	}
-	c, err := writeUsage(conn, pk, b.Usage) // usage.go
+	c, err := writeUsage(conn, pk, b.Usage, stamp) // usage.go
 	if err != nil {
 		return false, 0, err
 	}

@@ -593,7 +593,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if d.Notes, err = readNotes(conn, pk); err != nil {
 			return err
 		}
-		if d.Usage, err = s.whole.usage(pk, e, func() (*Usage, error) { return readUsage(conn, pk) }); err != nil {
+		if d.Usage, err = s.whole.usage(pk, e, func(after int64) ([]UsageRecord, error) { return usageWrittenAfter(conn, pk, after) }); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(conn, pk); err != nil {

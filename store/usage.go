@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentreview/service/pricing"
@@ -116,14 +115,14 @@ func sourceRule(s string) string {
 // change by what the batch removed and added, added up here and written
 // once per hour and model: a trigger per record cost an import more than
 // the records themselves (docs/performance.md).
-func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord) (changed bool, err error) {
+func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord, stamp int64) (changed bool, err error) {
 	if len(recs) == 0 {
 		return false, nil
 	}
 	hours := UsageHours{}
 	removed := false
 	for i := range recs {
-		rm, add, err := upsertUsage(conn, pk, &recs[i], hours)
+		rm, add, err := upsertUsage(conn, pk, &recs[i], stamp, hours)
 		if err != nil {
 			return false, err
 		}
@@ -228,21 +227,21 @@ func (hours UsageHours) Add(atNS int64, model string, t pricing.Tokens, source s
 }
 
 // upsertUsage writes one usage record. A changed record is deleted and
-// inserted again, never updated in place; what it takes from and adds to
-// usage_hours is added up in hours.
-func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours UsageHours) (removed, added bool, err error) {
+// inserted again with the write's stamp, never updated in place; what it
+// takes from and adds to usage_hours is added up in hours.
+func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, stamp int64, hours UsageHours) (removed, added bool, err error) {
 	var cost any
 	if r.CostUSD != nil {
 		cost = *r.CostUSD
 	}
 	atNS, requests := r.Normalized()
 	args := []any{pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID,
-		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, requests, cost, r.Source}
+		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, requests, cost, r.Source, stamp}
 	err = sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
 		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
 		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source`, &sqlitex.ExecOptions{
-		Args: args,
+		Args: args[:len(args)-1], // not the stamp
 		ResultFunc: func(st *sqlite.Stmt) error {
 			var c *float64
 			if st.ColumnType(7) != sqlite.TypeNull {
@@ -259,8 +258,8 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, hours UsageHours) 
 		return false, false, err
 	}
 	err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
-		  input, output, cache_read, cache_creation, requests, cost_usd, source)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
+		  input, output, cache_read, cache_creation, requests, cost_usd, source, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
 	if err != nil {
 		return false, false, err
 	}
@@ -308,19 +307,11 @@ type PricingInfo struct {
 	AsOf   string `json:"as_of"`
 }
 
-// readUsage sums a session's usage records, nil when it has none. When
-// some came from OpenTelemetry events, only those are counted.
-func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
-	// In key order, then sorted here by time: SQLite's ORDER BY sorted
-	// through temporary files, 178 of the 317 ms of the page of a session
-	// of 25,788 records (docs/performance.md, "Usage on the session page").
-	// A model, source or turn is read once and shared by its records.
+// usageWrittenAfter reads session pk's usage records written after stamp
+// after (all of them after 0), in key order (Tally.Usage sorts them). A
+// model, source or turn is read once and shared by its records.
+func usageWrittenAfter(conn *sqlite.Conn, pk, after int64) ([]UsageRecord, error) {
 	var recs []UsageRecord
-	type key struct {
-		ns int64
-		i  int
-	}
-	var keys []key
 	names := map[string]string{}
 	var buf []byte
 	name := func(st *sqlite.Stmt, col int) string {
@@ -333,32 +324,21 @@ func readUsage(conn *sqlite.Conn, pk int64) (*Usage, error) {
 		}
 		return s
 	}
-	err := sqlitex.Execute(conn, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id, at_ns, id
-		FROM usage_records WHERE session_pk = ?`, &sqlitex.ExecOptions{
-		Args: []any{pk},
+	err := sqlitex.Execute(conn, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
+		FROM usage_records WHERE session_pk = ? AND updated_at > ?`, &sqlitex.ExecOptions{
+		Args: []any{pk, after},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			r := UsageRecord{ID: st.ColumnText(11), At: st.ColumnText(0), Model: name(st, 1), Source: name(st, 7), Requests: st.ColumnInt64(8), TurnID: name(st, 9),
-				Tokens: pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}}
-			if st.ColumnType(6) != sqlite.TypeNull {
-				c := st.ColumnFloat(6)
+			r := UsageRecord{ID: st.ColumnText(0), At: st.ColumnText(1), Model: name(st, 2), Source: name(st, 8), Requests: st.ColumnInt64(9), TurnID: name(st, 10),
+				Tokens: pricing.Tokens{Input: st.ColumnInt64(3), Output: st.ColumnInt64(4), CacheRead: st.ColumnInt64(5), CacheCreation: st.ColumnInt64(6)}}
+			if st.ColumnType(7) != sqlite.TypeNull {
+				c := st.ColumnFloat(7)
 				r.CostUSD = &c
 			}
-			keys = append(keys, key{st.ColumnInt64(10), len(recs)})
 			recs = append(recs, r)
 			return nil
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(recs[a.i].ID, recs[b.i].ID))
-	})
-	sorted := make([]UsageRecord, len(recs))
-	for i, k := range keys {
-		sorted[i] = recs[k.i]
-	}
-	return SessionUsage(sorted), nil
+	return recs, err
 }
 
 // SessionUsage sums a session's usage records (in time order, then by
@@ -369,7 +349,8 @@ func SessionUsage(recs []UsageRecord) *Usage {
 		return nil
 	}
 	if slices.ContainsFunc(recs, func(r UsageRecord) bool { return r.Source == UsageFromOTel }) {
-		recs = slices.DeleteFunc(recs, func(r UsageRecord) bool { return r.Source != UsageFromOTel })
+		// A copy: the records are the caller's (Tally.Usage remembers them).
+		recs = slices.DeleteFunc(slices.Clone(recs), func(r UsageRecord) bool { return r.Source != UsageFromOTel })
 	}
 	u := SumUsage(recs, pricing.Default())
 	u.Turns = sumTurns(recs)

@@ -54,12 +54,26 @@ type wholeEntry struct {
 	// MaxChangeBytes) by pk, kept for the next stamp's answer but for the
 	// blocks written since; they share their strings with changes.
 	texts map[int64][2]*string
-	// usage is the session's token usage at this stamp (readUsage), once
-	// asked for (usageRead): a usage record is written only with a change
-	// of the session's stamp (applyRecords).
+	// usage is the session's token usage at this stamp, once asked for
+	// (usageRead), summed from records, the session's usage records at
+	// this stamp. A usage record is written only with a change of the
+	// session's stamp (applyRecords), and carries that stamp (migration
+	// 018), so the next stamp's reads only the records written since
+	// (Tallies.usage). prior is the records of the entry this one follows.
 	usage     *Usage
 	usageRead bool
+	records   *usageRecords
+	prior     *usageRecords
 	bytes     int
+}
+
+// usageRecords are a session's usage records as of a stamp, in time
+// order then by id (as SessionUsage sums them), with the time of each in
+// unix nanoseconds (ns[i] is records[i]'s).
+type usageRecords struct {
+	stamp   int64
+	records []UsageRecord
+	ns      []int64
 }
 
 // stepBlock is what one block's steps add to the whole-session results.
@@ -157,6 +171,9 @@ func (w *Tallies) entry(r BlockReader, pk int64) (e *wholeEntry, ok bool, err er
 		return old, true, nil
 	case old != nil && old.id == e.id && old.stamp < e.stamp:
 		maps.Copy(e.blocks, old.blocks)
+		if e.prior = old.records; e.prior == nil { // its usage was not read
+			e.prior = old.prior
+		}
 		var dirty []int64
 		dirty, err = r.ChangedBlocks(pk, old.stamp)
 		for _, b := range dirty {
@@ -348,10 +365,13 @@ type Tally struct {
 	e  *wholeEntry
 }
 
-// Usage is the session's token usage as of the read: remembered with the
-// tally's stamp, or read (read: the backend's usage records summed by
-// SessionUsage) and remembered.
-func (t *Tally) Usage(read func() (*Usage, error)) (*Usage, error) { return t.w.usage(t.pk, t.e, read) }
+// Usage is the session's token usage as of the read (SessionUsage of its
+// records), remembered with the tally's stamp. read returns the session's
+// usage records written after a stamp (all of them after 0), in any order:
+// after a write, only those are read.
+func (t *Tally) Usage(read func(after int64) ([]UsageRecord, error)) (*Usage, error) {
+	return t.w.usage(t.pk, t.e, read)
+}
 
 // Summary sets the step counts of sum (steps, by type, failed,
 // reference-only, flags), leaving its other fields.
@@ -418,18 +438,26 @@ func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, t
 }
 
 // usage returns the session's usage at e's stamp: remembered with e, or
-// read and remembered. A session page read it from every record on every
-// view: 107 of the 179 ms of a page of a real session of 25,788 records
-// (docs/performance.md, "Usage on the session page").
-func (w *Tallies) usage(pk int64, e *wholeEntry, read func() (*Usage, error)) (*Usage, error) {
+// summed from its records, of which only those written since the entry
+// before are read (Tally.Usage). A session page read and priced every
+// record on every view: 107 of the 179 ms of a page of a real session of
+// 25,788 records, and ~100 ms of each live refresh (docs/performance.md,
+// "Usage on the session page").
+func (w *Tallies) usage(pk int64, e *wholeEntry, read func(after int64) ([]UsageRecord, error)) (*Usage, error) {
 	if e.usageRead {
 		return e.usage, nil
 	}
-	u, err := read()
+	var after int64
+	if e.prior != nil {
+		after = e.prior.stamp
+	}
+	written, err := read(after)
 	if err != nil {
 		return nil, err
 	}
-	n := 256
+	recs := e.prior.with(written, e.stamp)
+	u := SessionUsage(recs.records)
+	n := 256 + 200*len(recs.records)
 	if u != nil {
 		n += 96*len(u.Turns) + 96*len(u.Models) + 32*len(u.Unpriced)
 	}
@@ -437,11 +465,50 @@ func (w *Tallies) usage(pk int64, e *wholeEntry, read func() (*Usage, error)) (*
 	defer w.mu.Unlock()
 	if w.byPK[pk] == e && w.bytes+n <= rememberedBytes {
 		with := *e
-		with.usage, with.usageRead, with.bytes = u, true, e.bytes+n
+		with.usage, with.usageRead, with.records, with.prior, with.bytes = u, true, recs, nil, e.bytes+n
 		w.byPK[pk] = &with
 		w.bytes += n
 	}
 	return u, nil
+}
+
+// with returns the records of rs (none when rs is nil) with those written
+// since (written, which replace any of the same id), as of stamp.
+func (rs *usageRecords) with(written []UsageRecord, stamp int64) *usageRecords {
+	type key struct {
+		ns int64
+		r  *UsageRecord
+	}
+	keys := make([]key, len(written))
+	ids := make(map[string]bool, len(written))
+	for i := range written {
+		ns, _ := written[i].Normalized()
+		keys[i] = key{ns, &written[i]}
+		ids[written[i].ID] = true
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.ns, b.ns), strings.Compare(a.r.ID, b.r.ID)) })
+	var old []UsageRecord
+	var oldNS []int64
+	if rs != nil {
+		old, oldNS = rs.records, rs.ns
+	}
+	out := &usageRecords{stamp: stamp, records: make([]UsageRecord, 0, len(old)+len(keys)), ns: make([]int64, 0, len(old)+len(keys))}
+	// A merge of the two lists in order, leaving out the records replaced.
+	i := 0
+	for _, k := range keys {
+		for ; i < len(old) && cmp.Or(cmp.Compare(oldNS[i], k.ns), strings.Compare(old[i].ID, k.r.ID)) < 0; i++ {
+			if !ids[old[i].ID] {
+				out.records, out.ns = append(out.records, old[i]), append(out.ns, oldNS[i])
+			}
+		}
+		out.records, out.ns = append(out.records, *k.r), append(out.ns, k.ns)
+	}
+	for ; i < len(old); i++ {
+		if !ids[old[i].ID] {
+			out.records, out.ns = append(out.records, old[i]), append(out.ns, oldNS[i])
+		}
+	}
+	return out
 }
 
 // Drop forgets a session: Delete calls it.

@@ -190,7 +190,7 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (cha
 	}
 	hours, removed := store.UsageHours{}, false
 	for i := range b.Usage {
-		queueUsage(&q, pk, &b.Usage[i], hours, &removed, upserted)
+		queueUsage(&q, pk, &b.Usage[i], stamp, hours, &removed, upserted)
 	}
 	if err := tx.SendBatch(ctx, &q).Close(); err != nil {
 		return false, 0, err
@@ -327,7 +327,7 @@ func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.Queued
 // queueUsage writes one usage record as SQLite's writeUsage does: a
 // changed record is deleted and inserted again, never updated in place,
 // and what it takes from and adds to usage_hours is added up in hours.
-func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, hours store.UsageHours, removed *bool, upserted func(pgconn.CommandTag) error) {
+func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, stamp int64, hours store.UsageHours, removed *bool, upserted func(pgconn.CommandTag) error) {
 	atNS, requests := r.Normalized()
 	q.Queue(`DELETE FROM usage_records WHERE session_pk = $1 AND id = $2
 		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
@@ -351,10 +351,10 @@ func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, hours store.UsageH
 		return err
 	})
 	q.Queue(`INSERT INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
-		  input, output, cache_read, cache_creation, requests, cost_usd, source)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING`,
+		  input, output, cache_read, cache_creation, requests, cost_usd, source, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING`,
 		pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID, r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead,
-		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source).Exec(func(cmd pgconn.CommandTag) error {
+		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source, stamp).Exec(func(cmd pgconn.CommandTag) error {
 		if cmd.RowsAffected() > 0 {
 			hours.Add(atNS, r.Model, r.Tokens, r.Source, requests, r.CostUSD, 1)
 		}

@@ -37,7 +37,7 @@ func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (sto
 		if d.Notes, err = readNotes(ctx, tx, pk); err != nil {
 			return err
 		}
-		if d.Usage, err = t.Usage(func() (*store.Usage, error) { return readUsage(ctx, tx, pk) }); err != nil {
+		if d.Usage, err = t.Usage(func(after int64) ([]store.UsageRecord, error) { return usageWrittenAfter(ctx, tx, pk, after) }); err != nil {
 			return err
 		}
 		if d.Segments, err = readSegments(ctx, tx, pk); err != nil {
@@ -71,17 +71,17 @@ func readNotes(ctx context.Context, tx pgx.Tx, pk int64) ([]store.Note, error) {
 	return out, nil
 }
 
-// readUsage sums the session's usage records (store.SessionUsage), nil
-// when it has none.
-func readUsage(ctx context.Context, tx pgx.Tx, pk int64) (*store.Usage, error) {
+// usageWrittenAfter reads session pk's usage records written after stamp
+// after (all of them after 0), in any order (store.Tally.Usage).
+func usageWrittenAfter(ctx context.Context, tx pgx.Tx, pk, after int64) ([]store.UsageRecord, error) {
 	var recs []store.UsageRecord
-	rows, _ := tx.Query(ctx, `SELECT at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
-		FROM usage_records WHERE session_pk = $1 ORDER BY at_ns, id COLLATE "C"`, pk)
+	rows, _ := tx.Query(ctx, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
+		FROM usage_records WHERE session_pk = $1 AND updated_at > $2`, pk, after)
 	var (
 		r   store.UsageRecord
 		tok pricing.Tokens
 	)
-	_, err := pgx.ForEachRow(rows, []any{&r.At, &r.Model, &tok.Input, &tok.Output, &tok.CacheRead, &tok.CacheCreation,
+	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.At, &r.Model, &tok.Input, &tok.Output, &tok.CacheRead, &tok.CacheCreation,
 		&r.CostUSD, &r.Source, &r.Requests, &r.TurnID}, func() error {
 		r.Tokens = tok
 		recs = append(recs, r)
@@ -91,7 +91,7 @@ func readUsage(ctx context.Context, tx pgx.Tx, pk int64) (*store.Usage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
-	return store.SessionUsage(recs), nil
+	return recs, nil
 }
 
 func readSegments(ctx context.Context, tx pgx.Tx, pk int64) ([]store.Segment, error) {

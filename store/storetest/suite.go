@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchPages", testSearchPages},
 		{"SearchAfterDelete", testSearchAfterDelete},
 		{"Usage", testUsage},
+		{"UsageFollowsWrites", testUsageFollowsWrites},
 		{"Verdict", testVerdict},
 		{"Notes", testNotes},
 		{"Samples", testSamples},

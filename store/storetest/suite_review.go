@@ -3,6 +3,8 @@ package storetest
 import (
 	"cmp"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -166,6 +168,53 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 	delete(counted, "a")
 	check(store.UsageQuery{Group: store.UsageBySession}, want(store.UsageBySession, all))
+}
+
+// A session's usage, read after each of several writes (and so
+// remembered, then brought up to date from the records written since:
+// store.Tally.Usage), is the sum of every record it then holds, in time
+// order: new records before and after the ones read, a record's final
+// counts, a write that changes no record, OpenTelemetry records.
+func testUsageFollowsWrites(t *testing.T, s store.Backend) {
+	sid := "uf"
+	cost := func(v float64) *float64 { return &v }
+	held := map[string]store.UsageRecord{}
+	rounds := [][]store.UsageRecord{
+		{
+			usageRecord(sid, "a1", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 200, CacheRead: 5000}, 1, cost(0.1), store.UsageFromFile),
+			usageRecord(sid, "a2", "2026-03-02T12:05:00Z", "claude-opus-4-1", pricing.Tokens{Input: 30, Output: 7, CacheCreation: 900}, 1, nil, store.UsageFromFile),
+			usageRecord(sid, "a3", "2026-03-02T11:00:00Z", "claude-haiku-4-5", pricing.Tokens{Input: 5, Output: 3}, 1, cost(0.2), store.UsageFromFile),
+		},
+		{
+			usageRecord(sid, "a2", "2026-03-02T12:05:00Z", "claude-opus-4-1", pricing.Tokens{Input: 30, Output: 12, CacheCreation: 900}, 1, nil, store.UsageFromFile),
+			usageRecord(sid, "a4", "2026-03-02T11:30:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 70, Output: 1}, 2, cost(0.3), store.UsageFromFile),
+			usageRecord(sid, "a0", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1, Output: 1}, 1, cost(0.7), store.UsageFromFile),
+			usageRecord(sid, "a5", "2026-03-02T13:00:00Z", "no-such-model", pricing.Tokens{Input: 9}, 1, nil, store.UsageFromFile),
+		},
+		{}, // a write of steps alone
+		{usageRecord(sid, "otel-1", "2026-03-02T12:30:00Z", "claude-opus-4-1", pricing.Tokens{Input: 400, Output: 40}, 1, cost(0.5), store.UsageFromOTel)},
+	}
+	for i, round := range rounds {
+		b := smallBatch(sid)
+		b.Usage = round
+		if len(round) == 0 {
+			b.Steps[0].Payload.Text = genPtr("changed in round " + fmt.Sprint(i))
+		}
+		mustApply(t, s, b)
+		for _, r := range round {
+			held[r.ID] = r
+		}
+		all := slices.Collect(maps.Values(held))
+		slices.SortFunc(all, func(a, b store.UsageRecord) int {
+			an, _ := a.Normalized()
+			bn, _ := b.Normalized()
+			return cmp.Or(cmp.Compare(an, bn), cmp.Compare(a.ID, b.ID))
+		})
+		want := store.SessionUsage(all)
+		if got := mustDetail(t, s, sid).Usage; !reflect.DeepEqual(got, want) {
+			t.Errorf("round %d: Detail.Usage = %+v; want %+v", i, got, want)
+		}
+	}
 }
 
 func valueOr(f *float64) float64 {
