@@ -63,7 +63,13 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 			st.Payload.ExitCode = md.Exit
 		}
 		steps = append(steps, st)
+	// A read, write or edit without a path is kept as the tool it was
+	// (other, below), as the Claude Code adapter does: a step of those
+	// types needs one.
 	case "read":
+		if in.FilePath == "" {
+			break
+		}
 		st := base
 		st.Type, st.Payload.Path = store.TypeRead, in.FilePath
 		if in.Offset != nil && in.Limit != nil && *in.Limit > 0 && *in.Offset >= 0 && *in.Offset < 1<<40 && *in.Limit < 1<<40 {
@@ -71,11 +77,17 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		}
 		steps = append(steps, st)
 	case "write":
+		if in.FilePath == "" {
+			break
+		}
 		st := base
 		st.Type, st.Payload.Path = store.TypeEdit, in.FilePath
 		st.Payload.NewString, st.Payload.IsFullWrite = adapters.Text(in.Content), adapters.Bool(true)
 		steps = append(steps, st)
 	case "edit":
+		if in.FilePath == "" {
+			break
+		}
 		st := base
 		st.Type, st.Payload.Path = store.TypeEdit, in.FilePath
 		st.Payload.OldString, st.Payload.NewString = adapters.Text(in.OldString), adapters.Text(in.NewString)
