@@ -389,12 +389,12 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 }
 
 // filterPageSQL is the page query of filters alone (the conditions of
-// where, then the page's size bound last): it walks
-// the sessions in page order (migration 015's index read backwards, also
-// when another index would find a filter's sessions: sessions_by_agent
-// would leave the page to sort) and the steps of each by seq, so a page
-// reads only as far as its last hit and sorts nothing. SQLite left to choose read every step of the store
-// and sorted every hit: 0.8-1.5 s a page at 1,000,000 steps
+// where, then the page's size bound last): it walks the sessions in page
+// order (migration 015's index read backwards, also when another index
+// would find a filter's sessions: sessions_by_agent would leave the page
+// to sort) and the steps of each by seq, so a page reads only as far as
+// its last hit and sorts nothing. SQLite left to choose read every step
+// of the store and sorted every hit: 0.8-1.5 s a page at 1,000,000 steps
 // (BenchmarkSearch, docs/performance.md; TestFilterPageWalksInOrder).
 func filterPageSQL(where []string) string {
 	return `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
@@ -516,7 +516,8 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 // which keeps no copy of it. Its snippet is made in Go (SearchSnippet), as
 // on PostgreSQL: FTS5's snippet() over a one-page index of the texts, as
 // before, tokenized each text twice and took 155 of a page's 166 ms when
-// its hits were long outputs (docs/performance.md, "Snippets in Go").
+// its hits were long outputs (docs/performance.md, "A sweep of the routes
+// on a real store").
 func rowTexts(conn *sqlite.Conn, rids []int64) (map[int64]string, error) {
 	ids, err := json.Marshal(rids)
 	if err != nil {

@@ -442,7 +442,7 @@ func (w *Tallies) rememberChanges(pk int64, e *wholeEntry, files []FileChange, t
 // before are read (Tally.Usage). A session page read and priced every
 // record on every view: 107 of the 179 ms of a page of a real session of
 // 25,788 records, and ~100 ms of each live refresh (docs/performance.md,
-// "Usage on the session page").
+// "A sweep of the routes on a real store").
 func (w *Tallies) usage(pk int64, e *wholeEntry, read func(after int64) ([]UsageRecord, error)) (*Usage, error) {
 	if e.usageRead {
 		return e.usage, nil
