@@ -198,6 +198,7 @@ func (w *Tallies) entry(r BlockReader, pk int64) (e *wholeEntry, ok bool, err er
 	for _, b := range e.blocks {
 		e.bytes += b.bytes
 	}
+	e.bytes += e.prior.bytes() // held until the usage is read
 	for _, b := range e.blocks {
 		if !slices.IsSortedFunc(b.changes, bySeq) {
 			slices.SortFunc(b.changes, bySeq)
@@ -457,7 +458,9 @@ func (w *Tallies) usage(pk int64, e *wholeEntry, read func(after int64) ([]Usage
 	}
 	recs := e.prior.with(written, e.stamp)
 	u := SessionUsage(recs.records)
-	n := 256 + 200*len(recs.records)
+	// What remembering adds: the records and the sum, less the prior
+	// records they replace.
+	n := 256 + recs.bytes() - e.prior.bytes()
 	if u != nil {
 		n += 96*len(u.Turns) + 96*len(u.Models) + 32*len(u.Unpriced)
 	}
@@ -470,6 +473,15 @@ func (w *Tallies) usage(pk int64, e *wholeEntry, read func(after int64) ([]Usage
 		w.bytes += n
 	}
 	return u, nil
+}
+
+// bytes is about the memory rs holds (0 for nil): a record's fields and
+// its id and time.
+func (rs *usageRecords) bytes() int {
+	if rs == nil {
+		return 0
+	}
+	return 200 * len(rs.records)
 }
 
 // with returns the records of rs (none when rs is nil) with those written
