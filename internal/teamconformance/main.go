@@ -135,9 +135,21 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	if port == "" {
 		port = "1234"
 	}
-	if _, err := strconv.Atoi(port); err != nil {
+	n, err := strconv.Atoi(port)
+	if err != nil {
 		return fmt.Errorf("--port %q is not a number", port)
 	}
+	// The suite finds P with a listen on port 0 that it lets go, and the
+	// setup below takes a second or more: until P is bound, another test's
+	// listen on port 0 can be given P too, and that test's requests then
+	// reach this server, with the other token (seen in CI as a 401). So P
+	// is bound at once, and listened on only when the team server is up:
+	// until then the suite's connections are refused and it keeps trying.
+	sock, err := reserve(n)
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
 	origin := "http://127.0.0.1:" + port
 	if err := writeToken(ctx, bin, dsn); err != nil {
 		return err
@@ -170,7 +182,7 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 		},
 		FlushInterval: -1, // the live stream goes through as it is written
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	ln, err := listen(sock)
 	if err != nil {
 		return err
 	}
@@ -246,4 +258,34 @@ func waitFor(ctx context.Context, addr string, exited chan error) error {
 		}
 	}
 	return fmt.Errorf("team server did not accept connections on %s within 15 s", addr)
+}
+
+// reserve binds a TCP socket to 127.0.0.1:port without listening on it:
+// the port is this process's, and connections to it are refused.
+func reserve(port int) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	sock := os.NewFile(uintptr(fd), "127.0.0.1:"+strconv.Itoa(port))
+	// As net.Listen does: a port left with connections in TIME_WAIT can
+	// still be bound.
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		sock.Close()
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("bind 127.0.0.1:%d: %w", port, err)
+	}
+	return sock, nil
+}
+
+// listen starts listening on a socket from reserve. The listener holds its
+// own copy of the socket; the caller still closes sock.
+func listen(sock *os.File) (net.Listener, error) {
+	if err := syscall.Listen(int(sock.Fd()), syscall.SOMAXCONN); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	return net.FileListener(sock)
 }
