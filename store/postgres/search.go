@@ -19,7 +19,7 @@ var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE f->>'kind' = $)",
-	"path":      "strpos(st.payload::json->>'path', $) > 0",
+	"path":      "st.path IS NOT NULL AND strpos(st.path, $) > 0", // edits and reads (migration 007)
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state = $",
 	"type":      "st.type = ANY($::text[])",
