@@ -167,6 +167,16 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 
 	var hits []searchRow
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		// pgx prepares each statement once per connection, and from its
+		// sixth run PostgreSQL may plan it for any argument: for a phrase
+		// and an owner that plan read the phrase's GIN bitmap once per
+		// session of the owner (700 ms a page at 1,000,000 steps, against
+		// 36 ms planned for the arguments; docs/performance.md). A
+		// search's best plan depends on its words, so each is planned
+		// for its own.
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+			return err
+		}
 		if probe != "" {
 			var n int
 			if err := tx.QueryRow(ctx, probe, probeArgs...).Scan(&n); err != nil {
