@@ -300,6 +300,22 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 	}
 }
 
+// TestSearchSnippetOfManyMatches makes the snippet of a 2 MB text that is
+// one short sentence over and over, so every word is a match: FTS5's way
+// of scoring, each match's window against every match, took 2.2 s for
+// 117 KB of it and would take about ten minutes here (the package's
+// default time limit). Every window scores the same, so the snippet is
+// the text's first 16 words, each marked.
+func TestSearchSnippetOfManyMatches(t *testing.T) {
+	const sentence = "Retry. "
+	text := strings.Repeat(sentence, 2<<20/len(sentence))
+	got := store.MarkSnippet(text, []store.SearchPhrase{{Text: "retry"}})
+	want := strings.Repeat(store.Mark+"Retry"+store.MarkEnd+". ", 15) + store.Mark + "Retry" + store.MarkEnd + "…"
+	if got != want {
+		t.Errorf("snippet = %q, want %q", got, want)
+	}
+}
+
 // BenchmarkSearchSnippet makes the snippet of every step of the agents'
 // real samples for a common word, as a page of hits does for each of its
 // rows (rowTexts, SearchSnippet); most of its time is SearchTokens.
