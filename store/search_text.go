@@ -246,11 +246,34 @@ func SearchTokens(text string) []SearchToken {
 	var buf []byte
 	type fold struct{ k, from, to int }
 	var folds []fold
-	start, mark := -1, -1 // the word's first byte, and its folded term's in buf (-1: not folded)
-	for i := 0; i < len(text); {
+	eachSearchToken(text, 0, func(start, end int, folded []byte) bool {
+		if folded == nil {
+			tokens = append(tokens, SearchToken{text[start:end], start, end})
+		} else {
+			folds = append(folds, fold{len(tokens), len(buf), len(buf) + len(folded)})
+			buf = append(buf, folded...)
+			tokens = append(tokens, SearchToken{"", start, end})
+		}
+		return true
+	})
+	folded := string(buf)
+	for _, f := range folds {
+		tokens[f.k].Term = folded[f.from:f.to]
+	}
+	return tokens
+}
+
+// eachSearchToken calls yield with each word of text from byte from on (a
+// word's start, or 0), as SearchTokens splits it: its bytes [start, end),
+// and folded, its indexed form, when that is not the bytes as written (nil
+// otherwise; valid until the next call). It stops when yield returns false.
+func eachSearchToken(text string, from int, yield func(start, end int, folded []byte) bool) {
+	var buf []byte              // the word's folded form, once it needs one
+	start, folding := -1, false // the word's first byte, and whether buf holds it
+	for i := from; i < len(text); {
 		r, size := rune(text[i]), 1
 		if r < utf8.RuneSelf {
-			if c := asciiClass[r]; c == asciiWord && start >= 0 && mark < 0 {
+			if c := asciiClass[r]; c == asciiWord && start >= 0 && !folding {
 				i++ // the common case: a word goes on as written
 				continue
 			} else if c == asciiSeparator {
@@ -261,13 +284,11 @@ func SearchTokens(text string) []SearchToken {
 		}
 		if r < 0 || !isTokenRune(r) {
 			if start >= 0 {
-				if mark < 0 {
-					tokens = append(tokens, SearchToken{text[start:i], start, i})
-				} else if len(buf) > mark { // not only dropped diacritics
-					folds = append(folds, fold{len(tokens), mark, len(buf)})
-					tokens = append(tokens, SearchToken{"", start, i})
+				// A word of dropped diacritics alone is no word.
+				if !folding && !yield(start, i, nil) || folding && len(buf) > 0 && !yield(start, i, buf) {
+					return
 				}
-				start, mark = -1, -1
+				start, folding = -1, false
 			}
 			i += size
 			continue
@@ -276,13 +297,12 @@ func SearchTokens(text string) []SearchToken {
 			start = i
 		}
 		f := foldRune(r)
-		if mark < 0 {
+		if !folding {
 			if f == r {
 				i += size
 				continue
 			}
-			mark = len(buf)
-			buf = append(buf, text[start:i]...)
+			folding, buf = true, append(buf[:0], text[start:i]...)
 		}
 		if f >= 0 {
 			buf = utf8.AppendRune(buf, f)
@@ -290,18 +310,12 @@ func SearchTokens(text string) []SearchToken {
 		i += size
 	}
 	if start >= 0 {
-		if mark < 0 {
-			tokens = append(tokens, SearchToken{text[start:], start, len(text)})
-		} else if len(buf) > mark {
-			folds = append(folds, fold{len(tokens), mark, len(buf)})
-			tokens = append(tokens, SearchToken{"", start, len(text)})
+		if !folding {
+			yield(start, len(text), nil)
+		} else if len(buf) > 0 {
+			yield(start, len(text), buf)
 		}
 	}
-	folded := string(buf)
-	for _, f := range folds {
-		tokens[f.k].Term = folded[f.from:f.to]
-	}
-	return tokens
 }
 
 // What unicode61 makes of an ASCII byte (asciiClass): a separator, a
@@ -360,8 +374,9 @@ func foldRune(r rune) rune {
 }
 
 // phraseInstance is where a phrase of a query matches: the phrase's index
-// among the query's words and the position of its first token.
-type phraseInstance struct{ phrase, pos int }
+// among the query's words, the position of its first token, and the
+// position of the last sentence start at or before it (sentenceStartsAt).
+type phraseInstance struct{ phrase, pos, sentence int }
 
 // phraseTerms splits each phrase into its terms (a phrase without any
 // has nil).
@@ -373,53 +388,114 @@ func phraseTerms(phrases []SearchPhrase) [][]string {
 	return out
 }
 
-// phraseAt tells whether the phrase's terms are the tokens from pos on
-// (its last term a prefix of its token when prefix).
-func phraseAt(tokens []SearchToken, terms []string, prefix bool, pos int) bool {
-	if len(terms) == 0 || pos+len(terms) > len(tokens) {
-		return false
-	}
-	for j, t := range terms {
-		tok := tokens[pos+j].Term
-		if j == len(terms)-1 && prefix {
-			if !strings.HasPrefix(tok, t) {
-				return false
-			}
-		} else if tok != t {
-			return false
-		}
-	}
-	return true
+// phraseFinder finds the phrases of a query in the words of a text as they
+// come (eachSearchToken), holding only as many words as its longest
+// phrase has: a text's words are never all in memory at once, however
+// long the text.
+type phraseFinder struct {
+	phrases []SearchPhrase
+	terms   [][]string
+	recent  []recentWord // word k is recent[k % len(recent)]
+	words   int          // how many words have come
+	found   func(phraseInstance)
 }
 
-// instances are every match of the phrases in tokens, by position, then
-// by phrase, as FTS5's xInst gives them.
-func instances(tokens []SearchToken, phrases []SearchPhrase, terms [][]string) []phraseInstance {
-	var out []phraseInstance
-	for pos := range tokens {
-		for i, p := range phrases {
-			if phraseAt(tokens, terms[i], p.Prefix, pos) {
-				out = append(out, phraseInstance{i, pos})
+// recentWord is a word a phraseFinder holds: its indexed form, a slice of
+// the text when that is the word as written, and the last sentence start
+// at or before it.
+type recentWord struct {
+	term     string
+	folded   []byte
+	isFolded bool
+	sentence int
+}
+
+func (w *recentWord) is(t string) bool {
+	if w.isFolded {
+		return string(w.folded) == t
+	}
+	return w.term == t
+}
+
+func (w *recentWord) hasPrefix(t string) bool {
+	if w.isFolded {
+		return len(w.folded) >= len(t) && string(w.folded[:len(t)]) == t
+	}
+	return strings.HasPrefix(w.term, t)
+}
+
+// newPhraseFinder calls found with each match of the phrases, by
+// position, then by phrase, as FTS5's xInst gives them.
+func newPhraseFinder(phrases []SearchPhrase, found func(phraseInstance)) *phraseFinder {
+	f := &phraseFinder{phrases: phrases, terms: phraseTerms(phrases), found: found}
+	longest := 1
+	for _, t := range f.terms {
+		longest = max(longest, len(t))
+	}
+	f.recent = make([]recentWord, longest)
+	return f
+}
+
+// add takes the next word of text (from eachSearchToken), and the last
+// sentence start at or before it, and reports the matches that start at
+// the oldest word held once it has all the words they could span.
+func (f *phraseFinder) add(text string, start, end int, folded []byte, sentence int) {
+	w := &f.recent[f.words%len(f.recent)]
+	if folded == nil {
+		w.term, w.isFolded = text[start:end], false
+	} else {
+		w.folded, w.isFolded = append(w.folded[:0], folded...), true
+	}
+	w.sentence = sentence
+	f.words++
+	if f.words >= len(f.recent) {
+		f.matchAt(f.words - len(f.recent))
+	}
+}
+
+// finish reports the matches of the last words held.
+func (f *phraseFinder) finish() {
+	for pos := max(f.words-len(f.recent)+1, 0); pos < f.words; pos++ {
+		f.matchAt(pos)
+	}
+}
+
+// matchAt reports each phrase whose terms are the words from pos on (its
+// last term a prefix of its word when it is a prefix phrase).
+func (f *phraseFinder) matchAt(pos int) {
+	for i, terms := range f.terms {
+		if len(terms) == 0 || pos+len(terms) > f.words {
+			continue
+		}
+		match := true
+		for j, t := range terms {
+			w := &f.recent[(pos+j)%len(f.recent)]
+			if j == len(terms)-1 && f.phrases[i].Prefix {
+				match = w.hasPrefix(t)
+			} else {
+				match = w.is(t)
+			}
+			if !match {
+				break
 			}
 		}
+		if match {
+			f.found(phraseInstance{i, pos, f.recent[pos%len(f.recent)].sentence})
+		}
 	}
-	return out
 }
 
 // MatchesText tells whether a text holds every phrase of words and none of
 // excluded, as FTS5 would answer a row of it.
 func MatchesText(text string, words, excluded []SearchPhrase) bool {
-	tokens := SearchTokens(text)
-	has := func(p SearchPhrase) bool {
-		terms := SearchTerms(p.Text)
-		for pos := range tokens {
-			if phraseAt(tokens, terms, p.Prefix, pos) {
-				return true
-			}
-		}
-		return false
-	}
-	return !slices.ContainsFunc(words, func(p SearchPhrase) bool { return !has(p) }) && !slices.ContainsFunc(excluded, has)
+	has := make([]bool, len(words)+len(excluded))
+	f := newPhraseFinder(append(slices.Clip(words), excluded...), func(in phraseInstance) { has[in.phrase] = true })
+	eachSearchToken(text, 0, func(start, end int, folded []byte) bool {
+		f.add(text, start, end, folded, 0)
+		return true
+	})
+	f.finish()
+	return !slices.Contains(has[:len(words)], false) && !slices.Contains(has[len(words):], true)
 }
 
 // SearchSnippet is the snippet of a text a search shows for its words,
@@ -432,30 +508,55 @@ func SearchSnippet(text string, words []SearchPhrase) (string, [][2]int) {
 	return splitMarks(markSnippet(text, words, snippetTokens))
 }
 
+// snippetAnchors is how many matches of one text a snippet's window is
+// chosen among, in text order: the window around each is scored
+// (fts5SnippetScore), so a text that matches a hundred thousand times
+// is read to its end but scored only around its first matches. Texts
+// with fewer matches get FTS5's snippet.
+const snippetAnchors = 4096
+
+// maxSnippetRun is how much of a long stretch of a text a snippet keeps at
+// each end, with … between: FTS5's snippet shows the text between its
+// words whole, so a word, or the space or punctuation between two, of a
+// megabyte made a snippet of a megabyte.
+const maxSnippetRun = 200
+
 // markSnippet is fts5SnippetFunction of SQLite 3.49 for one column, with
-// markOpen and markClose around the matches.
+// markOpen and markClose around the matches, but for the bounds above: it
+// holds a text's matches (at most snippetAnchors and the few after them),
+// never all its words, and is at most a few kilobytes.
 func markSnippet(text string, words []SearchPhrase, nToken int) string {
 	const ellipsis = "…"
-	tokens := SearchTokens(text)
-	terms := phraseTerms(words)
-	insts := instances(tokens, words, terms)
-	nDoc := len(tokens)
-	// Sentence starts (fts5SentenceFinderCb): the first token, and each
-	// token after white space that follows a '.' or ':'.
-	var firsts []int
-	for i, t := range tokens {
-		if i == 0 {
-			firsts = append(firsts, 0)
-			continue
+	// Read the words once: count them, find the matches, note where
+	// every 256th word starts so that the window's can be read again.
+	var insts []phraseInstance
+	keepUpTo := -1 // with snippetAnchors matches: the last position whose matches still count
+	var find *phraseFinder
+	find = newPhraseFinder(words, func(in phraseInstance) {
+		if keepUpTo >= 0 && in.pos > keepUpTo {
+			return
 		}
-		j := t.Start - 1
-		for j >= 0 && strings.IndexByte(" \t\n\r", text[j]) >= 0 {
-			j--
+		insts = append(insts, in)
+		if len(insts) == snippetAnchors {
+			keepUpTo = in.pos + nToken + len(find.recent)
 		}
-		if j != t.Start-1 && j >= 0 && (text[j] == '.' || text[j] == ':') {
-			firsts = append(firsts, i)
+	})
+	type mark struct{ pos, start int }
+	var marks []mark
+	nDoc, sentence := 0, 0
+	eachSearchToken(text, 0, func(start, end int, folded []byte) bool {
+		if nDoc%256 == 0 {
+			marks = append(marks, mark{nDoc, start})
 		}
-	}
+		if nDoc == 0 || sentenceStartsAt(text, start) {
+			sentence = nDoc
+		}
+		find.add(text, start, end, folded, sentence)
+		nDoc++
+		return true
+	})
+	find.finish()
+
 	// score is fts5SnippetScore: the instances in the window of nToken
 	// tokens from from. FTS5 looks at every instance for each window;
 	// the instances are in position order, so this looks only at the
@@ -479,7 +580,7 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 			if first < 0 {
 				first = in.pos
 			}
-			last = in.pos + len(terms[in.phrase])
+			last = in.pos + len(find.terms[in.phrase])
 		}
 		if !adjust {
 			return n, 0
@@ -491,26 +592,22 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		return n, max(adj, 0)
 	}
 	best, bestStart := 0, 0
-	for _, in := range insts {
+	for _, in := range insts[:min(len(insts), snippetAnchors)] {
 		n, adj := score(in.pos, true)
 		if n > best {
 			best, bestStart = n, adj
 		}
-		if len(firsts) > 0 && nDoc > nToken {
-			// The last sentence start at or before the instance (firsts[0]
-			// is 0).
-			jj, _ := slices.BinarySearch(firsts, in.pos+1)
-			jj = max(jj-1, 0)
-			if firsts[jj] < in.pos {
-				n, _ := score(firsts[jj], false)
-				if firsts[jj] == 0 {
-					n += 120
-				} else {
-					n += 100
-				}
-				if n > best {
-					best, bestStart = n, firsts[jj]
-				}
+		// The window from the sentence's start, when the match is not
+		// its first word.
+		if nDoc > nToken && in.sentence < in.pos {
+			n, _ := score(in.sentence, false)
+			if in.sentence == 0 {
+				n += 120
+			} else {
+				n += 100
+			}
+			if n > best {
+				best, bestStart = n, in.sentence
 			}
 		}
 	}
@@ -519,7 +616,7 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 	type span struct{ start, end int }
 	var spans []span
 	for _, in := range insts {
-		end := in.pos + len(terms[in.phrase]) - 1
+		end := in.pos + len(find.terms[in.phrase]) - 1
 		if n := len(spans); n > 0 && in.pos <= spans[n-1].end {
 			spans[n-1].end = max(spans[n-1].end, end)
 		} else {
@@ -533,8 +630,22 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		}
 		return span{-1, -1}
 	}
-	var b strings.Builder
 	rangeStart, rangeEnd := bestStart, bestStart+nToken-1
+	// The window's words, read again from the mark before it.
+	var window [][2]int
+	if len(marks) > 0 {
+		m := marks[sort.Search(len(marks), func(i int) bool { return marks[i].pos > rangeStart })-1]
+		pos := m.pos
+		eachSearchToken(text, m.start, func(start, end int, _ []byte) bool {
+			if pos >= rangeStart {
+				window = append(window, [2]int{start, end})
+			}
+			pos++
+			return pos <= rangeEnd
+		})
+	}
+	var b strings.Builder
+	write := func(from, to int) { writeSnippetRun(&b, text[from:to]) }
 	if bestStart > 0 {
 		b.WriteString(ellipsis)
 	}
@@ -542,51 +653,84 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		next++
 	}
 	off, open := 0, false
-	for pos, t := range tokens { // fts5HighlightCb
-		if pos < rangeStart || pos > rangeEnd {
-			continue
-		}
+	for k, t := range window { // fts5HighlightCb
+		pos, tStart, tEnd := rangeStart+k, t[0], t[1]
 		if rangeStart != 0 && pos == rangeStart {
-			off = t.Start
+			off = tStart
 		}
-		if open && (pos <= cur().start || cur().start < 0) && t.Start > off {
+		if open && (pos <= cur().start || cur().start < 0) && tStart > off {
 			b.WriteString(markClose)
 			open = false
 		}
 		if pos == cur().start && !open {
-			b.WriteString(text[off:t.Start])
+			write(off, tStart)
 			b.WriteString(markOpen)
-			off, open = t.Start, true
+			off, open = tStart, true
 		}
 		if pos == cur().end {
 			if !open {
 				b.WriteString(markOpen)
 				open = true
 			}
-			b.WriteString(text[off:t.End])
-			off = t.End
+			write(off, tEnd)
+			off = tEnd
 			next++
 		}
 		if pos == rangeEnd {
 			if open {
 				if cur().start >= 0 && pos >= cur().start {
-					b.WriteString(text[off:t.End])
-					off = t.End
+					write(off, tEnd)
+					off = tEnd
 				}
 				b.WriteString(markClose)
 				open = false
 			}
-			b.WriteString(text[off:t.End])
-			off = t.End
+			write(off, tEnd)
+			off = tEnd
 		}
 	}
 	if open {
 		b.WriteString(markClose)
 	}
 	if rangeEnd >= nDoc-1 {
-		b.WriteString(text[off:])
+		write(off, len(text))
 	} else {
 		b.WriteString(ellipsis)
 	}
 	return b.String()
+}
+
+// sentenceStartsAt tells whether a word after the first, at byte start,
+// begins a sentence as FTS5's snippet sees one (fts5SentenceFinderCb): it
+// follows white space after a '.' or ':'. (The first word always does.)
+func sentenceStartsAt(text string, start int) bool {
+	j := start - 1
+	for j >= 0 && strings.IndexByte(" \t\n\r", text[j]) >= 0 {
+		j--
+	}
+	return j != start-1 && j >= 0 && (text[j] == '.' || text[j] == ':')
+}
+
+// writeSnippetRun writes a stretch of a text to a snippet: whole up to
+// twice maxSnippetRun, or else its first and last maxSnippetRun bytes (cut
+// where a character starts) with … between; without the bytes that mark a
+// match (markOpen, markClose), which the text must not forge.
+func writeSnippetRun(b *strings.Builder, s string) {
+	if len(s) > 2*maxSnippetRun {
+		head, tail := maxSnippetRun, len(s)-maxSnippetRun
+		for head > 0 && !utf8.RuneStart(s[head]) {
+			head--
+		}
+		for tail < len(s) && !utf8.RuneStart(s[tail]) {
+			tail++
+		}
+		writeSnippetRun(b, s[:head])
+		b.WriteString("…")
+		writeSnippetRun(b, s[tail:])
+		return
+	}
+	if strings.ContainsAny(s, markOpen+markClose) {
+		s = strings.NewReplacer(markOpen, "", markClose, "").Replace(s)
+	}
+	b.WriteString(s)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode"
@@ -300,19 +301,74 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 	}
 }
 
-// TestSearchSnippetOfManyMatches makes the snippet of a 2 MB text that is
-// one short sentence over and over, so every word is a match: FTS5's way
-// of scoring, each match's window against every match, took 2.2 s for
-// 117 KB of it and would take about ten minutes here (the package's
-// default time limit). Every window scores the same, so the snippet is
-// the text's first 16 words, each marked.
+// TestSearchSnippetOfManyMatches makes the snippet of an 8 MB text (the
+// most a push may hold) that is one short sentence over and over, so every
+// word is a match: FTS5's way of scoring, each match's window against
+// every match, took 2.2 s for 117 KB of it and would take hours here.
+// Every window scores the same, so the snippet is the text's first 16
+// words, each marked. It allocates a small part of the text's size: the
+// words are never all held (they were 32 bytes each, 4.6 times this
+// text), nor more than snippetAnchors of the matches.
 func TestSearchSnippetOfManyMatches(t *testing.T) {
 	const sentence = "Retry. "
-	text := strings.Repeat(sentence, 2<<20/len(sentence))
-	got := store.MarkSnippet(text, []store.SearchPhrase{{Text: "retry"}})
+	text := strings.Repeat(sentence, 8<<20/len(sentence))
+	var got string
+	allocated := allocatedBy(func() { got = store.MarkSnippet(text, []store.SearchPhrase{{Text: "retry"}}) })
 	want := strings.Repeat(store.Mark+"Retry"+store.MarkEnd+". ", 15) + store.Mark + "Retry" + store.MarkEnd + "…"
 	if got != want {
 		t.Errorf("snippet = %q, want %q", got, want)
+	}
+	if allocated > uint64(len(text)/8) {
+		t.Errorf("the snippet of a text of %d bytes allocated %d bytes, more than an eighth of its size", len(text), allocated)
+	}
+}
+
+// allocatedBy is how many bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestSearchSnippetIsBounded makes snippets of texts whose words, or what
+// lies between them, are a megabyte long: each keeps the ends of such a
+// stretch with … between, so a page of hits stays small. Snippets also
+// drop the bytes that mark matches when a text has them, so a text cannot
+// make a match of what the search did not find.
+func TestSearchSnippetIsBounded(t *testing.T) {
+	long := strings.Repeat("-", 1<<20)
+	longWord := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name, text string
+		words      []store.SearchPhrase
+		want       string
+	}{
+		{"a long gap", "hello " + long + " world", []store.SearchPhrase{{Text: "world"}},
+			"hello " + long[:194] + "…" + long[:199] + " " + store.Mark + "world" + store.MarkEnd},
+		{"a long word", "see " + longWord + " here", []store.SearchPhrase{{Text: "x", Prefix: true}}, ""},
+		{"forged marks", "one " + store.Mark + "two" + store.MarkEnd + " three", []store.SearchPhrase{{Text: "three"}},
+			"one two " + store.Mark + "three" + store.MarkEnd},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := store.MarkSnippet(c.text, c.words)
+			if len(got) > 8<<10 {
+				t.Errorf("snippet of %d bytes, want at most 8 KiB", len(got))
+			}
+			if c.want != "" && got != c.want {
+				t.Errorf("snippet = %q, want %q", got, c.want)
+			}
+			snippet, matches := store.SearchSnippet(c.text, c.words)
+			if len(matches) == 0 {
+				t.Errorf("SearchSnippet(%.40q…) has no match", c.text)
+			}
+			for _, m := range matches {
+				if w := snippet[m[0]:m[1]]; store.SearchTerms(w) == nil {
+					t.Errorf("match %q has no word", w)
+				}
+			}
+		})
 	}
 }
 
