@@ -355,12 +355,12 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			for i, r := range rows {
 				rids[i] = r.rid
 			}
-			texts, err := rowTexts(conn, rids)
+			snippets, err := rowSnippets(conn, rids, q.words)
 			if err != nil {
 				return err
 			}
 			for i, r := range rows {
-				rows[i].hit.Snippet, rows[i].hit.Matches = SearchSnippet(texts[r.rid], q.words)
+				rows[i].hit.Snippet, rows[i].hit.Matches = snippets[r.rid].text, snippets[r.rid].matches
 			}
 		}
 		for _, r := range rows {
@@ -511,27 +511,41 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 	return rows, nil
 }
 
-// rowTexts returns the text each index row of a page was indexed with
-// (the step's, or minus the session's), from the same views as the index,
-// which keeps no copy of it. Its snippet is made in Go (SearchSnippet), as
-// on PostgreSQL: FTS5's snippet() over a one-page index of the texts, as
-// before, tokenized each text twice and took 155 of a page's 166 ms when
-// its hits were long outputs (docs/performance.md, "A sweep of the routes
-// on a real store").
-func rowTexts(conn *sqlite.Conn, rids []int64) (map[int64]string, error) {
+// snippet is a hit's snippet and the byte offsets of its matches
+// (SearchSnippet).
+type snippet struct {
+	text    string
+	matches [][2]int
+}
+
+// rowSnippets makes the snippet of each index row of a page (the step's,
+// or minus the session's) from the text it was indexed with, read from
+// the same views as the index, which keeps no copy of it. Each text is let
+// go once its snippet is made, so a page holds one of its hits' texts at
+// a time, not all of them. The snippet is made in Go, as on PostgreSQL:
+// FTS5's snippet() over a one-page index of the texts, as before,
+// tokenized each text twice and took 155 of a page's 166 ms when its hits
+// were long outputs (docs/performance.md, "A sweep of the routes on a
+// real store").
+func rowSnippets(conn *sqlite.Conn, rids []int64, words []SearchPhrase) (map[int64]snippet, error) {
 	ids, err := json.Marshal(rids)
 	if err != nil {
 		return nil, err
 	}
-	texts := make(map[int64]string, len(rids))
+	snippets := make(map[int64]snippet, len(rids))
 	err = sqlitex.Execute(conn, `SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
 		UNION ALL
 		SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
 		&sqlitex.ExecOptions{
-			Args:       []any{string(ids)},
-			ResultFunc: func(st *sqlite.Stmt) error { texts[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+			Args: []any{string(ids)},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				var s snippet
+				s.text, s.matches = SearchSnippet(st.ColumnText(1), words)
+				snippets[st.ColumnInt64(0)] = s
+				return nil
+			},
 		})
-	return texts, err
+	return snippets, err
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

@@ -374,7 +374,8 @@ func TestSearchSnippetIsBounded(t *testing.T) {
 
 // BenchmarkSearchSnippet makes the snippet of every step of the agents'
 // real samples for a common word, as a page of hits does for each of its
-// rows (rowTexts, SearchSnippet); most of its time is SearchTokens.
+// rows (rowSnippets); most of its time is reading the words
+// (eachSearchToken).
 func BenchmarkSearchSnippet(b *testing.B) {
 	var texts []string
 	size := 0

@@ -275,27 +275,43 @@ func wrapPage(base string, cursor bool, nargs int) string {
 
 // checkRows reads the text of the rows that need it (every row when the
 // query has words, for its snippet; the rows to check in Go otherwise),
-// drops the rows whose text does not match, and makes the snippets.
+// drops the rows whose text does not match, and makes the snippets. Each
+// text is let go once its row is done, so a page holds one of its texts
+// at a time.
 func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
+	type checked struct {
+		match   bool
+		snippet string
+		matches [][2]int
+	}
+	inGo := map[int64]bool{}
 	var stepPKs, sessionPKs []int64
 	for _, r := range page {
 		if len(pq.Words) == 0 && !r.checkInGo {
 			continue
 		}
+		inGo[r.rid] = r.checkInGo
 		if r.rid < 0 {
 			sessionPKs = append(sessionPKs, -r.rid)
 		} else {
 			stepPKs = append(stepPKs, r.rid)
 		}
 	}
-	texts := map[int64]string{}
+	done := map[int64]checked{}
+	check := func(rid int64, text string) {
+		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded)}
+		if c.match && len(pq.Words) > 0 {
+			c.snippet, c.matches = store.SearchSnippet(text, pq.Words)
+		}
+		done[rid] = c
+	}
 	if len(stepPKs) > 0 {
 		rows, _ := tx.Query(ctx, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
 			FROM steps WHERE pk = ANY($1)`, stepPKs)
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { texts[pk] = d.SearchText(); return nil })
+			func() error { check(pk, d.SearchText()); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -306,19 +322,19 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var agent, root string
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
-			func() error { texts[-pk] = store.SessionSearchText(agent, root, repo); return nil })
+			func() error { check(-pk, store.SessionSearchText(agent, root, repo)); return nil })
 		if err != nil {
 			return nil, err
 		}
 	}
 	kept := page[:0]
 	for _, r := range page {
-		text, ok := texts[r.rid]
-		if r.checkInGo && (!ok || !store.MatchesText(text, pq.Words, pq.Excluded)) {
+		c, ok := done[r.rid]
+		if r.checkInGo && (!ok || !c.match) {
 			continue
 		}
-		if len(pq.Words) > 0 {
-			r.hit.Snippet, r.hit.Matches = store.SearchSnippet(text, pq.Words)
+		if len(pq.Words) > 0 && ok {
+			r.hit.Snippet, r.hit.Matches = c.snippet, c.matches
 		}
 		kept = append(kept, r)
 	}
