@@ -1,20 +1,29 @@
 package adapters
 
 // EnableSpill makes the builder spill finished steps once more than after
-// bytes were read (Read), so a session of any size is built in the memory
-// of its steps' outlines. 0 spills from the first byte.
+// bytes were read (Read), or more than spillSteps steps were added, so a
+// session of any size is built in the memory of its steps' outlines. 0
+// spills from the first byte.
 func (b *Builder) EnableSpill(after int) {
 	b.spillAfter = after
 	b.noSpill = false
 	b.spillOn = true
 }
 
+// spillSteps is how many steps a builder holds in memory however few bytes
+// it has read: a step in memory takes about 1.4 KB even when its line was
+// 100 bytes, so 80,000 one-line prompts (a 22 MB transcript, below
+// EnableSpill's 32 MB) held 207 MB, and the import's collector ran
+// without pause under its memory limit (docs/performance.md, "Many small
+// steps").
+const spillSteps = 10_000
+
 // Read counts n bytes of the agent's files read, and starts spilling past
-// EnableSpill's limit, with every step finished so far. A spill that
-// cannot be made leaves the steps in memory.
+// EnableSpill's limit or spillSteps steps, with every step finished so
+// far. A spill that cannot be made leaves the steps in memory.
 func (b *Builder) Read(n int) {
 	b.read += n
-	if !b.spillOn || b.spill != nil || b.noSpill || b.read <= b.spillAfter {
+	if !b.spillOn || b.spill != nil || b.noSpill || b.read <= b.spillAfter && b.nsteps <= spillSteps {
 		return
 	}
 	sp, err := NewSpill()

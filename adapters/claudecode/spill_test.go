@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -204,5 +205,74 @@ func TestSpilledSessionHeapPerStep(t *testing.T) {
 	t.Logf("%d steps: %d KB live; %d steps: %d KB; %.0f bytes a step", n1, h1>>10, n2, h2>>10, perStep)
 	if perStep > outlineBudget {
 		t.Errorf("a spilled session holds %.0f bytes of heap a step (%d steps: %d KB, %d steps: %d KB); want at most %d", perStep, n1, h1>>10, n2, h2>>10, outlineBudget)
+	}
+}
+
+// TestManySmallStepsSpill parses a transcript of 30,000 copies of a real
+// prompt line (fresh uuids), 18 MB, below SpillAfter: a session of that
+// many steps is spilled all the same (a step in memory takes several times
+// a short line), and the live heap it holds stays below the transcript's
+// size (0.6 times; 1.5 times without the spill).
+func TestManySmallStepsSpill(t *testing.T) {
+	body, err := os.ReadFile("testdata/agentlogs_crud.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompt map[string]any
+	for line := range bytes.Lines(body) {
+		var rec map[string]any
+		if json.Unmarshal(line, &rec) == nil && rec["type"] == "user" {
+			if m, _ := rec["message"].(map[string]any); m != nil {
+				if _, ok := m["content"].(string); ok {
+					prompt = rec
+					break
+				}
+			}
+		}
+	}
+	if prompt == nil {
+		t.Fatal("no prompt line in the sample")
+	}
+	var transcript []byte
+	parent := any(nil)
+	for i := range 30_000 {
+		prompt["uuid"] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		prompt["parentUuid"] = parent
+		parent = prompt["uuid"]
+		line, err := json.Marshal(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		transcript = append(append(transcript, line...), '\n')
+	}
+	if len(transcript) >= SpillAfter {
+		t.Fatalf("the transcript is %d bytes, not below SpillAfter", len(transcript))
+	}
+	id := prompt["sessionId"].(string)
+	path := filepath.Join(t.TempDir(), id+".jsonl")
+	if err := os.WriteFile(path, transcript, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := Parse(adapters.Unit{ID: id, Paths: []string{path}}, []adapters.File{{Path: path, Body: f}})
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	defer s.Close()
+	if s.Steps != 30_000 || len(s.Problems) > 0 {
+		t.Fatalf("%d steps, problems %v; want 30000 and none", s.Steps, s.Problems)
+	}
+	if s.Spilled == nil {
+		t.Errorf("a session of %d steps in %d bytes was not spilled", s.Steps, len(transcript))
+	}
+	live := after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
+	if live > uint64(len(transcript)) {
+		t.Errorf("the session holds %d KB of heap for a transcript of %d KB; want less", live>>10, len(transcript)>>10)
 	}
 }
