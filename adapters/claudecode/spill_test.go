@@ -175,26 +175,11 @@ const outlineBudget = 512
 func TestSpilledSessionHeapPerStep(t *testing.T) {
 	spillEverything(t)
 	live := func(mb int) (steps int, heap uint64) {
-		path := filepath.Join(t.TempDir(), benchSession+".jsonl")
-		if err := os.WriteFile(path, largeTranscript(t, mb<<20), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := Parse(adapters.Unit{ID: benchSession, Paths: []string{path}}, []adapters.File{{Path: path, Body: f}})
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		defer s.Close()
+		s, heap := parseHeld(t, benchSession, largeTranscript(t, mb<<20))
 		if s.Spilled == nil || len(s.Problems) > 0 {
 			t.Fatalf("%d MB: spilled %v, problems %v", mb, s.Spilled != nil, s.Problems)
 		}
-		return s.Steps, after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
+		return s.Steps, heap
 	}
 	n1, h1 := live(8)
 	n2, h2 := live(16)
@@ -248,7 +233,23 @@ func TestManySmallStepsSpill(t *testing.T) {
 	if len(transcript) >= SpillAfter {
 		t.Fatalf("the transcript is %d bytes, not below SpillAfter", len(transcript))
 	}
-	id := prompt["sessionId"].(string)
+	s, live := parseHeld(t, prompt["sessionId"].(string), transcript)
+	if s.Steps != 30_000 || len(s.Problems) > 0 {
+		t.Fatalf("%d steps, problems %v; want 30000 and none", s.Steps, s.Problems)
+	}
+	if s.Spilled == nil {
+		t.Errorf("a session of %d steps in %d bytes was not spilled", s.Steps, len(transcript))
+	}
+	if live > uint64(len(transcript)) {
+		t.Errorf("the session holds %d KB of heap for a transcript of %d KB; want less", live>>10, len(transcript)>>10)
+	}
+}
+
+// parseHeld parses a transcript written to a file of the session id and
+// returns the session (closed when the test ends) and the live heap it
+// holds once parsed.
+func parseHeld(t *testing.T, id string, transcript []byte) (*adapters.Session, uint64) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), id+".jsonl")
 	if err := os.WriteFile(path, transcript, 0o600); err != nil {
 		t.Fatal(err)
@@ -264,15 +265,6 @@ func TestManySmallStepsSpill(t *testing.T) {
 	s := Parse(adapters.Unit{ID: id, Paths: []string{path}}, []adapters.File{{Path: path, Body: f}})
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	defer s.Close()
-	if s.Steps != 30_000 || len(s.Problems) > 0 {
-		t.Fatalf("%d steps, problems %v; want 30000 and none", s.Steps, s.Problems)
-	}
-	if s.Spilled == nil {
-		t.Errorf("a session of %d steps in %d bytes was not spilled", s.Steps, len(transcript))
-	}
-	live := after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
-	if live > uint64(len(transcript)) {
-		t.Errorf("the session holds %d KB of heap for a transcript of %d KB; want less", live>>10, len(transcript)>>10)
-	}
+	t.Cleanup(func() { s.Close() })
+	return s, after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc)
 }
