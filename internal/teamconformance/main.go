@@ -11,6 +11,8 @@
 //     on 127.0.0.1:P a reverse proxy that signs every request in as that
 //     user with X-Forwarded-User, as oauth2-proxy does in a team's setup.
 //   - delete: `service delete ID --db` on that database.
+//   - clean: drops every database made for a path (.ci/run, before and
+//     after the suite).
 //
 // SERVICE_TEAM_BIN names the service binary. .ci/run builds both.
 package main
@@ -50,16 +52,19 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: teamconformance serve|delete ... | clean")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if args[0] == "clean" {
+		return clean(ctx)
+	}
 	bin := os.Getenv("SERVICE_TEAM_BIN")
 	if bin == "" {
 		return errors.New("SERVICE_TEAM_BIN (the service binary) is not set")
 	}
-	if len(args) == 0 {
-		return errors.New("usage: teamconformance serve|delete ...")
-	}
 	flags, rest := parseFlags(args[1:])
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	dsn, err := database(ctx, flags["--db"])
 	if err != nil {
 		return err
@@ -95,13 +100,45 @@ func parseFlags(args []string) (map[string]string, []string) {
 	return flags, rest
 }
 
+// dbPrefix begins the name of every database that stands for a store
+// file path (database).
+const dbPrefix = "conformance_"
+
+// clean drops every database made for a store file path: a run of the
+// suite makes about a hundred (9 MB each), which the suite, restarting
+// servers on the same path, cannot drop as it goes. .ci/run cleans
+// before and after the suite.
+func clean(ctx context.Context) error {
+	conn, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, dbPrefix)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connect connects to the PostgreSQL server SERVICE_TEST_POSTGRES names.
+func connect(ctx context.Context) (*pgx.Conn, error) {
+	base := os.Getenv("SERVICE_TEST_POSTGRES")
+	if base == "" {
+		return nil, errors.New("SERVICE_TEST_POSTGRES (a PostgreSQL server URL) is not set")
+	}
+	return pgx.Connect(ctx, base)
+}
+
 // database is the URL of the database that stands for the store file path,
 // created on first use: the same path always names the same database.
 func database(ctx context.Context, path string) (string, error) {
-	base := os.Getenv("SERVICE_TEST_POSTGRES")
-	if base == "" {
-		return "", errors.New("SERVICE_TEST_POSTGRES (a PostgreSQL server URL) is not set")
-	}
 	if path == "" {
 		return "", errors.New("--db PATH is missing")
 	}
@@ -110,8 +147,8 @@ func database(ctx context.Context, path string) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256([]byte(abs))
-	name := "conformance_" + hex.EncodeToString(sum[:8])
-	conn, err := pgx.Connect(ctx, base)
+	name := dbPrefix + hex.EncodeToString(sum[:8])
+	conn, err := connect(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -120,7 +157,7 @@ func database(ctx context.Context, path string) (string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") {
 		return "", err
 	}
-	u, err := url.Parse(base)
+	u, err := url.Parse(os.Getenv("SERVICE_TEST_POSTGRES"))
 	if err != nil {
 		return "", err
 	}
