@@ -63,18 +63,32 @@ func TestCleanIndexesOneAtATime(t *testing.T) {
 	if _, err := writer.Exec(ctx, `LOCK TABLE actors IN ROW EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithCancel(ctx)
+	// The cut: the REINDEX is cancelled on the server once its new index
+	// exists. (Cancelling the clean-up's context would not do: pgx then
+	// closes the connection, and PostgreSQL, not told, finishes the
+	// REINDEX once the writer is gone, so sometimes nothing was left.)
+	watched := make(chan struct{})
+	short, giveUp := context.WithCancel(ctx) // only if the watch fails
+	defer giveUp()
 	go func() {
-		defer cancel()
-		for short.Err() == nil {
+		defer close(watched)
+		for {
 			var n int
-			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname ~ '_ccnew'`).Scan(&n); err != nil || n > 0 {
+			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname ~ '_ccnew'`).Scan(&n); err != nil {
+				t.Errorf("watching for the new index: %v", err)
+				giveUp()
+				return
+			}
+			if n > 0 {
+				s.pool.Exec(ctx, `SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+					WHERE datname = current_database() AND query LIKE 'REINDEX INDEX CONCURRENTLY%'`)
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
 	cutShort := other.cleanIndexes(short)
+	<-watched
 	writer.Rollback(ctx)
 	var left int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE NOT indisvalid`).Scan(&left); err != nil || left == 0 {
