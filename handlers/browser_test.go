@@ -185,8 +185,8 @@ func browserList(t *testing.T, b *browser) {
 	if len(chips) != 2 || chips[0] != "cline 1" || chips[1] != "testagent 2" {
 		t.Errorf("agent chips = %q; want cline 1 and testagent 2", chips)
 	}
-	p.Click(`[data-testid="agent-chip"][href="/?agent=testagent"]`)
-	p.WaitFor("the chip filters the list", `location.search === '?agent=testagent' && document.querySelectorAll('[data-testid="session-row"]').length === 2`)
+	p.ClickUntil(`[data-testid="agent-chip"][href="/?agent=testagent"]`, "the chip filters the list",
+		`location.search === '?agent=testagent' && document.querySelectorAll('[data-testid="session-row"]').length === 2`)
 	if active := p.Text(`[data-testid="agent-chips"] .chip.active`); active != "testagent 2" {
 		t.Errorf("active chip = %q; want testagent 2", active)
 	}
