@@ -87,7 +87,8 @@ type query struct {
 	where    []string
 	args     []any
 	hasWords bool
-	words    []SearchPhrase // the phrases of match, for the snippets
+	words    []SearchPhrase // the phrases of match, for the snippets and the sessions' own rows
+	excluded []SearchPhrase // the phrases of exclude
 }
 
 // searchFilters maps each filter to the SQL condition it adds (s is the
@@ -192,7 +193,7 @@ func parseQuery(text string) (query, error) {
 		}
 		q.args = append(q.args, arg)
 	}
-	q.match, q.exclude, q.hasWords, q.words = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words
+	q.match, q.exclude, q.hasWords, q.words, q.excluded = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words, pq.Excluded
 	return q, nil
 }
 
@@ -343,7 +344,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var err error
 		if q.hasWords {
-			rows, err = wordPage(conn, match, from, where, args, limit+1)
+			rows, err = wordPage(conn, match, q, from, where, args, limit+1)
 		} else {
 			rows, err = readPage(conn, filterPageSQL(where), append(args, limit+1))
 		}
@@ -442,8 +443,9 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 
 // walkSessionsSQL reads the sessions in page order from a cursor's
 // session (?1 its started_ns, ?2 its pk; from the first when ?3 is
-// false), with each one's span of index rows.
-const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
+// false), with each one's span of index rows and what its own row
+// indexes (SessionSearchText).
+const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.agent_kind, s.workspace_root, s.workspace_repo
 	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
 	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
 	ORDER BY s.started_ns DESC, s.pk DESC`
@@ -459,7 +461,13 @@ const maxWalkBatch = 256
 // the rows from its first step's pk to its last's, its own row is minus
 // its pk), until it has n. A common word is answered from the newest
 // session or two; a rare one costs about twice reading all its hits.
-func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
+//
+// The sessions' own rows are matched in Go (MatchesText, as PostgreSQL
+// does) on the few words each holds, not by a second MATCH of the index:
+// FTS5 merges a prefix's every term for each MATCH, whatever its rowid
+// range, so that MATCH doubled the time of a short prefix (re*: 1.1 s at
+// 1,000,000 steps, 0.6 s without it; docs/performance.md).
+func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
 	sessions := conn.Prep(walkSessionsSQL)
 	defer sessions.Reset()
 	sessions.BindInt64(1, from.ns)
@@ -468,15 +476,16 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 	hits := `WITH hits (rid) AS (
 		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		  UNION ALL
-		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?4 AND ?5)
+		  SELECT -value FROM json_each(?4))
 		SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
 		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid
 		FROM hits LEFT JOIN steps st ON st.pk = hits.rid JOIN sessions s ON s.pk = coalesce(st.session_pk, -hits.rid)
-		WHERE s.pk IN (SELECT value FROM json_each(?6))` + conditions(where) + `
+		WHERE s.pk IN (SELECT value FROM json_each(?5))` + conditions(where) + `
 		ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`
 	var rows []pageRow
 	for size, more := 1, true; more && len(rows) < n; size = min(2*size, maxWalkBatch) {
 		var pks []int64
+		own := []int64{}             // the sessions whose own row matches
 		lo, hi := int64(1), int64(0) // the steps' span: empty until a session has one
 		for len(pks) < size {
 			var err error
@@ -485,7 +494,16 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 			} else if !more {
 				break
 			}
-			pks = append(pks, sessions.ColumnInt64(0))
+			pk := sessions.ColumnInt64(0)
+			pks = append(pks, pk)
+			var repo *string
+			if sessions.ColumnType(5) != sqlite.TypeNull {
+				r := sessions.ColumnText(5)
+				repo = &r
+			}
+			if MatchesText(SessionSearchText(sessions.ColumnText(3), sessions.ColumnText(4), repo), q.words, q.excluded) {
+				own = append(own, pk)
+			}
 			if l, h := sessions.ColumnInt64(1), sessions.ColumnInt64(2); l <= h {
 				if lo > hi {
 					lo, hi = l, h
@@ -501,7 +519,11 @@ func wordPage(conn *sqlite.Conn, match string, from sessionKey, where []string, 
 		if err != nil {
 			return nil, err
 		}
-		batch, err := readPage(conn, hits, append([]any{match, lo, hi, -slices.Max(pks), -slices.Min(pks), string(ids)},
+		owned, err := json.Marshal(own)
+		if err != nil {
+			return nil, err
+		}
+		batch, err := readPage(conn, hits, append([]any{match, lo, hi, string(owned), string(ids)},
 			append(slices.Clone(args), n-len(rows))...))
 		if err != nil {
 			return nil, err

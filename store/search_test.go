@@ -108,6 +108,11 @@ func TestSearchFilters(t *testing.T) {
 		{"test agent:testagent", []hitKey{{"a", 1}, {"a", 2}}},
 		{"test -failing agent:testagent", []hitKey{{"a", 2}}},
 		{"testagent", []hitKey{{"a", 0}}},
+		// A session's own row (agent, workspace root, repo): a prefix of
+		// b's root, and words of it with a word of the row excluded.
+		{"project*", []hitKey{{"b", 0}}},
+		{"project -src", []hitKey{}},
+		{"testagent -tmp", []hitKey{}},
 		{"-failing type:message", []hitKey{}},
 		{`"go test" status:ok`, []hitKey{{"b", 2}, {"a", 2}}},
 	} {

@@ -80,7 +80,7 @@ var searchQueries = []string{
 	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "workspace:billing", "workspace:/home",
 	"verdict:approved", "verdict:approved the", "owner:alice", "owner:local go", "owner:nobody",
 	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
-	"-test agent:claude-code",
+	"-test agent:claude-code", "billing -alice", "proj* -home", "alice*",
 	// malformed
 	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:maybe", "after:yesterday", "agent:", strings.Repeat("x ", 40),
 	strings.Repeat("y", 1001), "\xff",
