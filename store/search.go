@@ -89,6 +89,7 @@ type query struct {
 	hasWords bool
 	words    []SearchPhrase // the phrases of match, for the snippets and the sessions' own rows
 	excluded []SearchPhrase // the phrases of exclude
+	prefix   bool           // some phrase is a prefix (wordPage)
 }
 
 // searchFilters maps each filter to the SQL condition it adds (s is the
@@ -194,6 +195,8 @@ func parseQuery(text string) (query, error) {
 		q.args = append(q.args, arg)
 	}
 	q.match, q.exclude, q.hasWords, q.words, q.excluded = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words, pq.Excluded
+	isPrefix := func(p SearchPhrase) bool { return p.Prefix }
+	q.prefix = slices.ContainsFunc(pq.Words, isPrefix) || slices.ContainsFunc(pq.Excluded, isPrefix)
 	return q, nil
 }
 
@@ -443,9 +446,8 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 
 // walkSessionsSQL reads the sessions in page order from a cursor's
 // session (?1 its started_ns, ?2 its pk; from the first when ?3 is
-// false), with each one's span of index rows and what its own row
-// indexes (SessionSearchText).
-const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.agent_kind, s.workspace_root, s.workspace_repo
+// false), with each one's span of index rows.
+const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
 	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
 	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
 	ORDER BY s.started_ns DESC, s.pk DESC`
@@ -462,11 +464,14 @@ const maxWalkBatch = 256
 // its pk), until it has n. A common word is answered from the newest
 // session or two; a rare one costs about twice reading all its hits.
 //
-// The sessions' own rows are matched in Go (MatchesText, as PostgreSQL
-// does) on the few words each holds, not by a second MATCH of the index:
-// FTS5 merges a prefix's every term for each MATCH, whatever its rowid
-// range, so that MATCH doubled the time of a short prefix (re*: 1.1 s at
-// 1,000,000 steps, 0.6 s without it; docs/performance.md).
+// The sessions' own rows (agent, workspace, repo) are found by a second
+// MATCH of a batch's, except for a query with a prefix: FTS5 merges every
+// term of a prefix for each MATCH, whatever its rowid range, so that
+// MATCH doubled the time of a short prefix (re*: 1.1 s at 1,000,000
+// steps, 0.56 s without it). Its sessions' rows are read and matched in
+// Go (ownRows), which for other words costs more than the MATCH (a word
+// no session has: 33 against 20 ms over 11,601 sessions;
+// docs/performance.md, "One MATCH per batch of a word search").
 func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
 	sessions := conn.Prep(walkSessionsSQL)
 	defer sessions.Reset()
@@ -476,16 +481,21 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 	hits := `WITH hits (rid) AS (
 		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		  UNION ALL
-		  SELECT -value FROM json_each(?4))
+		  SELECT rowid FROM idx.search WHERE NOT ?6 AND search MATCH ?1 AND rowid BETWEEN ?4 AND ?5
+		  UNION ALL
+		  SELECT -value FROM json_each(?7))
 		SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
 		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid
 		FROM hits LEFT JOIN steps st ON st.pk = hits.rid JOIN sessions s ON s.pk = coalesce(st.session_pk, -hits.rid)
-		WHERE s.pk IN (SELECT value FROM json_each(?5))` + conditions(where) + `
+		WHERE s.pk IN (SELECT value FROM json_each(?8))` + conditions(where) + `
 		ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`
+	var own *textMatcher
+	if q.prefix {
+		own = newTextMatcher(q.words, q.excluded)
+	}
 	var rows []pageRow
 	for size, more := 1, true; more && len(rows) < n; size = min(2*size, maxWalkBatch) {
 		var pks []int64
-		own := []int64{}             // the sessions whose own row matches
 		lo, hi := int64(1), int64(0) // the steps' span: empty until a session has one
 		for len(pks) < size {
 			var err error
@@ -494,16 +504,7 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 			} else if !more {
 				break
 			}
-			pk := sessions.ColumnInt64(0)
-			pks = append(pks, pk)
-			var repo *string
-			if sessions.ColumnType(5) != sqlite.TypeNull {
-				r := sessions.ColumnText(5)
-				repo = &r
-			}
-			if MatchesText(SessionSearchText(sessions.ColumnText(3), sessions.ColumnText(4), repo), q.words, q.excluded) {
-				own = append(own, pk)
-			}
+			pks = append(pks, sessions.ColumnInt64(0))
 			if l, h := sessions.ColumnInt64(1), sessions.ColumnInt64(2); l <= h {
 				if lo > hi {
 					lo, hi = l, h
@@ -519,11 +520,13 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 		if err != nil {
 			return nil, err
 		}
-		owned, err := json.Marshal(own)
-		if err != nil {
-			return nil, err
+		owned := "[]"
+		if own != nil {
+			if owned, err = ownRows(conn, own, string(ids)); err != nil {
+				return nil, err
+			}
 		}
-		batch, err := readPage(conn, hits, append([]any{match, lo, hi, string(owned), string(ids)},
+		batch, err := readPage(conn, hits, append([]any{match, lo, hi, -slices.Max(pks), -slices.Min(pks), own != nil, owned, string(ids)},
 			append(slices.Clone(args), n-len(rows))...))
 		if err != nil {
 			return nil, err
@@ -531,6 +534,32 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 		rows = append(rows, batch...)
 	}
 	return rows, nil
+}
+
+// ownRows is the JSON array of the sessions (of the JSON array ids) whose
+// own row matches: what it indexes (SessionSearchText) matched in Go.
+func ownRows(conn *sqlite.Conn, m *textMatcher, ids string) (string, error) {
+	own := []int64{}
+	err := sqlitex.Execute(conn, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions
+		WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+		Args: []any{ids},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			var repo *string
+			if st.ColumnType(3) != sqlite.TypeNull {
+				r := st.ColumnText(3)
+				repo = &r
+			}
+			if m.matches(SessionSearchText(st.ColumnText(1), st.ColumnText(2), repo)) {
+				own = append(own, st.ColumnInt64(0))
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(own)
+	return string(b), err
 }
 
 // snippet is a hit's snippet and the byte offsets of its matches

@@ -109,10 +109,13 @@ func TestSearchFilters(t *testing.T) {
 		{"test -failing agent:testagent", []hitKey{{"a", 2}}},
 		{"testagent", []hitKey{{"a", 0}}},
 		// A session's own row (agent, workspace root, repo): a prefix of
-		// b's root, and words of it with a word of the row excluded.
+		// b's root, and words of it with a word of the row excluded, with
+		// and without a prefix (matched in Go, and by the index).
 		{"project*", []hitKey{{"b", 0}}},
+		{"project* -src", []hitKey{}},
 		{"project -src", []hitKey{}},
 		{"testagent -tmp", []hitKey{}},
+		{"testagent -tm*", []hitKey{}},
 		{"-failing type:message", []hitKey{}},
 		{`"go test" status:ok`, []hitKey{{"b", 2}, {"a", 2}}},
 	} {

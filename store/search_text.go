@@ -488,14 +488,35 @@ func (f *phraseFinder) matchAt(pos int) {
 // MatchesText tells whether a text holds every phrase of words and none of
 // excluded, as FTS5 would answer a row of it.
 func MatchesText(text string, words, excluded []SearchPhrase) bool {
-	has := make([]bool, len(words)+len(excluded))
-	f := newPhraseFinder(append(slices.Clip(words), excluded...), func(in phraseInstance) { has[in.phrase] = true })
-	eachSearchToken(text, 0, func(start, end int, folded []byte) bool {
-		f.add(text, start, end, folded, 0)
+	return newTextMatcher(words, excluded).matches(text)
+}
+
+// textMatcher is MatchesText for one query and many texts: the phrases
+// are split into terms once, and what a text needs is kept for the next.
+type textMatcher struct {
+	find  *phraseFinder
+	has   []bool // by phrase: words, then excluded
+	words int
+	text  string
+	add   func(start, end int, folded []byte) bool
+}
+
+func newTextMatcher(words, excluded []SearchPhrase) *textMatcher {
+	m := &textMatcher{has: make([]bool, len(words)+len(excluded)), words: len(words)}
+	m.find = newPhraseFinder(append(slices.Clip(words), excluded...), func(in phraseInstance) { m.has[in.phrase] = true })
+	m.add = func(start, end int, folded []byte) bool {
+		m.find.add(m.text, start, end, folded, 0)
 		return true
-	})
-	f.finish()
-	return !slices.Contains(has[:len(words)], false) && !slices.Contains(has[len(words):], true)
+	}
+	return m
+}
+
+func (m *textMatcher) matches(text string) bool {
+	clear(m.has)
+	m.find.words, m.text = 0, text
+	eachSearchToken(text, 0, m.add)
+	m.find.finish()
+	return !slices.Contains(m.has[:m.words], false) && !slices.Contains(m.has[m.words:], true)
 }
 
 // SearchSnippet is the snippet of a text a search shows for its words,
