@@ -465,13 +465,14 @@ const maxWalkBatch = 256
 // session or two; a rare one costs about twice reading all its hits.
 //
 // The sessions' own rows (agent, workspace, repo) are found by a second
-// MATCH of a batch's, except for a query with a prefix: FTS5 merges every
-// term of a prefix for each MATCH, whatever its rowid range, so that
-// MATCH doubled the time of a short prefix (re*: 1.1 s at 1,000,000
-// steps, 0.56 s without it). Its sessions' rows are read and matched in
-// Go (ownRows), which for other words costs more than the MATCH (a word
-// no session has: 33 against 20 ms over 11,601 sessions;
-// docs/performance.md, "One MATCH per batch of a word search").
+// MATCH, over the batch's session rows, except for a query with a prefix:
+// FTS5 merges every term of a prefix for each MATCH, whatever its rowid
+// range, so that MATCH doubled the time of a short prefix (re*: 1.1 s at
+// 1,000,000 steps, 0.56 s without it). Such a query's session rows are
+// read and matched in Go (ownRows), which for other words costs more than
+// the MATCH (a word no session has: 33 against 20 ms over 11,601
+// sessions; docs/performance.md, "One MATCH per batch of a prefix
+// search").
 func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
 	sessions := conn.Prep(walkSessionsSQL)
 	defer sessions.Reset()
