@@ -89,7 +89,6 @@ type query struct {
 	hasWords bool
 	words    []SearchPhrase // the phrases of match, for the snippets and the sessions' own rows
 	excluded []SearchPhrase // the phrases of exclude
-	prefix   bool           // some phrase is a prefix (wordPage)
 }
 
 // searchFilters maps each filter to the SQL condition it adds (s is the
@@ -195,8 +194,6 @@ func parseQuery(text string) (query, error) {
 		q.args = append(q.args, arg)
 	}
 	q.match, q.exclude, q.hasWords, q.words, q.excluded = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words, pq.Excluded
-	isPrefix := func(p SearchPhrase) bool { return p.Prefix }
-	q.prefix = slices.ContainsFunc(pq.Words, isPrefix) || slices.ContainsFunc(pq.Excluded, isPrefix)
 	return q, nil
 }
 
@@ -491,7 +488,8 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 		WHERE s.pk IN (SELECT value FROM json_each(?8))` + conditions(where) + `
 		ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`
 	var own *textMatcher
-	if q.prefix {
+	isPrefix := func(p SearchPhrase) bool { return p.Prefix }
+	if slices.ContainsFunc(q.words, isPrefix) || slices.ContainsFunc(q.excluded, isPrefix) {
 		own = newTextMatcher(q.words, q.excluded)
 	}
 	var rows []pageRow
@@ -538,19 +536,15 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 }
 
 // ownRows is the JSON array of the sessions (of the JSON array ids) whose
-// own row matches: what it indexes (SessionSearchText) matched in Go.
+// own row matches: the text it indexes, from the index's view, matched in
+// Go.
 func ownRows(conn *sqlite.Conn, m *textMatcher, ids string) (string, error) {
 	own := []int64{}
-	err := sqlitex.Execute(conn, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions
-		WHERE pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
+	err := sqlitex.Execute(conn, `SELECT session_pk, body FROM search_session_docs
+		WHERE session_pk IN (SELECT value FROM json_each(?))`, &sqlitex.ExecOptions{
 		Args: []any{ids},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			var repo *string
-			if st.ColumnType(3) != sqlite.TypeNull {
-				r := st.ColumnText(3)
-				repo = &r
-			}
-			if m.matches(SessionSearchText(st.ColumnText(1), st.ColumnText(2), repo)) {
+			if m.matches(st.ColumnText(1)) {
 				own = append(own, st.ColumnInt64(0))
 			}
 			return nil
