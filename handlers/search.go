@@ -90,7 +90,7 @@ func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			render(w, r, log, http.StatusBadRequest, views.Search(p))
 			return
 		}
-		p.Searched = true
+		p.Searched, p.Partial, p.Budget = true, res.Partial, store.SearchBudget.String()
 		p.Groups = searchGroups(res.Hits)
 		if res.Next != "" {
 			p.NextHref = "/search?" + url.Values{"q": {p.Query}, "after": {res.Next}}.Encode()

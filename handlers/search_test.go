@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/agentreview/service/store"
@@ -131,5 +133,63 @@ func TestSearchPagePages(t *testing.T) {
 	doc = mustDocument(t, s, next)
 	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 10 || doc.Find(`[data-testid="search-more"]`).Length() != 0 {
 		t.Errorf("second page = %d hits; want the last 10 and no link", n)
+	}
+}
+
+// A search that runs out of time (store.SearchBudget): each page here
+// stops after its first session, and says so. The API marks the page
+// partial with a cursor to go on, the page tells that older sessions were
+// not searched and links to them, and following the links finds every
+// hit. A search that found nothing in its time is 400 on both, saying so.
+func TestSearchOutOfTime(t *testing.T) {
+	s := newTestService(t)
+	for i, id := range []string{"a", "b", "c"} {
+		b := newBatch(id)
+		b["session"].(obj)["started_at"] = fmt.Sprintf("2026-01-0%dT10:00:00Z", i+1)
+		s.mustPush(b, http.StatusCreated)
+	}
+	defer func(budget time.Duration) { store.SearchClock, store.SearchBudget = time.Now, budget }(store.SearchBudget)
+	store.SearchClock = func() time.Time { return time.Now().Add(2 * store.SearchBudget) }
+
+	var res store.SearchResult
+	rec := s.get("/api/search?q=test")
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET /api/search = %d %s", rec.Code, rec.Body)
+	}
+	if !res.Partial || res.Next == "" || len(res.Hits) == 0 || res.Hits[len(res.Hits)-1].SessionID != "c" || !strings.Contains(rec.Body.String(), `"partial":true`) {
+		t.Errorf("GET /api/search = %s; want the newest session's hits, partial and a next", rec.Body)
+	}
+
+	var sessions []string
+	href := "/search?q=test"
+	for range 10 {
+		doc := mustDocument(t, s, href)
+		doc.Find(`[data-testid="search-group"]`).Each(func(_ int, g *goquery.Selection) {
+			sessions = append(sessions, g.AttrOr("data-session-id", ""))
+		})
+		more := doc.Find(`[data-testid="search-more"]`)
+		partial := doc.Find(`[data-testid="search-partial"]`)
+		if more.Length() == 0 {
+			break
+		}
+		if !strings.Contains(partial.Text(), "stopped after 5s") || strings.TrimSpace(more.Text()) != "Search older sessions →" {
+			t.Errorf("page %s says %q and links %q; want that it stopped after 5s, and a link to older sessions", href, partial.Text(), more.Text())
+		}
+		href = more.AttrOr("href", "")
+	}
+	if want := []string{"c", "b", "a"}; !slices.Equal(sessions, want) {
+		t.Errorf("pages that stop at each session showed %v; want %v", sessions, want)
+	}
+
+	store.SearchClock = time.Now
+	store.SearchBudget = time.Nanosecond
+	rec = s.get("/api/search?q=test")
+	if e := decodeError(t, rec); rec.Code != http.StatusBadRequest || e.Error != "invalid search query" || len(e.Details) == 0 || !strings.Contains(e.Details[0].Message, "took longer than 1ns") {
+		t.Errorf("GET /api/search with no time = %d %s; want 400 saying it took too long", rec.Code, rec.Body)
+	}
+	rec = s.get("/search?q=test")
+	doc, _ := goquery.NewDocumentFromReader(rec.Body)
+	if p := doc.Find(`[data-testid="search-problem"]`).Text(); rec.Code != http.StatusBadRequest || !strings.Contains(p, "took longer than 1ns") {
+		t.Errorf("GET /search with no time = %d, %q; want 400 saying it took too long", rec.Code, p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,9 +49,34 @@ type SearchHit struct {
 
 // SearchResult is a page of hits, newest session first and in step order
 // within a session; Next is the cursor of the next page, empty at the end.
+// Partial says the page stopped at the search's time limit (SearchBudget)
+// before it was full: Next then goes on from where it stopped.
 type SearchResult struct {
-	Hits []SearchHit `json:"hits"`
-	Next string      `json:"next,omitempty"`
+	Hits    []SearchHit `json:"hits"`
+	Next    string      `json:"next,omitempty"`
+	Partial bool        `json:"partial,omitempty"`
+}
+
+// SearchBudget is how long a page of a search may look for hits. A query
+// whose words match so many index terms that it takes longer must not
+// hold a core that long (32 short prefixes at 1,000,000 steps ran until
+// busyLimit ended them, a 500 after 15 s): a page stops at the budget
+// with the hits of the sessions it has searched, Partial and a Next that
+// goes on from there, or, when it searched no session in that time, fails
+// with an *InvalidError that says so. A variable so that tests can change
+// it.
+var SearchBudget = 5 * time.Second
+
+// SearchClock is the clock a walk checks its deadline with between two
+// batches of sessions (wordPage): tests move it on, so that a walk stops
+// after its first batch.
+var SearchClock = time.Now
+
+// TooSlowError is the error of a search that searched no session in its
+// budget (SQLite) or did not finish in it (PostgreSQL).
+func TooSlowError() error {
+	return newInvalidSearch([]Problem{{Path: "q", Message: fmt.Sprintf("took longer than %s to search and was stopped: "+
+		"use fewer words, longer prefixes (auth* rather than a*) or filters", SearchBudget)}})
 }
 
 // ParsedQuery is a search query as ParseQuery read it, in a form every
@@ -321,13 +347,16 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	}
 	limit = min(limit, MaxSearchLimit)
 	where, args := q.where, q.args
-	var from sessionKey
+	var from *sessionKey // the walk's first session (wordPage); nil: the newest
 	if sq.After != "" {
 		ns, spk, seq, err := ParseSearchCursor(sq.After)
 		if err != nil {
 			return res, err // its message is the answer's, as List's
 		}
-		from = sessionKey{ns, spk}
+		from = &sessionKey{ns, spk}
+		if seq == wholeSession {
+			from.pk-- // the walk starts after the cursor's session: as pk <= pk-1
+		}
 		where = append(where, afterCursor)
 		args = append(args, ns, spk, ns, spk, seq)
 	}
@@ -340,13 +369,28 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 	}
 
 	var rows []pageRow
+	var stopped *sessionKey // the last session searched, when the page stopped at its budget
 	titles := map[int64]string{}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
+		// The walk is interrupted at the budget's end (and when ctx ends);
+		// what comes after it, the snippets and titles of the hits found,
+		// is not.
+		walk, cancel := context.WithTimeout(ctx, SearchBudget)
+		defer cancel()
+		old := conn.SetInterrupt(walk.Done())
+		var searched *sessionKey
 		var err error
 		if q.hasWords {
-			rows, err = wordPage(conn, match, q, from, where, args, limit+1)
+			rows, searched, err = wordPage(conn, match, q, from, where, args, limit+1, time.Now().Add(SearchBudget))
 		} else {
 			rows, err = readPage(conn, filterPageSQL(where), append(args, limit+1))
+		}
+		conn.SetInterrupt(old)
+		if sqlite.ErrCode(err) == sqlite.ResultInterrupt && ctx.Err() == nil {
+			if searched == nil {
+				return TooSlowError()
+			}
+			stopped, err = searched, nil
 		}
 		if err != nil {
 			return err
@@ -385,6 +429,8 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		res.Hits = res.Hits[:limit]
 		r := rows[limit-1]
 		res.Next = SearchCursor(r.ns, r.pk, r.hit.Seq)
+	} else if stopped != nil {
+		res.Next, res.Partial = SearchCursor(stopped.ns, stopped.pk, wholeSession), true
 	}
 	return res, nil
 }
@@ -417,6 +463,10 @@ type pageRow struct {
 	ns, pk, rid int64
 }
 
+// wholeSession is the seq of the cursor of a page that stopped at its
+// budget (Partial): every row of its session was searched.
+const wholeSession = math.MaxInt64
+
 // sessionKey is where a session sorts: newest start first, then by pk
 // from the highest; the zero key is before every session.
 type sessionKey struct{ ns, pk int64 }
@@ -444,7 +494,7 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 // walkSessionsSQL reads the sessions in page order from a cursor's
 // session (?1 its started_ns, ?2 its pk; from the first when ?3 is
 // false), with each one's span of index rows.
-const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1)
+const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.started_ns
 	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
 	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
 	ORDER BY s.started_ns DESC, s.pk DESC`
@@ -461,6 +511,11 @@ const maxWalkBatch = 256
 // its pk), until it has n. A common word is answered from the newest
 // session or two; a rare one costs about twice reading all its hits.
 //
+// The walk stops at the deadline, between two batches, or when the
+// connection is interrupted (Search, SearchBudget) during one: it then
+// returns the hits of the batches it finished and the last session of
+// those (nil when it finished none), with the interrupt's error.
+//
 // The sessions' own rows (agent, workspace, repo) are found by a second
 // MATCH, over the batch's session rows, except for a query with a prefix:
 // FTS5 merges every term of a prefix for each MATCH, whatever its rowid
@@ -470,12 +525,14 @@ const maxWalkBatch = 256
 // the MATCH (a word no session has: 33 against 20 ms over 11,601
 // sessions; docs/performance.md, "One MATCH per batch of a prefix
 // search").
-func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where []string, args []any, n int) ([]pageRow, error) {
+func wordPage(conn *sqlite.Conn, match string, q query, from *sessionKey, where []string, args []any, n int, deadline time.Time) (rows []pageRow, searched *sessionKey, err error) {
 	sessions := conn.Prep(walkSessionsSQL)
 	defer sessions.Reset()
-	sessions.BindInt64(1, from.ns)
-	sessions.BindInt64(2, from.pk)
-	sessions.BindBool(3, from.pk != 0)
+	if from != nil {
+		sessions.BindInt64(1, from.ns)
+		sessions.BindInt64(2, from.pk)
+	}
+	sessions.BindBool(3, from != nil)
 	hits := `WITH hits (rid) AS (
 		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		  UNION ALL
@@ -492,18 +549,21 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 	if slices.ContainsFunc(q.words, isPrefix) || slices.ContainsFunc(q.excluded, isPrefix) {
 		own = newTextMatcher(q.words, q.excluded)
 	}
-	var rows []pageRow
 	for size, more := 1, true; more && len(rows) < n; size = min(2*size, maxWalkBatch) {
+		if searched != nil && !SearchClock().Before(deadline) {
+			return rows, searched, sqlite.ResultInterrupt.ToError()
+		}
 		var pks []int64
+		var last sessionKey
 		lo, hi := int64(1), int64(0) // the steps' span: empty until a session has one
 		for len(pks) < size {
-			var err error
 			if more, err = sessions.Step(); err != nil {
-				return nil, err
+				return rows, searched, err
 			} else if !more {
 				break
 			}
-			pks = append(pks, sessions.ColumnInt64(0))
+			last = sessionKey{sessions.ColumnInt64(3), sessions.ColumnInt64(0)}
+			pks = append(pks, last.pk)
 			if l, h := sessions.ColumnInt64(1), sessions.ColumnInt64(2); l <= h {
 				if lo > hi {
 					lo, hi = l, h
@@ -517,22 +577,22 @@ func wordPage(conn *sqlite.Conn, match string, q query, from sessionKey, where [
 		}
 		ids, err := json.Marshal(pks)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		owned := "[]"
 		if own != nil {
 			if owned, err = ownRows(conn, own, string(ids)); err != nil {
-				return nil, err
+				return rows, searched, err
 			}
 		}
 		batch, err := readPage(conn, hits, append([]any{match, lo, hi, -slices.Max(pks), -slices.Min(pks), own != nil, owned, string(ids)},
 			append(slices.Clone(args), n-len(rows))...))
 		if err != nil {
-			return nil, err
+			return rows, searched, err
 		}
-		rows = append(rows, batch...)
+		rows, searched = append(rows, batch...), &last
 	}
-	return rows, nil
+	return rows, searched, nil
 }
 
 // ownRows is the JSON array of the sessions (of the JSON array ids) whose

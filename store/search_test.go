@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
@@ -375,5 +376,85 @@ func TestSearchOwnerFilter(t *testing.T) {
 	}
 	if got := len(mustSearch(t, s, "owner:"+store.OwnerLocal).Hits); got != 10 {
 		t.Errorf("Search(owner:%s) = %d hits; want the 10 steps of own-a and own-c", store.OwnerLocal, got)
+	}
+}
+
+// searchAll follows a query's Next cursors to its end and returns every
+// hit and how many of the pages were partial.
+func searchAll(t *testing.T, s *store.Store, q string, limit int) (hits []hitKey, partial int) {
+	t.Helper()
+	after := ""
+	for range 100 {
+		r, err := s.Search(context.Background(), store.SearchQuery{Q: q, Limit: limit, After: after})
+		if err != nil {
+			t.Fatalf("Search(%s, after %q) = %v", q, after, err)
+		}
+		hits = append(hits, hitKeys(r)...)
+		if r.Partial {
+			partial++
+			if r.Next == "" {
+				t.Fatalf("Search(%s, after %q) is partial with no Next", q, after)
+			}
+		}
+		if after = r.Next; after == "" {
+			return hits, partial
+		}
+	}
+	t.Fatalf("Search(%s) gave 100 pages and a Next", q)
+	return nil, 0
+}
+
+// A page that runs out of its time stops with the hits of the sessions it
+// searched, Partial, and a Next from which the pages go on to find every
+// hit a search with time to spare finds, in the same order; each walk here
+// searches one session (its first batch) before its clock is past the
+// budget. A search that searched no session in its budget is refused with
+// a message that says so, and the store answers the next search.
+func TestSearchStopsAtItsBudget(t *testing.T) {
+	s := mustOpen(t)
+	days := []string{"2026-01-05", "2026-01-09", "2026-01-01", "2026-01-09", "2026-01-03"}
+	for i, day := range days {
+		b := newBatch(fmt.Sprintf("budget%d", i))
+		set(b, "session.started_at", day+"T00:00:00Z")
+		if i != 2 { // one session without the word: a batch with no hit
+			set(b, "steps[1].payload.stdout", "budgetword")
+			set(b, "steps[3].payload.path", "/src/budgetword.go")
+		}
+		mustApply(t, s, b)
+	}
+	queries := []string{"budgetword", "budgetw*", `"budgetword go"`, "budgetword type:read"}
+	want := map[string][]hitKey{}
+	for _, q := range queries {
+		if want[q], _ = searchAll(t, s, q, 50); len(want[q]) == 0 {
+			t.Fatalf("Search(%s) found nothing", q)
+		}
+	}
+	budget := store.SearchBudget
+	defer func() { store.SearchClock, store.SearchBudget = time.Now, budget }()
+	store.SearchClock = func() time.Time { return time.Now().Add(2 * store.SearchBudget) }
+	for _, q := range queries {
+		for _, limit := range []int{1, 50} {
+			got, partial := searchAll(t, s, q, limit)
+			if !reflect.DeepEqual(got, want[q]) {
+				t.Errorf("Search(%s, limit %d) stopping at each batch found %v; want %v", q, limit, got, want[q])
+			}
+			if limit == 50 && partial < len(days)-1 {
+				t.Errorf("Search(%s) stopping at each batch gave %d partial pages; want one a session but the last", q, partial)
+			}
+		}
+	}
+	store.SearchClock = time.Now
+
+	store.SearchBudget = time.Nanosecond
+	for _, q := range []string{"budgetword", "type:read"} {
+		_, err := s.Search(context.Background(), store.SearchQuery{Q: q})
+		var inv *store.InvalidError
+		if !errors.As(err, &inv) || len(inv.Problems) == 0 || !strings.Contains(inv.Problems[0].Message, "took longer than 1ns") {
+			t.Errorf("Search(%s) with no time = %v; want an InvalidError saying it took too long", q, err)
+		}
+	}
+	store.SearchBudget = budget
+	if got, _ := searchAll(t, s, "budgetword", 50); !reflect.DeepEqual(got, want["budgetword"]) {
+		t.Errorf("Search(budgetword) after a stopped search = %v; want %v", got, want["budgetword"])
 	}
 }

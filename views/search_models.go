@@ -8,6 +8,8 @@ type SearchPage struct {
 	Searched bool   // a query ran (the page without q shows only the help)
 	Groups   []SearchGroup
 	NextHref string // the next page of hits; empty at the end
+	Partial  bool   // the search stopped at its time limit, Budget, before the page was full
+	Budget   string
 	Demo     bool
 }
 

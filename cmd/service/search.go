@@ -10,11 +10,12 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// SearchCmd is `service search QUERY [--json] [--limit N] [--db PATH]`.
+// SearchCmd is `service search QUERY [--json] [--limit N] [--after CURSOR] [--db PATH]`.
 type SearchCmd struct {
 	Query string `arg:"" help:"What to find: words, \"phrases\", prefix*, -excluded, and filters such as agent:claude-code type:command status:failed path:handlers/ after:2026-11-01."`
 	JSON  bool   `help:"Print the hits as GET /api/search answers them."`
 	Limit int    `help:"At most this many hits." default:"50"`
+	After string `help:"Go on after an earlier page: the cursor it printed." placeholder:"CURSOR"`
 	DB    string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
 
@@ -25,7 +26,7 @@ func (c *SearchCmd) Run(e *env) error {
 		return err
 	}
 	defer st.Close()
-	res, err := st.Search(e.ctx, store.SearchQuery{Q: c.Query, Limit: c.Limit})
+	res, err := st.Search(e.ctx, store.SearchQuery{Q: c.Query, Limit: c.Limit, After: c.After})
 	if err != nil {
 		if inv, ok := errors.AsType[*store.InvalidError](err); ok {
 			return fmt.Errorf("search query: %s", inv.Problems[0].Message)
@@ -40,7 +41,7 @@ func (c *SearchCmd) Run(e *env) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 		return err
 	}
-	if len(res.Hits) == 0 {
+	if len(res.Hits) == 0 && !res.Partial {
 		fmt.Fprintln(e.stdout, "no hits")
 		return nil
 	}
@@ -52,8 +53,11 @@ func (c *SearchCmd) Run(e *env) error {
 		}
 		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, h.Type, terminalSafe(h.Status), terminalSafe(h.Snippet))
 	}
-	if res.Next != "" {
-		fmt.Fprintf(e.stdout, "(first %d hits; narrow the query or raise --limit)\n", len(res.Hits))
+	switch {
+	case res.Partial:
+		fmt.Fprintf(e.stdout, "(%d hits: the search stopped after %s, before the older sessions; go on with --after %s)\n", len(res.Hits), store.SearchBudget, res.Next)
+	case res.Next != "":
+		fmt.Fprintf(e.stdout, "(first %d hits; narrow the query, raise --limit or go on with --after %s)\n", len(res.Hits), res.Next)
 	}
 	return nil
 }

@@ -55,8 +55,27 @@ func TestSearchCommandBesideServer(t *testing.T) {
 		t.Errorf("service search with a malformed query = %v\n%s\nwant a failure naming the problem", err, out)
 	}
 
+	// A second session with the word: --limit 1 prints the cursor, and
+	// --after it gives the other hit.
+	body = bytes.Replace(batchJSON("s2", 1), []byte(`"stdout":"`), []byte(`"stdout":"panic again `), 1)
+	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {
+		t.Fatalf("push = %d %s %v; want 201", code, out, err)
+	}
+	out, err = run("search", "panic", "--limit", "1", "--db", db)
+	_, cursor, _ := strings.Cut(out, "go on with --after ")
+	cursor, _, _ = strings.Cut(cursor, ")")
+	if err != nil || strings.Count(out, "#1 command") != 1 || cursor == "" {
+		t.Fatalf("service search --limit 1 = %v\n%s\nwant one hit and a cursor to go on with", err, out)
+	}
+	more, err := run("search", "panic", "--limit", "1", "--after", cursor, "--db", db)
+	first, _, _ := strings.Cut(out, " ")
+	second, _, _ := strings.Cut(more, " ")
+	if err != nil || strings.Count(more, "#1 command") != 1 || strings.Contains(more, "--after") || first == second {
+		t.Errorf("service search --after %s = %v\n%s\nwant the other session's hit and no cursor (first page: %s)", cursor, err, more, out)
+	}
+
 	out, err = run("reindex", "--db", db)
-	if err != nil || !strings.Contains(out, "search index rebuilt: 2 sessions and steps") {
+	if err != nil || !strings.Contains(out, "search index rebuilt: 4 sessions and steps") {
 		t.Errorf("service reindex = %v\n%s", err, out)
 	}
 	if out, err := run("search", "panic", "--db", db); err != nil || !strings.Contains(out, "#1 command") {

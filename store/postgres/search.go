@@ -165,6 +165,13 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		rareBase += conditions(q.where)
 	}
 
+	// A page may take SearchBudget, as SQLite's walk; pgx cancels the
+	// running statement when it is over. PostgreSQL's plan has no place
+	// to stop part way and go on later, so such a search fails
+	// (TooSlowError) where SQLite's may return a partial page.
+	caller := ctx
+	ctx, cancel := context.WithTimeout(caller, store.SearchBudget)
+	defer cancel()
 	var hits []searchRow
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		// pgx prepares each statement once per connection, and from its
@@ -207,6 +214,9 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		}
 		return searchTitles(ctx, tx, hits)
 	})
+	if err != nil && ctx.Err() != nil && caller.Err() == nil {
+		err = store.TooSlowError()
+	}
 	if err != nil {
 		return store.SearchResult{}, fmt.Errorf("store: search: %w", err)
 	}

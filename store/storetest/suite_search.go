@@ -234,6 +234,21 @@ func testSearchRefused(t *testing.T, s store.Backend) {
 	if _, err := s.Search(bg, store.SearchQuery{Q: "test", After: "nope"}); !errors.Is(err, store.ErrBadCursor) {
 		t.Errorf("Search(after=nope) = %v; want ErrBadCursor", err)
 	}
+	// A search that found nothing in its time (store.SearchBudget) is
+	// refused as too slow, and the next search is answered.
+	defer func(budget time.Duration) { store.SearchBudget = budget }(store.SearchBudget)
+	store.SearchBudget = time.Nanosecond
+	for _, q := range []string{"test", "tes*", "type:command"} {
+		_, err := s.Search(bg, store.SearchQuery{Q: q})
+		var inv *store.InvalidError
+		if !errors.As(err, &inv) || len(inv.Problems) == 0 || !strings.Contains(inv.Problems[0].Message, "took longer than 1ns") {
+			t.Errorf("Search(%s) with no time = %v; want an InvalidError saying it took too long", q, err)
+		}
+	}
+	store.SearchBudget = 5 * time.Second
+	if r := mustSearch(t, s, store.SearchQuery{Q: "type:command"}); len(r.Hits) == 0 {
+		t.Errorf("Search(type:command) after a search out of time found nothing")
+	}
 }
 
 // Pages of hits, followed by Next, are the hits of one page, in order.
