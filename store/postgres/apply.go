@@ -71,10 +71,13 @@ func applyBatch(ctx context.Context, tx pgx.Tx, b *store.Batch) (store.ApplyResu
 		return res, &store.DeletedError{SessionID: b.Session.ID}
 	}
 	var stored store.RefLookup
+	var groups map[string]storedStep
 	if pk != 0 {
-		if stored, err = loadRefs(ctx, tx, pk, b); err != nil {
+		refs, err := loadRefs(ctx, tx, pk, b)
+		if err != nil {
 			return res, err
 		}
+		stored, groups = refs, refs.groups
 	}
 	if err := store.CheckReferences(stored, b); err != nil {
 		return res, err
@@ -83,7 +86,7 @@ func applyBatch(ctx context.Context, tx pgx.Tx, b *store.Batch) (store.ApplyResu
 		return res, err
 	}
 	res.Created = pk == 0
-	res.Changed, res.StepsWritten, err = applyRecords(ctx, tx, pk, b)
+	res.Changed, res.StepsWritten, err = applyRecords(ctx, tx, pk, b, groups)
 	return res, err
 }
 
@@ -95,6 +98,7 @@ type pgRefs struct {
 	actors   map[string]bool
 	turns    map[string]bool
 	seqs     map[int64]string
+	groups   map[string]storedStep // by step id: the batch's steps already stored
 }
 
 func (r *pgRefs) Segment(i int64) (bool, error)       { return r.segments[i], nil }
@@ -106,7 +110,7 @@ func (r *pgRefs) SeqHolder(seq int64) (string, error) { return r.seqs[seq], nil 
 // names the stored session pk has.
 func loadRefs(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (*pgRefs, error) {
 	var segments, seqs []int64
-	var actors, turns []string
+	var actors, turns, ids []string
 	for _, a := range b.Actors {
 		if a.ParentID != "" {
 			actors = append(actors, a.ParentID)
@@ -117,9 +121,10 @@ func loadRefs(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (*pgRefs
 	}
 	for _, st := range b.Steps {
 		segments, actors, turns = append(segments, st.SegmentIndex), append(actors, st.ActorID), append(turns, st.TurnID)
-		seqs = append(seqs, st.Seq)
+		seqs, ids = append(seqs, st.Seq), append(ids, st.ID)
 	}
-	r := &pgRefs{segments: map[int64]bool{}, actors: map[string]bool{}, turns: map[string]bool{}, seqs: map[int64]string{}}
+	r := &pgRefs{segments: map[int64]bool{}, actors: map[string]bool{}, turns: map[string]bool{}, seqs: map[int64]string{},
+		groups: map[string]storedStep{}}
 	var q pgx.Batch
 	q.Queue(`SELECT idx FROM segments WHERE session_pk = $1 AND idx = ANY($2)`, pk, segments).Query(func(rows pgx.Rows) error {
 		var i int64
@@ -142,12 +147,23 @@ func loadRefs(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (*pgRefs
 		_, err := pgx.ForEachRow(rows, []any{&seq, &id}, func() error { r.seqs[seq] = id; return nil })
 		return err
 	})
+	q.Queue(`SELECT id, type, outcome = 'failed', content_status = 'reference_only', flag_count FROM steps
+		WHERE session_pk = $1 AND id = ANY($2)`, pk, ids).Query(func(rows pgx.Rows) error {
+		var id string
+		var g storedStep
+		_, err := pgx.ForEachRow(rows, []any{&id, &g.group.typ, &g.group.failed, &g.group.referenceOnly, &g.flags},
+			func() error { r.groups[id] = g; return nil })
+		return err
+	})
 	return r, tx.SendBatch(ctx, &q).Close()
 }
 
 // applyRecords upserts the session and its records, stamping the session
 // only if some row actually changed; written counts the steps that did.
-func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (changed bool, written int, err error) {
+// stored has the groups of the batch's steps already stored (loadRefs),
+// for the session's step counts (tallies): a batch names each step once
+// (CheckReferences), so that is each step's group before its upsert.
+func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch, stored map[string]storedStep) (changed bool, written int, err error) {
 	stamp, err := nextStamp(ctx, tx)
 	if err != nil {
 		return false, 0, err
@@ -176,14 +192,20 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (cha
 	for i := range b.Turns {
 		queueTurn(&q, pk, &b.Turns[i], stamp).Exec(upserted)
 	}
+	counts := tallies{}
 	for i := range b.Steps {
-		qq, err := queueStep(&q, pk, &b.Steps[i], stamp)
+		st := &b.Steps[i]
+		qq, err := queueStep(&q, pk, st, stamp)
 		if err != nil {
 			return false, 0, err
 		}
 		qq.Exec(func(cmd pgconn.CommandTag) error {
 			if cmd.RowsAffected() > 0 {
 				written++
+				if g, ok := stored[st.ID]; ok { // the step leaves the group it was counted in
+					counts.add(g.group, -1, -g.flags)
+				}
+				counts.add(tallyGroup{st.Type, st.Outcome == "failed", st.ContentStatus == "reference_only"}, 1, int64(len(st.Flags)))
 			}
 			return upserted(cmd)
 		})
@@ -196,6 +218,9 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch) (cha
 		return false, 0, err
 	}
 	if err := writeUsageHours(ctx, tx, pk, hours, removed); err != nil {
+		return false, 0, err
+	}
+	if err := counts.write(ctx, tx, pk); err != nil {
 		return false, 0, err
 	}
 	if changed = changed || removed; !changed {
@@ -312,6 +337,59 @@ const upsertStepSQL = `INSERT INTO steps AS t (session_pk, id, seq, segment_inde
 	       excluded.type, excluded.decision, excluded.outcome, excluded.content_status, excluded.role,
 	       excluded.error, excluded.channels, excluded.flags, excluded.payload, excluded.stdout,
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
+
+// tallies is what a batch adds to its session's step counts (migration
+// 008, step_tallies), by group: how many steps and flags.
+type tallies map[tallyGroup]*[2]int64
+
+// tallyGroup is a group of steps the list counts (store.StepCount).
+type tallyGroup struct {
+	typ                   string
+	failed, referenceOnly bool
+}
+
+// storedStep is the group a stored step is counted in, and its flags.
+type storedStep struct {
+	group tallyGroup
+	flags int64
+}
+
+// add counts steps steps (-1: one leaves the group) with flags flags.
+func (t tallies) add(g tallyGroup, steps, flags int64) {
+	if t[g] == nil {
+		t[g] = new([2]int64)
+	}
+	t[g][0] += steps
+	t[g][1] += flags
+}
+
+// write adds the counts to step_tallies and drops the groups left empty.
+func (t tallies) write(ctx context.Context, tx pgx.Tx, pk int64) error {
+	var types []string
+	var failed, refer []bool
+	var steps, flags []int64
+	emptied := false
+	for g, n := range t {
+		if n[0] == 0 && n[1] == 0 {
+			continue
+		}
+		types, failed, refer = append(types, g.typ), append(failed, g.failed), append(refer, g.referenceOnly)
+		steps, flags = append(steps, n[0]), append(flags, n[1])
+		emptied = emptied || n[0] < 0
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO step_tallies AS t (session_pk, type, failed, reference_only, steps, flags)
+		SELECT $1, * FROM unnest($2::text[], $3::boolean[], $4::boolean[], $5::bigint[], $6::bigint[])
+		ON CONFLICT (session_pk, type, failed, reference_only) DO UPDATE
+		  SET steps = t.steps + excluded.steps, flags = t.flags + excluded.flags`,
+		pk, types, failed, refer, steps, flags)
+	if err == nil && emptied {
+		_, err = tx.Exec(ctx, `DELETE FROM step_tallies WHERE session_pk = $1 AND steps = 0`, pk)
+	}
+	return err
+}
 
 func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.QueuedQuery, error) {
 	r, err := store.SplitStep(st)

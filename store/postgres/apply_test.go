@@ -77,7 +77,7 @@ func gen(sid string, push, n int) *store.Batch { return storetest.Batch(sid, pus
 func snapshot(t testing.TB, s *Store) string {
 	t.Helper()
 	var b strings.Builder
-	for _, table := range []string{"clock", "sessions", "segments", "actors", "turns", "steps", "tombstones", "notes", "usage_records", "usage_hours"} {
+	for _, table := range []string{"clock", "sessions", "segments", "actors", "turns", "steps", "tombstones", "notes", "usage_records", "usage_hours", "step_tallies"} {
 		var rows string
 		err := s.pool.QueryRow(context.Background(),
 			`SELECT coalesce(string_agg(x::text, E'\n' ORDER BY x::text), '') FROM `+table+` x`).Scan(&rows)

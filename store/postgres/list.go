@@ -144,10 +144,11 @@ func (r pgSummaries) ReadSessions(pks []int64, found func(pk int64, o store.Sess
 	return rows.Err()
 }
 
+// CountSteps reads the counts Apply keeps (migration 008, step_tallies),
+// a few rows a session, not its steps.
 func (r pgSummaries) CountSteps(pks []int64, add func(pk int64, c store.StepCount)) error {
-	rows, _ := r.tx.Query(r.ctx, `SELECT session_pk, type, outcome = 'failed', content_status = 'reference_only',
-		  count(*), sum(flag_count)
-		FROM steps WHERE session_pk = ANY($1) GROUP BY 1, 2, 3, 4`, pks)
+	rows, _ := r.tx.Query(r.ctx, `SELECT session_pk, type, failed, reference_only, steps, flags
+		FROM step_tallies WHERE session_pk = ANY($1)`, pks)
 	var (
 		pk int64
 		c  store.StepCount

@@ -49,6 +49,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
+	// PostgreSQL compiles a query whose estimated cost is high (the list's
+	// summaries of every session: a subquery per session) with JIT, and
+	// the compiling took 335 of the 366 ms of that query at 1,000,000
+	// steps; every query here reads few rows by an index, so it is off,
+	// unless the DSN sets jit (docs/performance.md, "Counts kept").
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open postgres: %w", err)

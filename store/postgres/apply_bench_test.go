@@ -1,0 +1,28 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentreview/service/store/storetest"
+)
+
+// BenchmarkApply5000 is a push of 5,000 new steps to a live session, as
+// the team server's ingest writes it: each op is the next push of the
+// same session.
+func BenchmarkApply5000(b *testing.B) {
+	s := mustOpen(b)
+	ctx := context.Background()
+	const n = 5000
+	push := 0
+	for b.Loop() {
+		b.StopTimer()
+		batch := storetest.Batch("live", push, n)
+		push++
+		b.StartTimer()
+		if _, err := s.Apply(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/step")
+}
