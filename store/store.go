@@ -253,7 +253,14 @@ func loadSchema() (sqlitemigration.Schema, error) {
 
 // prepareConn sets what every connection needs: the search views' SQL
 // functions (registerSearchText), and the search index's file (index)
-// attached as schema idx with the same settings.
+// attached as schema idx with the same settings. SQLite's temporary
+// files stay in memory (temp_store): statement journals hold the pages a
+// statement changes as they were, so a delete wrote the text it overwrote
+// to an unlinked file in /var/tmp, whose disk blocks keep it, and an
+// import wrote 295 MB of them for the 96 MB corpus; temporary tables hold
+// the indexed text an Apply replaces. In memory, a delete of the 210 MB
+// transcript's session and its import grew by 1 MB at most
+// (docs/performance.md, "Temporary files in memory").
 // synchronous=NORMAL is durable against a crash of any process in WAL
 // mode; only a power loss can lose the last commits. The first connection of a process sets the
 // index file to WAL mode; Open holds the setup lock then (setuplock.go).
@@ -264,7 +271,7 @@ func prepareConn(conn *sqlite.Conn, index string) error {
 	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
 		return fmt.Errorf("attach %s: %w", index, err)
 	}
-	for _, pragma := range []string{"foreign_keys = ON", "secure_delete = ON", "synchronous = NORMAL",
+	for _, pragma := range []string{"foreign_keys = ON", "secure_delete = ON", "synchronous = NORMAL", "temp_store = MEMORY",
 		"idx.journal_mode = WAL", "idx.secure_delete = ON", "idx.synchronous = NORMAL"} {
 		if err := sqlitex.ExecuteTransient(conn, "PRAGMA "+pragma, nil); err != nil {
 			return fmt.Errorf("PRAGMA %s: %w", pragma, err)
