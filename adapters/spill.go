@@ -1,6 +1,9 @@
 package adapters
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,9 +18,15 @@ import (
 // a temporary file that is already unlinked, so nothing is left behind
 // whatever happens to the process (the file is private to it, mode 0600).
 // A step is written once (Put) and read back when its batch is built
-// (Get), in a compact encoding that keeps every field exactly.
+// (Get), in a compact encoding that keeps every field exactly. The file
+// holds them encrypted (AES in counter mode) with a key made for the
+// spill and kept only in memory: the blocks an unlinked file leaves on
+// disk would otherwise keep the session's text after it is deleted from
+// the store.
 type Spill struct {
 	f       *os.File
+	key     cipher.Block
+	nonce   [8]byte
 	size    int64  // the bytes put, written or pending
 	written int64  // the bytes in the file; pending follow them
 	pending []byte // steps put but not yet written: one write per spillWrite bytes
@@ -44,7 +53,26 @@ func NewSpill() (*Spill, error) {
 		f.Close()
 		return nil, fmt.Errorf("spill: %w", err)
 	}
-	return &Spill{f: f}, nil
+	s := &Spill{f: f}
+	var key [16]byte
+	rand.Read(key[:])
+	rand.Read(s.nonce[:])
+	s.key, _ = aes.NewCipher(key[:]) // a 16-byte key is always valid
+	return s, nil
+}
+
+// crypt encrypts or decrypts b, the bytes of the file from off on, in
+// place: counter mode, so any stretch is read alone.
+func (s *Spill) crypt(b []byte, off int64) {
+	var iv [aes.BlockSize]byte
+	copy(iv[:], s.nonce[:])
+	binary.BigEndian.PutUint64(iv[8:], uint64(off/aes.BlockSize))
+	stream := cipher.NewCTR(s.key, iv[:])
+	if skip := off % aes.BlockSize; skip > 0 {
+		var pad [aes.BlockSize]byte
+		stream.XORKeyStream(pad[:skip], pad[:skip])
+	}
+	stream.XORKeyStream(b, b)
 }
 
 // get reads a step back.
@@ -59,6 +87,7 @@ func (s *Spill) get(ref spillRef) (store.Step, error) {
 	if _, err := s.f.ReadAt(b, ref.Off); err != nil && !(err == io.EOF && int64(len(b)) == s.size-ref.Off) {
 		return store.Step{}, fmt.Errorf("spill: %w", err)
 	}
+	s.crypt(b, ref.Off)
 	d := decoder{b: b}
 	st := d.step()
 	if d.err != nil || len(d.b) > 0 {
@@ -340,6 +369,7 @@ func (s *Spill) flush() error {
 	if len(s.pending) == 0 {
 		return nil
 	}
+	s.crypt(s.pending, s.written)
 	if _, err := s.f.WriteAt(s.pending, s.written); err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}

@@ -260,7 +260,8 @@ func loadSchema() (sqlitemigration.Schema, error) {
 // import wrote 295 MB of them for the 96 MB corpus; temporary tables hold
 // the indexed text an Apply replaces. In memory, a delete of the 210 MB
 // transcript's session and its import grew by 1 MB at most
-// (docs/performance.md, "Temporary files in memory").
+// (docs/performance.md, "Temporary files in memory, and an encrypted
+// spill").
 // synchronous=NORMAL is durable against a crash of any process in WAL
 // mode; only a power loss can lose the last commits. The first connection of a process sets the
 // index file to WAL mode; Open holds the setup lock then (setuplock.go).
