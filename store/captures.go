@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -145,8 +146,48 @@ func (s *Store) removeCaptures(sessionID string) error {
 	if err != nil {
 		return nil
 	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove capture files: %w", err)
+	}
+	for _, e := range entries {
+		if err := overwriteFile(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("remove capture files: %w", err)
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove capture files: %w", err)
 	}
 	return nil
+}
+
+// overwriteFile writes zeros over a regular file's bytes and syncs them,
+// as secure_delete does to the store's freed pages, before the file is
+// removed: removing alone leaves the text in the blocks the file had. A
+// symbolic link or any other kind of file is left as it is (and removed
+// after), and so is a file swapped for another between the look and the
+// open.
+func overwriteFile(path string) error {
+	before, err := os.Lstat(path)
+	if err != nil || !before.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if now, err := f.Stat(); err != nil || !os.SameFile(before, now) {
+		return err
+	}
+	zeros := make([]byte, 64<<10)
+	for left := before.Size(); left > 0; left -= int64(len(zeros)) {
+		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -180,6 +180,31 @@ func TestDeleteRemovesCaptures(t *testing.T) {
 	}
 }
 
+// A delete overwrites the capture files before it removes them: a hard
+// link made beforehand keeps the file's blocks, which then hold zeros, as
+// many as the file had bytes, and none of its text.
+func TestDeleteOverwritesCaptures(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, newBatch("a"))
+	mustAppendCapture(t, s, "a", store.ChannelHook, `{"prompt":"CAPTUREMARKER-7d2e"}`)
+	dir, _ := s.CaptureDir("a")
+	file := filepath.Join(dir, "hooks.ndjson")
+	before, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(before), "CAPTUREMARKER") {
+		t.Fatalf("capture file = %q, %v; want the marker in it", before, err)
+	}
+	link := filepath.Join(t.TempDir(), "kept")
+	if err := os.Link(file, link); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	mustDelete(t, s, "a")
+	wantGone(t, dir)
+	after, err := os.ReadFile(link)
+	if err != nil || len(after) != len(before) || strings.Trim(string(after), "\x00") != "" {
+		t.Errorf("the capture file's blocks after Delete = %q, %v; want %d zero bytes", after, err, len(before))
+	}
+}
+
 // A session whose id is no plain token has no capture folder, and its
 // Delete removes nothing outside the store: not the captures folder for
 // "..", not the store's own folder.
