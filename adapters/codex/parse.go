@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -93,36 +94,97 @@ type line struct {
 // Codex reports tokens (token_count events, repeated after each request, so
 // the last total counts each response once) but no cost, and metrics need a
 // cost: the session has no metrics and the tokens go to Session.Usage.
+//
+// The files are read twice, each line handled as it is decoded: first until
+// the parser knows what the session has (survey), then for its steps. A
+// rollout's decoded lines were all held at once: a 100 MB rollout peaked
+// at 222 MB (docs/performance.md, "Codex rollouts read twice").
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
 	p := &parser{b: b, s: b.Stream("")}
-	var lines []*line
-	for _, f := range files {
-		b.Files(f.Path)
-		lines = append(lines, p.read(f)...)
-	}
-	for _, ln := range lines {
-		switch {
-		case ln.rec.Type == "event_msg" && ln.p.Type == "user_message":
-			p.hasUserEvents = true
-		case ln.rec.Type == "response_item" && ln.p.Type == "message" && ln.p.Role == "assistant":
-			p.hasReplies = true
-		case ln.rec.Type == "response_item" && ln.p.Type == "reasoning":
-			p.hasReasoning = true
-		}
-		if p.start.IsZero() && !ln.at.IsZero() {
-			p.start = ln.at
-		}
-	}
+	files = p.rereadable(files)
+	ends := p.survey(files)
 	last := p.start
-	for _, ln := range lines {
-		if ln.at.IsZero() {
-			ln.at = last
+	for i, f := range files {
+		b.Files(f.Path)
+		if _, err := f.Body.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+			b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+			continue
 		}
-		last = ln.at
-		p.line(ln)
+		if ends[i] >= 0 { // read no further than the survey did: the file may be growing
+			f.Body = io.LimitReader(f.Body, ends[i])
+		}
+		p.read(f, true, func(ln *line) {
+			if ln.at.IsZero() {
+				ln.at = last
+			}
+			last = ln.at
+			p.line(ln)
+		}, nil)
 	}
 	return p.finish()
+}
+
+// rereadable gives each file a body that can be read again from its
+// start: its own when it can seek (a file), its bytes held otherwise.
+func (p *parser) rereadable(files []adapters.File) []adapters.File {
+	out := make([]adapters.File, len(files))
+	for i, f := range files {
+		if _, ok := f.Body.(io.ReadSeeker); !ok {
+			b, err := io.ReadAll(f.Body)
+			if err != nil {
+				p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+			}
+			f.Body = bytes.NewReader(b)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// survey reads the files until it knows whether the session has user
+// events, replies and reasoning, and its first time. It returns how far
+// it read each file: the length of one it read to its end, -1 for one
+// whose end it did not reach.
+func (p *parser) survey(files []adapters.File) []int64 {
+	known := func() bool { return p.hasUserEvents && p.hasReplies && p.hasReasoning && !p.start.IsZero() }
+	ends := make([]int64, len(files))
+	for i, f := range files {
+		ends[i] = -1
+		if known() {
+			continue
+		}
+		counted := &countingReader{r: f.Body}
+		f.Body = counted
+		if p.read(f, false, func(ln *line) {
+			switch {
+			case ln.rec.Type == "event_msg" && ln.p.Type == "user_message":
+				p.hasUserEvents = true
+			case ln.rec.Type == "response_item" && ln.p.Type == "message" && ln.p.Role == "assistant":
+				p.hasReplies = true
+			case ln.rec.Type == "response_item" && ln.p.Type == "reasoning":
+				p.hasReasoning = true
+			}
+			if p.start.IsZero() && !ln.at.IsZero() {
+				p.start = ln.at
+			}
+		}, known) {
+			ends[i] = counted.n
+		}
+	}
+	return ends
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }
 
 type parser struct {
@@ -158,39 +220,61 @@ func (p *parser) newSegment(reason string, at adapters.Time) {
 
 func (p *parser) skip(kind string) { p.b.Skip(kind) }
 
-// read decodes a rollout's lines; broken lines are reported, a broken last
-// line without its newline marks the file as still being written.
-func (p *parser) read(f adapters.File) []*line {
-	var out []*line
-	problems := adapters.ReadLines(f, func(n int, b []byte, terminated bool) {
-		if len(bytes.TrimSpace(b)) == 0 {
-			return
-		}
-		ln := &line{n: n, path: f.Path}
-		err := json.Unmarshal(b, &ln.rec)
-		if err == nil && adapters.Present(ln.rec.Payload) {
-			err = json.Unmarshal(ln.rec.Payload, &ln.p)
-		}
-		var typ *json.UnmarshalTypeError
-		if err != nil && !(errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))) {
-			if !terminated {
-				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
-				return
+// read decodes a rollout's lines and calls fn with each, until done (when
+// given) is true; it reports whether it read to the end. With report,
+// broken lines are reported, and a broken last line without its newline
+// marks the file as still being written.
+func (p *parser) read(f adapters.File, report bool, fn func(*line), done func() bool) (end bool) {
+	lines := adapters.NewLines(f.Body)
+	for done == nil || !done() {
+		n, b, terminated, err := lines.Next()
+		if b != nil && len(bytes.TrimSpace(b)) > 0 {
+			if ln := p.decode(f.Path, n, b, terminated, report); ln != nil {
+				fn(ln)
 			}
-			msg := "invalid JSON"
-			if json.Valid(b) {
-				msg = "not a JSON object"
+		}
+		switch {
+		case err == io.EOF:
+			return true
+		case err == adapters.ErrLineTooLong:
+			if report {
+				p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: err.Error()})
 			}
-			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: msg})
-			return
+		case err != nil:
+			if report {
+				p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+			}
+			return true
 		}
-		if t, ok := adapters.ParseTime(ln.rec.Timestamp); ok {
-			ln.at = t
+	}
+	return false
+}
+
+// decode reads line n of a rollout; nil for a line that is not a record
+// (reported with report).
+func (p *parser) decode(path string, n int, b []byte, terminated, report bool) *line {
+	ln := &line{n: n, path: path}
+	err := json.Unmarshal(b, &ln.rec)
+	if err == nil && adapters.Present(ln.rec.Payload) {
+		err = json.Unmarshal(ln.rec.Payload, &ln.p)
+	}
+	var typ *json.UnmarshalTypeError
+	if err != nil && !(errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))) {
+		switch {
+		case !report:
+		case !terminated:
+			p.b.Session().Incomplete = append(p.b.Session().Incomplete, path)
+		case json.Valid(b):
+			p.b.Problem(adapters.Problem{Path: path, Line: n, Message: "not a JSON object"})
+		default:
+			p.b.Problem(adapters.Problem{Path: path, Line: n, Message: "invalid JSON"})
 		}
-		out = append(out, ln)
-	})
-	p.b.Problem(problems...)
-	return out
+		return nil
+	}
+	if t, ok := adapters.ParseTime(ln.rec.Timestamp); ok {
+		ln.at = t
+	}
+	return ln
 }
 
 func (p *parser) lineID(ln *line) string {
