@@ -10,6 +10,13 @@ func (b *Builder) EnableSpill(after int) {
 	b.spillOn = true
 }
 
+// SpillAfter is how many bytes of an agent's files a session is read with
+// its steps in memory, for the adapters that spill (EnableSpill); past it,
+// each step goes to a spill once finished, so files of any size take the
+// memory of their steps' outlines. Tests set it to 0 to spill every
+// session.
+var SpillAfter = 32 << 20
+
 // spillSteps is how many steps a builder holds in memory however few bytes
 // it has read: a step in memory takes about 1.4 KB even when its line was
 // 100 bytes, so 80,000 one-line prompts (a 22 MB transcript, below

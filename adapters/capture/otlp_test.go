@@ -277,9 +277,9 @@ func TestReceiverMetricsAndTraces(t *testing.T) {
 func TestToolResultBeforeTranscript(t *testing.T) {
 	t.Run("in memory", testToolResultBeforeTranscript)
 	t.Run("spilled", func(t *testing.T) {
-		was := claudecode.SpillAfter
-		claudecode.SpillAfter = 0 // the transcript's steps are joined as their batches are built
-		t.Cleanup(func() { claudecode.SpillAfter = was })
+		was := adapters.SpillAfter
+		adapters.SpillAfter = 0 // the transcript's steps are joined as their batches are built
+		t.Cleanup(func() { adapters.SpillAfter = was })
 		testToolResultBeforeTranscript(t)
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentreview/service/adapters"
 )
 
 // backgroundVariant derives a transcript from two real samples: the
@@ -106,9 +108,9 @@ func TestBackgroundCommandNotification(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.spill {
-				was := SpillAfter
-				SpillAfter = 0
-				t.Cleanup(func() { SpillAfter = was })
+				was := adapters.SpillAfter
+				adapters.SpillAfter = 0
+				t.Cleanup(func() { adapters.SpillAfter = was })
 			}
 			transcript, callID, notification := backgroundVariant(t, tc.edit)
 			m := regexp.MustCompile(`\(exit code (-?\d+)\)`).FindStringSubmatch(notification)

@@ -52,7 +52,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 
 		agentFiles: map[string]bool{},
 	}
-	p.b.EnableSpill(SpillAfter)
+	p.b.EnableSpill(adapters.SpillAfter)
 	var mains, subs []*source
 	for i, f := range files {
 		src := p.open(i, f)
@@ -740,12 +740,6 @@ func (p *parser) taskNotification(t string) bool {
 	st.Payload.Stdout = &out
 	return true
 }
-
-// SpillAfter is how many bytes of transcript a session is read with its
-// steps in memory; past it, each step goes to a spill once finished, so a
-// transcript of any size takes the memory of its steps' outlines. Tests
-// set it to 0 to spill every session.
-var SpillAfter = 32 << 20
 
 func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 	r := ln.rec

@@ -19,9 +19,9 @@ import (
 // spillEverything makes every session parsed until the test ends go
 // through a spill.
 func spillEverything(t *testing.T) {
-	was := SpillAfter
-	SpillAfter = 0
-	t.Cleanup(func() { SpillAfter = was })
+	was := adapters.SpillAfter
+	adapters.SpillAfter = 0
+	t.Cleanup(func() { adapters.SpillAfter = was })
 }
 
 // TestSpilledSessionsMatchInMemory reads every sample twice, once with its
@@ -230,7 +230,7 @@ func TestManySmallStepsSpill(t *testing.T) {
 		}
 		transcript = append(append(transcript, line...), '\n')
 	}
-	if len(transcript) >= SpillAfter {
+	if len(transcript) >= adapters.SpillAfter {
 		t.Fatalf("the transcript is %d bytes, not below SpillAfter", len(transcript))
 	}
 	s, live := parseHeld(t, prompt["sessionId"].(string), transcript)

@@ -145,9 +145,9 @@ func TestImportJoinsTelemetry(t *testing.T) {
 	for _, spill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in memory", true: "spilled"}[spill], func(t *testing.T) {
 			if spill {
-				was := SpillAfter
-				SpillAfter = 0
-				t.Cleanup(func() { SpillAfter = was })
+				was := adapters.SpillAfter
+				adapters.SpillAfter = 0
+				t.Cleanup(func() { adapters.SpillAfter = was })
 			}
 			ctx := context.Background()
 			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))

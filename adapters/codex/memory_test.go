@@ -2,6 +2,7 @@ package codex
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 )
 
 // heapAtEnd is a file body that measures the live heap each time it is
@@ -63,4 +65,42 @@ func TestRolloutIsNotHeldWhole(t *testing.T) {
 		t.Errorf("parsing a rollout of %d KB held %d KB of heap at the end of its reading; want less than its size", rollout.Len()>>10, held>>10)
 	}
 	t.Logf("rollout %d KB, heap held at the end of reading %d KB, %d steps", rollout.Len()>>10, held>>10, s.Steps)
+}
+
+// Every sample read with its steps in memory and read through a spill
+// (adapters.SpillAfter 0) gives the same records, and the spill is used.
+func TestSpilledRolloutsMatchInMemory(t *testing.T) {
+	roots := []string{"testdata/agentlogs_crud_rollout.jsonl", "testdata/handmade"}
+	mem := map[string][]byte{}
+	for _, root := range roots {
+		for id, s := range adapterstest.ParseRoots(t, Agent, root) {
+			if s.Spilled != nil {
+				t.Fatalf("%s: spilled below adapters.SpillAfter", id)
+			}
+			a := gather(s)
+			mem[id], _ = json.Marshal([]any{a.header, a.segs, a.turns, a.steps})
+		}
+	}
+	was := adapters.SpillAfter
+	adapters.SpillAfter = 0
+	defer func() { adapters.SpillAfter = was }()
+	spilled := 0
+	for _, root := range roots {
+		for id, s := range adapterstest.ParseRoots(t, Agent, root) {
+			if s.Spilled != nil && len(s.Spilled.Steps) > 0 {
+				spilled++
+			}
+			a := gather(s)
+			got, _ := json.Marshal([]any{a.header, a.segs, a.turns, a.steps})
+			if string(got) != string(mem[id]) {
+				t.Errorf("%s: the session read through a spill differs from the one read in memory", id)
+			}
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if spilled == 0 || spilled < len(mem)/2 {
+		t.Errorf("%d of %d sessions went through a spill; want most", spilled, len(mem))
+	}
 }

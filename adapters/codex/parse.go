@@ -96,14 +96,17 @@ type line struct {
 // cost: the session has no metrics and the tokens go to Session.Usage.
 //
 // The files are read twice, each line handled as it is decoded: first until
-// the parser knows what the session has (survey), then for its steps. A
-// rollout's decoded lines were all held at once: a 100 MB rollout peaked
-// at 222 MB (docs/performance.md, "Codex rollouts read twice").
+// the parser knows what the session has (survey), then for its steps,
+// which go to a spill past adapters.SpillAfter bytes or many steps, as
+// Claude Code's do. A rollout's decoded lines were all held at once: a
+// 100 MB rollout peaked at 222 MB (docs/performance.md, "Codex rollouts
+// read twice").
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
 	p := &parser{b: b, s: b.Stream("")}
 	files = p.rereadable(files)
 	ends := p.survey(files)
+	b.EnableSpill(adapters.SpillAfter)
 	last := p.start
 	for i, f := range files {
 		b.Files(f.Path)
@@ -228,6 +231,9 @@ func (p *parser) read(f adapters.File, report bool, fn func(*line), done func() 
 	lines := adapters.NewLines(f.Body)
 	for done == nil || !done() {
 		n, b, terminated, err := lines.Next()
+		if report {
+			p.b.Read(len(b) + 1) // the steps so far may go to a spill
+		}
 		if b != nil && len(bytes.TrimSpace(b)) > 0 {
 			if ln := p.decode(f.Path, n, b, terminated, report); ln != nil {
 				fn(ln)
@@ -524,9 +530,10 @@ func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
 }
 
 // patch adds one edit step per file of an apply_patch patch, its path
-// resolved against the turn's working folder (PatchFile.Edit).
+// resolved against the turn's working folder (PatchFile.Edit). Each is
+// the call's as soon as it is added: the builder may spill a step once
+// the next one comes, unless it waits for a result.
 func (p *parser) patch(callID, patch string, at adapters.Time) {
-	var steps []*adapters.Step
 	for i, f := range adapters.PatchFiles(patch) {
 		id := callID
 		if i > 0 {
@@ -534,14 +541,14 @@ func (p *parser) patch(callID, patch string, at adapters.Time) {
 		}
 		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
 			Payload: f.Edit(p.cwd)}
-		steps = append(steps, p.s.Add(nil, st, at))
+		p.b.Call(callID, p.s.Add(nil, st, at))
 	}
-	p.call(callID, steps...)
+	p.pending = append(p.pending, callID)
 }
 
-// call registers a call's steps with the builder, as waiting for output.
-func (p *parser) call(callID string, steps ...*adapters.Step) {
-	p.b.Call(callID, steps...)
+// call registers a call's step with the builder, as waiting for output.
+func (p *parser) call(callID string, step *adapters.Step) {
+	p.b.Call(callID, step)
 	p.pending = append(p.pending, callID)
 }
 

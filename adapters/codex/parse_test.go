@@ -43,11 +43,15 @@ type all struct {
 
 func gather(s *adapters.Session) all {
 	var a all
-	for _, b := range s.Batches {
+	err := s.Each(func(b *store.Batch) error {
 		a.header = b.Session
 		a.turns = append(a.turns, b.Turns...)
 		a.steps = append(a.steps, b.Steps...)
 		a.segs = append(a.segs, b.Segments...)
+		return nil
+	})
+	if err != nil {
+		panic(err)
 	}
 	return a
 }
