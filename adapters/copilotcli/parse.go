@@ -100,6 +100,7 @@ type data struct {
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
 	b.Header.Source = "import:" + Kind
+	b.EnableSpill(adapters.SpillAfter) // an events log's finished steps, past 32 MB or many steps
 	for _, f := range files {
 		b.Files(f.Path)
 		if strings.HasSuffix(f.Path, ".json") {
@@ -129,6 +130,7 @@ type parser struct {
 // file as still being written.
 func (p *parser) read(f adapters.File) {
 	problems := adapters.ReadLines(f, func(n int, line []byte, terminated bool) {
+		p.b.Read(len(line) + 1)
 		if len(bytes.TrimSpace(line)) == 0 {
 			return
 		}
