@@ -36,8 +36,16 @@ func TestSoak(t *testing.T) {
 	waitListening(t, port, &out)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	token := ingestToken(t, home)
-	runtime.GC()
-	startGoroutines := runtime.NumGoroutine()
+	// A dial succeeds once the socket listens, before the server's Serve
+	// goroutine runs: one answered request makes sure it does, and the
+	// count is taken once that request's connection has gone.
+	resp, err := http.Get(base + "/api/sessions?limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	startGoroutines := settledGoroutines()
 
 	streamCtx, closeStreams := context.WithCancel(context.Background())
 	var (
@@ -121,4 +129,19 @@ func TestSoak(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("serve = %v", err)
 	}
+}
+
+// settledGoroutines is the number of goroutines once it has not changed
+// for 100 ms (at most 2 s).
+func settledGoroutines() int {
+	n, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(2 * time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
 }
