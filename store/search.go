@@ -493,7 +493,8 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 
 // walkSessionsSQL reads the sessions in page order from a cursor's
 // session (?1 its started_ns, ?2 its pk; from the first when ?3 is
-// false), with each one's span of index rows.
+// false), with each one's span of index rows and its start (for the
+// cursor of a page that stops at its budget).
 const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.started_ns
 	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
 	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
