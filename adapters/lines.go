@@ -130,21 +130,31 @@ func (l *Lines) skip(err error) (n int, line []byte, terminated bool, _ error) {
 // good during the call. Lines longer than MaxLine and a read error are
 // returned as problems.
 func ReadLines(f File, fn func(n int, line []byte, terminated bool)) []Problem {
-	var problems []Problem
+	problems, _ := ReadLinesWhile(f, func(n int, line []byte, terminated bool) bool {
+		fn(n, line, terminated)
+		return true
+	})
+	return problems
+}
+
+// ReadLinesWhile is ReadLines that stops after a line for which fn returns
+// false; end reports whether it read to the end of f.
+func ReadLinesWhile(f File, fn func(n int, line []byte, terminated bool) bool) (problems []Problem, end bool) {
 	lines := NewLines(f.Body)
 	for {
 		n, line, term, err := lines.Next()
-		if line != nil {
-			fn(n, line, term)
-		}
+		more := line == nil || fn(n, line, term)
 		switch err {
 		case nil:
 		case ErrLineTooLong:
 			problems = append(problems, Problem{Path: f.Path, Line: n, Message: err.Error()})
 		case io.EOF:
-			return problems
+			return problems, true
 		default:
-			return append(problems, Problem{Path: f.Path, Message: "read: " + err.Error()})
+			return append(problems, Problem{Path: f.Path, Message: "read: " + err.Error()}), true
+		}
+		if !more {
+			return problems, false
 		}
 	}
 }

@@ -228,32 +228,21 @@ func (p *parser) skip(kind string) { p.b.Skip(kind) }
 // broken lines are reported, and a broken last line without its newline
 // marks the file as still being written.
 func (p *parser) read(f adapters.File, report bool, fn func(*line), done func() bool) (end bool) {
-	lines := adapters.NewLines(f.Body)
-	for done == nil || !done() {
-		n, b, terminated, err := lines.Next()
+	problems, end := adapters.ReadLinesWhile(f, func(n int, b []byte, terminated bool) bool {
 		if report {
 			p.b.Read(len(b) + 1) // the steps so far may go to a spill
 		}
-		if b != nil && len(bytes.TrimSpace(b)) > 0 {
+		if len(bytes.TrimSpace(b)) > 0 {
 			if ln := p.decode(f.Path, n, b, terminated, report); ln != nil {
 				fn(ln)
 			}
 		}
-		switch {
-		case err == io.EOF:
-			return true
-		case err == adapters.ErrLineTooLong:
-			if report {
-				p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: err.Error()})
-			}
-		case err != nil:
-			if report {
-				p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
-			}
-			return true
-		}
+		return done == nil || !done()
+	})
+	if report {
+		p.b.Problem(problems...)
 	}
-	return false
+	return end
 }
 
 // decode reads line n of a rollout; nil for a line that is not a record
