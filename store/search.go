@@ -73,7 +73,7 @@ var SearchBudget = 5 * time.Second
 var SearchClock = time.Now
 
 // TooSlowError is the error of a search that searched no session in its
-// budget (SQLite) or did not finish in it (PostgreSQL).
+// budget, or (PostgreSQL) whose statement was still running at its end.
 func TooSlowError() error {
 	return newInvalidSearch([]Problem{{Path: "q", Message: fmt.Sprintf("took longer than %s to search and was stopped: "+
 		"use fewer words, longer prefixes (auth* rather than a*) or filters", SearchBudget)}})
@@ -354,7 +354,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			return res, err // its message is the answer's, as List's
 		}
 		from = &sessionKey{ns, spk}
-		if seq == wholeSession {
+		if seq == WholeSession {
 			from.pk-- // the walk starts after the cursor's session: as pk <= pk-1
 		}
 		where = append(where, afterCursor)
@@ -430,7 +430,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		r := rows[limit-1]
 		res.Next = SearchCursor(r.ns, r.pk, r.hit.Seq)
 	} else if stopped != nil {
-		res.Next, res.Partial = SearchCursor(stopped.ns, stopped.pk, wholeSession), true
+		res.Next, res.Partial = SearchCursor(stopped.ns, stopped.pk, WholeSession), true
 	}
 	return res, nil
 }
@@ -463,9 +463,9 @@ type pageRow struct {
 	ns, pk, rid int64
 }
 
-// wholeSession is the seq of the cursor of a page that stopped at its
+// WholeSession is the seq of the cursor of a page that stopped at its
 // budget (Partial): every row of its session was searched.
-const wholeSession = math.MaxInt64
+const WholeSession = math.MaxInt64
 
 // sessionKey is where a session sorts: newest start first, then by pk
 // from the highest; the zero key is before every session.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func BenchmarkScale(b *testing.B) {
 	s := mustOpenDSN(b, dsn)
 	ctx := context.Background()
 	buildScale(b, s, target)
+	markOldest(b, s)
 	var steps, sessions, dbSize, gin, docs, text int64
 	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM sessions),
 		  pg_database_size(current_database()), pg_relation_size('search_docs_doc'), pg_total_relation_size('search_docs'),
@@ -75,6 +77,8 @@ func BenchmarkScale(b *testing.B) {
 	for _, q := range []struct{ name, q string }{
 		{"search/word-common", "error"},
 		{"search/word-rare", rare},
+		// more than rareHits rows, all in the oldest sessions
+		{"search/word-old", scaleOld},
 		{"search/phrase+2filters", `"fix config" type:message owner:user7`},
 		{"search/prefix", "handl*"},
 		// Filters alone: many hits, few, none.
@@ -132,6 +136,47 @@ func BenchmarkScale(b *testing.B) {
 			})
 			b.ReportMetric(float64(n), "sessions")
 		})
+	}
+}
+
+// scaleOld is a word markOldest adds to the scale store's oldest sessions.
+const scaleOld = "oldword"
+
+// markOldest adds scaleOld to the output of every step of the scale
+// store's 24 oldest sessions (three generations, 14,400 steps: more than
+// rareHits), and to their tsvectors, unless it is there: a word whose
+// rows are all in old sessions, which a walk of the sessions newest
+// first reaches last.
+func markOldest(b *testing.B, s *Store) {
+	ctx := context.Background()
+	var marked bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM search_docs WHERE doc @@ $1::tsquery)", scaleOld).Scan(&marked); err != nil || marked {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		for _, sql := range []string{
+			"CREATE TEMP TABLE oldest ON COMMIT DROP AS SELECT pk FROM sessions ORDER BY started_ns, pk LIMIT 24",
+			"UPDATE steps SET stdout = coalesce(stdout, '') || ' ' || $1 WHERE session_pk IN (SELECT pk FROM oldest)",
+			"UPDATE search_docs SET doc = doc || $1::tsvector WHERE rid > 0 AND session_pk IN (SELECT pk FROM oldest)",
+		} {
+			args := []any{scaleOld}
+			if !strings.Contains(sql, "$1") {
+				args = nil
+			}
+			if _, err := tx.Exec(ctx, sql, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		_, err = s.pool.Exec(ctx, "ANALYZE search_docs")
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 

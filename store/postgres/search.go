@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentreview/service/store"
 	"github.com/jackc/pgx/v5"
@@ -115,10 +116,11 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		}
 		words = append(words, w)
 	}
-	// base is the query's rows. With words, few matches (rareBase, when
-	// probe counts fewer than rareHits) are read from the GIN index first.
-	var base, rareBase, probe string
-	var probeArgs []any
+	// base is the query's rows: of filters alone, or of words, walked
+	// newest session first (w.walk, and w.gin the same rows read from the
+	// GIN index first).
+	var base string
+	var w wordSearch
 	if len(words) > 0 {
 		match := "d.doc @@ " + q.arg(strings.Join(words, " & ")) + "::tsquery"
 		if x := tsAny(pq.Excluded, false); x != "" {
@@ -135,17 +137,8 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact FROM `
 		join := ` d JOIN sessions s ON s.pk = d.session_pk LEFT JOIN steps st ON st.pk = d.rid WHERE `
 		base = cols + "search_docs" + join + docs
-		// The planner walks sessions newest first and checks each one's
-		// rows, fast when matches are spread over the sessions; a word of
-		// a few old sessions makes that walk read every newer session's
-		// rows (10 s at 10,000,000 steps, docs/performance.md "Team
-		// server"). The probe counts the rows the GIN index gives for the
-		// words in any order, which it answers without reading a row (a
-		// phrase's positions are checked on each: a phrase of common words
-		// is rare but costly), and stops at rareHits.
-		probe = "SELECT count(*) FROM (SELECT FROM search_docs d WHERE d.doc @@ $1::tsquery LIMIT " + strconv.Itoa(rareHits) + ") AS m"
-		probeArgs = []any{candidates}
-		rareBase = "WITH d AS MATERIALIZED (SELECT rid, session_pk, exact FROM search_docs d WHERE " + docs + ") " + cols + "d" + join + "true"
+		w.candidates = candidates
+		w.gin = "WITH d AS MATERIALIZED (SELECT rid, session_pk, exact FROM search_docs d WHERE " + docs + ") " + cols + "d" + join + "true"
 	} else {
 		exclude, check := "false", "false"
 		if x := tsAny(pq.Excluded, false); x != "" {
@@ -159,20 +152,26 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 	}
 	for _, f := range pq.Filters {
 		q.cond(searchFilters[f.Key], f.Value)
+		if !strings.Contains(searchFilters[f.Key], "st.") {
+			w.sessions.cond(searchFilters[f.Key], f.Value)
+		}
 	}
 	base += conditions(q.where)
-	if rareBase != "" {
-		rareBase += conditions(q.where)
+	if w.gin != "" {
+		w.walk, w.gin, w.args = base, w.gin+conditions(q.where), q.args
 	}
 
-	// A page may take SearchBudget, as SQLite's walk; pgx cancels the
-	// running statement when it is over. PostgreSQL's plan has no place
-	// to stop part way and go on later, so such a search fails
-	// (TooSlowError) where SQLite's may return a partial page.
+	// A page may take SearchBudget, as SQLite's walk: a walk of the
+	// sessions stops between two windows once it is over (walkSessions),
+	// with a partial page; pgx cancels a statement still running at its
+	// end, and the search fails (TooSlowError), as a read of every match
+	// (w.gin) or of filters alone does.
 	caller := ctx
 	ctx, cancel := context.WithTimeout(caller, store.SearchBudget)
 	defer cancel()
+	deadline := time.Now().Add(store.SearchBudget)
 	var hits []searchRow
+	var stopped *searchKey // the last session searched, when the walk stopped at its budget
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		// pgx prepares each statement once per connection, and from its
 		// sixth run PostgreSQL may plan it for any argument: for a phrase
@@ -184,33 +183,14 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
 			return err
 		}
-		if probe != "" {
-			var n int
-			if err := tx.QueryRow(ctx, probe, probeArgs...).Scan(&n); err != nil {
-				return fmt.Errorf("count matches: %w", err)
-			}
-			if n < rareHits {
-				base = rareBase
-			}
+		var err error
+		if w.walk != "" {
+			hits, stopped, err = w.run(ctx, tx, pq, from, limit+1, deadline)
+		} else {
+			hits, err = readHits(ctx, tx, base, q.args, pq, from, limit+1)
 		}
-		// Rows whose text is checked in Go may fail the check: read pages
-		// until there are enough.
-		for len(hits) <= limit {
-			want := limit + 1 - len(hits)
-			page, err := readSearchPage(ctx, tx, base, q.args, from, want)
-			if err != nil {
-				return err
-			}
-			kept, err := checkRows(ctx, tx, page, pq)
-			if err != nil {
-				return err
-			}
-			hits = append(hits, kept...)
-			if len(page) < want {
-				break
-			}
-			last := page[len(page)-1]
-			from = &searchKey{last.ns, last.pk, last.hit.Seq}
+		if err != nil {
+			return err
 		}
 		return searchTitles(ctx, tx, hits)
 	})
@@ -226,16 +206,181 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 	if len(hits) > limit {
 		r := hits[limit-1]
 		res.Next = store.SearchCursor(r.ns, r.pk, r.hit.Seq)
+	} else if stopped != nil {
+		res.Next, res.Partial = store.SearchCursor(stopped.ns, stopped.pk, store.WholeSession), true
 	}
 	return res, nil
+}
+
+// readHits reads pages of a search's rows after from until it has n hits
+// or the rows end: rows whose text is checked in Go may fail the check.
+func readHits(ctx context.Context, tx pgx.Tx, base string, args []any, pq store.ParsedQuery, from *searchKey, n int) ([]searchRow, error) {
+	var hits []searchRow
+	for len(hits) < n {
+		want := n - len(hits)
+		page, err := readSearchPage(ctx, tx, base, args, from, want)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := checkRows(ctx, tx, page, pq)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, kept...)
+		if len(page) < want {
+			break
+		}
+		last := page[len(page)-1]
+		from = &searchKey{last.ns, last.pk, last.hit.Seq}
+	}
+	return hits, nil
+}
+
+// walkSessions reads a word search's hits (readHits) a window of sessions
+// at a time, newest first, and stops between two windows once the
+// deadline has passed (store.SearchClock), as SQLite's walk does: with
+// the hits so far and the last session searched, from which the next
+// page goes on. A word whose matches are all in old sessions made one
+// walk of every session read every newer session's rows in one
+// statement: on a big store past the budget, so the search failed
+// (TooSlowError) where SQLite's gave a partial page. After a first
+// window that did not fill the page, a word of fewer than sparseHits
+// rows is read from the GIN index for the sessions left. A window is of
+// the sessions the query's filters of sessions keep; one that is
+// searched quickly grows the next, up to maxWindow.
+func (w wordSearch) walkSessions(ctx context.Context, tx pgx.Tx, pq store.ParsedQuery, from *searchKey, n int, deadline time.Time) ([]searchRow, *searchKey, error) {
+	var hits []searchRow
+	width := firstWindow
+	for first := true; ; first = false {
+		began := time.Now()
+		end, more, err := windowEnd(ctx, tx, w.sessions, from, width)
+		if err != nil {
+			return nil, nil, err
+		}
+		window := w.walk
+		if more {
+			window += " AND (s.started_ns, s.pk) >= (" + strconv.FormatInt(end.ns, 10) + ", " + strconv.FormatInt(end.pk, 10) + ")"
+		}
+		got, err := readHits(ctx, tx, window, w.args, pq, from, n-len(hits))
+		if err != nil {
+			return nil, nil, err
+		}
+		hits = append(hits, got...)
+		if len(hits) >= n || !more {
+			return hits, nil, nil
+		}
+		from = &searchKey{end.ns, end.pk, store.WholeSession}
+		if first {
+			rows, err := w.count(ctx, tx, sparseHits)
+			if err != nil {
+				return nil, nil, err
+			}
+			if rows < sparseHits {
+				got, err := readHits(ctx, tx, w.gin, w.args, pq, from, n-len(hits))
+				return append(hits, got...), nil, err
+			}
+		}
+		if store.SearchClock().After(deadline) {
+			return hits, &end, nil
+		}
+		took, left := time.Since(began), time.Until(deadline)
+		if took*4 < left {
+			width = min(2*width, maxWindow)
+		} else if took*2 > left {
+			width = max(width/2, 1)
+		}
+	}
+}
+
+// firstWindow and maxWindow bound walkSessions' windows, in sessions.
+// Variables so that the tests walk a session at a time.
+var (
+	firstWindow = 64
+	maxWindow   = 4096
+)
+
+// windowEnd is the oldest session of a window of width sessions from
+// from's (the cursor's session included unless every row of it was
+// searched) that the conditions of sessions keep, and whether an older
+// one is left: when none is, the window is every session after from.
+func windowEnd(ctx context.Context, tx pgx.Tx, sessions searchQuery, from *searchKey, width int) (searchKey, bool, error) {
+	if from != nil {
+		op := "<="
+		if from.seq == store.WholeSession {
+			op = "<"
+		}
+		sessions.where, sessions.args = slices.Clip(sessions.where), slices.Clip(sessions.args) // the caller's stay as they are
+		sessions.where = append(sessions.where, "(s.started_ns, s.pk) "+op+" ("+sessions.arg(from.ns)+", "+sessions.arg(from.pk)+")")
+	}
+	sql := "SELECT s.started_ns, s.pk FROM sessions s WHERE true" + conditions(sessions.where) +
+		" ORDER BY s.started_ns DESC, s.pk DESC OFFSET " + strconv.Itoa(width-1) + " LIMIT 2"
+	rows, _ := tx.Query(ctx, sql, sessions.args...)
+	ends, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (searchKey, error) {
+		var k searchKey
+		return k, r.Scan(&k.ns, &k.pk)
+	})
+	if err != nil || len(ends) < 2 {
+		return searchKey{}, false, err
+	}
+	return ends[0], true, nil
 }
 
 // rareHits is how many index rows a search's words may match for the
 // search to read every match from the GIN index and sort them, rather
 // than walk the sessions newest first: 5,000 rows, about 150 ms on the
-// 10,000,000-step store (docs/performance.md "Team server"). A variable
-// so that the tests run both ways.
-var rareHits = 5000
+// 10,000,000-step store (docs/performance.md "Team server"). sparseHits
+// is the same bound for a walk whose first window did not fill its page:
+// the words' rows are not among the newest sessions, and reading every
+// match is cheaper than walking the older sessions' rows (a word of
+// 14,400 rows in the 24 oldest of 1,664 sessions: 2-4 s walked, within
+// the budget only on a small store; docs/performance.md). Variables so
+// that the tests run every way.
+var (
+	rareHits   = 5000
+	sparseHits = 50_000
+)
+
+// wordSearch is a search with words as SQL, in its two ways: walk, the
+// rows walked newest session first, and gin, the same rows read from the
+// GIN index first and sorted; their arguments; candidates, the tsquery
+// of the rows the words may match (count); and sessions, the query's
+// filters of sessions alone (windowEnd).
+type wordSearch struct {
+	walk, gin  string
+	args       []any
+	candidates string
+	sessions   searchQuery
+}
+
+// run reads up to n hits after from: every match from the GIN index
+// first when the words match fewer than rareHits rows, else by the walk.
+func (w wordSearch) run(ctx context.Context, tx pgx.Tx, pq store.ParsedQuery, from *searchKey, n int, deadline time.Time) ([]searchRow, *searchKey, error) {
+	rows, err := w.count(ctx, tx, rareHits)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rows < rareHits {
+		hits, err := readHits(ctx, tx, w.gin, w.args, pq, from, n)
+		return hits, nil, err
+	}
+	return w.walkSessions(ctx, tx, pq, from, n, deadline)
+}
+
+// count counts the rows the GIN index gives for the words in any order,
+// up to upTo. The planner walks sessions newest first and checks each
+// one's rows, fast when matches are spread over the sessions; a word of
+// a few old sessions makes that walk read every newer session's rows (10
+// s at 10,000,000 steps, docs/performance.md "Team server"). The count
+// is answered without reading a row (a phrase's positions are checked on
+// each: a phrase of common words is rare but costly).
+func (w wordSearch) count(ctx context.Context, tx pgx.Tx, upTo int) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, "SELECT count(*) FROM (SELECT FROM search_docs d WHERE d.doc @@ $1::tsquery LIMIT $2) AS m", w.candidates, upTo).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count matches: %w", err)
+	}
+	return n, nil
+}
 
 // searchKey is where a hit sorts: its session's start and pk, then its
 // seq (0 for the session's own row).

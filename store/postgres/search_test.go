@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
@@ -115,10 +116,15 @@ func TestSearchMatchesSQLite(t *testing.T) {
 		t.Fatalf("search_docs has %d rows without positions and %d without words (%v); want some of each", noPositions, noWords, err)
 	}
 
-	// Both of a word search's ways: every match read from the GIN index
-	// first, and the walk of the sessions newest first.
-	defer func(n int) { rareHits = n }(rareHits)
-	for _, rareHits = range []int{1 << 30, 0} {
+	// Every way of a word search: every match read from the GIN index
+	// first, and the walk of the sessions newest first (walkSessions), in
+	// windows of every session, of one session and then every match from
+	// the GIN index, and of one session, two, and so on.
+	defer func(n, w, sp int) { rareHits, firstWindow, sparseHits = n, w, sp }(rareHits, firstWindow, sparseHits)
+	for _, way := range []struct{ rare, window, sparse int }{
+		{1 << 30, firstWindow, sparseHits}, {0, firstWindow, sparseHits}, {0, 1, 1 << 30}, {0, 1, 0},
+	} {
+		rareHits, firstWindow, sparseHits = way.rare, way.window, way.sparse
 		compareSearches(t, ctx, lite, pg)
 	}
 	// A cursor that is not one is refused alike.
@@ -215,4 +221,79 @@ func pageDiff(got, want store.SearchResult) string {
 		}
 	}
 	return fmt.Sprintf("next %q; SQLite's %q", got.Next, want.Next)
+}
+
+// A walk of the sessions (a word with many matches) stops between two
+// windows once its page is out of time, as SQLite's does: with the hits
+// of the sessions it searched, Partial, and a Next from which the pages
+// go on to find every hit a search with time to spare finds, in order.
+// Each walk here searches one session (its first window) before its clock
+// is past the budget.
+func TestSearchStopsAtItsBudget(t *testing.T) {
+	ctx := context.Background()
+	pg := mustOpen(t)
+	const sessions = 5
+	for i := range sessions {
+		b := storetest.Batch(fmt.Sprintf("budget%d", i), 0, 20)
+		if i%2 == 1 { // two starts: sessions sort by start, then by pk
+			b.Session.StartedAt = "2026-01-01T10:00:00.000Z"
+		}
+		if i == 0 { // left out by workspace:widget, and so by its windows
+			b.Session.Workspace.Root = "/home/dev/src/other"
+		}
+		if i != 2 { // one session without the word: a window with no hit
+			for j := range b.Steps {
+				p := &b.Steps[j].Payload
+				switch b.Steps[j].Type {
+				case "command":
+					p.Stdout = ptr("budgetword found")
+				case "read":
+					p.Path = "/src/budgetword.go"
+				}
+			}
+		}
+		if _, err := pg.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(r, w, sp int) { rareHits, firstWindow, sparseHits = r, w, sp }(rareHits, firstWindow, sparseHits)
+	rareHits, firstWindow, sparseHits = 0, 1, 0 // every word search walks, a session at a time
+	// Each query and the sessions its windows hold.
+	queries := map[string]int{"budgetword": sessions, "budgetw*": sessions, `"budgetword go"`: sessions,
+		"budgetword type:read": sessions, "budgetword workspace:widget": sessions - 1}
+	hitsOf := func(q string, limit int) (hits []string, partial int) {
+		t.Helper()
+		pages, err := allPages(ctx, pg, q, limit)
+		if err != nil {
+			t.Fatalf("Search(%s) = %v", q, err)
+		}
+		for _, p := range pages {
+			for _, h := range p.Hits {
+				hits = append(hits, fmt.Sprintf("%s#%d", h.SessionID, h.Seq))
+			}
+			if p.Partial {
+				partial++
+			}
+		}
+		return hits, partial
+	}
+	want := map[string][]string{}
+	for q := range queries {
+		if want[q], _ = hitsOf(q, 50); len(want[q]) == 0 {
+			t.Fatalf("Search(%s) found nothing", q)
+		}
+	}
+	defer func() { store.SearchClock = time.Now }()
+	store.SearchClock = func() time.Time { return time.Now().Add(2 * store.SearchBudget) }
+	for q, windows := range queries {
+		for _, limit := range []int{1, 50} {
+			got, partial := hitsOf(q, limit)
+			if !reflect.DeepEqual(got, want[q]) {
+				t.Errorf("Search(%s, limit %d) stopping at each window found %v; want %v", q, limit, got, want[q])
+			}
+			if limit == 50 && partial != windows-1 {
+				t.Errorf("Search(%s) stopping at each window gave %d partial pages; want %d, one a session but the last", q, partial, windows-1)
+			}
+		}
+	}
 }
