@@ -112,6 +112,8 @@ type query struct {
 	exclude  string // FTS5 expression of the excluded words, "" when none
 	where    []string
 	args     []any
+	sessions []string // the conditions of where that test a session alone (IsSessionFilter), for wordPage's walk
+	sessArgs []any    // and their arguments
 	hasWords bool
 	words    []SearchPhrase // the phrases of match, for the snippets and the sessions' own rows
 	excluded []SearchPhrase // the phrases of exclude
@@ -218,6 +220,9 @@ func parseQuery(text string) (query, error) {
 			arg = `["` + strings.Join(types, `","`) + `"]`
 		}
 		q.args = append(q.args, arg)
+		if IsSessionFilter(f.Key) {
+			q.sessions, q.sessArgs = append(q.sessions, searchFilters[f.Key]), append(q.sessArgs, arg)
+		}
 	}
 	q.match, q.exclude, q.hasWords, q.words, q.excluded = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words, pq.Excluded
 	return q, nil
@@ -493,12 +498,30 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 
 // walkSessionsSQL reads the sessions in page order from a cursor's
 // session (?1 its started_ns, ?2 its pk; from the first when ?3 is
-// false), with each one's span of index rows and its start (for the
-// cursor of a page that stops at its budget).
-const walkSessionsSQL = `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.started_ns
-	FROM sessions s LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
-	WHERE NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2)
+// false) that the conditions of sessions keep (their arguments from ?4
+// on), with each one's span of index rows and its start (for the cursor
+// of a page that stops at its budget). It reads the sessions in page
+// order, as filterPageSQL does: by sessions_by_agent, say, SQLite sorted
+// the sessions of each start time.
+func walkSessionsSQL(sessions []string) string {
+	return `SELECT s.pk, coalesce(sp.lo, 0), coalesce(sp.hi, -1), s.started_ns
+	FROM sessions s INDEXED BY sessions_search_order LEFT JOIN idx.search_spans sp ON sp.session_pk = s.pk
+	WHERE (NOT ?3 OR s.started_ns < ?1 OR (s.started_ns = ?1 AND s.pk <= ?2))` + conditions(sessions) + `
 	ORDER BY s.started_ns DESC, s.pk DESC`
+}
+
+// IsSessionFilter reports a filter of the query language that tests a
+// session alone, not its steps: a walk of the sessions newest first
+// (SQLite's wordPage, PostgreSQL's walkSessions) visits only the sessions
+// such filters keep, so "error agent:codex" does not read the hits of
+// every newer session of another agent.
+func IsSessionFilter(key string) bool {
+	switch key {
+	case "agent", "workspace", "verdict", "after", "before", "owner":
+		return true
+	}
+	return false
+}
 
 // maxWalkBatch is the most sessions wordPage reads the index rows of in
 // one query.
@@ -527,13 +550,23 @@ const maxWalkBatch = 256
 // sessions; docs/performance.md, "One MATCH per batch of a prefix
 // search").
 func wordPage(conn *sqlite.Conn, match string, q query, from *sessionKey, where []string, args []any, n int, deadline time.Time) (rows []pageRow, searched *sessionKey, err error) {
-	sessions := conn.Prep(walkSessionsSQL)
+	sessions := conn.Prep(walkSessionsSQL(q.sessions))
 	defer sessions.Reset()
 	if from != nil {
 		sessions.BindInt64(1, from.ns)
 		sessions.BindInt64(2, from.pk)
 	}
 	sessions.BindBool(3, from != nil)
+	for i, arg := range q.sessArgs {
+		switch v := arg.(type) {
+		case int64:
+			sessions.BindInt64(4+i, v)
+		case string:
+			sessions.BindText(4+i, v)
+		default:
+			return nil, nil, fmt.Errorf("a session filter's argument %T", arg)
+		}
+	}
 	hits := `WITH hits (rid) AS (
 		  SELECT rowid FROM idx.search WHERE search MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		  UNION ALL

@@ -35,6 +35,9 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	for i := range sessions {
 		batch := storetest.Batch(benchSessionID(i), 0, benchSteps)
+		if i == 0 { // the last in page order, and the only one of its agent
+			batch.Session.Agent.Kind = "codex"
+		}
 		if _, err := s.Apply(ctx, batch); err != nil {
 			b.Fatalf("Apply = %v", err)
 		}
@@ -47,6 +50,7 @@ func BenchmarkSearch(b *testing.B) {
 	b.Logf("index %.1f MB for %.1f MB of text: %.2fx", index/1e6, text/1e6, index/text)
 	for _, q := range []struct{ name, q string }{
 		{"word", "timeout"},
+		{"word+agent", "timeout agent:codex"}, // a common word in the oldest session only
 		{"phrase+2filters", `"fix config" type:message agent:claude-code`},
 		{"prefix", "handl*"},
 		{"path", "reader.go"},

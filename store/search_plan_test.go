@@ -18,7 +18,7 @@ import (
 // reads its paths off an index of them (migration 017).
 func TestFilterPageWalksInOrder(t *testing.T) {
 	s := mustOpenInternal(t)
-	queries := []string{walkSessionsSQL}
+	queries := []string{walkSessionsSQL(nil)}
 	for _, text := range []string{"agent:claude-code", "type:command", "type:edit|read", "status:failed",
 		"flag:dangerous_command", "path:handlers/", "workspace:svc", "verdict:needs_attention",
 		"after:2026-11-01", "before:2026-11-02", "owner:ana", "type:command status:failed path:x"} {
@@ -26,7 +26,7 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseQuery(%q) = %v", text, err)
 		}
-		queries = append(queries, filterPageSQL(q.where), filterPageSQL(append(q.where, afterCursor)))
+		queries = append(queries, filterPageSQL(q.where), filterPageSQL(append(q.where, afterCursor)), walkSessionsSQL(q.sessions))
 	}
 	for _, q := range queries {
 		plan := queryPlan(t, s, q)
@@ -77,4 +77,15 @@ func queryPlan(t *testing.T, s *Store, q string) []string {
 		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
 	}
 	return plan
+}
+
+// The filters IsSessionFilter names are those whose condition names no
+// step column: a walk of the sessions may leave out the sessions they do
+// not keep.
+func TestSessionFilters(t *testing.T) {
+	for _, key := range SearchFilterKeys {
+		if got, want := IsSessionFilter(key), !strings.Contains(searchFilters[key], "st."); got != want {
+			t.Errorf("IsSessionFilter(%s) = %v; its condition %q says %v", key, got, searchFilters[key], want)
+		}
+	}
 }

@@ -152,7 +152,7 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 	}
 	for _, f := range pq.Filters {
 		q.cond(searchFilters[f.Key], f.Value)
-		if !strings.Contains(searchFilters[f.Key], "st.") {
+		if store.IsSessionFilter(f.Key) {
 			w.sessions.cond(searchFilters[f.Key], f.Value)
 		}
 	}

@@ -297,3 +297,14 @@ func TestSearchStopsAtItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// The filters store.IsSessionFilter names are those whose condition here
+// names no step column: walkSessions' windows leave out the sessions
+// they do not keep.
+func TestSessionFilters(t *testing.T) {
+	for _, key := range store.SearchFilterKeys {
+		if got, want := store.IsSessionFilter(key), !strings.Contains(searchFilters[key], "st."); got != want {
+			t.Errorf("store.IsSessionFilter(%s) = %v; its condition %q says %v", key, got, searchFilters[key], want)
+		}
+	}
+}
