@@ -14,6 +14,7 @@ func TestBrowserSearch(t *testing.T) {
 	s := newTestService(t)
 	sess := manyTurns("long-session", 90, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC))
 	sess["steps"].(arr)[74].(obj)["payload"].(obj)["text"] = "prompt 75 <img src=x onerror=alert(1)> frobnicate_widget.go"
+	sess["steps"].(arr)[9].(obj)["payload"].(obj)["text"] = "prompt 10 hidden_helper.go"
 	s.mustPush(sess, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
 
@@ -42,4 +43,22 @@ func TestBrowserSearch(t *testing.T) {
 	if n := p.Count(`#step-75 img`); n != 0 {
 		t.Errorf("marking made %d img elements of agent text; want it as text", n)
 	}
+
+	// The session page's box finds a step of a turn the page has not
+	// loaded (the 30 latest are), in this session alone.
+	other := manyTurns("other-session", 2, time.Date(2026, 1, 3, 10, 0, 0, 0, time.UTC))
+	other["steps"].(arr)[0].(obj)["payload"].(obj)["text"] = "hidden_helper.go elsewhere"
+	s.mustPush(other, http.StatusCreated)
+	p.Open("/session?id=long-session")
+	if n := p.Count(`#step-10`); n != 0 {
+		t.Fatalf("step 10 is on the page before the search (%d); want it among the earlier turns not loaded", n)
+	}
+	p.Type(`[data-testid="session-search-input"]`, "hidden_helper.go\r")
+	p.WaitFor("the session's hits are shown", `location.pathname === '/search' && document.querySelector('[data-testid="search-hit"]') !== null`)
+	if got := p.Texts(`[data-testid="search-group"] [data-testid="search-session"]`); len(got) != 1 || p.Count(`[data-testid="search-hit"]`) != 1 {
+		t.Fatalf("groups %q with %d hits; want this session's one hit", got, p.Count(`[data-testid="search-hit"]`))
+	}
+	p.Click(`[data-testid="search-hit-link"]`)
+	p.WaitFor("step 10 is open and scrolled to", `location.pathname === '/session' && location.hash === '#step-10'
+		&& document.querySelector('#step-10') !== null && document.querySelector('#step-10').open && `+inView("#step-10"))
 }

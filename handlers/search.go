@@ -20,8 +20,9 @@ type Searcher interface {
 	Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error)
 }
 
-// searchAPI is GET /api/search?q=<query>[&limit=N][&after=<next>]: a page
-// of hits; a malformed query is 400 with its problems in details.
+// searchAPI is GET /api/search?q=<query>[&session=<id>][&limit=N][&after=<next>]:
+// a page of hits (of one session with session); a malformed query is 400
+// with its problems in details.
 func searchAPI(st Searcher, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseSearchQuery(r.URL.Query())
@@ -38,9 +39,10 @@ func searchAPI(st Searcher, log *slog.Logger) http.Handler {
 	})
 }
 
-// parseSearchQuery reads q, limit (1 to store.MaxSearchLimit) and after.
+// parseSearchQuery reads q, session, limit (1 to store.MaxSearchLimit)
+// and after.
 func parseSearchQuery(v url.Values) (store.SearchQuery, error) {
-	q := store.SearchQuery{Q: v.Get("q"), After: v.Get("after")}
+	q := store.SearchQuery{Q: v.Get("q"), After: v.Get("after"), Session: v.Get("session")}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxSearchLimit {
@@ -58,23 +60,32 @@ func (c CoreClient) Search(ctx context.Context, sq store.SearchQuery) (store.Sea
 	if sq.After != "" {
 		q.Set("after", sq.After)
 	}
+	if sq.Session != "" {
+		q.Set("session", sq.Session)
+	}
 	if sq.Limit > 0 {
 		q.Set("limit", strconv.Itoa(sq.Limit))
 	}
 	return res, c.get(ctx, "/api/search", q, &res)
 }
 
-// searchPage is GET /search?q=<query>[&after=<next>]: the hits grouped by
-// session, each linking to its step. A malformed query is 400 with the
-// page telling what is wrong; no q shows the box and the help.
+// searchPage is GET /search?q=<query>[&session=<id>][&after=<next>]: the
+// hits grouped by session (of one session with session: the session
+// page's search box), each linking to its step. A malformed query is 400
+// with the page telling what is wrong; no q shows the box and the help.
 func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := views.SearchPage{Query: r.URL.Query().Get("q"), Demo: demo}
+		v := r.URL.Query()
+		p := views.SearchPage{Query: v.Get("q"), Session: v.Get("session"), Demo: demo}
+		if p.Session != "" {
+			p.SessionHref = "/session?id=" + url.QueryEscape(p.Session)
+			p.EverywhereHref = "/search?" + url.Values{"q": {p.Query}}.Encode()
+		}
 		if p.Query == "" {
 			render(w, r, log, http.StatusOK, views.Search(p))
 			return
 		}
-		q := store.SearchQuery{Q: p.Query, After: r.URL.Query().Get("after"), Limit: pageHits}
+		q := store.SearchQuery{Q: p.Query, Session: p.Session, After: v.Get("after"), Limit: pageHits}
 		res, err := src.Search(r.Context(), q)
 		var invalid *store.InvalidError
 		switch {
@@ -93,7 +104,11 @@ func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		p.Searched, p.Partial, p.Budget = true, res.Partial, store.SearchBudget.String()
 		p.Groups = searchGroups(res.Hits)
 		if res.Next != "" {
-			p.NextHref = "/search?" + url.Values{"q": {p.Query}, "after": {res.Next}}.Encode()
+			next := url.Values{"q": {p.Query}, "after": {res.Next}}
+			if p.Session != "" {
+				next.Set("session", p.Session)
+			}
+			p.NextHref = "/search?" + next.Encode()
 		}
 		render(w, r, log, http.StatusOK, views.Search(p))
 	})

@@ -136,6 +136,57 @@ func TestSearchPagePages(t *testing.T) {
 	}
 }
 
+// A search of one session (session=<id>, the session page's search box)
+// finds that session's hits alone, in the API and on the page, whose
+// box keeps the session, whose next page does too, and which links to
+// the session and to the same search over every session.
+func TestSearchOneSession(t *testing.T) {
+	s := newTestService(t)
+	for _, id := range []string{"a b", "c"} { // an id a query's filter could not spell
+		b := newBatch(id)
+		var steps []any
+		for i := range 60 {
+			steps = append(steps, obj{"id": fmt.Sprintf("%s-m%d", id, i), "session_id": id, "segment_index": 0, "turn_id": id + "-t1",
+				"actor_id": id + "-root", "seq": 10 + i, "at": "2026-01-02T10:00:02Z", "type": "message", "decision": "n/a", "outcome": "ok",
+				"content_status": "inline", "channels": []any{}, "flags": []any{}, "payload": obj{"role": "assistant", "text": "scoped word"}})
+		}
+		b["steps"] = append(b["steps"].([]any), steps...)
+		s.mustPush(b, http.StatusCreated)
+	}
+	var res store.SearchResult
+	json.Unmarshal(s.get("/api/search?q=scoped&limit=200&session="+url.QueryEscape("a b")).Body.Bytes(), &res)
+	if len(res.Hits) != 60 || slices.ContainsFunc(res.Hits, func(h store.SearchHit) bool { return h.SessionID != "a b" }) {
+		t.Errorf("GET /api/search?session=a b = %d hits; want the 60 of session \"a b\" alone", len(res.Hits))
+	}
+
+	page := "/search?" + url.Values{"q": {"scoped"}, "session": {"a b"}}.Encode()
+	doc := mustDocument(t, s, page)
+	if groups := doc.Find(`[data-testid="search-group"]`); groups.Length() != 1 || groups.AttrOr("data-session-id", "") != "a b" {
+		t.Fatalf("groups of %s = %d; want session \"a b\" alone", page, groups.Length())
+	}
+	if v := doc.Find(`[data-testid="search-form"] input[name="session"]`).AttrOr("value", ""); v != "a b" {
+		t.Errorf("the search box's session = %q; want \"a b\", so a new query stays in the session", v)
+	}
+	scope := doc.Find(`[data-testid="search-scope"]`)
+	if scope.Find(`a[href="/session?id=a+b"]`).Length() != 1 || scope.Find(`[data-testid="search-everywhere"]`).AttrOr("href", "") != "/search?q=scoped" {
+		t.Errorf("the scope line %q links %v; want the session and /search?q=scoped", scope.Text(), scope.Find("a").Map(func(_ int, a *goquery.Selection) string { return a.AttrOr("href", "") }))
+	}
+	next := doc.Find(`[data-testid="search-more"]`).AttrOr("href", "")
+	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 50 || !strings.Contains(next, "session=a+b") {
+		t.Fatalf("first page = %d hits, next %q; want 50 and a link in the session", n, next)
+	}
+	doc = mustDocument(t, s, next)
+	if n, groups := doc.Find(`[data-testid="search-hit"]`).Length(), doc.Find(`[data-testid="search-group"]`); n != 10 || groups.AttrOr("data-session-id", "") != "a b" {
+		t.Errorf("second page = %d hits of %q; want the session's last 10", n, groups.AttrOr("data-session-id", ""))
+	}
+
+	// The session page's box searches that session.
+	form := mustDocument(t, s, "/session?id="+url.QueryEscape("a b")).Find(`[data-testid="session-search"]`)
+	if form.AttrOr("action", "") != "/search" || form.Find(`input[name="session"]`).AttrOr("value", "") != "a b" || form.Find(`input[name="q"]`).Length() != 1 {
+		t.Errorf("the session page's search form = %q; want /search with session \"a b\" and q", form.AttrOr("action", ""))
+	}
+}
+
 // A search that runs out of time (store.SearchBudget): each page here
 // stops after its first session, and says so. The API marks the page
 // partial with a cursor to go on, the page tells that older sessions were

@@ -27,9 +27,21 @@ const (
 
 // SearchQuery is one search: the query text (see ParseQuery) and a page.
 type SearchQuery struct {
-	Q     string
-	Limit int    // at most this many hits (0: 50; at most MaxSearchLimit)
-	After string // a Next cursor of an earlier page: the hits after it
+	Q       string
+	Limit   int    // at most this many hits (0: 50; at most MaxSearchLimit)
+	After   string // a Next cursor of an earlier page: the hits after it
+	Session string // the id of the one session to search; "" for every session
+}
+
+// Parse reads the query (ParseQuery) with its Session as a filter of the
+// session's id: any id, which a filter written in the query could not
+// always spell (ids may hold spaces and quotes).
+func (sq SearchQuery) Parse() (ParsedQuery, error) {
+	pq, err := ParseQuery(sq.Q)
+	if err == nil && sq.Session != "" {
+		pq.Filters = append(pq.Filters, SearchFilter{"session", sq.Session})
+	}
+	return pq, err
 }
 
 // SearchHit is one step (or, with Seq 0 and Type "session", the session's
@@ -132,6 +144,7 @@ var searchFilters = map[string]string{
 	"after":     "s.started_ns >= ?",
 	"before":    "s.started_ns < ?",
 	"owner":     "s.owner_id = ?",
+	"session":   "s.id = ?", // SearchQuery.Session, not a filter of the query language
 }
 
 // ParseQuery reads a query; it returns an *InvalidError naming each
@@ -199,9 +212,9 @@ func ParseQuery(text string) (ParsedQuery, error) {
 	return q, nil
 }
 
-// parseQuery reads a query (ParseQuery) as FTS5 expressions and SQL.
-func parseQuery(text string) (query, error) {
-	pq, err := ParseQuery(text)
+// parseQuery reads a query (SearchQuery.Parse) as FTS5 expressions and SQL.
+func parseQuery(sq SearchQuery) (query, error) {
+	pq, err := sq.Parse()
 	if err != nil {
 		return query{}, err
 	}
@@ -337,7 +350,7 @@ const snippetTokens = 16
 // that is not one of its Next cursors.
 func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error) {
 	res := SearchResult{Hits: []SearchHit{}}
-	q, err := parseQuery(sq.Q)
+	q, err := parseQuery(sq)
 	if err != nil {
 		return res, fmt.Errorf("store: search: %w", err)
 	}
@@ -517,7 +530,7 @@ func walkSessionsSQL(sessions []string) string {
 // every newer session of another agent.
 func IsSessionFilter(key string) bool {
 	switch key {
-	case "agent", "workspace", "verdict", "after", "before", "owner":
+	case "agent", "workspace", "verdict", "after", "before", "owner", "session":
 		return true
 	}
 	return false

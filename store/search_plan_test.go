@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,12 +23,17 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 	for _, text := range []string{"agent:claude-code", "type:command", "type:edit|read", "status:failed",
 		"flag:dangerous_command", "path:handlers/", "workspace:svc", "verdict:needs_attention",
 		"after:2026-11-01", "before:2026-11-02", "owner:ana", "type:command status:failed path:x"} {
-		q, err := parseQuery(text)
+		q, err := parseQuery(SearchQuery{Q: text})
 		if err != nil {
 			t.Fatalf("parseQuery(%q) = %v", text, err)
 		}
 		queries = append(queries, filterPageSQL(q.where), filterPageSQL(append(q.where, afterCursor)), walkSessionsSQL(q.sessions))
 	}
+	one, err := parseQuery(SearchQuery{Q: "type:command", Session: "s-1"}) // one session's
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries = append(queries, filterPageSQL(one.where), walkSessionsSQL(one.sessions))
 	for _, q := range queries {
 		plan := queryPlan(t, s, q)
 		if strings.Contains(q, "$.path") && !strings.Contains(strings.Join(plan, "\n"), "INDEX steps_paths") {
@@ -83,7 +89,7 @@ func queryPlan(t *testing.T, s *Store, q string) []string {
 // step column: a walk of the sessions may leave out the sessions they do
 // not keep.
 func TestSessionFilters(t *testing.T) {
-	for _, key := range SearchFilterKeys {
+	for _, key := range append(slices.Clone(SearchFilterKeys), "session") {
 		if got, want := IsSessionFilter(key), !strings.Contains(searchFilters[key], "st."); got != want {
 			t.Errorf("IsSessionFilter(%s) = %v; its condition %q says %v", key, got, searchFilters[key], want)
 		}

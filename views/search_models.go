@@ -3,14 +3,17 @@ package views
 // SearchPage is the page at /search: the query, its problem when it is
 // malformed, and the hits grouped by session, newest first.
 type SearchPage struct {
-	Query    string
-	Problem  string // why the query was refused; empty when it ran
-	Searched bool   // a query ran (the page without q shows only the help)
-	Groups   []SearchGroup
-	NextHref string // the next page of hits; empty at the end
-	Partial  bool   // the search stopped at its time limit, Budget, before the page was full
-	Budget   string
-	Demo     bool
+	Query          string
+	Session        string // the one session searched; empty for every session
+	SessionHref    string // its page
+	EverywhereHref string // the same query over every session
+	Problem        string // why the query was refused; empty when it ran
+	Searched       bool   // a query ran (the page without q shows only the help)
+	Groups         []SearchGroup
+	NextHref       string // the next page of hits; empty at the end
+	Partial        bool   // the search stopped at its time limit, Budget, before the page was full
+	Budget         string
+	Demo           bool
 }
 
 // SearchGroup is one session's hits.

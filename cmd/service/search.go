@@ -10,13 +10,14 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// SearchCmd is `service search QUERY [--json] [--limit N] [--after CURSOR] [--db PATH]`.
+// SearchCmd is `service search QUERY [--json] [--limit N] [--after CURSOR] [--session ID] [--db PATH]`.
 type SearchCmd struct {
-	Query string `arg:"" help:"What to find: words, \"phrases\", prefix*, -excluded, and filters such as agent:claude-code type:command status:failed path:handlers/ after:2026-11-01."`
-	JSON  bool   `help:"Print the hits as GET /api/search answers them."`
-	Limit int    `help:"At most this many hits." default:"50"`
-	After string `help:"Go on after an earlier page: the cursor it printed." placeholder:"CURSOR"`
-	DB    string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	Query   string `arg:"" help:"What to find: words, \"phrases\", prefix*, -excluded, and filters such as agent:claude-code type:command status:failed path:handlers/ after:2026-11-01."`
+	JSON    bool   `help:"Print the hits as GET /api/search answers them."`
+	Limit   int    `help:"At most this many hits." default:"50"`
+	After   string `help:"Go on after an earlier page: the cursor it printed." placeholder:"CURSOR"`
+	Session string `help:"Search this session alone (its id)." placeholder:"ID"`
+	DB      string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
 
 // Run searches the store file directly, beside a running server.
@@ -26,7 +27,7 @@ func (c *SearchCmd) Run(e *env) error {
 		return err
 	}
 	defer st.Close()
-	res, err := st.Search(e.ctx, store.SearchQuery{Q: c.Query, Limit: c.Limit, After: c.After})
+	res, err := st.Search(e.ctx, store.SearchQuery{Q: c.Query, Limit: c.Limit, After: c.After, Session: c.Session})
 	if err != nil {
 		if inv, ok := errors.AsType[*store.InvalidError](err); ok {
 			return fmt.Errorf("search query: %s", inv.Problems[0].Message)

@@ -74,6 +74,15 @@ func TestSearchCommandBesideServer(t *testing.T) {
 		t.Errorf("service search --after %s = %v\n%s\nwant the other session's hit and no cursor (first page: %s)", cursor, err, more, out)
 	}
 
+	// --session searches that session alone.
+	for _, sid := range []string{"s1", "s2"} {
+		out, err := run("search", "panic", "--json", "--session", sid, "--db", db)
+		var res store.SearchResult
+		if err != nil || json.Unmarshal([]byte(out), &res) != nil || len(res.Hits) != 1 || res.Hits[0].SessionID != sid {
+			t.Errorf("service search panic --session %s = %v\n%s\nwant its one hit alone", sid, err, out)
+		}
+	}
+
 	out, err = run("reindex", "--db", db)
 	if err != nil || !strings.Contains(out, "search index rebuilt: 4 sessions and steps") {
 		t.Errorf("service reindex = %v\n%s", err, out)

@@ -27,6 +27,7 @@ var searchFilters = map[string]string{
 	"after":     "s.started_ns >= $",
 	"before":    "s.started_ns < $",
 	"owner":     "s.owner_id = $",
+	"session":   "s.id = $", // store.SearchQuery.Session
 }
 
 // searchQuery is a parsed query as SQL over search_docs: the conditions
@@ -90,7 +91,7 @@ func tsAny(phrases []store.SearchPhrase, and bool) string {
 // an After that is not one of its Next cursors.
 func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchResult, error) {
 	res := store.SearchResult{Hits: []store.SearchHit{}}
-	pq, err := store.ParseQuery(sq.Q)
+	pq, err := sq.Parse()
 	if err != nil {
 		return res, fmt.Errorf("store: search: %w", err)
 	}

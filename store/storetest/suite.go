@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchFilters", testSearchFilters},
 		{"SearchRefused", testSearchRefused},
 		{"SearchPages", testSearchPages},
+		{"SearchOneSession", testSearchOneSession},
 		{"SearchAfterDelete", testSearchAfterDelete},
 		{"Usage", testUsage},
 		{"UsageFollowsWrites", testUsageFollowsWrites},

@@ -316,3 +316,44 @@ func testSearchAfterDelete(t *testing.T, s store.Backend) {
 		t.Errorf("Search(rawvaluey) after Delete(x) = %v; want [{y 5}]", got)
 	}
 }
+
+// A search of one session (SearchQuery.Session) finds that session's
+// hits and no other's, with words and with filters alone, page by page;
+// any id works (no filter written in a query could spell this one), and
+// an unknown id finds nothing.
+func testSearchOneSession(t *testing.T, s store.Backend) {
+	odd := "odd id -x:y*"
+	sids := []string{"one", odd, "two"}
+	for _, sid := range sids {
+		mustApply(t, s, searchBatch(sid))
+	}
+	for _, q := range []string{"rm", "type:command", "rm type:command", "build*", "-nothing type:read"} {
+		all := hitKeys(mustSearch(t, s, store.SearchQuery{Q: q, Limit: store.MaxSearchLimit}))
+		for _, sid := range sids[:2] {
+			want := []hitKey{}
+			for _, k := range all {
+				if k.Session == sid {
+					want = append(want, k)
+				}
+			}
+			if len(want) == 0 || len(want) == len(all) {
+				t.Fatalf("Search(%s) found %v: want hits of %q and of others", q, all, sid)
+			}
+			got := []hitKey{}
+			after := ""
+			for range 2 * len(want) {
+				r := mustSearch(t, s, store.SearchQuery{Q: q, Session: sid, Limit: 1, After: after})
+				got = append(got, hitKeys(r)...)
+				if after = r.Next; after == "" {
+					break
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%s) of session %q, a hit a page, = %v; want %v", q, sid, got, want)
+			}
+		}
+		if r := mustSearch(t, s, store.SearchQuery{Q: q, Session: "nope"}); len(r.Hits) != 0 {
+			t.Errorf("Search(%s) of an unknown session = %v; want no hit", q, hitKeys(r))
+		}
+	}
+}
