@@ -112,18 +112,21 @@ func TestSearchPage(t *testing.T) {
 	}
 }
 
+// withReplies is newBatch(id) with n more assistant replies of text.
+func withReplies(id string, n int, text string) obj {
+	b := newBatch(id)
+	for i := range n {
+		b["steps"] = append(b["steps"].([]any), obj{"id": fmt.Sprintf("%s-m%d", id, i), "session_id": id, "segment_index": 0, "turn_id": id + "-t1",
+			"actor_id": id + "-root", "seq": 10 + i, "at": "2026-01-02T10:00:02Z", "type": "message", "decision": "n/a", "outcome": "ok",
+			"content_status": "inline", "channels": []any{}, "flags": []any{}, "payload": obj{"role": "assistant", "text": text}})
+	}
+	return b
+}
+
 func TestSearchPagePages(t *testing.T) {
 	s := newTestService(t)
 	for _, id := range []string{"a", "b"} {
-		b := newBatch(id)
-		var steps []any
-		for i := range 30 {
-			steps = append(steps, obj{"id": fmt.Sprintf("%s-m%d", id, i), "session_id": id, "segment_index": 0, "turn_id": id + "-t1",
-				"actor_id": id + "-root", "seq": 10 + i, "at": "2026-01-02T10:00:02Z", "type": "message", "decision": "n/a", "outcome": "ok",
-				"content_status": "inline", "channels": []any{}, "flags": []any{}, "payload": obj{"role": "assistant", "text": "paged word"}})
-		}
-		b["steps"] = append(b["steps"].([]any), steps...)
-		s.mustPush(b, http.StatusCreated)
+		s.mustPush(withReplies(id, 30, "paged word"), http.StatusCreated)
 	}
 	doc := mustDocument(t, s, "/search?q=paged")
 	next, _ := doc.Find(`[data-testid="search-more"]`).Attr("href")
@@ -143,15 +146,7 @@ func TestSearchPagePages(t *testing.T) {
 func TestSearchOneSession(t *testing.T) {
 	s := newTestService(t)
 	for _, id := range []string{"a b", "c"} { // an id a query's filter could not spell
-		b := newBatch(id)
-		var steps []any
-		for i := range 60 {
-			steps = append(steps, obj{"id": fmt.Sprintf("%s-m%d", id, i), "session_id": id, "segment_index": 0, "turn_id": id + "-t1",
-				"actor_id": id + "-root", "seq": 10 + i, "at": "2026-01-02T10:00:02Z", "type": "message", "decision": "n/a", "outcome": "ok",
-				"content_status": "inline", "channels": []any{}, "flags": []any{}, "payload": obj{"role": "assistant", "text": "scoped word"}})
-		}
-		b["steps"] = append(b["steps"].([]any), steps...)
-		s.mustPush(b, http.StatusCreated)
+		s.mustPush(withReplies(id, 60, "scoped word"), http.StatusCreated)
 	}
 	var res store.SearchResult
 	json.Unmarshal(s.get("/api/search?q=scoped&limit=200&session="+url.QueryEscape("a b")).Body.Bytes(), &res)
