@@ -106,6 +106,13 @@ func TestBrowserKeys(t *testing.T) {
 	p.WaitFor("[ moves back", turnOf+` === `+browsertest.JSString(first))
 	p.key("\r")
 	p.WaitFor("Enter opens the step", `document.querySelector('.kb-current').open`)
+	p.key("f")
+	p.WaitFor("f focuses the session's search box", `document.activeElement === document.querySelector('[data-testid="session-search-input"]')`)
+	p.key("j")
+	if got := evalJS[string](p, `document.activeElement.value`); got != "j" {
+		t.Errorf("typed in the session's search box: %q; want j as text", got)
+	}
+	evalJS[bool](p, `(document.activeElement.value = '', document.activeElement.blur(), true)`)
 
 	p.key("g")
 	p.key("s")

@@ -1,6 +1,7 @@
-// Keyboard shortcuts, on every page: / search, j/k move through list rows or
-// timeline steps, Enter opens, o/O expand/collapse all, [/] previous/next
-// turn, g then s sessions, ? the list of shortcuts. None fires while typing
+// Keyboard shortcuts, on every page: / search, f find in this session (a
+// session's page), j/k move through list rows or timeline steps, Enter
+// opens, o/O expand/collapse all, [/] previous/next turn, g then s
+// sessions, ? the list of shortcuts. None fires while typing
 // in a field, with a modifier held, or while a dialog is open.
 (function () {
   'use strict';
@@ -84,6 +85,13 @@
         const box = document.querySelector('[data-testid="search-input"]') || document.querySelector('[data-testid="topbar-search"]');
         box.focus();
         box.select();
+        break;
+      }
+      case 'f': {
+        const box = document.querySelector('[data-testid="session-search-input"]');
+        if (!box) { done = false; break; }
+        box.focus({ preventScroll: true });
+        box.scrollIntoView({ block: 'center' });
         break;
       }
       case 'j': move(1); break;
