@@ -313,8 +313,7 @@ func browserMoreChanges(t *testing.T, b *browser) {
 	if n := p.Count(`[data-testid="change-edit"]`); n != 0 {
 		t.Errorf("%d diffs in the page; want none until a file is opened", n)
 	}
-	p.PressEnter(`#change-3 > summary`)
-	p.WaitFor("Enter on a file opens it", `document.querySelector('#change-3').open`)
+	p.PressEnterUntil(`#change-3 > summary`, "Enter on a file opens it", `document.querySelector('#change-3').open`)
 	if err := p.Poll(browsertest.WaitTimeout, `Array.from(document.querySelectorAll('#change-3 [data-testid="change-edit-diff"] .dl'), e => e.textContent).join('|') === '-a|+b'`); err != nil {
 		t.Fatalf("the opened file's diff did not load: %v; the file now: %s", err,
 			evalJS[string](p, `document.querySelector('#change-3').outerHTML.slice(0, 2000)`))

@@ -234,6 +234,22 @@ func (p *Tab) PressEnter(sel string) {
 	p.Do("press Enter on "+sel, chromedp.KeyEvent("\r"))
 }
 
+// PressEnterUntil presses Enter on the element matching sel until cond
+// holds, then waits for it as WaitFor does: a live refresh that swaps the
+// element between its focus and the key loses the key, as ClickUntil's
+// click.
+func (p *Tab) PressEnterUntil(sel, what, cond string) {
+	p.T.Helper()
+	for range 2 {
+		p.PressEnter(sel)
+		if p.Poll(3*time.Second, cond) == nil {
+			return
+		}
+	}
+	p.PressEnter(sel)
+	p.WaitFor(what, cond)
+}
+
 // DoOnNode runs one action on an element, as Do does. A live refresh may
 // swap the element out between finding it and acting on it ("Could not
 // find node", before anything is done to it); a user would act on the
