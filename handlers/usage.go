@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type UsageReport struct {
 
 // maxUsageName bounds the agent and model parameters (short names).
 const maxUsageName = 200
+
+// maxUsageTitles bounds the titles parameter: each title is a read.
+const maxUsageTitles = 200
 
 // usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session
 // [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>]: the usage report;
@@ -73,7 +77,7 @@ type usageQuery struct {
 }
 
 // parseUsageQuery reads group (def when absent), since, until (local days,
-// until included), agent and model.
+// until included), agent, model and titles (store.UsageQuery.Titles).
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model")}, since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
@@ -87,6 +91,13 @@ func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	}
 	if len(q.Model) > maxUsageName {
 		return q, badRequest("query parameter model is longer than %d bytes", maxUsageName)
+	}
+	if t := v.Get("titles"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 || n > maxUsageTitles {
+			return q, badRequest("query parameter titles=%q is not valid: give 0 to %d", t, maxUsageTitles)
+		}
+		q.Titles = n
 	}
 	var err error
 	if q.Since, err = parseDay(q.since, "since"); err != nil {
@@ -133,6 +144,9 @@ func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]sto
 	}
 	if uq.Model != "" {
 		q.Set("model", uq.Model)
+	}
+	if uq.Titles > 0 {
+		q.Set("titles", strconv.Itoa(uq.Titles))
 	}
 	var rep UsageReport
 	return rep.Rows, c.get(ctx, "/api/usage", q, &rep)

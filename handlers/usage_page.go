@@ -58,7 +58,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			{ID: "project", Title: "Tokens by project", Head: "Project"},
 			{ID: "session"},
 		} {
-			q.Group = c.ID
+			q.Group, q.Titles = c.ID, usageChartBars // titles of the top sessions' rows
 			rep, err := usageReport(r.Context(), src, q)
 			if err != nil {
 				writeError(w, r, log, err)
@@ -106,7 +106,7 @@ func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
 
 // usageBar is one row as shown: reported and estimated cost apart.
 func usageBar(r store.UsageRow, longest int64) views.UsageBar {
-	b := views.UsageBar{Label: r.Key, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
+	b := views.UsageBar{Label: r.Key, Title: r.Title, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
 		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, Total: r.Tokens.Total(), Requests: r.APIRequests,
 		Unpriced: strings.Join(r.Unpriced, ", ")}
 	if b.Label == "" {

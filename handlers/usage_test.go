@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
@@ -166,6 +168,8 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
 		{"?agent=" + strings.Repeat("a", 201), "query parameter agent is longer than 200 bytes"},
 		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
+		{"?group=session&titles=201", `query parameter titles="201" is not valid: give 0 to 200`},
+		{"?group=session&titles=-1", `query parameter titles="-1" is not valid: give 0 to 200`},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var body errorBody
@@ -194,6 +198,26 @@ func TestUsagePage(t *testing.T) {
 	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Contains(body, `data-testid="usage-empty"`) || !strings.Contains(body, `data-testid="usage-chart-day"`) {
 		t.Errorf("GET /usage in March = %d; want 200 with the day chart", rec.Code)
 	}
+	// The top sessions show their titles (the first line of the first
+	// prompt), their ids under them; the API gives them when asked.
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := doc.Find(`[data-testid="usage-session-title"]`).Map(func(_ int, a *goquery.Selection) string { return a.AttrOr("href", "") + " " + a.Text() })
+	var want []string
+	for _, sid := range []string{"ub", "ua", "uc"} { // most tokens first
+		first, _, _ := strings.Cut(firstUserPrompt(newBatch(sid)), "\n")
+		want = append(want, "/session?id="+sid+" "+first)
+	}
+	if !slices.Equal(titles, want) {
+		t.Errorf("top sessions' titles = %q; want %q", titles, want)
+	}
+	var rep UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=session&titles=1").Body.Bytes(), &rep); err != nil || len(rep.Rows) != 3 ||
+		rep.Rows[0].Title == "" || rep.Rows[1].Title != "" {
+		t.Errorf("GET /api/usage?group=session&titles=1 = %+v, %v; want the first row titled alone", rep.Rows, err)
+	}
 	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")
 	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `data-series="codex" data-tokens="33378"`) {
 		t.Errorf("GET /usage stacked by agent = %d; want codex's 33,378 tokens stacked on its day", rec.Code)
@@ -205,4 +229,14 @@ func TestUsagePage(t *testing.T) {
 	if want := `The parameter since=&#34;tomorrow&#34; is not valid: give a day as YYYY-MM-DD or YYYYMMDD.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("GET /usage?since=tomorrow = %d %s; want 400 saying %s", rec.Code, rec.Body, want)
 	}
+}
+
+// firstUserPrompt is the text of a batch's first user message.
+func firstUserPrompt(b obj) string {
+	for _, st := range b["steps"].([]any) {
+		if p := st.(obj)["payload"].(obj); st.(obj)["type"] == "message" && p["role"] == "user" {
+			return p["text"].(string)
+		}
+	}
+	return ""
 }

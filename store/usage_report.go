@@ -37,12 +37,17 @@ type UsageQuery struct {
 	Until time.Time // exclusive; zero: to the last
 	Agent string    // only sessions of this agent kind
 	Model string    // only this model's records
+	// Titles, for the group by session, is how many rows (most tokens
+	// first) carry their session's title: each costs a read, and a report
+	// may have a row for every stored session.
+	Titles int
 }
 
 // UsageRow is one group of a usage report: a day, week (its Monday),
 // month or session id, with its models, tokens and costs.
 type UsageRow struct {
 	Key         string         `json:"key"`
+	Title       string         `json:"title,omitempty"` // the session's (Title), in the first UsageQuery.Titles rows by session
 	Models      []string       `json:"models"`
 	Tokens      pricing.Tokens `json:"tokens"`
 	APIRequests int64          `json:"api_requests"`
@@ -97,7 +102,39 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	return tally.Rows(), nil
+	rows := tally.Rows()
+	titled := rows[:TitledRows(q, len(rows))]
+	if len(titled) == 0 {
+		return rows, nil
+	}
+	err = s.read(ctx, func(conn *sqlite.Conn) error {
+		for i := range titled {
+			pk, err := sessionPK(conn, titled[i].Key)
+			if err != nil {
+				return err
+			}
+			if pk == 0 {
+				continue // deleted since the report's read: no title
+			}
+			if titled[i].Title, err = sessionTitle(conn, pk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: usage report: %w", err)
+	}
+	return rows, nil
+}
+
+// TitledRows is how many of a report's n rows carry a title
+// (UsageQuery.Titles): none but for the group by session.
+func TitledRows(q UsageQuery, n int) int {
+	if q.Group != UsageBySession {
+		return 0
+	}
+	return max(0, min(q.Titles, n))
 }
 
 // UsagePlan is what a usage report reads, for a backend's SQL over

@@ -32,6 +32,7 @@ type UsageChart struct {
 // as a fraction of the longest.
 type UsageBar struct {
 	Label, Href                           string
+	Title                                 string // a session's, under its id (Label)
 	Models                                string
 	Input, Output, CacheRead, CacheCreate int64
 	Total, Requests                       int64

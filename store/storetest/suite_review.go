@@ -50,6 +50,7 @@ func testUsage(t *testing.T, s store.Backend) {
 	for _, se := range sessions {
 		b := smallBatch(se.sid)
 		b.Session.Agent.Kind, b.Usage = se.agent, se.records
+		b.Steps[0].Payload.Text = genPtr("Prompt of `" + se.sid + "`\nand its second line")
 		mustApply(t, s, b)
 		agentOf[se.sid] = se.agent
 		otel := slices.ContainsFunc(se.records, func(r store.UsageRecord) bool { return r.Source == store.UsageFromOTel })
@@ -168,6 +169,20 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 	delete(counted, "a")
 	check(store.UsageQuery{Group: store.UsageBySession}, want(store.UsageBySession, all))
+
+	// Titles: the first rows by session carry their first prompt's first
+	// line; the others, and other groups, none.
+	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("UsageReport(by session, 1 title) = %d rows, %v; want b and c", len(rows), err)
+	}
+	if want := "Prompt of `" + rows[0].Key + "`"; rows[0].Title != want || rows[1].Title != "" {
+		t.Errorf("titles = %q, %q; want %q and none", rows[0].Title, rows[1].Title, want)
+	}
+	rows, err = s.UsageReport(bg, store.UsageQuery{Group: store.UsageByAgent, Titles: 5})
+	if err != nil || slices.ContainsFunc(rows, func(r store.UsageRow) bool { return r.Title != "" }) {
+		t.Errorf("UsageReport(by agent, 5 titles) = %+v, %v; want no title", rows, err)
+	}
 }
 
 // A session's usage, read after each of several writes (and so
