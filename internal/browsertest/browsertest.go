@@ -209,13 +209,20 @@ func (p *Tab) Click(sel string) {
 // three times.
 func (p *Tab) ClickUntil(sel, what, cond string) {
 	p.T.Helper()
+	p.until(func() { p.Click(sel) }, what, cond)
+}
+
+// until does act until cond holds, up to three times, then waits for it
+// as WaitFor does.
+func (p *Tab) until(act func(), what, cond string) {
+	p.T.Helper()
 	for range 2 {
-		p.Click(sel)
+		act()
 		if p.Poll(3*time.Second, cond) == nil {
 			return
 		}
 	}
-	p.Click(sel)
+	act()
 	p.WaitFor(what, cond)
 }
 
@@ -240,14 +247,7 @@ func (p *Tab) PressEnter(sel string) {
 // click.
 func (p *Tab) PressEnterUntil(sel, what, cond string) {
 	p.T.Helper()
-	for range 2 {
-		p.PressEnter(sel)
-		if p.Poll(3*time.Second, cond) == nil {
-			return
-		}
-	}
-	p.PressEnter(sel)
-	p.WaitFor(what, cond)
+	p.until(func() { p.PressEnter(sel) }, what, cond)
 }
 
 // DoOnNode runs one action on an element, as Do does. A live refresh may
