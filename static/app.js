@@ -47,6 +47,13 @@
       this.port.close();
     }
   }
+  // A page restored from the back/forward cache comes back with its
+  // stream closed (pagehide closed it) and its data as it was when left:
+  // it is loaded again, fresh and live. Without this, Back to the list
+  // showed a list that no push updated (TestBrowserListFilters).
+  window.addEventListener('pageshow', function (e) {
+    if (e.persisted) location.reload();
+  });
   if (window.SharedWorker) {
     htmx.createEventSource = function (url) {
       try {
