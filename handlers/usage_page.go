@@ -58,7 +58,10 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			{ID: "project", Title: "Tokens by project", Head: "Project"},
 			{ID: "session"},
 		} {
-			q.Group, q.Titles = c.ID, usageChartBars // titles of the top sessions' rows
+			q.Group, q.Titles = c.ID, 0
+			if c.ID == store.UsageBySession {
+				q.Titles = usageChartBars // the top sessions' rows show their titles
+			}
 			rep, err := usageReport(r.Context(), src, q)
 			if err != nil {
 				writeError(w, r, log, err)

@@ -497,23 +497,31 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	return kept, nil
 }
 
-// searchTitles sets the title of each hit's session: the first line of
-// its first user prompt, as the list shows it.
+// searchTitles sets the title of each hit's session (sessionTitles).
 func searchTitles(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
-	var pks []int64
-	for _, h := range hits {
-		pks = append(pks, h.pk)
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.hit.SessionID
 	}
-	rows, _ := tx.Query(ctx, `SELECT DISTINCT ON (session_pk) session_pk, coalesce(substr(text, 1, $2), '')
-		FROM steps WHERE session_pk = ANY($1) AND type = 'message' AND role = 'user' ORDER BY session_pk, seq`, pks, store.TitleChars)
-	titles := map[int64]string{}
-	var pk int64
-	var prompt string
-	_, err := pgx.ForEachRow(rows, []any{&pk, &prompt}, func() error { titles[pk] = store.Title(prompt); return nil })
+	titles, err := sessionTitles(ctx, tx, ids)
 	for i := range hits {
-		hits[i].hit.Title = titles[hits[i].pk]
+		hits[i].hit.Title = titles[hits[i].hit.SessionID]
 	}
 	return err
+}
+
+// sessionTitles is the title of each of the sessions ids names that has
+// a user prompt: the first line of its first, as the list shows it.
+func sessionTitles(ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, ids []string) (map[string]string, error) {
+	rows, _ := db.Query(ctx, `SELECT DISTINCT ON (s.id) s.id, coalesce(substr(st.text, 1, $2), '')
+		FROM steps st JOIN sessions s ON s.pk = st.session_pk
+		WHERE s.id = ANY($1) AND st.type = 'message' AND st.role = 'user' ORDER BY s.id, st.seq`, ids, store.TitleChars)
+	titles := map[string]string{}
+	var id, prompt string
+	_, err := pgx.ForEachRow(rows, []any{&id, &prompt}, func() error { titles[id] = store.Title(prompt); return nil })
+	return titles, err
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

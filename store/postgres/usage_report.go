@@ -57,12 +57,8 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	for i, r := range titled {
 		ids[i] = r.Key
 	}
-	rows, _ = s.pool.Query(ctx, `SELECT DISTINCT ON (s.id) s.id, coalesce(substr(st.text, 1, $2), '')
-		FROM steps st JOIN sessions s ON s.pk = st.session_pk
-		WHERE s.id = ANY($1) AND st.type = 'message' AND st.role = 'user' ORDER BY s.id, st.seq`, ids, store.TitleChars)
-	titles := map[string]string{}
-	var id, prompt string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &prompt}, func() error { titles[id] = store.Title(prompt); return nil }); err != nil {
+	titles, err := sessionTitles(ctx, s.pool, ids)
+	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
 	for i := range titled {
