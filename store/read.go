@@ -115,14 +115,20 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 // subagent-only session, takes its first task prompt other than the
 // compaction summariser's, which says nothing of the work), and the last
 // step's time.
-const summaryColumns = `(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
-	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
-	coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
+// titlePromptSQL is the step of session s's first prompt, whose text is
+// its title's (Title); 0 when it has none: the first user prompt (0 when
+// it has no text), without one the first task prompt but the compaction
+// summariser's.
+const titlePromptSQL = `coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
 	  (SELECT iif(p.text IS NULL, 0, p.pk) FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'task'
 	    AND NOT EXISTS (SELECT 1 FROM actors a WHERE a.session_pk = s.pk AND a.id = p.actor_id AND a.label = 'compact')
-	  ORDER BY p.seq LIMIT 1)),
+	  ORDER BY p.seq LIMIT 1), 0)`
+
+const summaryColumns = `(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
+	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
+	` + titlePromptSQL + `,
 	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
 
 // TitleChars is how much of the first prompt the title is taken from.

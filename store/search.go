@@ -710,16 +710,19 @@ func conditions(where []string) string {
 	return b.String()
 }
 
-// sessionTitle is the first line of the session's first user prompt, as
-// the list shows it.
+// sessionTitle is the session's title as the list shows it, from its
+// first prompt (titlePromptSQL).
 func sessionTitle(conn *sqlite.Conn, pk int64) (string, error) {
-	var title string
-	err := sqlitex.Execute(conn, `SELECT substr(text, 1, ?) FROM steps WHERE session_pk = ? AND type = 'message' AND role = 'user' ORDER BY seq LIMIT 1`,
-		&sqlitex.ExecOptions{
-			Args:       []any{TitleChars, pk},
-			ResultFunc: func(st *sqlite.Stmt) error { title = firstLine(st.ColumnText(0)); return nil },
-		})
-	return title, err
+	var prompt int64
+	err := sqlitex.Execute(conn, `SELECT `+titlePromptSQL+` FROM sessions s WHERE s.pk = ?`, &sqlitex.ExecOptions{
+		Args:       []any{pk},
+		ResultFunc: func(st *sqlite.Stmt) error { prompt = st.ColumnInt64(0); return nil },
+	})
+	if err != nil || prompt == 0 {
+		return "", err
+	}
+	text, err := readHead(conn, "text", prompt, TitleChars)
+	return Title(text), err
 }
 
 // SearchCursor is the Next cursor of a page whose last hit is the step

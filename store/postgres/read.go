@@ -29,13 +29,19 @@ var sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, coalesce(s.agen
 	s.updated_at,
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
-	coalesce((SELECT coalesce(left(p.text, ` + fmt.Sprint(store.TitleChars) + `), '') FROM steps p
+	` + titlePromptSQL + `,
+	coalesce((SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1), '')`
+
+// titlePromptSQL is the head of session s's first prompt, its title's
+// text (store.Title): the first user prompt's, "" when it has no text;
+// without a user prompt, the first task prompt but the compaction
+// summariser's.
+var titlePromptSQL = `coalesce((SELECT coalesce(left(p.text, ` + fmt.Sprint(store.TitleChars) + `), '') FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'user' ORDER BY p.seq LIMIT 1),
 	  (SELECT coalesce(left(p.text, ` + fmt.Sprint(store.TitleChars) + `), '') FROM steps p
 	  WHERE p.session_pk = s.pk AND p.type = 'message' AND p.role = 'task'
 	    AND NOT EXISTS (SELECT 1 FROM actors a WHERE a.session_pk = s.pk AND a.id = p.actor_id AND a.label = 'compact')
-	  ORDER BY p.seq LIMIT 1), ''),
-	coalesce((SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1), '')`
+	  ORDER BY p.seq LIMIT 1), '')`
 
 // scanSession reads a row of sessionColumns: the session with its summary
 // but for the step counts (left at zero).

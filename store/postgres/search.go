@@ -510,14 +510,12 @@ func searchTitles(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
 	return err
 }
 
-// sessionTitles is the title of each of the sessions ids names that has
-// a user prompt: the first line of its first, as the list shows it.
+// sessionTitles is the title of each of the sessions ids names, as the
+// list shows it (titlePromptSQL).
 func sessionTitles(ctx context.Context, db interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, ids []string) (map[string]string, error) {
-	rows, _ := db.Query(ctx, `SELECT DISTINCT ON (s.id) s.id, coalesce(substr(st.text, 1, $2), '')
-		FROM steps st JOIN sessions s ON s.pk = st.session_pk
-		WHERE s.id = ANY($1) AND st.type = 'message' AND st.role = 'user' ORDER BY s.id, st.seq`, ids, store.TitleChars)
+	rows, _ := db.Query(ctx, `SELECT s.id, `+titlePromptSQL+` FROM sessions s WHERE s.id = ANY($1)`, ids)
 	titles := map[string]string{}
 	var id, prompt string
 	_, err := pgx.ForEachRow(rows, []any{&id, &prompt}, func() error { titles[id] = store.Title(prompt); return nil })

@@ -76,6 +76,11 @@ func testSamples(t *testing.T, s store.Backend) {
 						t.Errorf("Detail(%s).Steps[%d] =\n%s\nwant\n%s", id, i, mustJSON(t, d.Steps[i]), mustJSON(t, steps[i]))
 					}
 				}
+				// A search gives the session the title the list does.
+				r := mustSearch(t, s, store.SearchQuery{Q: "agent:" + tc.agent.Kind, Session: id, Limit: 1})
+				if len(r.Hits) != 1 || r.Hits[0].Title != d.Summary.Title {
+					t.Errorf("Search(agent:%s in %s) = %+v; want a hit titled %q, as the summary", tc.agent.Kind, id, r.Hits, d.Summary.Title)
+				}
 				found := 0
 				for _, st := range steps {
 					if st.Type != store.TypeCommand || st.Payload.Command == nil {

@@ -356,4 +356,13 @@ func testSearchOneSession(t *testing.T, s store.Backend) {
 			t.Errorf("Search(%s) of an unknown session = %v; want no hit", q, hitKeys(r))
 		}
 	}
+	// A session whose only prompt is a task's is titled by it, as the list
+	// titles it.
+	task := searchBatch("task")
+	task.Steps[0].Payload.Role = "task"
+	mustApply(t, s, task)
+	r := mustSearch(t, s, store.SearchQuery{Q: "type:message", Session: "task", Limit: 1})
+	if want := mustDetail(t, s, "task").Summary.Title; want == "" || len(r.Hits) != 1 || r.Hits[0].Title != want {
+		t.Errorf("Search(type:message in task) = %+v; want the summary's title %q", r.Hits, want)
+	}
 }
