@@ -67,7 +67,7 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 	modernc.org/libc v1.65.7 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.11.0 // indirect
+	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.37.1 // indirect
 )
 
