@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/store"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -365,7 +369,39 @@ func browserScreenshots(t *testing.T, b *browser) {
 		p.Open("/search?q=parse")
 		p.WaitFor("the hits show", `document.querySelector('mark') !== null`)
 		shot("search" + suffix)
-		p.Open("/usage")
+	})
+	// The usage page: the sessions above came over the ingest API, which
+	// carries no usage records, so it shows imported transcripts' instead.
+	u, period := usageLookService(t)
+	p = b.newTab(t, serveBrowser(t, u))
+	p.eachLook(func(suffix string) {
+		p.Open("/usage?" + period)
+		p.WaitFor("the usage shows", `document.querySelector('[data-testid="usage-row"]') !== null`)
 		shot("usage" + suffix)
 	})
+}
+
+// usageLookService is a service holding the Claude Code and Codex
+// transcripts of the adapters' test data, imported, with the period their
+// usage records span as since and until parameters.
+func usageLookService(t *testing.T) (*testService, string) {
+	s := newTestService(t)
+	for _, imp := range []struct {
+		agent adapters.Agent
+		roots []string
+	}{
+		{claudecode.Agent, []string{"../adapters/claudecode/testdata/spotter", "../adapters/claudecode/testdata/agentlogs_crud.jsonl",
+			"../adapters/claudecode/testdata/agentlogs_todos.jsonl", "../adapters/claudecode/testdata/agentlogs_clear_compact.jsonl"}},
+		{codex.Agent, []string{"../adapters/codex/testdata/agentlogs_crud_rollout.jsonl"}},
+	} {
+		im := adapters.Importer{Store: s.store}
+		if _, err := im.Run(context.Background(), imp.agent, imp.roots); err != nil {
+			t.Fatalf("import %s = %v", imp.agent.Kind, err)
+		}
+	}
+	var rep UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=day&since=2000-01-01").Body.Bytes(), &rep); err != nil || len(rep.Rows) == 0 {
+		t.Fatalf("the imported transcripts' usage by day = %+v, %v; want some days", rep.Rows, err)
+	}
+	return s, "since=" + rep.Rows[0].Key + "&until=" + rep.Rows[len(rep.Rows)-1].Key
 }

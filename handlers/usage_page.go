@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		colourBySeries(p.Charts, p.Stack)
 		render(w, r, log, http.StatusOK, views.Usage(p))
 	})
 }
@@ -143,6 +145,26 @@ func sessionUsage(u *store.Usage) *views.SessionUsageView {
 	v.Rows = append(v.Rows, usageBar(store.UsageRow{Key: "Total", Tokens: u.Tokens, APIRequests: u.APIRequests,
 		ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD, Unpriced: u.Unpriced}, 0))
 	return v
+}
+
+// colourBySeries gives the bars of the chart of the group the days are
+// stacked by (model or agent) the colours of their series in the day chart
+// (charts[0]), "other" to those it left out, so that a model or an agent
+// has one colour on the page.
+func colourBySeries(charts []views.UsageChart, by string) {
+	series := charts[0].Series
+	for _, c := range charts {
+		if c.ID != by {
+			continue
+		}
+		for i, b := range c.Bars {
+			j := slices.Index(series[:min(len(series), views.UsageSeriesCount)], b.Label)
+			if j < 0 && len(series) > 0 && series[len(series)-1] == "other" {
+				j = len(series) - 1
+			}
+			c.Bars[i].Series = j + 1
+		}
+	}
 }
 
 // stackDays splits each day's bar by the first views.UsageSeriesCount

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -212,6 +213,25 @@ func TestUsagePage(t *testing.T) {
 	}
 	if !slices.Equal(titles, want) {
 		t.Errorf("top sessions' titles = %q; want %q", titles, want)
+	}
+	// Each model's bar takes the colour of its series in the day chart's
+	// legend (most tokens first, as the model chart's rows).
+	var models UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=model&since=2026-03-01&until=2026-03-31").Body.Bytes(), &models); err != nil {
+		t.Fatal(err)
+	}
+	legend := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-legend"] li`).Map(func(_ int, li *goquery.Selection) string {
+		return li.Text() + " " + strings.TrimPrefix(li.Find(".usage-swatch").AttrOr("class", ""), "usage-swatch usage-k")
+	})
+	bars := doc.Find(`[data-testid="usage-chart-model"] svg rect`).Map(func(_ int, r *goquery.Selection) string {
+		return strings.TrimPrefix(r.AttrOr("class", ""), "usage-bar usage-s")
+	})
+	var wantLegend, wantBars []string
+	for j, r := range models.Rows {
+		wantLegend, wantBars = append(wantLegend, fmt.Sprintf("%s %d", r.Key, j)), append(wantBars, fmt.Sprint(j))
+	}
+	if !slices.Equal(legend, wantLegend) || !slices.Equal(bars, wantBars) {
+		t.Errorf("day chart's legend %q, model bars' colours %q; want %q and %q", legend, bars, wantLegend, wantBars)
 	}
 	var rep UsageReport
 	if err := json.Unmarshal(s.get("/api/usage?group=session&titles=1").Body.Bytes(), &rep); err != nil || len(rep.Rows) != 3 ||

@@ -41,6 +41,10 @@ type UsageBar struct {
 	Unpriced                              string // models without a price, comma separated
 	Frac                                  float64
 	Segments                              []int64 // tokens of each of the chart's Series, stacked
+	// Series is 1 + the index of the day chart's series this group is
+	// stacked as, so that its bar takes that colour; 0 when the days are
+	// stacked by another group.
+	Series int
 }
 
 // UsageSeriesCount is how many series a stacked chart shows; the rest
@@ -97,6 +101,15 @@ func usageSegmentTitle(c UsageChart, i, j int) string {
 
 func usageSeriesClass(j int) string {
 	return "usage-bar usage-s" + strconv.Itoa(j%(UsageSeriesCount+1))
+}
+
+// usageBarClass is a horizontal bar's class: its series' colour in the day
+// chart when it has one (UsageBar.Series).
+func usageBarClass(b UsageBar) string {
+	if b.Series > 0 {
+		return usageSeriesClass(b.Series - 1)
+	}
+	return "usage-bar"
 }
 
 func usageLabelY(i int) string { return strconv.Itoa(i*usageRowH + 12) }
