@@ -233,11 +233,14 @@ func (p *Tab) Type(sel, text string) {
 	p.DoOnNode("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
 }
 
-// PressEnter focuses the element matching sel and presses Enter on it.
+// PressEnter focuses the element matching sel and presses Enter on it. A
+// live refresh that swaps the element out after it took the focus leaves
+// the focus with the old one, so it is focused again until the element
+// in the page has it.
 func (p *Tab) PressEnter(sel string) {
 	p.T.Helper()
-	p.DoOnNode("focus "+sel, chromedp.Focus(chromedp.CSS(sel)))
-	p.WaitFor(sel+" has the focus", `document.activeElement === document.querySelector(`+JSString(sel)+`)`)
+	p.until(func() { p.DoOnNode("focus "+sel, chromedp.Focus(chromedp.CSS(sel))) },
+		sel+" has the focus", `document.activeElement === document.querySelector(`+JSString(sel)+`)`)
 	p.Do("press Enter on "+sel, chromedp.KeyEvent("\r"))
 }
 
