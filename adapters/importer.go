@@ -393,7 +393,7 @@ const ImportMemoryLimit = 56 << 20
 // what was live after the last one, not by once, and the memory limit
 // still bounds it. An import of many small sessions keeps little live, so
 // with Go's default 100 it collected every few MB: the 96 MB corpus took
-// 7-11% less time at 200-400 (peak RSS 62-65 -> 74-88 MB), and one 210 MB
+// 7-11% less time at 200-400 (peak RSS 62-65 -> 85-89 MB at 400), and one 210 MB
 // transcript, whose heap meets the limit, the same time and peak
 // (docs/performance.md, "The collector of an import").
 const ImportGCPercent = 400
