@@ -378,6 +378,8 @@ func browserScreenshots(t *testing.T, b *browser) {
 		p.Open("/usage?" + period)
 		p.WaitFor("the usage shows", `document.querySelector('[data-testid="usage-row"]') !== null`)
 		shot("usage" + suffix)
+		p.Do("scroll to the model chart", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="usage-chart-model"]').scrollIntoView()`))
+		shot("usage-rows" + suffix)
 	})
 }
 

@@ -108,8 +108,8 @@ func TestBrowserUsagePage(t *testing.T) {
 	if got := p.Text(`[data-testid="usage-chart-model"] [data-key="no-such-model"] [data-testid="cost-unpriced"]`); got != "no price for no-such-model" {
 		t.Errorf("unpriced model's cost = %q; want it to say it has no price", got)
 	}
-	if got := evalJS[string](p, `document.querySelector('[data-testid="usage-chart-model"] svg title').textContent`); got != "Tokens by model" {
-		t.Errorf("model chart title = %q; want an accessible title", got)
+	if got := evalJS[string](p, `document.getElementById(document.querySelector('[data-testid="usage-chart-model"] .usage-rows').getAttribute('aria-labelledby')).textContent`); got != "Tokens by model" {
+		t.Errorf("model chart's accessible name = %q; want its title", got)
 	}
 
 	p.Emulate(390, 844, "light")
@@ -117,13 +117,19 @@ func TestBrowserUsagePage(t *testing.T) {
 	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
 		t.Errorf("/usage at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
 	}
+	// The row charts' labels keep the page's type size on a phone (as SVG
+	// text they shrank with the chart, to 7 px: hence the scale of an SVG
+	// element's user units on the screen).
+	if small := evalJS[[]string](p, `Array.from(document.querySelectorAll('.usage-label')).filter(l => parseFloat(getComputedStyle(l).fontSize) * (l.getScreenCTM ? l.getScreenCTM().a : 1) < 12).map(l => l.textContent)`); len(small) > 0 {
+		t.Errorf("/usage at 390 px: chart labels under 12 px: %q", small)
+	}
 	p.Emulate(1280, 800, "dark")
 	p.Open("/usage?" + period)
 	if l := evalJS[float64](p, backgroundLuma); l > 0.2 {
 		t.Errorf("/usage in dark: background luminance %.2f; want the dark theme", l)
 	}
-	if fill := evalJS[string](p, `getComputedStyle(document.querySelector('.usage-label')).fill`); fill == "rgb(0, 0, 0)" {
-		t.Errorf("chart labels in dark are %s; want them readable on the dark background", fill)
+	if c := evalJS[string](p, `getComputedStyle(document.querySelector('.usage-label')).color`); c == "rgb(0, 0, 0)" {
+		t.Errorf("chart labels in dark are %s; want them readable on the dark background", c)
 	}
 }
 

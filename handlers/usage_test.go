@@ -223,7 +223,7 @@ func TestUsagePage(t *testing.T) {
 	legend := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-legend"] li`).Map(func(_ int, li *goquery.Selection) string {
 		return li.Text() + " " + strings.TrimPrefix(li.Find(".usage-swatch").AttrOr("class", ""), "usage-swatch usage-k")
 	})
-	bars := doc.Find(`[data-testid="usage-chart-model"] svg rect`).Map(func(_ int, r *goquery.Selection) string {
+	bars := doc.Find(`[data-testid="usage-chart-model"] .usage-rows rect`).Map(func(_ int, r *goquery.Selection) string {
 		return strings.TrimPrefix(r.AttrOr("class", ""), "usage-bar usage-s")
 	})
 	var wantLegend, wantBars []string

@@ -18,7 +18,7 @@ type UsagePage struct {
 	Demo                bool
 }
 
-// UsageChart is one SVG bar chart with the table under it. Vertical charts
+// UsageChart is one bar chart with the table under it. Vertical charts
 // (days) have a bar per column; the others a bar per row with its label.
 type UsageChart struct {
 	ID, Title, Head string
@@ -51,35 +51,32 @@ type UsageBar struct {
 // are one more series, "other".
 const UsageSeriesCount = 5
 
-// Usage chart geometry, in SVG user units.
+// Usage chart geometry, in SVG user units: the columns of the day chart,
+// and the bar of a row of the others (stretched to the row's width).
 const (
-	usageChartW   = 600
-	usageColumnsH = 160
-	usageRowH     = 28
+	usageChartW     = 600
+	usageColumnsH   = 160
+	usageRowViewBox = "0 0 600 10"
 )
 
-func usageViewBox(c UsageChart) string {
-	if c.Vertical {
-		return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH)
-	}
-	return fmt.Sprintf("0 0 %d %d", usageChartW, max(1, len(c.Bars))*usageRowH)
+func usageViewBox() string { return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH) }
+
+// usageColumnRect is the x, y, width and height of column i of c.
+func usageColumnRect(c UsageChart, i int) (x, y, w, h string) {
+	bw := float64(usageChartW) / float64(len(c.Bars))
+	bh := max(c.Bars[i].Frac*usageColumnsH, 1)
+	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(usageColumnsH - bh), svgUnits(bw * 0.8), svgUnits(bh)
 }
 
-// usageRect is the x, y, width and height of bar i of c.
-func usageRect(c UsageChart, i int) (x, y, w, h string) {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	if c.Vertical {
-		bw := float64(usageChartW) / float64(len(c.Bars))
-		bh := max(c.Bars[i].Frac*usageColumnsH, 1)
-		return f(float64(i)*bw + bw*0.1), f(usageColumnsH - bh), f(bw * 0.8), f(bh)
-	}
-	return "0", f(float64(i*usageRowH) + 15), f(max(c.Bars[i].Frac*usageChartW, 1)), "10"
-}
+// usageRowWidth is the width of a row's bar: its share of the longest,
+// at least one unit so that a group with few tokens still shows.
+func usageRowWidth(b UsageBar) string { return svgUnits(max(b.Frac*usageChartW, 1)) }
+
+func svgUnits(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // usageSegmentRect is segment j of column i of a stacked chart: the
 // segments below it (earlier series) lift it.
 func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	b := c.Bars[i]
 	bw := float64(usageChartW) / float64(len(c.Bars))
 	scale := 0.0
@@ -91,7 +88,7 @@ func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
 		below += n
 	}
 	bh := float64(b.Segments[j]) * scale
-	return f(float64(i)*bw + bw*0.1), f(usageColumnsH - float64(below)*scale - bh), f(bw * 0.8), f(bh)
+	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(usageColumnsH - float64(below)*scale - bh), svgUnits(bw * 0.8), svgUnits(bh)
 }
 
 // usageSegmentTitle is a segment's accessible title.
@@ -111,8 +108,6 @@ func usageBarClass(b UsageBar) string {
 	}
 	return "usage-bar"
 }
-
-func usageLabelY(i int) string { return strconv.Itoa(i*usageRowH + 12) }
 
 // usageBarTitle is a bar's accessible title: its label and tokens.
 func usageBarTitle(b UsageBar) string {
