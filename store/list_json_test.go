@@ -53,3 +53,20 @@ func TestListPageReadsOnlyAnIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionTitleReadsOnlyPrompts: the title's look-ups of a session's
+// first user prompt and first task prompt each read an index of those
+// steps alone; without one, a session with no user prompt had every step
+// read for the task prompt.
+func TestSessionTitleReadsOnlyPrompts(t *testing.T) {
+	s := mustOpen(t)
+	plan, err := s.SessionRowPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, index := range []string{"steps_prompts", "steps_task_prompts"} {
+		if !strings.Contains(plan, "INDEX "+index+" ") {
+			t.Errorf("plan of a session's row =\n%s\nwant a search of %s for its title", plan, index)
+		}
+	}
+}

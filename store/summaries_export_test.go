@@ -52,3 +52,19 @@ func (s *Store) UsageDayPlan() (string, error) {
 	})
 	return strings.Join(plan, "\n"), err
 }
+
+// SessionRowPlan is SQLite's plan of the read of a session's row with its
+// summary, as Detail reads it.
+func (s *Store) SessionRowPlan() (string, error) {
+	var plan []string
+	err := s.read(context.Background(), func(conn *sqlite.Conn) error {
+		return sqlitex.ExecuteTransient(conn, `EXPLAIN QUERY PLAN SELECT `+sessionColumns+`, `+summaryColumns+` FROM sessions s WHERE s.id = ?`, &sqlitex.ExecOptions{
+			Args: []any{"a"},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				plan = append(plan, st.ColumnText(3))
+				return nil
+			},
+		})
+	})
+	return strings.Join(plan, "\n"), err
+}
