@@ -54,12 +54,13 @@ const UsageSeriesCount = 5
 // Usage chart geometry, in SVG user units: the columns of the day chart,
 // and the bar of a row of the others (stretched to the row's width).
 const (
-	usageChartW     = 600
-	usageColumnsH   = 160
-	usageRowViewBox = "0 0 600 10"
+	usageChartW   = 600
+	usageColumnsH = 160
+	usageRowBarH  = 10
 )
 
-func usageViewBox() string { return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH) }
+func usageViewBox() string    { return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH) }
+func usageRowViewBox() string { return fmt.Sprintf("0 0 %d %d", usageChartW, usageRowBarH) }
 
 // usageColumnRect is the x, y, width and height of column i of c.
 func usageColumnRect(c UsageChart, i int) (x, y, w, h string) {
