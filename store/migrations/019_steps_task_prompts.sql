@@ -7,4 +7,4 @@
 -- 100,000-step session that was about half the page's time after a push
 -- (docs/performance.md, "A session without a user prompt"). Few steps are
 -- task prompts, so the index costs a write almost nothing.
-CREATE INDEX steps_task_prompts ON steps (session_pk, seq) WHERE type = 'message' AND role = 'task';
+CREATE INDEX IF NOT EXISTS steps_task_prompts ON steps (session_pk, seq) WHERE type = 'message' AND role = 'task';
