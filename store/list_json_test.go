@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // TestListRemembersItsEncoding: List keeps each session's JSON beside its
@@ -68,5 +71,66 @@ func TestSessionTitleReadsOnlyPrompts(t *testing.T) {
 		if !strings.Contains(plan, "INDEX "+index+" ") {
 			t.Errorf("plan of a session's row =\n%s\nwant a search of %s for its title", plan, index)
 		}
+	}
+}
+
+// TestListRecountsLongSessionByBlocks: a session of more than a block of
+// steps that the list showed before is counted again, after a write, from
+// the partial results per block the session's page keeps too (it is then
+// remembered there), and its counts stay those of a store that counts it
+// afresh and of its page: with new steps, and with a step of its first
+// block rewritten as failed and flagged.
+func TestListRecountsLongSessionByBlocks(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	long := storetest.Batch("long", 0, 1<<store.BlockShift+500)
+	if _, err := s.Apply(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, newBatch("small"))
+	counts := func(s *store.Store) map[string]store.Summary {
+		l := mustList(t, s, "")
+		out := map[string]store.Summary{}
+		for _, o := range l.Sessions {
+			out[o.ID] = o.Summary
+		}
+		return out
+	}
+	first := counts(s)
+	if n, _, _ := s.Remembered(""); n != 0 {
+		t.Fatalf("%d sessions remembered whole after a first list; want none", n)
+	}
+
+	if _, err := s.Apply(ctx, storetest.Batch("long", (1<<store.BlockShift+500)/10+1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	var failed *store.Step
+	for i := range long.Steps {
+		if st := &long.Steps[i]; st.Type == store.TypeRead && st.Outcome == "ok" && len(st.Flags) == 0 {
+			failed = st
+			st.Outcome = "failed"
+			st.Flags = append(st.Flags, store.Flag{Kind: "failed", Severity: "warn", Reason: "rewritten"})
+			break
+		}
+	}
+	if failed == nil || failed.Seq > 1<<store.BlockShift/2 {
+		t.Fatalf("no read step early in the session to rewrite: %+v", failed)
+	}
+	if _, err := s.Apply(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	got := counts(s)
+	if n, _, held := s.Remembered("long"); n != 1 || !held {
+		t.Errorf("after a list of the changed long session: %d sessions remembered whole; want it alone", n)
+	}
+	want := counts(mustOpenPath(t, s.Path())) // another store: counts every step afresh
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("list after the writes =\n%+v\nwant, counted afresh,\n%+v", got, want)
+	}
+	if g, f := got["long"], first["long"]; g.Steps != f.Steps+10 || g.Failed != f.Failed+1 || g.Flags != f.Flags+1 {
+		t.Errorf("long: %d steps, %d failed, %d flags; want %d, %d and %d", g.Steps, g.Failed, g.Flags, f.Steps+10, f.Failed+1, f.Flags+1)
+	}
+	if d := mustDetail(t, s, "long"); !reflect.DeepEqual(d.Summary, got["long"]) {
+		t.Errorf("long's page summary %+v; want the list's %+v", d.Summary, got["long"])
 	}
 }

@@ -261,7 +261,10 @@ func firstLine(s string) string {
 }
 
 // sqliteSummaries is the SQLite store's SummaryReader, on one connection.
-type sqliteSummaries struct{ conn *sqlite.Conn }
+type sqliteSummaries struct {
+	conn  *sqlite.Conn
+	whole *Tallies
+}
 
 func (r sqliteSummaries) ReadSessions(pks []int64, found func(pk int64, o SessionOverview)) error {
 	ids, _ := json.Marshal(pks)
@@ -290,6 +293,19 @@ func (r sqliteSummaries) CountSteps(pks []int64, add func(pk int64, c StepCount)
 			return nil
 		},
 	})
+}
+
+// CountChanged counts session pk's steps into sum from its partial results
+// in Tallies, reading again only the blocks written since they were
+// remembered (all of them the first time): the same counting as a
+// session's page (Detail).
+func (r sqliteSummaries) CountChanged(pk int64, sum *Summary) error {
+	e, ok, err := r.whole.entry(sqliteBlocks{r.conn}, pk)
+	if err != nil || !ok {
+		return err // a session gone since its row was read is not listed
+	}
+	e.summary(sum)
+	return nil
 }
 
 // StepCount is a group of a session's steps the list counts: Steps steps
@@ -481,7 +497,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		if err := s.summaries.Fill(sqliteSummaries{conn}, &l, pks, stamps, q == ListQuery{}); err != nil { // summaries.go
+		if err := s.summaries.Fill(sqliteSummaries{conn, &s.whole}, &l, pks, stamps, q == ListQuery{}); err != nil { // summaries.go
 			return err
 		}
 		if q.Limit > 0 && len(pks) == q.Limit {

@@ -47,6 +47,21 @@ type SummaryReader interface {
 	CountSteps(pks []int64, add func(pk int64, c StepCount)) error
 }
 
+// A changedCounter is a SummaryReader that counts a session's steps again
+// from partial results it keeps (the SQLite store's Tallies, whole.go),
+// reading only the blocks written since: Fill uses it for a long session
+// it listed before, so that each live refresh of the list costs the steps
+// just written, not every step of the session. (PostgreSQL's CountSteps
+// reads counts Apply keeps, already one row a group.)
+type changedCounter interface {
+	CountChanged(pk int64, sum *Summary) error
+}
+
+// recountFrom is the steps a session listed before must have had for Fill
+// to count it through a changedCounter: a block's worth. Below it, one
+// count over the covering index costs less than a block.
+const recountFrom = 1 << BlockShift
+
 // Fill sets l.Sessions[i] to each listed session (row pks[i] at stamps[i],
 // whose ID is set), from memory or read by r, beside its JSON encoding as
 // a list item (SessionList.WriteJSON). every says the list holds every
@@ -57,16 +72,23 @@ func (c *ListSummaries) Fill(r SummaryReader, l *SessionList, pks, stamps []int6
 	l.encoded = encoded
 	missing := map[int64]*Summary{}
 	index := map[int64]int{}
-	var ids []int64
+	var ids, counted, long []int64 // long: listed before with recountFrom steps or more
+	cc, _ := r.(changedCounter)
 	c.mu.Lock()
 	for i, pk := range pks {
-		if e, ok := c.byPK[pk]; ok && e.stamp == stamps[i] && e.o.ID == sessions[i].ID {
+		e, ok := c.byPK[pk]
+		if ok && e.stamp == stamps[i] && e.o.ID == sessions[i].ID {
 			sessions[i] = cloneOverview(e.o) // callers may change it
 			encoded[i] = e.json
 			continue
 		}
 		missing[pk], index[pk] = &sessions[i].Summary, i
 		ids = append(ids, pk)
+		if cc != nil && ok && e.o.ID == sessions[i].ID && e.o.Summary.Steps >= recountFrom {
+			long = append(long, pk)
+		} else {
+			counted = append(counted, pk)
+		}
 	}
 	if every && len(ids) == 0 && len(c.byPK) == len(pks) {
 		every = false // it holds the listed sessions, all found: none else
@@ -90,13 +112,20 @@ func (c *ListSummaries) Fill(r SummaryReader, l *SessionList, pks, stamps []int6
 	if err != nil {
 		return err
 	}
-	err = r.CountSteps(ids, func(pk int64, c StepCount) {
-		if sum := missing[pk]; sum != nil {
-			sum.AddCount(c)
+	for _, pk := range long {
+		if err := cc.CountChanged(pk, missing[pk]); err != nil {
+			return err
 		}
-	})
-	if err != nil {
-		return err
+	}
+	if len(counted) > 0 {
+		err = r.CountSteps(counted, func(pk int64, c StepCount) {
+			if sum := missing[pk]; sum != nil {
+				sum.AddCount(c)
+			}
+		})
+		if err != nil {
+			return err
+		}
 	}
 	for _, i := range index {
 		if encoded[i], err = json.Marshal(sessions[i]); err != nil {

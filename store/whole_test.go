@@ -15,7 +15,8 @@ import (
 // BenchmarkViewAfterChange is a live refresh of a 100,000-step session
 // (5,000 turns): each iteration pushes one step in a new turn (not timed), then reads
 // what the session page reads, the last 30 turns with the whole session's
-// counts and report (detail), or the Changes section (changes).
+// counts and report (detail), or the Changes section (changes), or the
+// whole list of sessions (list).
 // docs/performance.md records the numbers.
 func BenchmarkViewAfterChange(b *testing.B) {
 	const pushes, perPush = 20, 5000
@@ -63,6 +64,16 @@ func BenchmarkViewAfterChange(b *testing.B) {
 			push(b)
 			if _, err := s.FileChanges(context.Background(), "big"); err != nil {
 				b.Fatalf("FileChanges = %v", err)
+			}
+		}
+	})
+	// The whole list, as each live refresh of the list page reads it.
+	b.Run("list", func(b *testing.B) {
+		for b.Loop() {
+			push(b)
+			l, err := s.List(context.Background(), store.ListQuery{})
+			if err != nil || len(l.Sessions) != 1 || l.Sessions[0].Summary.Steps != next {
+				b.Fatalf("List = %+v, %v; want big's %d steps", l.Sessions, err, next)
 			}
 		}
 	})
