@@ -302,7 +302,7 @@ func (r sqliteSummaries) CountSteps(pks []int64, add func(pk int64, c StepCount)
 func (r sqliteSummaries) CountChanged(pk int64, sum *Summary) error {
 	e, ok, err := r.whole.entry(sqliteBlocks{r.conn}, pk)
 	if err != nil || !ok {
-		return err // a session gone since its row was read is not listed
+		return err // !ok cannot be: the same read found its row
 	}
 	e.summary(sum)
 	return nil
