@@ -49,7 +49,16 @@ func LimitLength(ctx context.Context, s *Store, n int32) error {
 			s.pool.Put(c)
 		}
 	}()
-	for range poolSize {
+	// The connections kept for writes are out of the pool (keptConn); no
+	// write runs while a test sets this up.
+	inPool := poolSize
+	for _, c := range []*sqlite.Conn{s.writeConn, s.indexConn} {
+		if c != nil {
+			c.Limit(sqlite.LimitLength, n)
+			inPool--
+		}
+	}
+	for range inPool {
 		c, err := s.pool.Take(ctx)
 		if err != nil {
 			return err
@@ -169,3 +178,19 @@ func (s *Store) CacheSizes(ctx context.Context, n int) ([][2]int64, error) {
 // RegisterSearchText gives a connection opened outside the store the SQL
 // functions the search views call, as every connection of a store has.
 var RegisterSearchText = registerSearchText
+
+// ConnOf is the connection a write of s (write), a write of its index's
+// file (index) or a read (neither) runs on, for tests of which connection
+// does what.
+func (s *Store) ConnOf(ctx context.Context, write, index bool) (c *sqlite.Conn, err error) {
+	use := func(conn *sqlite.Conn) error { c = conn; return nil }
+	switch {
+	case write:
+		err = s.write(ctx, use)
+	case index:
+		err = s.writeIndex(ctx, use)
+	default:
+		err = s.read(ctx, use)
+	}
+	return c, err
+}

@@ -237,6 +237,40 @@ func TestWritersWaitWithoutConnections(t *testing.T) {
 	}
 }
 
+// The writes of a store follow each other on one connection, kept out of
+// the pool, so its page cache outlives the other connections'
+// transactions; the index's writes keep another; a read never gets either.
+func TestWritesKeepTheirConnection(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	conn := func(write, index bool) *sqlite.Conn {
+		t.Helper()
+		c, err := s.ConnOf(ctx, write, index)
+		if err != nil {
+			t.Fatalf("ConnOf(write %v, index %v) = %v", write, index, err)
+		}
+		return c
+	}
+	write, index := conn(true, false), conn(false, true)
+	for i := range 20 { // more than the pool's 8 connections
+		if _, err := s.Apply(ctx, mustParse(t, newBatch(fmt.Sprintf("k%02d", i)))); err != nil {
+			t.Fatalf("Apply = %v", err)
+		}
+		if c := conn(false, false); c == write || c == index {
+			t.Fatalf("a read ran on the connection kept for writes (%p; store %p, index %p)", c, write, index)
+		}
+	}
+	if err := s.CatchUpIndex(); err != nil {
+		t.Fatal(err)
+	}
+	if c := conn(true, false); c != write {
+		t.Errorf("a write after 20 pushes and 20 reads ran on %p; want the connection of the first, %p", c, write)
+	}
+	if c := conn(false, true); c != index || c == write {
+		t.Errorf("a write of the index ran on %p; want the one of the first, %p, not the store's %p", c, index, write)
+	}
+}
+
 // A write waiting for another process's write gives up with its context's
 // error too (a busy store, 503 over HTTP), and writes nothing.
 func TestWriteWaitForOtherProcessEndsWithContext(t *testing.T) {
