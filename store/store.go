@@ -460,7 +460,7 @@ func (s *Store) transact(ctx context.Context, lockGo func(context.Context) (func
 	err = s.keptConn(ctx, kept, func(conn *sqlite.Conn) (err error) {
 		end := sqlitex.Transaction(conn) // BEGIN DEFERRED: takes no lock yet
 		defer end(&err)
-		if err := sqlitex.ExecuteTransient(conn, lockSQL, nil); err != nil {
+		if err := sqlitex.Execute(conn, lockSQL, nil); err != nil {
 			return err
 		}
 		return fn(conn)
@@ -491,7 +491,7 @@ func (s *Store) holdIndex(ctx context.Context, conn *sqlite.Conn) error {
 	if err != nil {
 		return err
 	}
-	if err := sqlitex.ExecuteTransient(conn, lockIndexFile, nil); err != nil {
+	if err := sqlitex.Execute(conn, lockIndexFile, nil); err != nil {
 		unlock()
 		return err
 	}
