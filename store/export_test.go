@@ -194,3 +194,17 @@ func (s *Store) ConnOf(ctx context.Context, write, index bool) (c *sqlite.Conn, 
 	}
 	return c, err
 }
+
+// InterruptWrite runs a write of s whose context ends inside its
+// transaction, after it changed a row, and returns the write's error.
+func (s *Store) InterruptWrite(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := sqlitex.Execute(conn, `UPDATE search_epoch SET epoch = epoch + 1`, nil); err != nil {
+			return err
+		}
+		cancel()
+		return sqlitex.Execute(conn, `UPDATE search_epoch SET epoch = epoch + 1`, nil)
+	})
+}

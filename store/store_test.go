@@ -239,7 +239,8 @@ func TestWritersWaitWithoutConnections(t *testing.T) {
 
 // The writes of a store follow each other on one connection, kept out of
 // the pool, so its page cache outlives the other connections'
-// transactions; the index's writes keep another; a read never gets either.
+// transactions; the index's writes keep another; a read never gets
+// either; an interrupted write leaves its connection fit for the next.
 func TestWritesKeepTheirConnection(t *testing.T) {
 	s := mustOpen(t)
 	ctx := context.Background()
@@ -268,6 +269,20 @@ func TestWritesKeepTheirConnection(t *testing.T) {
 	}
 	if c := conn(false, true); c != index || c == write {
 		t.Errorf("a write of the index ran on %p; want the one of the first, %p, not the store's %p", c, index, write)
+	}
+	// A write its context ends mid-transaction is rolled back, and the
+	// kept connection goes on with the next.
+	if err := s.InterruptWrite(ctx); err == nil {
+		t.Fatal("InterruptWrite = nil; want the interrupt's error")
+	}
+	if _, err := s.Apply(ctx, mustParse(t, newBatch("after-interrupt"))); err != nil {
+		t.Fatalf("Apply after an interrupted write = %v", err)
+	}
+	if c := conn(true, false); c != write {
+		t.Errorf("a write after an interrupted one ran on %p; want %p", c, write)
+	}
+	if l := mustList(t, s, ""); len(l.Sessions) != 21 {
+		t.Errorf("List() has %d sessions; want 21", len(l.Sessions))
 	}
 }
 
