@@ -62,11 +62,18 @@ const (
 func usageViewBox() string    { return fmt.Sprintf("0 0 %d %d", usageChartW, usageColumnsH) }
 func usageRowViewBox() string { return fmt.Sprintf("0 0 %d %d", usageChartW, usageRowBarH) }
 
+// usageColumn is where column i of c stands: its x and width, four fifths
+// of its share of the chart's width, centred in it.
+func usageColumn(c UsageChart, i int) (x, w string) {
+	bw := float64(usageChartW) / float64(len(c.Bars))
+	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(bw * 0.8)
+}
+
 // usageColumnRect is the x, y, width and height of column i of c.
 func usageColumnRect(c UsageChart, i int) (x, y, w, h string) {
-	bw := float64(usageChartW) / float64(len(c.Bars))
 	bh := max(c.Bars[i].Frac*usageColumnsH, 1)
-	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(usageColumnsH - bh), svgUnits(bw * 0.8), svgUnits(bh)
+	x, w = usageColumn(c, i)
+	return x, svgUnits(usageColumnsH - bh), w, svgUnits(bh)
 }
 
 // usageRowWidth is the width of a row's bar: its share of the longest,
@@ -79,7 +86,6 @@ func svgUnits(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 // segments below it (earlier series) lift it.
 func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
 	b := c.Bars[i]
-	bw := float64(usageChartW) / float64(len(c.Bars))
 	scale := 0.0
 	if b.Total > 0 {
 		scale = b.Frac * usageColumnsH / float64(b.Total)
@@ -89,7 +95,8 @@ func usageSegmentRect(c UsageChart, i, j int) (x, y, w, h string) {
 		below += n
 	}
 	bh := float64(b.Segments[j]) * scale
-	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(usageColumnsH - float64(below)*scale - bh), svgUnits(bw * 0.8), svgUnits(bh)
+	x, w = usageColumn(c, i)
+	return x, svgUnits(usageColumnsH - float64(below)*scale - bh), w, svgUnits(bh)
 }
 
 // usageSegmentTitle is a segment's accessible title.
