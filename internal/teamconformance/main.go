@@ -6,10 +6,11 @@
 //
 //   - serve: a database of its own for PATH on the PostgreSQL server that
 //     SERVICE_TEST_POSTGRES names, a push token for the user "conformance"
-//     (service team token add) written where the suite reads the ingest
-//     token, then `service serve --team` on a free port, and in front of it
-//     on 127.0.0.1:P a reverse proxy that signs every request in as that
-//     user with X-Forwarded-User, as oauth2-proxy does in a team's setup.
+//     (service team token add), then `service serve --team` on a free
+//     port, and in front of it on 127.0.0.1:P a reverse proxy that signs
+//     every request in as that user with X-Forwarded-User, as oauth2-proxy
+//     does in a team's setup. Once the proxy listens, the token is written
+//     where the suite reads the ingest token.
 //   - delete: `service delete ID --db` on that database.
 //   - clean: drops every database made for a path (.ci/run, before and
 //     after the suite).
@@ -188,7 +189,8 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	}
 	defer sock.Close()
 	origin := "http://127.0.0.1:" + port
-	if err := writeToken(ctx, bin, dsn); err != nil {
+	token, err := addToken(ctx, bin, dsn)
+	if err != nil {
 		return err
 	}
 	inner, err := freeAddr()
@@ -223,6 +225,15 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	if err != nil {
 		return err
 	}
+	// The token file is the suite's second sign that the server is up,
+	// after a connection to P: it is written only now. A connection can
+	// succeed before P is reserved (a dial whose own port the kernel picks
+	// as P connects to itself), and the suite then reads the token and
+	// pushes; it waits for the file, and so for the server (seen in CI as
+	// a refused push).
+	if err := writeToken(token); err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	select {
@@ -236,9 +247,18 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	return nil
 }
 
-// writeToken makes a push token for the user and writes it where the suite
-// reads the ingest token (0600), as an admin hands a user theirs.
-func writeToken(ctx context.Context, bin, dsn string) error {
+// addToken makes a push token for the user, as an admin does.
+func addToken(ctx context.Context, bin, dsn string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "team", "token", "add", user, "--db", dsn).Output()
+	if err != nil {
+		return "", fmt.Errorf("team token add: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// writeToken writes the token where the suite reads the ingest token
+// (0600), as an admin hands a user theirs.
+func writeToken(token string) error {
 	file := os.Getenv("SERVICE_INGEST_TOKEN_FILE")
 	if file == "" {
 		home, err := os.UserHomeDir()
@@ -247,14 +267,10 @@ func writeToken(ctx context.Context, bin, dsn string) error {
 		}
 		file = filepath.Join(home, ".service", "ingest-token")
 	}
-	out, err := exec.CommandContext(ctx, bin, "team", "token", "add", user, "--db", dsn).Output()
-	if err != nil {
-		return fmt.Errorf("team token add: %w", err)
-	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(file, []byte(strings.TrimSpace(string(out))+"\n"), 0o600)
+	return os.WriteFile(file, []byte(token+"\n"), 0o600)
 }
 
 // freeAddr is a free loopback address for the team server behind the
