@@ -66,17 +66,17 @@ func run(args []string) error {
 		return errors.New("SERVICE_TEAM_BIN (the service binary) is not set")
 	}
 	flags, rest := parseFlags(args[1:])
-	dsn, err := database(ctx, flags["--db"])
-	if err != nil {
-		return err
-	}
 	switch args[0] {
 	case "delete":
+		dsn, err := database(ctx, flags["--db"])
+		if err != nil {
+			return err
+		}
 		cmd := exec.Command(bin, append([]string{"delete", "--db", dsn}, rest...)...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		return cmd.Run()
 	case "serve":
-		return serve(ctx, bin, dsn, flags["--port"])
+		return serve(ctx, bin, flags["--db"], flags["--port"])
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -166,7 +166,7 @@ func database(ctx context.Context, path string) (string, error) {
 	return u.String(), nil
 }
 
-func serve(ctx context.Context, bin, dsn, port string) error {
+func serve(ctx context.Context, bin, path, port string) error {
 	if port == "" {
 		port = os.Getenv("PORT")
 	}
@@ -177,17 +177,24 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	if err != nil {
 		return fmt.Errorf("--port %q is not a number", port)
 	}
-	// The suite finds P with a listen on port 0 that it lets go, and the
-	// setup below takes a second or more: until P is bound, another test's
-	// listen on port 0 can be given P too, and that test's requests then
-	// reach this server, with the other token (seen in CI as a 401). So P
-	// is bound at once, and listened on only when the team server is up:
-	// until then the suite's connections are refused and it keeps trying.
+	// The suite finds P with a listen on port 0 that it lets go: until P
+	// is bound again, another test's listen on port 0 can be given P too,
+	// and the two tests then share it (seen in CI as a 401, the other
+	// test's token, and as a push refused before this test's server had
+	// started: a listener of the other test had answered the suite's
+	// first connection). So P is bound first of all, before the database
+	// is made (up to a second or more on a busy machine), and listened on
+	// only when the team server is up: until then the suite's connections
+	// are refused and it keeps trying.
 	sock, err := reserve(n)
 	if err != nil {
 		return err
 	}
 	defer sock.Close()
+	dsn, err := database(ctx, path)
+	if err != nil {
+		return err
+	}
 	origin := "http://127.0.0.1:" + port
 	token, err := addToken(ctx, bin, dsn)
 	if err != nil {
@@ -225,12 +232,9 @@ func serve(ctx context.Context, bin, dsn, port string) error {
 	if err != nil {
 		return err
 	}
-	// The token file is the suite's second sign that the server is up,
-	// after a connection to P: it is written only now. A connection can
-	// succeed before P is reserved (a dial whose own port the kernel picks
-	// as P connects to itself), and the suite then reads the token and
-	// pushes; it waits for the file, and so for the server (seen in CI as
-	// a refused push).
+	// The token file is written only now: the suite reads it once a
+	// connection to P succeeds, and waits for it, so it pushes only once
+	// this proxy is up, whoever else answered on P.
 	if err := writeToken(token); err != nil {
 		return err
 	}
