@@ -45,10 +45,21 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 	}
 	v.Duration = between(d.StartedAt, end)
 	v.Usage = sessionUsage(d.Usage)
-	if m := d.Metrics; m != nil {
+	switch m, u := d.Metrics, d.Usage; {
+	case m != nil:
 		v.APIRequests = views.Number(m.APIRequests)
 		v.TokensIn = views.Number(m.Tokens.Input)
 		v.TokensOut = views.Number(m.Tokens.Output)
+	case u != nil:
+		// No totals reported, but the responses' usage was: their sum,
+		// said to be one, as the Token usage table below adds it up.
+		v.APIRequests = views.Number(u.APIRequests)
+		v.TokensIn = views.Number(u.Tokens.Input)
+		v.TokensOut = views.Number(u.Tokens.Output)
+		v.AddedUp = "from the agent's files"
+		if u.Source == store.UsageFromOTel {
+			v.AddedUp = "from its telemetry"
+		}
 	}
 	for _, f := range d.Report.Files {
 		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})

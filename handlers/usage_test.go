@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // TestSessionDetailUsage: the session detail JSON carries usage with the
@@ -70,6 +71,89 @@ func TestSessionDetailUsage(t *testing.T) {
 	}
 	if len(u.Models) != 1 || u.Models[0].Model != "claude-sonnet-4-5" || u.Models[0].EstimatedCostUSD == nil || u.EstimatedCostUSD == nil || u.Pricing.Source == "" || u.Pricing.AsOf == "" {
 		t.Errorf("usage = %s; want one priced model and the pricing source", rec.Body)
+	}
+}
+
+// TestSessionSummaryAddsUpUsage: the summary of a session whose agent
+// reported no totals (no metrics) shows its responses' requests and tokens
+// added up, says so, and keeps the cost "not recorded" with the estimate
+// beside it; a session with metrics shows them as reported, and one with
+// neither shows nothing made up.
+func TestSessionSummaryAddsUpUsage(t *testing.T) {
+	s := newTestService(t)
+	recs := []store.UsageRecord{
+		{ID: "1", At: "2026-03-02T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: pricing.Tokens{Input: 1200, Output: 340, CacheRead: 5000}},
+		{ID: "2", At: "2026-03-02T12:01:00Z", Model: "claude-sonnet-4-5", Tokens: pricing.Tokens{Input: 800, Output: 1160, CacheCreation: 700}},
+	}
+	apply := func(sid string, metrics bool, usage []store.UsageRecord) {
+		v := newBatch(sid)
+		if !metrics {
+			delete(v["session"].(obj), "metrics")
+		}
+		b, err := store.ParseBatch(mustJSON(t, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range usage {
+			r.ActorID, r.TurnID, r.Source = sid+"-root", sid+"-t1", store.UsageFromFile
+			b.Usage = append(b.Usage, r)
+		}
+		if _, err := s.store.Apply(context.Background(), b); err != nil {
+			t.Fatalf("Apply(%s) = %v", sid, err)
+		}
+	}
+	apply("added", false, recs)
+	apply("reported", true, recs)
+	apply("bare", false, nil)
+
+	var sum pricing.Tokens
+	estimate := 0.0
+	for _, r := range recs {
+		sum.Add(r.Tokens)
+		at, _ := time.Parse(time.RFC3339, r.At)
+		usd, ok := pricing.Default().Estimate(r.Model, at, r.Tokens)
+		if !ok {
+			t.Fatalf("no price for %s", r.Model)
+		}
+		estimate += usd
+	}
+	metrics := newBatch("x")["session"].(obj)["metrics"].(obj)
+	tokens := metrics["tokens"].(obj)
+	for _, c := range []struct {
+		sid, cost, costUsage, requests, tokens, from string
+	}{
+		{"added", "not recorded", fmt.Sprintf("≈ $%.2f estimated", estimate), fmt.Sprint(len(recs)),
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
+		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", fmt.Sprint(metrics["api_requests"]),
+			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), ""},
+		{"bare", "not recorded", "", "not recorded", "not recorded / not recorded", ""},
+	} {
+		rec := s.get("/session?id=" + c.sid)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.Body.String()))
+		if rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("GET /session?id=%s = %d, %v", c.sid, rec.Code, err)
+		}
+		text := func(sel string) string { return strings.TrimSpace(doc.Find(sel).Text()) }
+		from := doc.Find(`#summary .added-up.muted`).Map(func(_ int, d *goquery.Selection) string { return d.Text() })
+		wantFrom := []string{}
+		if c.from != "" {
+			wantFrom = []string{c.from, c.from} // under the requests and under the tokens
+		}
+		if got := text(`[data-testid="summary-cost"]`); got != c.cost {
+			t.Errorf("%s: cost %q; want %q", c.sid, got, c.cost)
+		}
+		if got := text(`[data-testid="summary-cost-usage"]`); got != c.costUsage {
+			t.Errorf("%s: cost from the usage %q; want %q", c.sid, got, c.costUsage)
+		}
+		if got := text(`[data-testid="summary-requests"]`); got != c.requests {
+			t.Errorf("%s: API requests %q; want %q", c.sid, got, c.requests)
+		}
+		if got := text(`[data-testid="summary-tokens"]`); got != c.tokens {
+			t.Errorf("%s: tokens %q; want %q", c.sid, got, c.tokens)
+		}
+		if !slices.Equal(from, wantFrom) {
+			t.Errorf("%s: where the counts come from %q; want %q", c.sid, from, wantFrom)
+		}
 	}
 }
 

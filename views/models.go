@@ -143,7 +143,11 @@ type SessionView struct {
 	APIRequests  string
 	TokensIn     string
 	TokensOut    string
-	Usage        *SessionUsageView // nil when the agent recorded no token usage
+	// AddedUp says where APIRequests and the tokens were added up from
+	// ("from the agent's files") when the session has no metrics, the
+	// totals its agent reported; empty for those totals.
+	AddedUp string
+	Usage   *SessionUsageView // nil when the agent recorded no token usage
 	Steps        int
 	TurnCount    int
 	Failed       int

@@ -141,9 +141,16 @@ func Thousands(n int64) string {
 // SessionUsageView is one session's usage on its page: a row per model,
 // then the total, with the price table the estimates come from.
 type SessionUsageView struct {
-	Rows    []UsageBar
+	Rows    []UsageBar // a row per model, then the total
 	Pricing string
 }
+
+// Total is the row of the session's whole usage.
+func (u *SessionUsageView) Total() UsageBar { return u.Rows[len(u.Rows)-1] }
+
+// HasCost reports whether the row has a cost to show (UsageCost): reported,
+// estimated, or models without a price.
+func (b UsageBar) HasCost() bool { return b.Reported != "" || b.Estimated != "" || b.Unpriced != "" }
 
 // TurnTokens is a turn's usage in its header: the total tokens and API
 // requests, with the kinds of tokens in the tooltip.

@@ -1190,7 +1190,7 @@ func UsageCost(b UsageBar, pricing string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if b.Reported == "" && b.Estimated == "" && b.Unpriced == "" {
+		if !b.HasCost() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<span class=\"muted\">-</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
