@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -87,8 +88,40 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			return
 		}
 		colourBySeries(p.Charts, p.Stack)
+		if p.Total.Total == 0 {
+			// An empty period (the last 30 days, after an import of
+			// older sessions) says when usage was recorded instead.
+			if err := recordedDays(r.Context(), src, q, v, &p); err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+		}
 		render(w, r, log, http.StatusOK, views.Usage(p))
 	})
+}
+
+// recordedDays sets the page's Recorded to the first and last day with
+// usage at any time, for the agent and model of q, and RecordedHref to
+// the page of those days with the form's other values (v); neither when
+// there is none.
+func recordedDays(ctx context.Context, src UsageReporter, q usageQuery, v url.Values, p *views.UsagePage) error {
+	all := q.UsageQuery
+	all.Group, all.Titles, all.Since, all.Until = store.UsageByDay, 0, time.Time{}, time.Time{}
+	rows, err := src.UsageReport(ctx, all)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	days := make([]string, len(rows))
+	for i, r := range rows {
+		days[i] = r.Key
+	}
+	p.Recorded = [2]string{slices.Min(days), slices.Max(days)}
+	v = maps.Clone(v)
+	maps.DeleteFunc(v, func(_ string, vals []string) bool { return slices.Equal(vals, []string{""}) })
+	v.Set("since", p.Recorded[0])
+	v.Set("until", p.Recorded[1])
+	p.RecordedHref = "/usage?" + v.Encode()
+	return nil
 }
 
 // usageBars turns report rows into bars; all of them for days, else the

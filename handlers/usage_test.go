@@ -193,6 +193,55 @@ func mustUsageFixture(t *testing.T, s *testService) {
 		store.UsageRecord{ID: "1", At: "2026-03-05T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(100, 10)})
 }
 
+// TestUsagePageSaysWhenUsageIsRecorded: a period without usage (the last
+// 30 days, after an import of older sessions) says on which days usage was
+// recorded, for the agent asked for, and links to them with the form's
+// other values; a store without usage says nothing more.
+func TestUsagePageSaysWhenUsageIsRecorded(t *testing.T) {
+	s := newTestService(t)
+	recorded := func(path string) (text, href string) {
+		t.Helper()
+		rec := s.get(path)
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.Body.String()))
+		if rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("GET %s = %d, %v", path, rec.Code, err)
+		}
+		empty := doc.Find(`[data-testid="usage-empty"]`)
+		if empty.Length() != 1 {
+			t.Fatalf("GET %s: no usage-empty; want the period empty", path)
+		}
+		return strings.Join(strings.Fields(empty.Text()), " "), doc.Find(`[data-testid="usage-recorded"]`).AttrOr("href", "")
+	}
+	if text, href := recorded("/usage"); text != "No usage recorded in this period." || href != "" {
+		t.Errorf("empty store: %q, link %q; want the period empty and no link", text, href)
+	}
+
+	mustUsageFixture(t, s)
+	day := func(at string) string {
+		ts, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.In(time.Local).Format(time.DateOnly) // the report's days are local
+	}
+	// The fixture's records: the first and last of all, and codex's.
+	first, last, codex := day("2026-03-02T12:00:00Z"), day("2026-03-05T12:00:00Z"), day("2026-03-03T12:00:00Z")
+	for _, c := range []struct{ path, text, href string }{
+		{"/usage", "Usage is recorded from " + first + " to " + last + ": show that period.",
+			"/usage?since=" + first + "&until=" + last},
+		{"/usage?agent=codex&stack=agent&since=2026-06-01&until=2026-06-30", "Usage is recorded on " + codex + ": show that period.",
+			"/usage?agent=codex&since=" + codex + "&stack=agent&until=" + codex},
+	} {
+		text, href := recorded(c.path)
+		if want := "No usage recorded in this period. " + c.text; text != want || href != c.href {
+			t.Errorf("GET %s: %q, link %q; want %q, %q", c.path, text, href, want, c.href)
+		}
+		if rec := s.get(href); !strings.Contains(rec.Body.String(), `data-testid="usage-chart-day"`) || strings.Contains(rec.Body.String(), `data-testid="usage-empty"`) {
+			t.Errorf("GET %s (the link) = %d; want the recorded days' chart", href, rec.Code)
+		}
+	}
+}
+
 // TestUsageAPI: GET /api/usage answers every group with the store's
 // report and its total, and honours since, until and agent.
 func TestUsageAPI(t *testing.T) {

@@ -15,7 +15,11 @@ type UsagePage struct {
 	Sessions            []UsageBar // most tokens first
 	Pricing             string     // "estimated from <source>, prices as of <date>"
 	Stack               string     // what the day bars are stacked by: model or agent
-	Demo                bool
+	// Recorded is the first and last day with usage at any time (for the
+	// same agent), when the period has none; RecordedHref shows them.
+	Recorded     [2]string
+	RecordedHref string
+	Demo         bool
 }
 
 // UsageChart is one bar chart with the table under it. Vertical charts
