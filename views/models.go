@@ -146,8 +146,8 @@ type SessionView struct {
 	// AddedUp says where APIRequests and the tokens were added up from
 	// ("from the agent's files") when the session has no metrics, the
 	// totals its agent reported; empty for those totals.
-	AddedUp string
-	Usage   *SessionUsageView // nil when the agent recorded no token usage
+	AddedUp      string
+	Usage        *SessionUsageView // nil when the agent recorded no token usage
 	Steps        int
 	TurnCount    int
 	Failed       int
