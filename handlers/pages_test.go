@@ -101,3 +101,32 @@ func TestPagesHaveNoInlineScriptOrStyle(t *testing.T) {
 		}
 	}
 }
+
+// TestStepLineReadsMessageMarkdown: a message's line in the timeline shows
+// its first line as its Markdown reads, as a title does (code stays code,
+// emphasis marks go, HTML stays text); a command's line shows the command
+// as written.
+func TestStepLineReadsMessageMarkdown(t *testing.T) {
+	s := newTestService(t)
+	const (
+		text    = "Run **all** of `go test ./...` _now_, not <b>later</b>\nsecond line"
+		command = "echo **not bold** `date`"
+	)
+	v := newBatch("md")
+	steps := v["steps"].(arr)
+	steps[0].(obj)["payload"].(obj)["text"] = text
+	steps[1].(obj)["payload"].(obj)["command"] = command
+	s.mustPush(v, http.StatusCreated)
+
+	doc := mustDocument(t, s, "/session?id=md")
+	line := doc.Find(`#step-1 .line`)
+	if got, want := line.Text(), "user: Run all of go test ./... now, not <b>later</b> …"; got != want {
+		t.Errorf("message line = %q; want %q", got, want)
+	}
+	if got := line.Find("code").Text(); got != "go test ./..." {
+		t.Errorf("message line's code = %q; want the code span", got)
+	}
+	if got := doc.Find(`#step-2 .line`).Text(); got != command {
+		t.Errorf("command line = %q; want %q as written", got, command)
+	}
+}

@@ -204,7 +204,7 @@ func stepView(s store.Step, limit int) views.StepView {
 		images, s.Payload.Raw = stepImages(s.Payload.Raw, "shown above") // no view shows an image's text
 	}
 	v := views.StepView{Images: images, Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: summary,
-		ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
+		SummaryMarkdown: s.Type == store.TypeMessage && s.Payload.Text != nil, ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
 	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
 	case s.Outcome == "failed":

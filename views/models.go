@@ -237,6 +237,10 @@ type StepView struct {
 	Divider *SegmentDivider
 
 	Images []ImageView // the images its raw holds, shown as thumbnails
+
+	// SummaryMarkdown: the summary is a message's first line, shown as its
+	// Markdown reads (as a title is): code stays code, emphasis marks go.
+	SummaryMarkdown bool
 }
 
 // IsCut reports whether any text of the step was cut.
