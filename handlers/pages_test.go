@@ -103,13 +103,13 @@ func TestPagesHaveNoInlineScriptOrStyle(t *testing.T) {
 }
 
 // TestStepLineReadsMessageMarkdown: a message's line in the timeline shows
-// its first line as its Markdown reads, as a title does (code stays code,
-// emphasis marks go, HTML stays text); a command's line shows the command
-// as written.
+// its role, then its first line as its Markdown reads, as a title does
+// (code stays code, emphasis and heading marks go, HTML stays text); a
+// command's line shows the command as written.
 func TestStepLineReadsMessageMarkdown(t *testing.T) {
 	s := newTestService(t)
 	const (
-		text    = "Run **all** of `go test ./...` _now_, not <b>later</b>\nsecond line"
+		text    = "## Run **all** of `go test ./...` _now_, not <b>later</b>\nsecond line"
 		command = "echo **not bold** `date`"
 	)
 	v := newBatch("md")

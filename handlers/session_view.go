@@ -204,7 +204,10 @@ func stepView(s store.Step, limit int) views.StepView {
 		images, s.Payload.Raw = stepImages(s.Payload.Raw, "shown above") // no view shows an image's text
 	}
 	v := views.StepView{Images: images, Seq: s.Seq, Type: s.Type, At: s.At, Decision: s.Decision, Summary: summary,
-		SummaryMarkdown: s.Type == store.TypeMessage && s.Payload.Text != nil, ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
+		ToolName: s.Payload.ToolName, Segment: s.SegmentIndex}
+	if s.Type == store.TypeMessage && s.Payload.Text != nil {
+		v.LineRole = oneLine(s.Payload.Role) // then its first line (stepSummary)
+	}
 	v.SpawnKind, v.SpawnDesc = spawnOf(s)
 	switch {
 	case s.Outcome == "failed":
@@ -314,7 +317,7 @@ func stepSummary(s store.Step) string {
 		if p.Text == nil {
 			return oneLine(p.Role + ": (not recorded)")
 		}
-		return oneLine(p.Role + ": " + oneLine(*p.Text))
+		return oneLine(*p.Text) // after the role (StepView.LineRole), as its Markdown reads
 	default:
 		if line := toolLine(p.ToolName, p.Raw); line != "" {
 			return oneLine(p.ToolName + " " + line)

@@ -238,9 +238,10 @@ type StepView struct {
 
 	Images []ImageView // the images its raw holds, shown as thumbnails
 
-	// SummaryMarkdown: the summary is a message's first line, shown as its
-	// Markdown reads (as a title is): code stays code, emphasis marks go.
-	SummaryMarkdown bool
+	// LineRole is a message's role, when its text was recorded: its line is
+	// the role, then Summary (its first line) as its Markdown reads, as a
+	// title is: code stays code, emphasis and heading marks go.
+	LineRole string
 }
 
 // IsCut reports whether any text of the step was cut.
