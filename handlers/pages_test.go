@@ -1,11 +1,16 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/agentreview/service/store"
 )
 
 func mustDocument(t *testing.T, s *testService, path string) *goquery.Document {
@@ -128,5 +133,50 @@ func TestStepLineReadsMessageMarkdown(t *testing.T) {
 	}
 	if got := doc.Find(`#step-2 .line`).Text(); got != command {
 		t.Errorf("command line = %q; want %q as written", got, command)
+	}
+}
+
+// TestUpdatesSinceTheStampAreEmpty: the live refresh of a session page
+// whose stamp has not moved is 204 with nothing to redraw; a verdict or a
+// push moves the stamp, and the refresh from the old one redraws.
+func TestUpdatesSinceTheStampAreEmpty(t *testing.T) {
+	s := newTestService(t)
+	v := newBatch("live")
+	s.mustPush(v, http.StatusCreated)
+	stamp := func() string {
+		d, err := s.store.Detail(context.Background(), "live", store.DetailQuery{NoSteps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.UpdatedAt
+	}
+	updates := func(since string) *httptest.ResponseRecorder {
+		return s.get("/session/updates?id=live&since=" + url.QueryEscape(since))
+	}
+
+	first := stamp()
+	rec := updates(first)
+	if rec.Code != http.StatusNoContent || rec.Body.Len() != 0 || rec.Header().Get("X-Session-Stamp") != first {
+		t.Fatalf("updates since the stamp = %d, %d bytes, stamp %q; want 204, none, %q", rec.Code, rec.Body.Len(), rec.Header().Get("X-Session-Stamp"), first)
+	}
+
+	req := httptest.NewRequest(http.MethodPut, "/api/sessions/live/verdict", strings.NewReader(`{"state":"approved"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if rec := s.do(req); rec.Code != http.StatusOK {
+		t.Fatalf("PUT verdict = %d %s", rec.Code, rec.Body)
+	}
+	second := stamp()
+	doc := mustDoc(t, updates(first))
+	if got := doc.Find(`template[data-region="verdict"]`).Length(); got != 1 {
+		t.Errorf("updates after a verdict carry %d verdict regions; want 1", got)
+	}
+	if rec := updates(second); rec.Code != http.StatusNoContent {
+		t.Errorf("updates since the verdict's stamp = %d; want 204", rec.Code)
+	}
+
+	steps := v["steps"].(arr)
+	s.mustPush(laterPush(v, nil, arr{withFields(steps[0].(obj), "outcome", "failed")}), http.StatusOK)
+	if n := mustDoc(t, updates(second)).Find(`template[data-turn]`).Length(); n != 1 {
+		t.Errorf("updates after a push redraw %d turns; want 1", n)
 	}
 }

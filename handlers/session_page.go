@@ -178,6 +178,9 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 // updatesFragment is GET /session/updates?id=&since=&open=: the summary,
 // report and every turn changed since the page's stamp, with the steps the
 // reader has open rendered open. The new stamp is in X-Session-Stamp.
+// Every change to a session moves its stamp (a push, an end, a verdict, a
+// note), so an unmoved stamp is 204 with nothing: the refresh a stream's
+// connecting makes does not redraw the page under the reader's hand.
 func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		since, ok := store.ParseTimestamp(r.URL.Query().Get("since"))
@@ -188,6 +191,11 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Since: since.UnixMicro(), Head: headChars})
 		if err != nil {
 			writeError(w, r, log, err)
+			return
+		}
+		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
+		if stamp, _ := store.ParseTimestamp(d.UpdatedAt); stamp.Equal(since) {
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		files, err := src.FileChanges(r.Context(), d.ID)
@@ -209,7 +217,6 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)
 		attachNotes(&v, !demo, signedInUser(r))
-		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, files, 0, firstChanges)))
 	})
 }

@@ -162,7 +162,7 @@
     url.searchParams.set('open', openSeqs().join(','));
     const res = await fetch(url, { headers: { 'HX-Request': 'true' } });
     if (res.status === 404) return showGone();
-    if (!res.ok) return;
+    if (!res.ok || res.status === 204) return; // 204: nothing changed since the page's stamp
     const stamp = res.headers.get('X-Session-Stamp');
     const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
     doc.querySelectorAll('template[data-region]').forEach(function (t) {
