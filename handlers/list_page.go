@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
 	"time"
 
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
@@ -28,6 +30,10 @@ func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) 
 			return
 		}
 		p := listPageModel(l, q, time.Now())
+		if err := priceUsage(r.Context(), src, l.Sessions, p.Rows); err != nil {
+			writeError(w, r, log, err)
+			return
+		}
 		p.Demo = demo
 		p.Filter.ShowOwner = team
 		if team {
@@ -86,6 +92,40 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 		p.Rows = append(p.Rows, sessionRow(s, now))
 	}
 	return p
+}
+
+// priceUsage gives each row whose session has no metrics (its cost "not
+// recorded") the cost of its usage records, as its page's summary shows
+// it: reported where the agent reported it, estimated from the price
+// table otherwise. One report over the page's sessions (usage_hours, a
+// few rows a session however long it is).
+func priceUsage(ctx context.Context, src UsageReporter, sessions []store.SessionOverview, rows []views.SessionRow) error {
+	var ids []string
+	for _, s := range sessions {
+		if s.Metrics == nil {
+			ids = append(ids, s.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	report, err := src.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
+	if err != nil {
+		return err
+	}
+	bySession := make(map[string]store.UsageRow, len(report))
+	for _, u := range report {
+		bySession[u.Key] = u
+	}
+	table := pricing.Default()
+	note := pricingNote(table.Source, table.AsOf)
+	for i, s := range sessions {
+		if u, ok := bySession[s.ID]; ok && s.Metrics == nil {
+			bar := usageBar(u, 0)
+			rows[i].Usage, rows[i].Pricing = &bar, note
+		}
+	}
+	return nil
 }
 
 // flagParam is a yes/no filter as a URL value: "1", or "" to leave it out.

@@ -40,8 +40,11 @@ const maxUsageName = 200
 // maxUsageTitles bounds the titles parameter: each title is a read.
 const maxUsageTitles = 200
 
+// maxUsageSessions bounds the session parameters: a page of the list.
+const maxUsageSessions = pageSessions
+
 // usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session
-// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>]: the usage report;
+// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&session=<id>...]: the usage report;
 // until is included. A bad parameter is 400 with a JSON error.
 func usageAPI(st UsageReporter, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -77,9 +80,11 @@ type usageQuery struct {
 }
 
 // parseUsageQuery reads group (def when absent), since, until (local days,
-// until included), agent, model and titles (store.UsageQuery.Titles).
+// until included), agent, model, titles (store.UsageQuery.Titles) and
+// session, which may repeat (store.UsageQuery.Sessions).
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
-	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model")}, since: v.Get("since"), until: v.Get("until")}
+	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model"), Sessions: v["session"]},
+		since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
 		q.Group = def
 	}
@@ -91,6 +96,9 @@ func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	}
 	if len(q.Model) > maxUsageName {
 		return q, badRequest("query parameter model is longer than %d bytes", maxUsageName)
+	}
+	if len(q.Sessions) > maxUsageSessions {
+		return q, badRequest("query parameter session is given %d times: give at most %d", len(q.Sessions), maxUsageSessions)
 	}
 	if t := v.Get("titles"); t != "" {
 		n, err := strconv.Atoi(t)
@@ -148,6 +156,7 @@ func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]sto
 	if uq.Titles > 0 {
 		q.Set("titles", strconv.Itoa(uq.Titles))
 	}
+	q["session"] = uq.Sessions
 	var rep UsageReport
 	return rep.Rows, c.get(ctx, "/api/usage", q, &rep)
 }

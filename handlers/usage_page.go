@@ -37,7 +37,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 		}
 		table := pricing.Default()
 		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
-			Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", table.Source, table.AsOf)}
+			Pricing: pricingNote(table.Source, table.AsOf)}
 		v.Del("group")
 		p.Stack = v.Get("stack")
 		if p.Stack == "" {
@@ -162,12 +162,17 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	return b
 }
 
+// pricingNote names the price table an estimate comes from (a tooltip).
+func pricingNote(source, asOf string) string {
+	return fmt.Sprintf("Estimated from %s, prices as of %s", source, asOf)
+}
+
 // sessionUsage is a session's usage as its page shows it; nil without any.
 func sessionUsage(u *store.Usage) *views.SessionUsageView {
 	if u == nil {
 		return nil
 	}
-	v := &views.SessionUsageView{Pricing: fmt.Sprintf("Estimated from %s, prices as of %s", u.Pricing.Source, u.Pricing.AsOf)}
+	v := &views.SessionUsageView{Pricing: pricingNote(u.Pricing.Source, u.Pricing.AsOf)}
 	for _, m := range u.Models {
 		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD}
 		if m.EstimatedCostUSD == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -78,7 +79,10 @@ func TestSessionDetailUsage(t *testing.T) {
 // reported no totals (no metrics) shows its responses' requests and tokens
 // added up, says so, and keeps the cost "not recorded" with the estimate
 // beside it; a session with metrics shows them as reported, and one with
-// neither shows nothing made up.
+// neither shows nothing made up. The session list's Cost column says the
+// same, with the usage page's rule for a cost the responses reported: the
+// estimate covers only the requests without one (the summary's, as the
+// session's usage in the API, estimates every request beside it).
 func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	s := newTestService(t)
 	recs := []store.UsageRecord{
@@ -105,6 +109,13 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	apply("added", false, recs)
 	apply("reported", true, recs)
 	apply("bare", false, nil)
+	paid := slices.Clone(recs)
+	paidUSD := 0.0
+	for i, usd := range []float64{0.0125, 0.031} {
+		paid[i].CostUSD = &usd
+		paidUSD += usd
+	}
+	apply("paid", false, paid)
 
 	var sum pricing.Tokens
 	estimate := 0.0
@@ -119,15 +130,25 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	}
 	metrics := newBatch("x")["session"].(obj)["metrics"].(obj)
 	tokens := metrics["tokens"].(obj)
+	estimated := fmt.Sprintf("≈ $%.2f estimated", estimate)
 	for _, c := range []struct {
-		sid, cost, costUsage, requests, tokens, from string
+		sid, cost, costUsage, listUsage, requests, tokens, from string
 	}{
-		{"added", "not recorded", fmt.Sprintf("≈ $%.2f estimated", estimate), fmt.Sprint(len(recs)),
+		{"added", "not recorded", estimated, estimated, fmt.Sprint(len(recs)),
 			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
-		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", fmt.Sprint(metrics["api_requests"]),
+		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", "", fmt.Sprint(metrics["api_requests"]),
 			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), ""},
-		{"bare", "not recorded", "", "not recorded", "not recorded / not recorded", ""},
+		{"bare", "not recorded", "", "", "not recorded", "not recorded / not recorded", ""},
+		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
 	} {
+		row := mustDocument(t, s, "/").Find(`[data-testid="session-row"][data-session-id="` + c.sid + `"]`)
+		usage := strings.Join(strings.Fields(row.Find(`[data-testid="cost-usage"]`).Text()), " ")
+		row.Find(`[data-testid="cost-usage"]`).Remove()
+		if got := strings.TrimSpace(row.Find(`[data-testid="cost"]`).Text()); got != c.cost || usage != c.listUsage {
+			t.Errorf("%s: list cost %q, from the usage %q; want %q, %q", c.sid, got, usage, c.cost, c.listUsage)
+		}
+
 		rec := s.get("/session?id=" + c.sid)
 		doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.Body.String()))
 		if rec.Code != http.StatusOK || err != nil {
@@ -142,7 +163,7 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		if got := text(`[data-testid="summary-cost"]`); got != c.cost {
 			t.Errorf("%s: cost %q; want %q", c.sid, got, c.cost)
 		}
-		if got := text(`[data-testid="summary-cost-usage"]`); got != c.costUsage {
+		if got := strings.Join(strings.Fields(text(`[data-testid="summary-cost-usage"]`)), " "); got != c.costUsage {
 			t.Errorf("%s: cost from the usage %q; want %q", c.sid, got, c.costUsage)
 		}
 		if got := text(`[data-testid="summary-requests"]`); got != c.requests {
@@ -282,6 +303,17 @@ func TestUsageAPI(t *testing.T) {
 			t.Errorf("GET /api/usage%s = keys %v, input %d, total %d; want %v, %d", c.query, keys, input, rep.Total.Tokens.Input, c.keys, c.input)
 		}
 	}
+	// session= keeps those sessions' rows, as the whole report has them;
+	// an id not stored adds nothing.
+	var all, some UsageReport
+	if json.Unmarshal(s.get("/api/usage?group=session").Body.Bytes(), &all) != nil ||
+		json.Unmarshal(s.get("/api/usage?group=session&session=uc&session=ua&session=none").Body.Bytes(), &some) != nil {
+		t.Fatal("GET /api/usage?group=session: not JSON")
+	}
+	want := slices.DeleteFunc(slices.Clone(all.Rows), func(r store.UsageRow) bool { return r.Key == "ub" })
+	if len(all.Rows) != 3 || !reflect.DeepEqual(some.Rows, want) {
+		t.Errorf("GET /api/usage?group=session&session=uc&session=ua = %+v; want %+v", some.Rows, want)
+	}
 	var rep UsageReport
 	if err := json.Unmarshal(s.get("/api/usage?group=model").Body.Bytes(), &rep); err != nil {
 		t.Fatal(err)
@@ -304,6 +336,7 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
 		{"?group=session&titles=201", `query parameter titles="201" is not valid: give 0 to 200`},
 		{"?group=session&titles=-1", `query parameter titles="-1" is not valid: give 0 to 200`},
+		{"?group=session" + strings.Repeat("&session=s", 101), "query parameter session is given 101 times: give at most 100"},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var body errorBody

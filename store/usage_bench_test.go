@@ -18,19 +18,7 @@ import (
 // `service usage daily` and /api/usage on it (docs/performance.md).
 func BenchmarkUsageReportDaily(b *testing.B) {
 	ctx := context.Background()
-	path := os.Getenv("USAGE_BENCH_DB")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "s.db")
-	}
-	_, statErr := os.Stat(path)
-	s, err := store.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if statErr != nil { // not built by an earlier run
-		buildUsageStore(b, s)
-	}
+	s := openUsageBench(b)
 	b.ResetTimer()
 	for b.Loop() {
 		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay})
@@ -38,6 +26,45 @@ func BenchmarkUsageReportDaily(b *testing.B) {
 			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
 		}
 	}
+}
+
+// BenchmarkUsageReportListPage: the report by session of the 100
+// sessions of a list page (UsageQuery.Sessions), on the store of
+// BenchmarkUsageReportDaily: what the list adds to price the usage of
+// sessions without metrics.
+func BenchmarkUsageReportListPage(b *testing.B) {
+	ctx := context.Background()
+	s := openUsageBench(b)
+	var ids []string
+	for i := range 100 {
+		ids = append(ids, fmt.Sprintf("s%05d", 9_900+i))
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
+		if err != nil || len(rows) != len(ids) {
+			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// openUsageBench opens the usage benchmarks' store: at USAGE_BENCH_DB,
+// built there by the first run and kept, or in a temporary folder.
+func openUsageBench(b *testing.B) *store.Store {
+	path := os.Getenv("USAGE_BENCH_DB")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "s.db")
+	}
+	_, statErr := os.Stat(path)
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if statErr != nil { // not built by an earlier run
+		buildUsageStore(b, s)
+	}
+	return s
 }
 
 // buildUsageStore writes the benchmark's 10,000 sessions through Apply.

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -37,6 +38,9 @@ type UsageQuery struct {
 	Until time.Time // exclusive; zero: to the last
 	Agent string    // only sessions of this agent kind
 	Model string    // only this model's records
+	// Sessions, when not empty, keeps only these sessions' records (ids):
+	// the list page's estimates for the sessions it shows.
+	Sessions []string
 	// Titles, for the group by session, is how many rows (most tokens
 	// first) carry their session's title: each costs a read, and a report
 	// may have a row for every stored session.
@@ -83,11 +87,20 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if q.Model != "" {
 		agent += " AND h.model = :model"
 	}
+	named := namedArgs(namedArgs(map[string]any{":since": plan.Since, ":until": plan.Until}, ":agent", q.Agent), ":model", q.Model)
+	if len(q.Sessions) > 0 {
+		ids, err := json.Marshal(q.Sessions)
+		if err != nil {
+			return nil, fmt.Errorf("store: usage report: %w", err)
+		}
+		agent += " AND s.id IN (SELECT value FROM json_each(:sessions))"
+		named[":sessions"] = string(ids)
+	}
 	tally := plan.Tally()
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, usageHoursQuery(id, join, agent),
 			&sqlitex.ExecOptions{
-				Named: namedArgs(namedArgs(map[string]any{":since": plan.Since, ":until": plan.Until}, ":agent", q.Agent), ":model", q.Model),
+				Named: named,
 				ResultFunc: func(st *sqlite.Stmt) error {
 					tally.Add(UsageReportHour{
 						HourNS: st.ColumnInt64(0), Key: st.ColumnText(1), Model: st.ColumnText(2), PromptRange: st.ColumnInt64(3),
@@ -173,7 +186,7 @@ func PlanUsage(q UsageQuery) (UsagePlan, error) {
 	p.Key = map[string]string{UsageBySession: "s.id", UsageByModel: "h.model", UsageByAgent: "s.agent_kind", UsageByProject: "s.workspace_root"}[q.Group]
 	// Sessions are joined only when needed: for their id, agent or
 	// workspace.
-	p.JoinSessions = strings.HasPrefix(p.Key, "s.") || q.Agent != ""
+	p.JoinSessions = strings.HasPrefix(p.Key, "s.") || q.Agent != "" || len(q.Sessions) > 0
 	return p, nil
 }
 

@@ -71,6 +71,11 @@ func TestUsageReport(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03-02" {
 		t.Errorf("UsageReport(week) = %+v, %v; want the week of Monday 2026-03-02", rows, err)
 	}
+	// Only the sessions asked for; an id not stored adds nothing.
+	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a", "c", "missing"}})
+	if err != nil || len(rows) != 2 || rows[0].Key != "a" || rows[0].Tokens.Input != 251_007 || rows[1].Key != "c" || rows[1].Tokens.Input != 1 {
+		t.Errorf("UsageReport(session, a c missing) = %+v, %v; want a's 251007 tokens, then c's telemetry 1", rows, err)
+	}
 	// The hourly sums follow a record read again with new counts, and a
 	// deleted session.
 	apply("b", "cline", rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30}, nil, store.UsageFromFile))

@@ -120,7 +120,11 @@ type SessionRow struct {
 	RefOnly      int
 	Flags        int
 	Cost         string // "not recorded" when the session has no metrics
-	Verdict      *VerdictView
+	// Usage is, for a session without metrics, the cost of its usage
+	// records (reported, estimated, unpriced), priced as Pricing says.
+	Usage   *UsageBar
+	Pricing string
+	Verdict *VerdictView
 	// Owner is the user whose session it is, shown on a team server
 	// only: the local service's sessions are all "local".
 	Owner string

@@ -33,6 +33,10 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 		args = append(args, q.Model)
 		filter += " AND h.model = $" + strconv.Itoa(len(args))
 	}
+	if len(q.Sessions) > 0 {
+		args = append(args, q.Sessions)
+		filter += " AND s.id = ANY($" + strconv.Itoa(len(args)) + ")"
+	}
 	// Telemetry, where a session has it, stands for its files' records.
 	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, `+key+`, h.model, h.prompt_range, h.reported <> 0,
 		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns

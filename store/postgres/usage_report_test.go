@@ -58,7 +58,10 @@ func TestUsageReportMatchesSQLite(t *testing.T) {
 			queries = append(queries, store.UsageQuery{Group: g, Model: m})
 		}
 	}
-	queries = append(queries, store.UsageQuery{Group: store.UsageByDay, Agent: "nobody"}, store.UsageQuery{Group: "year"})
+	queries = append(queries, store.UsageQuery{Group: store.UsageByDay, Agent: "nobody"}, store.UsageQuery{Group: "year"},
+		store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"usage-extra"}},
+		store.UsageQuery{Group: store.UsageByModel, Sessions: []string{"usage-extra", storetest.AgentSamples(t)[0].Session.ID, "no-such-session"}},
+		store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"no-such-session"}})
 	rows := 0
 	for _, q := range queries {
 		want, wantErr := lite.UsageReport(ctx, q)
