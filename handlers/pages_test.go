@@ -2,11 +2,13 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -178,5 +180,31 @@ func TestUpdatesSinceTheStampAreEmpty(t *testing.T) {
 	s.mustPush(laterPush(v, nil, arr{withFields(steps[0].(obj), "outcome", "failed")}), http.StatusOK)
 	if n := mustDoc(t, updates(second)).Find(`template[data-turn]`).Length(); n != 1 {
 		t.Errorf("updates after a push redraw %d turns; want 1", n)
+	}
+}
+
+// TestStepShowsPermissionWhenRecorded: a step's details name its
+// permission decision when it was recorded, not when it is n/a (no tool
+// call) or unknown (the agent's files do not say).
+func TestStepShowsPermissionWhenRecorded(t *testing.T) {
+	s := newTestService(t)
+	sid := "perm"
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := sessionBatch(sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+	x["turns"] = arr{turnRec(sid, 1, at, "")}
+	decisions := []string{"n/a", "accepted", "unknown", "rejected", "auto"}
+	var steps arr
+	for i, d := range decisions {
+		steps = append(steps, withFields(stepRec(sid, i+1, 1, at, "command", obj{"command": "true"}), "decision", d))
+	}
+	x["steps"] = steps
+	s.mustPush(x, http.StatusCreated)
+	doc := mustDocument(t, s, "/session?id="+sid)
+	for i, d := range decisions {
+		shown := doc.Find(fmt.Sprintf(`#step-%d dt`, i+1)).FilterFunction(func(_ int, dt *goquery.Selection) bool { return dt.Text() == "Permission" })
+		want := d != "n/a" && d != "unknown"
+		if got := shown.Length() == 1; got != want || (want && shown.Next().Text() != d) {
+			t.Errorf("decision %q: Permission shown %v (%q); want %v", d, got, shown.Next().Text(), want)
+		}
 	}
 }

@@ -248,6 +248,13 @@ type StepView struct {
 	LineRole string
 }
 
+// DecisionShown reports whether the step's permission decision was
+// recorded: not n/a (a step that is no tool call) and not unknown (an agent
+// whose files do not say), which every step of such an agent would repeat.
+func (s StepView) DecisionShown() bool {
+	return s.Decision != "" && s.Decision != "n/a" && s.Decision != "unknown"
+}
+
 // IsCut reports whether any text of the step was cut.
 func (s StepView) IsCut() bool {
 	cut := s.DiffCut || s.Error.More > 0
