@@ -36,6 +36,7 @@ func TestBrowser(t *testing.T) {
 		{"SessionView", browserSessionView},
 		{"OpenStep", browserOpenStep},
 		{"StepLink", browserStepLink},
+		{"SessionNav", browserSessionNav},
 		{"ExpandCollapse", browserExpandCollapse},
 		{"OpenStepSurvivesUpdate", browserOpenStepSurvivesUpdate},
 		{"LongOutput", browserLongOutput},
@@ -471,6 +472,31 @@ func browserStepLink(t *testing.T, b *browser) {
 	}
 	if n := p.Count(`[data-testid="earlier-turns"]`); n != 0 {
 		t.Errorf("the earlier-turns control shows with every turn shown")
+	}
+}
+
+// browserSessionNav: the links under a session's title name the page's
+// sections as their headings do, and each, taken by keyboard, scrolls its
+// section to the top.
+func browserSessionNav(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(manyTurns("long-session", 40, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=long-session")
+	links := evalJS[[][2]string](p, `Array.from(document.querySelectorAll('[data-testid="session-nav"] a'), a => [a.getAttribute('href'), a.textContent])`)
+	if len(links) != 6 {
+		t.Fatalf("section links %v; want 6", links)
+	}
+	for _, l := range links {
+		href, name := l[0], l[1]
+		if got := p.Text(href + " > h2"); got != name {
+			t.Errorf("link %q goes to %s, headed %q", name, href, got)
+			continue
+		}
+		evalJS[bool](p, `window.scrollTo(0, 0), true`)
+		p.PressEnter(`[data-testid="session-nav"] a[href="` + href + `"]`)
+		p.WaitFor(name+" is scrolled to the top", `location.hash === `+browsertest.JSString(href)+`
+			&& Math.abs(document.querySelector(`+browsertest.JSString(href)+`).getBoundingClientRect().top) < 40`)
 	}
 }
 
