@@ -329,7 +329,7 @@ func checkNext(next string) error {
 	return nil
 }
 
-var errBadNext = errors.New("next must be a path on this site, such as /session?id=...")
+var errBadNext = errors.New("next must be a path on this site, such as /session?id=<id>")
 
 // sealed is a signed cookie's payload: a value and when it stops being
 // accepted.

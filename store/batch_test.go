@@ -30,15 +30,6 @@ const (
 	tEnd   = "2026-01-02T11:00:00Z"
 )
 
-// Positions of the steps in newBatch's steps array.
-const (
-	iMsg = iota
-	iCmd
-	iEdit
-	iRead
-	iOther
-)
-
 func header(sid string) obj {
 	return obj{
 		"id":         sid,
@@ -122,21 +113,6 @@ func stepsBatch(sid string, steps ...obj) obj {
 		s = append(s, st)
 	}
 	return obj{"schema_version": "1.2", "session": h, "steps": s}
-}
-
-// clone deep-copies a JSON-like tree.
-func clone(v obj) obj {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	var out obj
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
-		panic(err)
-	}
-	return out
 }
 
 type pathPart struct {

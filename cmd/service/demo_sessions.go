@@ -148,7 +148,7 @@ func rateLimiter(now time.Time) *store.Batch {
 	d.say("Rate limiting is in place: 100 requests a minute per API key, 429 with Retry-After beyond that. I did not push: you declined it.")
 	for i := 2; i <= 36; i++ {
 		d.prompt("default", fmt.Sprintf("Review pass %d: check %s for edge cases and add a test if one is missing.", i, []string{"the refill arithmetic", "concurrent requests", "clock skew", "the Retry-After value"}[i%4]))
-		d.read(fmt.Sprintf("internal/http/ratelimit_test.go"), int64(i*10), int64(i*10+40))
+		d.read("internal/http/ratelimit_test.go", int64(i*10), int64(i*10+40))
 		if i%5 == 0 {
 			d.edit("internal/http/ratelimit_test.go", "}\n", fmt.Sprintf("}\n\nfunc TestRateLimitCase%d(t *testing.T) {\n\tl := newLimiter(1, time.Second)\n\tif !l.allow(\"k\", time.Unix(%d, 0)) {\n\t\tt.Fatal(\"first request refused\")\n\t}\n}\n", i, i))
 			d.run("go test ./internal/http/", "ok  \texample.com/orders-api/internal/http\t0.044s\n", 0)

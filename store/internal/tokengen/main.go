@@ -102,8 +102,9 @@ func generate() ([]byte, error) {
 			continue
 		}
 		terms = terms[1:]
-		mid, ok := strings.CutPrefix(t, "a")
-		if mid, ok = strings.CutSuffix(mid, "b"); !ok || utf8.RuneCountInString(mid) > 1 {
+		mid, prefixed := strings.CutPrefix(t, "a")
+		mid, suffixed := strings.CutSuffix(mid, "b")
+		if !prefixed || !suffixed || utf8.RuneCountInString(mid) > 1 {
 			return nil, fmt.Errorf("%#x: unexpected term %q", r, t)
 		}
 		if n := len(ranges); n > 0 && adjacent(ranges[n-1][1], r) {
