@@ -90,6 +90,27 @@ func TestSearchPage(t *testing.T) {
 	if snippet.Find("mark").Text() != "needle" || snippet.Find("script").Length() != 0 || !strings.Contains(snippet.Text(), "<script>alert(1)</script>") {
 		t.Errorf("snippet %q, mark %q; want needle marked and the script as text", snippet.Text(), snippet.Find("mark").Text())
 	}
+	if hit.Find(`[data-testid="search-hit-role"]`).Length() != 0 {
+		t.Errorf("a command's hit shows a role %q", hit.Find(`[data-testid="search-hit-role"]`).Text())
+	}
+	// A message's hit shows its role beside its type, and its snippet
+	// without the role its indexed text begins with; a search for the
+	// role itself keeps it in the snippet, marked.
+	prompt := a["steps"].([]any)[0].(obj)["payload"].(obj)
+	word := strings.Fields(prompt["text"].(string))[0]
+	for _, c := range []struct{ q, snippet string }{
+		{word, prompt["text"].(string)},
+		{word + " " + prompt["role"].(string), prompt["role"].(string) + "\n" + prompt["text"].(string)},
+	} {
+		doc := mustDocument(t, s, "/search?q="+url.QueryEscape(c.q))
+		msg := doc.Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"][data-seq="1"]`)
+		if got := msg.Find(`[data-testid="search-hit-role"]`).Text(); got != prompt["role"] {
+			t.Errorf("%s: message hit role %q; want %q", c.q, got, prompt["role"])
+		}
+		if got := msg.Find(`[data-testid="search-snippet"]`).Text(); got != c.snippet {
+			t.Errorf("%s: message snippet %q; want %q", c.q, got, c.snippet)
+		}
+	}
 	if doc.Find(`[data-testid="search-input"]`).AttrOr("value", "") != "needle" || doc.Find(`[data-testid="search-help"]`).Length() != 1 {
 		t.Error("the page lacks the search box with the query or the help")
 	}

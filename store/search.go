@@ -54,6 +54,7 @@ type SearchHit struct {
 	StartedAt string   `json:"started_at"`
 	Seq       int64    `json:"seq"`
 	Type      string   `json:"type"`
+	Role      string   `json:"role,omitempty"` // a message's: user, assistant, thinking...
 	Status    string   `json:"status"`
 	Snippet   string   `json:"snippet"`
 	Matches   [][2]int `json:"matches"`
@@ -462,7 +463,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 // of the store and sorted every hit: 0.8-1.5 s a page at 1,000,000 steps
 // (BenchmarkSearch, docs/performance.md; TestFilterPageWalksInOrder).
 func filterPageSQL(where []string) string {
-	return `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk
+	return `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk, coalesce(st.role, '')
 		FROM sessions s INDEXED BY sessions_search_order CROSS JOIN steps st ON st.session_pk = s.pk
 		WHERE 1` + conditions(where) + `
 		ORDER BY s.started_ns DESC, s.pk DESC, st.seq LIMIT ?`
@@ -490,7 +491,8 @@ const WholeSession = math.MaxInt64
 type sessionKey struct{ ns, pk int64 }
 
 // readPage runs a page query: its columns are the session's pk, id, agent,
-// start and start_ns, the step's seq, type and outcome, and the index row.
+// start and start_ns, the step's seq, type and outcome, the index row, and
+// the step's role.
 func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 	var rows []pageRow
 	err := sqlitex.Execute(conn, sql, &sqlitex.ExecOptions{
@@ -499,7 +501,7 @@ func readPage(conn *sqlite.Conn, sql string, args []any) ([]pageRow, error) {
 			rows = append(rows, pageRow{
 				hit: SearchHit{
 					SessionID: st.ColumnText(1), Agent: st.ColumnText(2), StartedAt: st.ColumnText(3),
-					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Status: st.ColumnText(7), Matches: [][2]int{},
+					Seq: st.ColumnInt64(5), Type: st.ColumnText(6), Role: st.ColumnText(9), Status: st.ColumnText(7), Matches: [][2]int{},
 				},
 				ns: st.ColumnInt64(4), pk: st.ColumnInt64(0), rid: st.ColumnInt64(8),
 			})
@@ -587,7 +589,7 @@ func wordPage(conn *sqlite.Conn, match string, q query, from *sessionKey, where 
 		  UNION ALL
 		  SELECT -value FROM json_each(?7))
 		SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns AS ns, coalesce(st.seq, 0) AS seq,
-		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid
+		  coalesce(st.type, 'session'), coalesce(st.outcome, ''), hits.rid, coalesce(st.role, '')
 		FROM hits LEFT JOIN steps st ON st.pk = hits.rid JOIN sessions s ON s.pk = coalesce(st.session_pk, -hits.rid)
 		WHERE s.pk IN (SELECT value FROM json_each(?8))` + conditions(where) + `
 		ORDER BY ns DESC, s.pk DESC, seq LIMIT ?`

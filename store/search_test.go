@@ -78,6 +78,20 @@ func TestSearchSnippet(t *testing.T) {
 	if !strings.Contains(h.Snippet, "<script>") {
 		t.Errorf("snippet %q; want the text as stored (escaping is the view's)", h.Snippet)
 	}
+	if h.Role != "" {
+		t.Errorf("command hit's role = %q; want none", h.Role)
+	}
+	// A message's hit has its role, as the step's payload gives it.
+	steps := b["steps"].([]any)
+	prompt := steps[0].(obj)["payload"].(obj)
+	word := strings.Fields(prompt["text"].(string))[0]
+	i := slices.IndexFunc(mustSearch(t, s, word).Hits, func(h store.SearchHit) bool { return h.Seq == 1 })
+	if i < 0 {
+		t.Fatalf("Search(%q) does not find step 1", word)
+	}
+	if h := mustSearch(t, s, word).Hits[i]; h.Role != prompt["role"] {
+		t.Errorf("hit of step 1 (%q) role = %q; want %q", word, h.Role, prompt["role"])
+	}
 }
 
 func TestSearchFilters(t *testing.T) {

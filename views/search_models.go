@@ -32,6 +32,7 @@ type SearchGroup struct {
 type SearchHitRow struct {
 	Seq     int64
 	Type    string
+	Role    string // a message's
 	Status  string
 	Href    string
 	Snippet []SnippetPart

@@ -135,7 +135,7 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		check := "d.doc IS NULL OR d.doc @@ " + q.arg(candidates) + "::tsquery"
 		docs := "((d.exact AND " + match + ") OR (NOT d.exact AND (" + check + ")))"
 		cols := `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, coalesce(st.seq, 0),
-			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact FROM `
+			  coalesce(st.type, 'session'), coalesce(st.outcome, ''), d.rid, NOT d.exact, coalesce(st.role, '') FROM `
 		join := ` d JOIN sessions s ON s.pk = d.session_pk LEFT JOIN steps st ON st.pk = d.rid WHERE `
 		base = cols + "search_docs" + join + docs
 		w.candidates = candidates
@@ -147,7 +147,7 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 			check = "NOT d.exact AND (d.doc IS NULL OR d.doc @@ " + q.arg(tsAny(pq.Excluded, true)) + "::tsquery)"
 		}
 		base = `SELECT s.pk, s.id, s.agent_kind, s.started_at, s.started_ns, st.seq, st.type, st.outcome, st.pk,
-			  coalesce(` + check + `, false)
+			  coalesce(` + check + `, false), coalesce(st.role, '')
 			FROM steps st JOIN sessions s ON s.pk = st.session_pk LEFT JOIN search_docs d ON d.rid = st.pk
 			WHERE NOT coalesce(` + exclude + `, false)`
 	}
@@ -412,7 +412,7 @@ func readSearchPage(ctx context.Context, tx pgx.Tx, base string, args []any, fro
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (searchRow, error) {
 		var sr searchRow
 		h := &sr.hit
-		err := r.Scan(&sr.pk, &h.SessionID, &h.Agent, &h.StartedAt, &sr.ns, &h.Seq, &h.Type, &h.Status, &sr.rid, &sr.checkInGo)
+		err := r.Scan(&sr.pk, &h.SessionID, &h.Agent, &h.StartedAt, &sr.ns, &h.Seq, &h.Type, &h.Status, &sr.rid, &sr.checkInGo, &h.Role)
 		h.Matches = [][2]int{}
 		return sr, err
 	})
@@ -421,7 +421,7 @@ func readSearchPage(ctx context.Context, tx pgx.Tx, base string, args []any, fro
 // wrapPage orders a search's rows, after the cursor's when there is one
 // (its three arguments come last but one; the limit is last).
 func wrapPage(base string, cursor bool, nargs int) string {
-	sql := "SELECT * FROM (" + base + ") AS hit (pk, id, agent, started_at, ns, seq, type, status, rid, check_in_go)"
+	sql := "SELECT * FROM (" + base + ") AS hit (pk, id, agent, started_at, ns, seq, type, status, rid, check_in_go, role)"
 	if cursor {
 		ns, pk, seq := "$"+strconv.Itoa(nargs-3), "$"+strconv.Itoa(nargs-2), "$"+strconv.Itoa(nargs-1)
 		sql += " WHERE ns < " + ns + " OR (ns = " + ns + " AND (pk < " + pk + " OR (pk = " + pk + " AND seq > " + seq + ")))"
