@@ -133,7 +133,7 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 			gs = append(gs, g)
 		}
 		g := &gs[len(gs)-1]
-		snippet, matches := withoutRole(h.Snippet, h.Matches, h.Role)
+		snippet, matches := h.SnippetPastRole()
 		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Role: shorten(h.Role, lineChars), Status: h.Status, Href: g.Href,
 			Snippet: snippetParts(snippet, matches)}
 		if h.Seq > 0 {
@@ -142,24 +142,6 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		g.Hits = append(g.Hits, row)
 	}
 	return gs
-}
-
-// withoutRole is a message's snippet without the role its indexed text
-// begins with (the hit shows the role beside its type), unless a match is
-// in it: the role then says why the step was found.
-func withoutRole(snippet string, matches [][2]int, role string) (string, [][2]int) {
-	cut := len(role) + 1
-	if role == "" || !strings.HasPrefix(snippet, role+"\n") {
-		return snippet, matches
-	}
-	shifted := make([][2]int, 0, len(matches))
-	for _, m := range matches {
-		if m[0] < cut {
-			return snippet, matches
-		}
-		shifted = append(shifted, [2]int{m[0] - cut, m[1] - cut})
-	}
-	return snippet[cut:], shifted
 }
 
 // matchedParam is "&q=" and the distinct words a hit's snippet matched,

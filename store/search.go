@@ -60,6 +60,26 @@ type SearchHit struct {
 	Matches   [][2]int `json:"matches"`
 }
 
+// SnippetPastRole is a message's snippet without the role its indexed
+// text begins with, for a view that shows the role beside the hit's type,
+// with its matches moved to follow; the snippet as it is when a match is in
+// the role (the role then says why the step was found) or it does not
+// begin with it.
+func (h SearchHit) SnippetPastRole() (string, [][2]int) {
+	cut := len(h.Role) + 1
+	if h.Role == "" || !strings.HasPrefix(h.Snippet, h.Role+"\n") {
+		return h.Snippet, h.Matches
+	}
+	shifted := make([][2]int, 0, len(h.Matches))
+	for _, m := range h.Matches {
+		if m[0] < cut {
+			return h.Snippet, h.Matches
+		}
+		shifted = append(shifted, [2]int{m[0] - cut, m[1] - cut})
+	}
+	return h.Snippet[cut:], shifted
+}
+
 // SearchResult is a page of hits, newest session first and in step order
 // within a session; Next is the cursor of the next page, empty at the end.
 // Partial says the page stopped at the search's time limit (SearchBudget)

@@ -474,3 +474,32 @@ func TestSearchStopsAtItsBudget(t *testing.T) {
 		t.Errorf("Search(budgetword) after a stopped search = %v; want %v", got, want["budgetword"])
 	}
 }
+
+// TestSnippetPastRole: a message's snippet goes on past the role its text
+// begins with, the matches moved with it, unless a match is in the role or
+// the snippet does not begin with it.
+func TestSnippetPastRole(t *testing.T) {
+	for _, c := range []struct {
+		role, snippet string
+		matches       [][2]int
+		want          string
+		wantMatches   [][2]int
+	}{
+		{"", "rm -rf build", [][2]int{{0, 2}}, "rm -rf build", [][2]int{{0, 2}}},
+		{"assistant", "assistant\nFixed the parser", [][2]int{{16, 19}}, "Fixed the parser", [][2]int{{6, 9}}},
+		{"thinking", "thinking\nPlanning the fix", [][2]int{{0, 8}, {18, 21}}, "thinking\nPlanning the fix", [][2]int{{0, 8}, {18, 21}}},
+		{"user", "…the change is in parse.go", [][2]int{{20, 25}}, "…the change is in parse.go", [][2]int{{20, 25}}},
+		{"user", "username\nx", nil, "username\nx", nil},
+	} {
+		h := store.SearchHit{Role: c.role, Snippet: c.snippet, Matches: c.matches}
+		got, matches := h.SnippetPastRole()
+		if got != c.want || !reflect.DeepEqual(matches, c.wantMatches) && len(matches)+len(c.wantMatches) > 0 {
+			t.Errorf("%q of %q, %v = %q, %v; want %q, %v", c.snippet, c.role, c.matches, got, matches, c.want, c.wantMatches)
+		}
+		for i, m := range matches {
+			if was := c.matches[i]; got[m[0]:m[1]] != c.snippet[was[0]:was[1]] {
+				t.Errorf("%q: match %v reads %q; want %q, as before", c.snippet, m, got[m[0]:m[1]], c.snippet[was[0]:was[1]])
+			}
+		}
+	}
+}

@@ -52,7 +52,12 @@ func (c *SearchCmd) Run(e *env) error {
 			session = h.SessionID
 			fmt.Fprintf(e.stdout, "%s  %s  %s  %s\n", terminalSafe(h.SessionID), h.StartedAt, terminalSafe(h.Agent), terminalSafe(h.Title))
 		}
-		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, h.Type, terminalSafe(h.Status), terminalSafe(h.Snippet))
+		kind := h.Type
+		if h.Role != "" {
+			kind += " " + terminalSafe(h.Role)
+		}
+		snippet, _ := h.SnippetPastRole()
+		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, kind, terminalSafe(h.Status), terminalSafe(snippet))
 	}
 	switch {
 	case res.Partial:
