@@ -74,6 +74,14 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			switch c.ID {
 			case store.UsageByDay:
 				p.Total = usageBar(rep.Total, 0)
+			case store.UsageByAgent:
+				// Each agent's row shows the page for it alone.
+				for i := range c.Bars {
+					c.Bars[i].Href = usageHref(v, "agent", c.Bars[i].Label)
+				}
+				for _, r := range rep.Rows {
+					p.Agents = append(p.Agents, r.Key)
+				}
 			case store.UsageBySession:
 				for i := range c.Bars {
 					c.Bars[i].Href = "/session?id=" + url.QueryEscape(c.Bars[i].Label)
@@ -116,11 +124,7 @@ func recordedDays(ctx context.Context, src UsageReporter, q usageQuery, v url.Va
 		days[i] = r.Key
 	}
 	p.Recorded = [2]string{slices.Min(days), slices.Max(days)}
-	v = maps.Clone(v)
-	maps.DeleteFunc(v, func(_ string, vals []string) bool { return slices.Equal(vals, []string{""}) })
-	v.Set("since", p.Recorded[0])
-	v.Set("until", p.Recorded[1])
-	p.RecordedHref = "/usage?" + v.Encode()
+	p.RecordedHref = usageHref(v, "since", p.Recorded[0], "until", p.Recorded[1])
 	return nil
 }
 
@@ -160,6 +164,17 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 		b.Estimated = fmt.Sprintf("≈ $%.2f estimated", *r.EstimatedCostUSD)
 	}
 	return b
+}
+
+// usageHref is the usage page with the form's values v (those not empty),
+// changed by the name and value pairs kv.
+func usageHref(v url.Values, kv ...string) string {
+	v = maps.Clone(v)
+	maps.DeleteFunc(v, func(_ string, vals []string) bool { return slices.Equal(vals, []string{""}) })
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return "/usage?" + v.Encode()
 }
 
 // pricingNote names the price table an estimate comes from (a tooltip).

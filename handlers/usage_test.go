@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -403,6 +404,27 @@ func TestUsagePage(t *testing.T) {
 	if err := json.Unmarshal(s.get("/api/usage?group=session&titles=1").Body.Bytes(), &rep); err != nil || len(rep.Rows) != 3 ||
 		rep.Rows[0].Title == "" || rep.Rows[1].Title != "" {
 		t.Errorf("GET /api/usage?group=session&titles=1 = %+v, %v; want the first row titled alone", rep.Rows, err)
+	}
+	// The Agent field offers the period's agents; each agent's row links
+	// to the page for it alone, with the form's other values.
+	var agents UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=agent&since=2026-03-01&until=2026-03-31").Body.Bytes(), &agents); err != nil || len(agents.Rows) < 2 {
+		t.Fatalf("GET /api/usage?group=agent = %+v, %v; want two agents", agents.Rows, err)
+	}
+	offered := doc.Find(`#usage-agents option`).Map(func(_ int, o *goquery.Selection) string { return o.AttrOr("value", "") })
+	links := doc.Find(`[data-testid="usage-chart-agent"] [data-testid="usage-row"] th a`).Map(func(_ int, a *goquery.Selection) string { return a.AttrOr("href", "") })
+	var wantOffered, wantLinks []string
+	for _, r := range agents.Rows {
+		wantOffered = append(wantOffered, r.Key)
+		wantLinks = append(wantLinks, "/usage?"+url.Values{"agent": {r.Key}, "since": {"2026-03-01"}, "until": {"2026-03-31"}}.Encode())
+	}
+	if !slices.Equal(offered, wantOffered) || !slices.Equal(links, wantLinks) {
+		t.Errorf("agents offered %q, linked %q; want %q and %q", offered, links, wantOffered, wantLinks)
+	}
+	one := mustDocument(t, s, links[0])
+	if got := one.Find(`[data-testid="usage-chart-agent"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-key", "") }); !slices.Equal(got, wantOffered[:1]) ||
+		one.Find(`[data-testid="usage-agent"]`).AttrOr("value", "") != wantOffered[0] {
+		t.Errorf("%s: agents %q; want %s alone, in the field too", links[0], got, wantOffered[0])
 	}
 	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")
 	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `data-series="codex" data-tokens="33378"`) {

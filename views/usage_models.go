@@ -8,8 +8,9 @@ import (
 // UsagePage is the page at /usage: the totals of a period and its usage
 // by day, model, agent and project, with the top sessions.
 type UsagePage struct {
-	Since, Until, Agent string // the form's values, as YYYY-MM-DD
-	Problem             string // why the query was refused; empty when it ran
+	Since, Until, Agent string   // the form's values, as YYYY-MM-DD
+	Agents              []string // the agents with usage in the period, for the Agent field
+	Problem             string   // why the query was refused; empty when it ran
 	Total               UsageBar
 	Charts              []UsageChart
 	Sessions            []UsageBar // most tokens first
