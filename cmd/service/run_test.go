@@ -73,6 +73,19 @@ func waitListening(t *testing.T, port int, out *syncBuffer) {
 	}
 }
 
+// waitServing waits for the server on port to accept connections and to
+// say that it serves (the port is bound before the store opens, so a
+// connection may wait in the listen queue until then).
+func waitServing(t *testing.T, port int, out *syncBuffer) {
+	t.Helper()
+	waitListening(t, port, out)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "listening on"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server on %d did not say it serves; output:\n%s", port, out)
+		}
+	}
+}
+
 func TestServeDefaultsTokenAndShutdown(t *testing.T) {
 	home := withHome(t)
 	port := freePort(t)
@@ -82,7 +95,7 @@ func TestServeDefaultsTokenAndShutdown(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve"}, &out, &out) }()
-	waitListening(t, port, &out)
+	waitServing(t, port, &out)
 
 	tokenFile := filepath.Join(home, ".service", "ingest-token")
 	for _, want := range []string{

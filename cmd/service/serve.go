@@ -42,6 +42,16 @@ func (c *ServeCmd) Run(e *env) error {
 	if c.TeamFlags.set() {
 		return errors.New("--listen, --origin, --tls-cert, --tls-key, --auth-header and --oidc-* are the team server's: add --team (the local service binds 127.0.0.1 only)")
 	}
+	// The port is bound first, before the store is opened (its migrations
+	// and index set-up take a while on a big store or a busy machine):
+	// connections wait in the listen queue meanwhile, and no other process
+	// can take the port between its choice and the bind (a test harness
+	// that picks a free port and lets it go, as the conformance suite's).
+	ln, err := listenLocal(c.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	tokenFile, err := tokenPath()
 	if err != nil {
 		return err
@@ -55,11 +65,17 @@ func (c *ServeCmd) Run(e *env) error {
 	}
 	spareP.Do(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) })
 	st, dbPath, err := openStore(e, c.DB, store.ServerOptions()...)
+	if err != nil && e.ctx.Err() != nil {
+		// Stopped (SIGINT, SIGTERM) while the store opened: what a
+		// migration had begun is rolled back, and stopping is no failure.
+		fmt.Fprintln(e.stdout, "service stopped")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return listenAndServe(e, c.Port, func(base string, log *slog.Logger) handlers.Deps {
+	return serveOn(e, ln, nil, func(base string, log *slog.Logger) handlers.Deps {
 		fmt.Fprintf(e.stdout, "service listening on %s\n", base)
 		fmt.Fprintf(e.stdout, "  review app:  %s/\n", base)
 		fmt.Fprintf(e.stdout, "  ingest:      %s/api/ingest\n", base)
@@ -75,11 +91,16 @@ func (c *ServeCmd) Run(e *env) error {
 
 // listenAndServe binds 127.0.0.1:port and serves there (serveOn).
 func listenAndServe(e *env, port int, deps func(base string, log *slog.Logger) handlers.Deps) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := listenLocal(port)
 	if err != nil {
 		return err
 	}
 	return serveOn(e, ln, nil, deps)
+}
+
+// listenLocal binds 127.0.0.1:port, the local service's only address.
+func listenLocal(port int) (net.Listener, error) {
+	return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 }
 
 // serveOn builds the routes from what deps returns (given the base URL)

@@ -120,6 +120,13 @@ func (f TeamFlags) serveTeam(e *env, db string) error {
 	if err != nil {
 		return err
 	}
+	// Bound before the database and the sign-in provider are reached, as
+	// the local server binds before its store opens (serve.go).
+	ln, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	st, err := postgres.Open(e.ctx, c.dsn)
 	if err != nil {
 		return err
@@ -134,10 +141,6 @@ func (f TeamFlags) serveTeam(e *env, db string) error {
 		}
 		team.Users, team.SignIn = o, o
 		users = "OIDC sign-in at " + c.oidc.Issuer
-	}
-	ln, err := net.Listen("tcp", f.Listen)
-	if err != nil {
-		return err
 	}
 	ctx, stop := context.WithCancel(e.ctx)
 	defer stop()

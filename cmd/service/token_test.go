@@ -76,7 +76,7 @@ func TestServeWarnsOfATokenFileOthersCanRead(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--port", strconv.Itoa(port)}, &stdout, &stderr) }()
-	waitListening(t, port, &stdout)
+	waitServing(t, port, &stdout)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve with a 0666 token file = %v; want it to start", err)
