@@ -95,10 +95,10 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 }
 
 // priceUsage gives each row whose session has no metrics (its cost "not
-// recorded") the cost of its usage records, as its page's summary shows
-// it: reported where the agent reported it, estimated from the price
-// table otherwise. One report over the page's sessions (usage_hours, a
-// few rows a session however long it is).
+// recorded") the cost of its usage records as the usage page by session
+// counts it: reported where the responses reported a cost, the other
+// requests estimated from the price table. One report over the page's
+// sessions (usage_hours: a few rows a session, however long it is).
 func priceUsage(ctx context.Context, src UsageReporter, sessions []store.SessionOverview, rows []views.SessionRow) error {
 	var ids []string
 	for _, s := range sessions {
@@ -120,7 +120,7 @@ func priceUsage(ctx context.Context, src UsageReporter, sessions []store.Session
 	table := pricing.Default()
 	note := pricingNote(table.Source, table.AsOf)
 	for i, s := range sessions {
-		if u, ok := bySession[s.ID]; ok && s.Metrics == nil {
+		if u, ok := bySession[s.ID]; ok {
 			bar := usageBar(u, 0)
 			rows[i].Usage, rows[i].Pricing = &bar, note
 		}
