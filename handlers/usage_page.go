@@ -39,6 +39,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
 			Pricing: pricingNote(table.Source, table.AsOf)}
 		v.Del("group")
+		v.Del("session") // the API's, for the list's rows: the page's form has no such field
 		p.Stack = v.Get("stack")
 		if p.Stack == "" {
 			p.Stack = store.UsageByModel
