@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -89,5 +90,23 @@ func TestSearchCommandBesideServer(t *testing.T) {
 	}
 	if out, err := run("search", "panic", "--db", db); err != nil || !strings.Contains(out, "#1 command") {
 		t.Errorf("service search after reindex = %v\n%s", err, out)
+	}
+
+	// A message's hit names its role after its type, and its snippet goes
+	// on past the role its indexed text begins with.
+	var msg map[string]any
+	if err := json.Unmarshal(batchJSON("s3", 1), &msg); err != nil {
+		t.Fatal(err)
+	}
+	reply := map[string]any{"role": "assistant", "text": "The flaky handler is mended now."}
+	step := msg["steps"].([]any)[0].(map[string]any)
+	step["type"], step["decision"], step["payload"] = "message", "n/a", reply
+	body, _ = json.Marshal(msg)
+	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {
+		t.Fatalf("push = %d %s %v; want 201", code, out, err)
+	}
+	want := fmt.Sprintf("#1 message %s ok  %s", reply["role"], reply["text"])
+	if out, err := run("search", "flaky", "--db", db); err != nil || !strings.Contains(out, want) {
+		t.Errorf("service search flaky = %v\n%s\nwant the line %q", err, out, want)
 	}
 }
