@@ -3,8 +3,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,19 +56,19 @@ func TestServeBindsBeforeTheStoreOpens(t *testing.T) {
 	if strings.Contains(out.String(), "listening on") {
 		t.Fatalf("serve says it serves while its store is locked; output:\n%s", out)
 	}
-	answered := make(chan int, 1)
-	go func() {
-		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/sessions", port))
-		if err != nil {
-			answered <- 0
-			return
-		}
-		res.Body.Close()
-		answered <- res.StatusCode
-	}()
+	// The request is sent whole before the store may open.
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
 	unlock()
-	if code := <-answered; code != http.StatusOK {
-		t.Errorf("GET /api/sessions made while the store was locked = %d; want 200 once it opened", code)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("GET /api/sessions sent while the store was locked = %v, %v; want 200 once it opened", res, err)
 	}
 	cancel()
 	if err := <-done; err != nil {
