@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
@@ -68,6 +69,7 @@ func AgentSamples(t testing.TB) []*store.Batch {
 	}{
 		{claudecode.Agent, "claude-code"}, {codex.Agent, "codex"}, {cline.Agent, "cline/tasks"},
 		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
+		{crush.Agent, "crush"},
 	} {
 		root := filepath.Join(dir, a.dir)
 		exports, _ := filepath.Glob(filepath.Join(root, "*_export.json")) // opencode reads only named exports
