@@ -24,6 +24,7 @@ import (
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
@@ -122,6 +123,7 @@ var watchers = map[string]watcher{
 	geminicli.Kind:  geminiWatcher,
 	copilotcli.Kind: copilotWatcher,
 	opencode.Kind:   opencodeWatcher,
+	crush.Kind:      crushWatcher,
 }
 
 // maxTries is how often a job whose files are half written, or that met a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentreview/service/adapters/capture"
 	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
@@ -63,7 +64,8 @@ func (c *CaptureCmd) Run(e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
 	// folder too large to watch (import reads it).
-	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1]}
+	// Crush: the data dir of each project it has run in so far.
+	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], crush.Kind: crush.ProjectDataDirs()}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
@@ -78,6 +80,8 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  cline:       %v\n", cline)
 	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
 	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
+	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])
+	fmt.Fprintf(e.stdout, "  crush:       %v\n", roots[crush.Kind])
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)

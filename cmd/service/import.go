@@ -12,6 +12,7 @@ import (
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
+	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
 	"github.com/agentreview/service/store"
@@ -25,6 +26,7 @@ type ImportCmd struct {
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
 	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
+	Crush      ImportCrushCmd      `cmd:"" help:"Import Crush sessions from each project's .crush/crush.db (default: the projects in Crush's projects.json, in $CRUSH_GLOBAL_DATA, else $XDG_DATA_HOME/crush, else ~/.local/share/crush; and ./.crush)."`
 }
 
 // importFlags are what every import takes.
@@ -64,6 +66,11 @@ type ImportOpencodeCmd struct {
 	Flags importFlags `embed:""`
 }
 
+// ImportCrushCmd is `service import crush`.
+type ImportCrushCmd struct {
+	Flags importFlags `embed:""`
+}
+
 // importCacheKiB is the SQLite page cache of each of the import's
 // connections, per file: an import writes new rows, which a cache of
 // SQLite's default size (2,000 KiB) speeds up by no measured amount, and
@@ -100,6 +107,11 @@ func (c *ImportCopilotCLICmd) Run(e *env) error {
 // Run imports opencode sessions.
 func (c *ImportOpencodeCmd) Run(e *env) error {
 	return runImport(e, opencode.Agent, c.Flags, opencodeFolders)
+}
+
+// Run imports Crush sessions.
+func (c *ImportCrushCmd) Run(e *env) error {
+	return runImport(e, crush.Agent, c.Flags, crushFolders)
 }
 
 // runImport reads the given paths (or the agent's own folders that exist)
@@ -264,4 +276,20 @@ func opencodeFolders() ([]string, error) {
 		folders = append(folders, db)
 	}
 	return folders, nil
+}
+
+// crushFolders is where Crush's sessions are found: its global data folder
+// (crush.DataHome), whose projects.json lists every project's data dir, and
+// the .crush folder of the working directory, for a Crush that kept no
+// such list.
+func crushFolders() ([]string, error) {
+	home, err := crush.DataHome()
+	if err != nil {
+		return nil, fmt.Errorf("find Crush's data folder: %w", err)
+	}
+	here, err := filepath.Abs(".crush")
+	if err != nil {
+		return nil, err
+	}
+	return []string{home, here}, nil
 }
