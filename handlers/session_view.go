@@ -46,7 +46,9 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 	v.Duration = between(d.StartedAt, end)
 	v.Usage = sessionUsage(d.Usage)
 	switch m, u := d.Metrics, d.Usage; {
-	case m != nil:
+	case m != nil && (m.APIRequests > 0 || m.Tokens != store.Tokens{}):
+		// Metrics of no request and no token are a cost reported alone
+		// (Crush records nothing else): its tokens were not recorded.
 		v.APIRequests = views.Number(m.APIRequests)
 		v.TokensIn = views.Number(m.Tokens.Input)
 		v.TokensOut = views.Number(m.Tokens.Output)

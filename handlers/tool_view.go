@@ -21,15 +21,18 @@ type toolRaw struct {
 	Result json.RawMessage            `json:"result"`
 }
 
-// toolKind is what a tool is, by its name: todo, fetch, grep, task, read or "".
+// toolKind is what a tool is, by its name: todo, fetch, grep (a glob too:
+// a pattern in a folder), list, task, read or "".
 func toolKind(name string) string {
 	switch strings.ReplaceAll(strings.ToLower(name), "_", "") {
 	case "todowrite", "todo", "updateplan", "updatetodos":
 		return "todo"
 	case "webfetch", "fetch":
 		return "fetch"
-	case "grep", "searchfiles", "grepsearch":
+	case "grep", "searchfiles", "grepsearch", "glob":
 		return "grep"
+	case "ls", "list", "listfiles", "listdirectory":
+		return "list"
 	case "task", "agent", "newtask":
 		return "task"
 	case "read", "readfile", "viewimage":
@@ -91,6 +94,9 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 		result("Matches", matches)
 	case "read":
 		field("File", "file_path", "path")
+	case "list":
+		field("Folder", "path", "dir_path")
+		result("Entries", resultString(r.Result, "content"))
 	case "task":
 		field("Description", "description")
 		field("Subagent", "subagent_type")
@@ -117,7 +123,7 @@ func toolLine(name string, raw json.RawMessage) string {
 			}
 		}
 		return views.Plural(len(items), "todo") + ", " + views.Number(int64(done)) + " done"
-	case "fetch", "read":
+	case "fetch", "read", "list":
 		return oneLine(inputString(r.Input, "url") + inputString(r.Input, "file_path") + inputString(r.Input, "path"))
 	case "grep":
 		return oneLine(inputString(r.Input, "pattern") + " " + inputString(r.Input, "path"))

@@ -117,6 +117,15 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		paidUSD += usd
 	}
 	apply("paid", false, paid)
+	// A cost reported alone (Crush): metrics of no request and no token.
+	costOnly := newBatch("cost-only")
+	costOnly["session"].(obj)["metrics"] = obj{"cost_usd": 1.25, "api_requests": 0,
+		"tokens": obj{"input": 0, "output": 0, "cache_read": 0, "cache_creation": 0}}
+	if b, err := store.ParseBatch(mustJSON(t, costOnly)); err != nil {
+		t.Fatal(err)
+	} else if _, err := s.store.Apply(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
 
 	var sum pricing.Tokens
 	estimate := 0.0
@@ -140,6 +149,7 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", "", fmt.Sprint(metrics["api_requests"]),
 			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), ""},
 		{"bare", "not recorded", "", "", "not recorded", "not recorded / not recorded", ""},
+		{"cost-only", "$1.25", "", "", "not recorded", "not recorded / not recorded", ""},
 		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
 			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
 	} {
