@@ -23,7 +23,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 	short := func(s string) string { return shorten(s, headChars) }
 	v := views.SessionView{
 		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
-		Cost: cost(d.Metrics), APIRequests: "not recorded", TokensIn: "not recorded", TokensOut: "not recorded",
+		Cost: cost(d.Metrics), APIRequests: "not recorded", Tokens: "not recorded",
 		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed,
 		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags,
 		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
@@ -50,14 +50,12 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		// Metrics of no request and no token are a cost reported alone
 		// (Crush records nothing else): its tokens were not recorded.
 		v.APIRequests = views.Number(m.APIRequests)
-		v.TokensIn = views.Number(m.Tokens.Input)
-		v.TokensOut = views.Number(m.Tokens.Output)
+		v.Tokens = views.Number(m.Tokens.Input) + " / " + views.Number(m.Tokens.Output)
 	case u != nil:
 		// No totals reported, but the responses' usage was: their sum,
 		// said to be one, as the Token usage table below adds it up.
 		v.APIRequests = views.Number(u.APIRequests)
-		v.TokensIn = views.Number(u.Tokens.Input)
-		v.TokensOut = views.Number(u.Tokens.Output)
+		v.Tokens = views.Number(u.Tokens.Input) + " / " + views.Number(u.Tokens.Output)
 		v.AddedUp = "from the agent's files"
 		if u.Source == store.UsageFromOTel {
 			v.AddedUp = "from its telemetry"

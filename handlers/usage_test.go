@@ -148,8 +148,8 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
 		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", "", fmt.Sprint(metrics["api_requests"]),
 			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), ""},
-		{"bare", "not recorded", "", "", "not recorded", "not recorded / not recorded", ""},
-		{"cost-only", "$1.25", "", "", "not recorded", "not recorded / not recorded", ""},
+		{"bare", "not recorded", "", "", "not recorded", "not recorded", ""},
+		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", ""},
 		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
 			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
 	} {

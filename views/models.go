@@ -145,8 +145,7 @@ type SessionView struct {
 	AgentVersion string
 	Cost         string // "not recorded" when the session has no metrics
 	APIRequests  string
-	TokensIn     string
-	TokensOut    string
+	Tokens       string // "in / out", or "not recorded"
 	// AddedUp says where APIRequests and the tokens were added up from
 	// ("from the agent's files") when the session has no metrics, the
 	// totals its agent reported; empty for those totals.
