@@ -79,6 +79,7 @@ func dbUnits(path string) ([]adapters.Unit, error) {
 // sessionRow is a row of the sessions table.
 type sessionRow struct {
 	ID, ParentID, Title string
+	SummaryID           string // the message that summarises what came before it
 	Cost                float64
 	Created, Updated    int64
 }
@@ -87,6 +88,7 @@ type sessionRow struct {
 type messageRow struct {
 	ID, SessionID, Role, Model, Provider string
 	Created, Finished                    int64
+	Summary                              bool // Crush's summary of the session so far
 	Parts                                []part
 }
 
@@ -175,12 +177,13 @@ func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string) (rec *
 	rec = &record{Children: map[string]sessionRow{}}
 	found := false
 	err = sqlitex.Execute(conn, tree+` SELECT s.id, coalesce(`+col("sessions", "parent_session_id", "''")+`, ''), `+col("sessions", "title", "''")+`,
-		`+col("sessions", "cost", "0")+`, `+col("sessions", "created_at", "0")+`, `+col("sessions", "updated_at", "0")+`
+		`+col("sessions", "cost", "0")+`, `+col("sessions", "created_at", "0")+`, `+col("sessions", "updated_at", "0")+`,
+		coalesce(`+col("sessions", "summary_message_id", "''")+`, '')
 		FROM sessions s JOIN tree USING (id)`, &sqlitex.ExecOptions{
 		Args: []any{id},
 		ResultFunc: func(s *sqlite.Stmt) error {
 			row := sessionRow{ID: s.ColumnText(0), ParentID: s.ColumnText(1), Title: s.ColumnText(2),
-				Cost: s.ColumnFloat(3), Created: s.ColumnInt64(4), Updated: s.ColumnInt64(5)}
+				Cost: s.ColumnFloat(3), Created: s.ColumnInt64(4), Updated: s.ColumnInt64(5), SummaryID: s.ColumnText(6)}
 			if row.ID == id {
 				found, rec.Session = true, row
 			} else {
@@ -194,12 +197,12 @@ func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string) (rec *
 	}
 	err = sqlitex.Execute(conn, tree+` SELECT m.id, m.session_id, m.role, coalesce(`+col("messages", "model", "''")+`, ''),
 		coalesce(`+col("messages", "provider", "''")+`, ''), m.created_at, coalesce(`+col("messages", "finished_at", "0")+`, 0),
-		length(m.parts), CASE WHEN length(m.parts) <= ?2 THEN m.parts END
+		length(m.parts), CASE WHEN length(m.parts) <= ?2 THEN m.parts END, coalesce(`+col("messages", "is_summary_message", "0")+`, 0)
 		FROM messages m JOIN tree ON m.session_id = tree.id ORDER BY m.created_at, m.rowid`, &sqlitex.ExecOptions{
 		Args: []any{id, maxRow},
 		ResultFunc: func(s *sqlite.Stmt) error {
 			m := messageRow{ID: s.ColumnText(0), SessionID: s.ColumnText(1), Role: s.ColumnText(2), Model: s.ColumnText(3),
-				Provider: s.ColumnText(4), Created: s.ColumnInt64(5), Finished: s.ColumnInt64(6)}
+				Provider: s.ColumnText(4), Created: s.ColumnInt64(5), Finished: s.ColumnInt64(6), Summary: s.ColumnInt64(9) != 0}
 			if n := s.ColumnInt64(7); n > maxRow {
 				b.Problem(rowProblem(path, m.ID, fmt.Sprintf("parts larger than %d MB: skipped", maxRow>>20)))
 				return nil

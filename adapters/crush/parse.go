@@ -23,7 +23,9 @@ const channel = "storage"
 // a thinking message, text an assistant message, and each tool call a step
 // by tool (tools.go), completed by the tool_result part of the tool
 // message that follows. A reply that finished with an error (a provider's)
-// or was cancelled adds a system message saying so. A session under this
+// or was cancelled adds a system message saying so. Crush's summary of the
+// session (its is_summary_message, or the session's summary_message_id)
+// starts a segment, compaction, and a turn holding it. A session under this
 // one is a subagent: Crush's agent tool runs one, its id the spawning
 // call's (or message id and call id joined by $$), and its steps go under
 // that call. A title session (title-<id>, Crush naming the session) is
@@ -90,6 +92,9 @@ func (p *parser) message(m *messageRow) {
 	case "user":
 		p.prompt(s, a, m, at)
 	case "assistant":
+		if a == nil && (m.Summary || m.ID == p.rec.Session.SummaryID) {
+			p.compaction(m, at)
+		}
 		p.reply(s, a, m, at)
 	case "tool":
 		p.results(s, m, at)
@@ -145,6 +150,16 @@ func (p *parser) prompt(s *adapters.Stream, a *adapters.Actor, m *messageRow, at
 			Payload: store.Payload{Command: adapters.Text(d.Command), Stdout: adapters.Text(d.Output), ExitCode: d.ExitCode}}
 		s.Add(a, st, at)
 	}
+}
+
+// compaction starts a segment at Crush's summary of the session so far,
+// and a turn that holds it: Crush sends the model the summary and what
+// follows it only.
+func (p *parser) compaction(m *messageRow, at adapters.Time) {
+	if p.b.SegmentSteps() > 0 {
+		p.b.NewSegment("compaction", at)
+	}
+	p.b.NewTurn(m.ID, "", at)
 }
 
 // reply adds the steps of an assistant message's parts.

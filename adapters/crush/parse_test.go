@@ -24,7 +24,8 @@ CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT N
   prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0,
   updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL, summary_message_id TEXT);
 CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL, parts TEXT NOT NULL default '[]',
-  model TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT);`
+  model TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,
+  is_summary_message INTEGER DEFAULT 0 NOT NULL);`
 
 // crushDB is a Crush database being written by a test.
 type crushDB struct {
@@ -344,3 +345,40 @@ func TestReimportKeepsSteps(t *testing.T) {
 }
 
 func mkdir(dir string) error { return os.MkdirAll(dir, 0o700) }
+
+// TestSummaryStartsASegment: Crush's summary of a session (a message
+// marked is_summary_message, or, in files before that column, the message
+// the session's summary_message_id names) starts a compaction segment and
+// a turn holding the summary; what follows is in that segment.
+func TestSummaryStartsASegment(t *testing.T) {
+	for _, marked := range []string{"is_summary_message", "summary_message_id"} {
+		t.Run(marked, func(t *testing.T) {
+			d := newDB(t)
+			d.session("s", "", 0, 1754709000)
+			d.message("u1", "s", "user", 1754709000, "text", text("build it"))
+			d.message("a1", "s", "assistant", 1754709001, "text", text("Built."))
+			d.message("sum", "s", "assistant", 1754709100, "text", text("Summary: the build works."))
+			if marked == "is_summary_message" {
+				d.exec(`UPDATE messages SET is_summary_message = 1 WHERE id = 'sum'`)
+			} else {
+				d.exec(`UPDATE sessions SET summary_message_id = 'sum'`)
+			}
+			d.message("u2", "s", "user", 1754709200, "text", text("now test it"))
+			_, batches := only(t, d.path)
+			steps := stepsByID(batches)
+			b := batches[0]
+			if len(b.Segments) != 2 || b.Segments[1].StartReason != "compaction" {
+				t.Fatalf("segments %+v; want the start and a compaction", b.Segments)
+			}
+			if st := steps["sum#0"]; st.SegmentIndex != 1 || st.TurnID != "turn-sum" || st.Payload.Role != "assistant" {
+				t.Errorf("the summary = %+v; want it in the compaction segment, in its own turn", st)
+			}
+			if st := steps["u2"]; st.SegmentIndex != 1 {
+				t.Errorf("the prompt after the summary = %+v; want it in the compaction segment", st)
+			}
+			if st := steps["a1#0"]; st.SegmentIndex != 0 {
+				t.Errorf("the reply before the summary = %+v; want it in the first segment", st)
+			}
+		})
+	}
+}
