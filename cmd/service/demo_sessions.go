@@ -123,6 +123,7 @@ func demoSessions(now time.Time) []*store.Batch {
 		geminiDocs(now),
 		copilotResearch(now),
 		opencodeDocs(now),
+		crushMigration(now),
 	}
 }
 
