@@ -27,6 +27,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -124,6 +125,7 @@ var watchers = map[string]watcher{
 	copilotcli.Kind: copilotWatcher,
 	opencode.Kind:   opencodeWatcher,
 	crush.Kind:      crushWatcher,
+	qwencode.Kind:   qwenWatcher,
 }
 
 // maxTries is how often a job whose files are half written, or that met a

@@ -15,6 +15,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -52,6 +53,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	qwen, err := qwenCodeFolders()
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(e.ctx, dbPath)
 	if err != nil {
 		return err
@@ -65,7 +70,8 @@ func (c *CaptureCmd) Run(e *env) error {
 	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
 	// folder too large to watch (import reads it).
 	// Crush: the data dir of each project it has run in so far.
-	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], crush.Kind: crush.ProjectDataDirs()}
+	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], crush.Kind: crush.ProjectDataDirs(),
+		qwencode.Kind: qwen}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
@@ -82,6 +88,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
 	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])
 	fmt.Fprintf(e.stdout, "  crush:       %v\n", roots[crush.Kind])
+	fmt.Fprintf(e.stdout, "  qwen code:   %v\n", qwen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -30,7 +31,7 @@ func TestDemoHasEachAgent(t *testing.T) {
 			t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
 		}
 	}
-	for _, kind := range []string{claudecode.Kind, cline.Kind, codex.Kind, geminicli.Kind, copilotcli.Kind, opencode.Kind, crush.Kind} {
+	for _, kind := range []string{claudecode.Kind, cline.Kind, codex.Kind, geminicli.Kind, copilotcli.Kind, opencode.Kind, crush.Kind, qwencode.Kind} {
 		list, err := st.List(ctx, store.ListQuery{Agent: kind})
 		if err != nil {
 			t.Fatal(err)

@@ -124,6 +124,7 @@ func demoSessions(now time.Time) []*store.Batch {
 		copilotResearch(now),
 		opencodeDocs(now),
 		crushMigration(now),
+		qwenFix(now),
 	}
 }
 

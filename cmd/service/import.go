@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -26,6 +28,7 @@ type ImportCmd struct {
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
 	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
+	QwenCode   ImportQwenCodeCmd   `cmd:"" name:"qwen-code" help:"Import Qwen Code chat recordings (default: $QWEN_RUNTIME_DIR/projects, else $QWEN_HOME/projects, else ~/.qwen/projects)."`
 	Crush      ImportCrushCmd      `cmd:"" help:"Import Crush sessions from each project's .crush/crush.db (default: the projects in Crush's projects.json, in $CRUSH_GLOBAL_DATA, else $XDG_DATA_HOME/crush, else ~/.local/share/crush; and ./.crush)."`
 }
 
@@ -63,6 +66,11 @@ type ImportCopilotCLICmd struct {
 
 // ImportOpencodeCmd is `service import opencode`.
 type ImportOpencodeCmd struct {
+	Flags importFlags `embed:""`
+}
+
+// ImportQwenCodeCmd is `service import qwen-code`.
+type ImportQwenCodeCmd struct {
 	Flags importFlags `embed:""`
 }
 
@@ -107,6 +115,11 @@ func (c *ImportCopilotCLICmd) Run(e *env) error {
 // Run imports opencode sessions.
 func (c *ImportOpencodeCmd) Run(e *env) error {
 	return runImport(e, opencode.Agent, c.Flags, opencodeFolders)
+}
+
+// Run imports Qwen Code sessions.
+func (c *ImportQwenCodeCmd) Run(e *env) error {
+	return runImport(e, qwencode.Agent, c.Flags, qwenCodeFolders)
 }
 
 // Run imports Crush sessions.
@@ -276,6 +289,21 @@ func opencodeFolders() ([]string, error) {
 		folders = append(folders, db)
 	}
 	return folders, nil
+}
+
+// qwenCodeFolders is where Qwen Code keeps its chat recordings,
+// projects/<project>/chats/ in its runtime folder: $QWEN_RUNTIME_DIR, else
+// $QWEN_HOME, else ~/.qwen.
+func qwenCodeFolders() ([]string, error) {
+	dir := cmp.Or(os.Getenv("QWEN_RUNTIME_DIR"), os.Getenv("QWEN_HOME"))
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+		dir = filepath.Join(home, ".qwen")
+	}
+	return []string{filepath.Join(dir, "projects")}, nil
 }
 
 // crushFolders is where Crush's sessions are found: its global data folder

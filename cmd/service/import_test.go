@@ -20,6 +20,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -236,7 +237,7 @@ func TestImportNothingFound(t *testing.T) {
 	claudeDir, clineDir := t.TempDir(), t.TempDir()
 	copyTree(t, "../../adapters/claudecode/testdata", claudeDir, "agentlogs_crud.jsonl")
 	copyTree(t, "../../adapters/cline/testdata", clineDir, ".json")
-	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent, crush.Agent} {
+	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent, crush.Agent, qwencode.Agent} {
 		t.Run(a.Kind, func(t *testing.T) {
 			dir := claudeDir
 			if a.Kind == claudecode.Kind {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -70,6 +71,7 @@ func AgentSamples(t testing.TB) []*store.Batch {
 		{claudecode.Agent, "claude-code"}, {codex.Agent, "codex"}, {cline.Agent, "cline/tasks"},
 		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
 		{crush.Agent, "crush"},
+		{qwencode.Agent, "qwen-code"},
 	} {
 		root := filepath.Join(dir, a.dir)
 		exports, _ := filepath.Glob(filepath.Join(root, "*_export.json")) // opencode reads only named exports
