@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -31,7 +32,7 @@ func TestDemoHasEachAgent(t *testing.T) {
 			t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
 		}
 	}
-	for _, kind := range []string{claudecode.Kind, cline.Kind, codex.Kind, geminicli.Kind, copilotcli.Kind, opencode.Kind, crush.Kind, qwencode.Kind} {
+	for _, kind := range []string{claudecode.Kind, cline.Kind, codex.Kind, geminicli.Kind, copilotcli.Kind, opencode.Kind, crush.Kind, qwencode.Kind, aider.Kind} {
 		list, err := st.List(ctx, store.ListQuery{Agent: kind})
 		if err != nil {
 			t.Fatal(err)

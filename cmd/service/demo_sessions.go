@@ -125,6 +125,7 @@ func demoSessions(now time.Time) []*store.Batch {
 		opencodeDocs(now),
 		crushMigration(now),
 		qwenFix(now),
+		aiderTypo(now),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -29,6 +30,7 @@ type ImportCmd struct {
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
 	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
 	QwenCode   ImportQwenCodeCmd   `cmd:"" name:"qwen-code" help:"Import Qwen Code chat recordings (default: $QWEN_RUNTIME_DIR/projects, else $QWEN_HOME/projects, else ~/.qwen/projects)."`
+	Aider      ImportAiderCmd      `cmd:"" help:"Import Aider's chat history, a session per run (default: .aider.chat.history.md in the current folder; name other repositories' histories or folders as PATH)."`
 	Crush      ImportCrushCmd      `cmd:"" help:"Import Crush sessions from each project's .crush/crush.db (default: the projects in Crush's projects.json, in $CRUSH_GLOBAL_DATA, else $XDG_DATA_HOME/crush, else ~/.local/share/crush; and ./.crush)."`
 }
 
@@ -71,6 +73,11 @@ type ImportOpencodeCmd struct {
 
 // ImportQwenCodeCmd is `service import qwen-code`.
 type ImportQwenCodeCmd struct {
+	Flags importFlags `embed:""`
+}
+
+// ImportAiderCmd is `service import aider`.
+type ImportAiderCmd struct {
 	Flags importFlags `embed:""`
 }
 
@@ -120,6 +127,11 @@ func (c *ImportOpencodeCmd) Run(e *env) error {
 // Run imports Qwen Code sessions.
 func (c *ImportQwenCodeCmd) Run(e *env) error {
 	return runImport(e, qwencode.Agent, c.Flags, qwenCodeFolders)
+}
+
+// Run imports Aider's chat histories.
+func (c *ImportAiderCmd) Run(e *env) error {
+	return runImport(e, aider.Agent, c.Flags, aiderFolders)
 }
 
 // Run imports Crush sessions.
@@ -304,6 +316,16 @@ func qwenCodeFolders() ([]string, error) {
 		dir = filepath.Join(home, ".qwen")
 	}
 	return []string{filepath.Join(dir, "projects")}, nil
+}
+
+// aiderFolders is where Aider's history is found by default: Aider writes
+// it in the root of the repository it runs in, so the current folder's.
+func aiderFolders() ([]string, error) {
+	path, err := filepath.Abs(aider.HistoryFile)
+	if err != nil {
+		return nil, err
+	}
+	return []string{path}, nil
 }
 
 // crushFolders is where Crush's sessions are found: its global data folder

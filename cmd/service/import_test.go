@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -237,7 +238,7 @@ func TestImportNothingFound(t *testing.T) {
 	claudeDir, clineDir := t.TempDir(), t.TempDir()
 	copyTree(t, "../../adapters/claudecode/testdata", claudeDir, "agentlogs_crud.jsonl")
 	copyTree(t, "../../adapters/cline/testdata", clineDir, ".json")
-	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent, crush.Agent, qwencode.Agent} {
+	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent, crush.Agent, qwencode.Agent, aider.Agent} {
 		t.Run(a.Kind, func(t *testing.T) {
 			dir := claudeDir
 			if a.Kind == claudecode.Kind {

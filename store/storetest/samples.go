@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/adapterstest"
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -72,6 +73,8 @@ func AgentSamples(t testing.TB) []*store.Batch {
 		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
 		{crush.Agent, "crush"},
 		{qwencode.Agent, "qwen-code"},
+		// The other excerpt of Aider's history starts inside a run.
+		{aider.Agent, "aider/aider-ai/chat-history_lines_2706-4009.aider.chat.history.md"},
 	} {
 		root := filepath.Join(dir, a.dir)
 		exports, _ := filepath.Glob(filepath.Join(root, "*_export.json")) // opencode reads only named exports
