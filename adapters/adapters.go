@@ -29,6 +29,12 @@ type Unit struct {
 	// already holds of a session, for the builder to join with what the
 	// files say before the session is split into batches.
 	Stored func(sid string) (Stored, error)
+	// Offset, when set, is where the session's records start in its first
+	// file, for a file that holds many sessions one after another (an
+	// Aider history): Parse may read from there rather than from the
+	// start, so reading every session of the file costs one pass, not one
+	// per session. Parse checks what it finds there.
+	Offset int64
 	// Stamps, when set, say whether the session changed instead of its
 	// files' size and time: a file that holds many sessions (a database)
 	// changes with any of them. Each stamp is a key of the adapter's own

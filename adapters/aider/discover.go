@@ -90,9 +90,10 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 
 // runScan is what Discover reads of one run.
 type runScan struct {
-	id   string
-	size int64
-	sum  hash.Hash
+	id     string
+	offset int64 // of its header line in the file
+	size   int64
+	sum    hash.Hash
 }
 
 // fileUnits reads a history once and returns a unit for each of its runs,
@@ -108,17 +109,20 @@ func fileUnits(path string) ([]adapters.Unit, []adapters.Problem) {
 	ids := runIDs{path: path, seen: map[string]int{}}
 	before, lastBefore := 0, 0 // lines with text before the first run
 	lr := newLineReader(f)
+	var offset int64
 	for {
 		n, line, size, _, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		at := offset
+		offset += int64(size)
 		if err != nil && !errors.Is(err, errLineTooLong) {
 			problems = append(problems, adapters.Problem{Path: path, Message: "read: " + err.Error()})
 			break
 		}
 		if isRunHeader(line) {
-			runs = append(runs, &runScan{id: ids.next(line), sum: sha256.New()})
+			runs = append(runs, &runScan{id: ids.next(line), offset: at, sum: sha256.New()})
 		}
 		if len(runs) == 0 {
 			if err != nil || strings.TrimSpace(string(line)) != "" {
@@ -142,7 +146,7 @@ func fileUnits(path string) ([]adapters.Unit, []adapters.Problem) {
 	units := make([]adapters.Unit, 0, len(runs))
 	for _, r := range runs {
 		sum := r.sum.Sum(nil)
-		units = append(units, adapters.Unit{ID: r.id, Paths: []string{path}, Stamps: []store.ImportedFile{{
+		units = append(units, adapters.Unit{ID: r.id, Paths: []string{path}, Offset: r.offset, Stamps: []store.ImportedFile{{
 			Path: path + "#" + r.id, Size: r.size, ModTime: int64(binary.BigEndian.Uint64(sum) >> 1),
 		}}})
 	}

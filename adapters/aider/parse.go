@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
@@ -54,8 +55,11 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channels...)
 	b.EnableSpill(adapters.SpillAfter) // a long run's finished steps, past 32 MB or many steps
 	p := &parser{b: b}
-	for _, f := range files {
+	for i, f := range files {
 		b.Files(f.Path)
+		if i == 0 && u.Offset > 0 && p.readAt(f, u.ID, u.Offset) {
+			break
+		}
 		if p.read(f, u.ID) {
 			break
 		}
@@ -97,39 +101,67 @@ type parser struct {
 	command *pendingCommand
 }
 
+// readAt reads the run named id from offset in f, where Discover found
+// its header (Unit.Offset), and reports whether it found the run there: a
+// line at offset that is no header of the run's start time (the file was
+// rewritten since) sends the reading back to the start of the file (read).
+func (p *parser) readAt(f adapters.File, id string, offset int64) bool {
+	sk, ok := f.Body.(io.Seeker)
+	if !ok {
+		return false
+	}
+	if _, err := sk.Seek(offset, io.SeekStart); err != nil {
+		return false
+	}
+	lr := newLineReader(f.Body)
+	_, line, _, _, err := lr.next()
+	if err != nil || !isRunHeader(line) || !strings.HasSuffix(strings.TrimRightFunc(string(line), unicode.IsSpace), headerTime(id)) {
+		if _, err := sk.Seek(0, io.SeekStart); err != nil {
+			p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+		}
+		return false
+	}
+	p.begin(f.Path, line)
+	return p.readRun(f, lr, 1)
+}
+
 // read reads f up to the end of the run named id, and reports whether it
 // found the run.
 func (p *parser) read(f adapters.File, id string) (found bool) {
 	ids := runIDs{path: f.Path, seen: map[string]int{}}
 	lr := newLineReader(f.Body)
 	want := headerTime(id)
-	header := 0
 	for {
-		if header == 0 {
-			if err := lr.skipToRun(); err != nil {
-				if !errors.Is(err, io.EOF) {
-					p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
-				}
-				return false
+		if err := lr.skipToRun(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
 			}
+			return false
 		}
+		n, line, _, _, err := lr.next()
+		if err != nil || !isRunHeader(line) {
+			continue
+		}
+		// Only a run that started in the second of id may be it: the
+		// others' ids are not made.
+		if h, k := ids.count(line); strings.HasSuffix(h, want) && ids.id(h, k) == id {
+			p.begin(f.Path, line)
+			return p.readRun(f, lr, n)
+		}
+	}
+}
+
+// readRun reads the lines of the run whose header was line header of lr,
+// up to the next run or the end of the file, and reports true.
+func (p *parser) readRun(f adapters.File, lr *lineReader, header int) bool {
+	for {
 		n, line, size, terminated, err := lr.next()
 		switch {
 		case errors.Is(err, io.EOF):
 		case err != nil && !errors.Is(err, errLineTooLong):
 			p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
-		case isRunHeader(line) && header > 0:
-			// The next run: this one is complete.
 		case isRunHeader(line):
-			// Only a run that started in the second of id may be it: the
-			// others' ids are not made.
-			if h, k := ids.count(line); strings.HasSuffix(h, want) && ids.id(h, k) == id {
-				header = n
-				p.begin(f.Path, line)
-			}
-			continue
-		case header == 0:
-			continue
+			// The next run: this one is complete.
 		case err != nil:
 			p.b.Read(size)
 			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: err.Error()})
@@ -143,11 +175,9 @@ func (p *parser) read(f adapters.File, id string) (found bool) {
 			p.line(n-header, line)
 			continue
 		}
-		if header > 0 {
-			p.flush()
-			p.settle()
-		}
-		return header > 0
+		p.flush()
+		p.settle()
+		return true
 	}
 }
 

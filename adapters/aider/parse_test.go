@@ -2,6 +2,7 @@ package aider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -561,4 +562,81 @@ func TestImportGrowingHistory(t *testing.T) {
 		t.Errorf("steps after growing = %v; want %v and the new prompt", after, before)
 	}
 	run(first+second+history("", "#### three")+first, "imported 1 file: 3 sessions (1 new, 0 updated, 2 unchanged), 3 steps written")
+}
+
+// TestReadFromTheRunsOffset: each run read from where Discover found it
+// (Unit.Offset) is the run read from the start of the file, CRLF and a run
+// starting twice in one second included; an offset that no longer falls on
+// the run's header (the history was rewritten since) reads from the start.
+func TestReadFromTheRunsOffset(t *testing.T) {
+	second := strings.Replace(banner, "14:02:11", "15:00:00", 1)
+	body := banner + history("#### one", "", "Done.") + second + history("#### two", "", "Also.") +
+		second + history("#### three", "", "> Tokens: 1,200 sent, 80 received. Cost: $0.01 message, $0.02 session.")
+	for _, eol := range []string{"\n", "\r\n"} {
+		path := filepath.Join(t.TempDir(), HistoryFile)
+		mustWrite(t, path, strings.ReplaceAll(body, "\n", eol))
+		units, problems := Discover([]string{path})
+		if len(problems) > 0 || len(units) != 3 {
+			t.Fatalf("Discover = %d units, %v; want 3", len(units), problems)
+		}
+		for i, u := range units {
+			if (i == 0) != (u.Offset == 0) {
+				t.Errorf("run %d offset %d; want 0 for the first run only", i+1, u.Offset)
+			}
+			fromStart := u
+			fromStart.Offset = 0
+			stale := u
+			stale.Offset = u.Offset + 3
+			want := outline(adapterstest.ParseUnit(t, Agent, fromStart))
+			for name, v := range map[string]adapters.Unit{"offset": u, "stale offset": stale} {
+				s := adapterstest.ParseUnit(t, Agent, v)
+				if got := outline(s); got != want || s.ID != u.ID {
+					t.Errorf("%q run %d from its %s = %s %s; from the start %s %s", eol, i+1, name, s.ID, got, u.ID, want)
+				}
+			}
+		}
+	}
+}
+
+// countingFile is a history file that counts the bytes read from it.
+type countingFile struct {
+	*os.File
+	read int64
+}
+
+func (c *countingFile) Read(b []byte) (int, error) {
+	n, err := c.File.Read(b)
+	c.read += int64(n)
+	return n, err
+}
+
+// TestLastRunReadAlone: the last run of a long history is read from its
+// offset, so parsing it reads about that run, not the runs before it (an
+// import of every run reads the file about once, not once per run).
+func TestLastRunReadAlone(t *testing.T) {
+	var b strings.Builder
+	for i := range 2000 {
+		b.WriteString(strings.Replace(banner, "14:02:11", fmt.Sprintf("%02d:%02d:%02d", i/3600, i/60%60, i%60), 1))
+		b.WriteString(history("#### prompt "+fmt.Sprint(i), "", strings.Repeat("A reply line.\n", 40)))
+	}
+	path := filepath.Join(t.TempDir(), HistoryFile)
+	mustWrite(t, path, b.String())
+	units, problems := Discover([]string{path})
+	if len(problems) > 0 || len(units) != 2000 {
+		t.Fatalf("Discover = %d units, %v; want 2000", len(units), problems)
+	}
+	last := units[len(units)-1]
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cf := &countingFile{File: f}
+	s := Agent.Parse(last, []adapters.File{{Path: path, Body: cf}})
+	if s == nil || s.ID != last.ID || s.Steps == 0 {
+		t.Fatalf("Parse(last run) = %+v; want its session", s)
+	}
+	if size := int64(b.Len()); cf.read > 256<<10 || cf.read*10 > size {
+		t.Errorf("parsing the last run read %d of the history's %d bytes; want about that run", cf.read, size)
+	}
 }

@@ -72,7 +72,7 @@ func AgentSamples(t testing.TB) []*store.Batch {
 		{claudecode.Agent, "claude-code"}, {codex.Agent, "codex"}, {cline.Agent, "cline/tasks"},
 		{geminicli.Agent, "gemini"}, {copilotcli.Agent, "copilot-cli"}, {opencode.Agent, "opencode"},
 		{crush.Agent, "crush"},
-		{qwencode.Agent, "qwen-code"},
+		{qwencode.Agent, "qwen-code/splitrail/qwen_code.jsonl"}, // not in a chats folder: named
 		// The other excerpt of Aider's history starts inside a run.
 		{aider.Agent, "aider/aider-ai/chat-history_lines_2706-4009.aider.chat.history.md"},
 	} {
