@@ -449,3 +449,27 @@ func TestImporterWaitsForTheGroupBeingWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRange: a read of limit lines from a 0-based offset covers lines
+// offset+1 to offset+limit; without either, or with values no read has,
+// there is no range.
+func TestReadRange(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		offset, limit *int64
+		want          string
+	}{
+		{n(0), n(5), "&[1 5]"},
+		{n(10), n(1), "&[11 11]"},
+		{nil, n(5), "<nil>"},
+		{n(3), nil, "<nil>"},
+		{n(-1), n(5), "<nil>"},
+		{n(0), n(0), "<nil>"},
+		{n(1 << 40), n(1), "<nil>"},
+		{n(0), n(1 << 62), "<nil>"},
+	} {
+		if got := fmt.Sprint(adapters.ReadRange(c.offset, c.limit)); got != c.want {
+			t.Errorf("ReadRange(%v, %v) = %s; want %s", c.offset, c.limit, got, c.want)
+		}
+	}
+}

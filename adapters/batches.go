@@ -260,6 +260,17 @@ func newBatch(h store.SessionHeader) *store.Batch {
 	return &store.Batch{SchemaVersion: store.SchemaVersion, Session: h}
 }
 
+// ReadRange is the lines a read of limit lines from the 0-based line
+// offset covers, 1-based and inclusive, as a read step's range: nil unless
+// both are given, offset from 0, limit from 1, and each under 2^40 (no file
+// has more lines; a larger value is not a range the agent read).
+func ReadRange(offset, limit *int64) *[2]int64 {
+	if offset == nil || limit == nil || *offset < 0 || *limit < 1 || *offset >= 1<<40 || *limit >= 1<<40 {
+		return nil
+	}
+	return &[2]int64{*offset + 1, *offset + *limit}
+}
+
 // Text returns a pointer to s, for the optional text fields of a payload.
 func Text(s string) *string { return &s }
 

@@ -5,33 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
-
-// busyWait is how long a read waits while Crush holds its database locked.
-const busyWait = 2 * time.Second
-
-// openDB opens Crush's database read-only. Crush keeps it in WAL mode,
-// where a reader never blocks its writes; each read is one short
-// transaction.
-func openDB(path string) (*sqlite.Conn, error) {
-	f, err := adapters.Open(path) // a regular file only
-	if err != nil {
-		return nil, err
-	}
-	f.Close()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		return nil, fmt.Errorf("open read-only: %w", err)
-	}
-	conn.SetBusyTimeout(busyWait)
-	return conn, nil
-}
 
 // tree is the ids of a session and of every session under it (its
 // subagents' and its title's), as a CTE named tree(id). UNION, not UNION
@@ -47,7 +26,7 @@ const tree = `WITH RECURSIVE tree(id) AS (
 // grows with its messages, so the import runner reads again only the
 // sessions that changed, although they share one file.
 func dbUnits(path string) ([]adapters.Unit, error) {
-	conn, err := openDB(path)
+	conn, err := adapters.OpenSQLite(path)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +122,7 @@ const maxRow = adapters.MaxLine
 
 // readDB reads one session and its descendants in one read transaction.
 func readDB(b *adapters.Builder, path, id string) *record {
-	conn, err := openDB(path)
+	conn, err := adapters.OpenSQLite(path)
 	if err != nil {
 		b.Problem(adapters.Problem{Path: path, Message: err.Error()})
 		return nil

@@ -9,7 +9,6 @@
 package crush
 
 import (
-	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -77,7 +76,7 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 			return
 		}
 		switch {
-		case d.Name() == dbName || (named && isDB(p)):
+		case d.Name() == dbName || (named && adapters.IsSQLite(p)):
 			addDB(p)
 		case d.Name() == "projects.json":
 			for _, pr := range readProjects(p) {
@@ -159,18 +158,6 @@ func workspace(db string) string {
 		}
 	}
 	return ""
-}
-
-// isDB reports whether a file starts with SQLite's header.
-func isDB(path string) bool {
-	f, err := adapters.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 16)
-	n, _ := f.Read(head)
-	return bytes.Equal(head[:n], []byte("SQLite format 3\x00"))
 }
 
 // IsDatabase reports whether a file name is Crush's database or its

@@ -70,11 +70,10 @@ func (p *parser) toolStep(id string, tc toolCall) store.Step {
 		// part): that read stays an other step, with its result.
 		st.Type = store.TypeRead
 		st.Payload = store.Payload{Path: filePath}
-		switch {
-		case a.StartLine != nil && a.EndLine != nil:
+		if a.StartLine != nil && a.EndLine != nil {
 			st.Payload.Range = &[2]int64{*a.StartLine, *a.EndLine}
-		case a.Offset != nil && a.Limit != nil && *a.Limit > 0:
-			st.Payload.Range = &[2]int64{*a.Offset + 1, *a.Offset + *a.Limit}
+		} else {
+			st.Payload.Range = adapters.ReadRange(a.Offset, a.Limit)
 		}
 	default:
 		st.Type = store.TypeOther

@@ -1,13 +1,11 @@
 package opencode
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/store"
@@ -15,45 +13,12 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
-// busyWait is how long a read waits while opencode holds its database
-// locked (a checkpoint, or a write on a database not in WAL mode).
-const busyWait = 2 * time.Second
-
-// openDB opens opencode's database read-only. opencode keeps it in WAL
-// mode, where a reader never blocks its writes; each read is one short
-// transaction (readSession), so a checkpoint is held back no longer.
-func openDB(path string) (*sqlite.Conn, error) {
-	f, err := adapters.Open(path) // a regular file only
-	if err != nil {
-		return nil, err
-	}
-	f.Close()
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
-	if err != nil {
-		return nil, fmt.Errorf("open read-only: %w", err)
-	}
-	conn.SetBusyTimeout(busyWait)
-	return conn, nil
-}
-
-// isDB reports whether a file starts with SQLite's header.
-func isDB(path string) bool {
-	f, err := adapters.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 16)
-	n, _ := f.Read(head)
-	return bytes.Equal(head[:n], []byte("SQLite format 3\x00"))
-}
-
 // dbUnits lists the sessions of a database, one unit each, in one read.
 // Each unit's stamp is the newest update time and the number of its
 // session's rows, so the import runner reads again only the sessions that
 // changed, although they share one file.
 func dbUnits(path string) ([]adapters.Unit, error) {
-	conn, err := openDB(path)
+	conn, err := adapters.OpenSQLite(path)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +51,7 @@ const maxRow = adapters.MaxLine
 // its row, its messages and their parts. metrics are the session's cost
 // and token columns (opencode 1.16 and later), nil when it has none.
 func readDB(b *adapters.Builder, path, id string) (rec *record, metrics *store.Metrics) {
-	conn, err := openDB(path)
+	conn, err := adapters.OpenSQLite(path)
 	if err != nil {
 		b.Problem(adapters.Problem{Path: path, Message: err.Error()})
 		return nil, nil

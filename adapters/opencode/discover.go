@@ -50,7 +50,7 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 			return
 		}
 		switch {
-		case isDBName(d.Name()) || (named && isDB(p)):
+		case isDBName(d.Name()) || (named && adapters.IsSQLite(p)):
 			us, err := dbUnits(p)
 			if err != nil {
 				problems = append(problems, adapters.Problem{Path: p, Message: err.Error()})

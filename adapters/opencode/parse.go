@@ -37,7 +37,7 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	b := adapters.NewBuilder(u, channel)
 	var rec *record
 	var totals *store.Metrics
-	if len(files) > 0 && isDB(files[0].Path) {
+	if len(files) > 0 && adapters.IsSQLite(files[0].Path) {
 		rec, totals = readDB(b, files[0].Path, u.ID)
 		b.Files(files[0].Path)
 	} else {

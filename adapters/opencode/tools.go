@@ -72,9 +72,7 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		}
 		st := base
 		st.Type, st.Payload.Path = store.TypeRead, in.FilePath
-		if in.Offset != nil && in.Limit != nil && *in.Limit > 0 && *in.Offset >= 0 && *in.Offset < 1<<40 && *in.Limit < 1<<40 {
-			st.Payload.Range = &[2]int64{*in.Offset + 1, *in.Offset + *in.Limit}
-		}
+		st.Payload.Range = adapters.ReadRange(in.Offset, in.Limit)
 		steps = append(steps, st)
 	case "write":
 		if in.FilePath == "" {

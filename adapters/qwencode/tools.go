@@ -193,9 +193,7 @@ func (p *parser) toolStep(id string, c *call, res *result) store.Step {
 	case c.name == "read_file" && path != "" && (res == nil || res.parts == nil):
 		st.Type = store.TypeRead
 		st.Payload = store.Payload{Path: path}
-		if a.Offset != nil && a.Limit != nil && *a.Offset >= 0 && *a.Limit > 0 {
-			st.Payload.Range = &[2]int64{*a.Offset + 1, *a.Offset + *a.Limit}
-		}
+		st.Payload.Range = adapters.ReadRange(a.Offset, a.Limit)
 	default:
 		st.Type = store.TypeOther
 		raw := map[string]any{}
