@@ -6,20 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentreview/service/adapters/aider"
-	"github.com/agentreview/service/adapters/claudecode"
-	"github.com/agentreview/service/adapters/cline"
-	"github.com/agentreview/service/adapters/codex"
-	"github.com/agentreview/service/adapters/copilotcli"
-	"github.com/agentreview/service/adapters/crush"
-	"github.com/agentreview/service/adapters/geminicli"
-	"github.com/agentreview/service/adapters/opencode"
-	"github.com/agentreview/service/adapters/qwencode"
+	"github.com/agentreview/service/adapters/agents"
 	"github.com/agentreview/service/store"
 )
 
 // TestDemoHasEachAgent: the demo's sessions apply to a store file, and
-// each agent the service imports has at least one of them.
+// each agent the service imports has at least one of them. The Copilot CLI
+// session has no metrics (Copilot reports no cost), its failed command and
+// its autopilot turn.
 func TestDemoHasEachAgent(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "demo.db"))
@@ -32,14 +26,28 @@ func TestDemoHasEachAgent(t *testing.T) {
 			t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
 		}
 	}
-	for _, kind := range []string{claudecode.Kind, cline.Kind, codex.Kind, geminicli.Kind, copilotcli.Kind, opencode.Kind, crush.Kind, qwencode.Kind, aider.Kind} {
-		list, err := st.List(ctx, store.ListQuery{Agent: kind})
+	for _, a := range agents.All {
+		list, err := st.List(ctx, store.ListQuery{Agent: a.Kind})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Sessions) == 0 {
-			t.Errorf("the demo has no %s session", kind)
+			t.Errorf("the demo has no %s session", a.Kind)
 		}
+	}
+
+	d, err := st.Detail(ctx, "demo-copilot-5e3a", store.DetailQuery{})
+	if err != nil {
+		t.Fatalf("Detail(demo-copilot-5e3a) = %v", err)
+	}
+	failed := 0
+	for _, s := range d.Steps {
+		if s.Outcome == "failed" {
+			failed++
+		}
+	}
+	if d.Agent.Kind != "copilot-cli" || d.Metrics != nil || failed != 1 || len(d.Turns) != 1 || d.Turns[0].Mode != "autopilot" {
+		t.Errorf("demo Copilot session: kind %q, metrics %+v, %d failed, turns %+v", d.Agent.Kind, d.Metrics, failed, d.Turns)
 	}
 }
 

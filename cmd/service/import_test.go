@@ -12,16 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentreview/service/adapters"
-	"github.com/agentreview/service/adapters/aider"
+	"github.com/agentreview/service/adapters/agents"
 	"github.com/agentreview/service/adapters/claudecode"
-	"github.com/agentreview/service/adapters/cline"
-	"github.com/agentreview/service/adapters/codex"
-	"github.com/agentreview/service/adapters/copilotcli"
-	"github.com/agentreview/service/adapters/crush"
-	"github.com/agentreview/service/adapters/geminicli"
-	"github.com/agentreview/service/adapters/opencode"
-	"github.com/agentreview/service/adapters/qwencode"
 	"github.com/agentreview/service/store"
 )
 
@@ -238,7 +230,7 @@ func TestImportNothingFound(t *testing.T) {
 	claudeDir, clineDir := t.TempDir(), t.TempDir()
 	copyTree(t, "../../adapters/claudecode/testdata", claudeDir, "agentlogs_crud.jsonl")
 	copyTree(t, "../../adapters/cline/testdata", clineDir, ".json")
-	for _, a := range []adapters.Agent{claudecode.Agent, cline.Agent, codex.Agent, geminicli.Agent, copilotcli.Agent, opencode.Agent, crush.Agent, qwencode.Agent, aider.Agent} {
+	for _, a := range agents.All {
 		t.Run(a.Kind, func(t *testing.T) {
 			dir := claudeDir
 			if a.Kind == claudecode.Kind {
