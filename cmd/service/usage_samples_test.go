@@ -47,15 +47,21 @@ func TestUsageSamplesToTheToken(t *testing.T) {
 		{"gemini-cli", "gemini", rawGemini},
 		{"copilot-cli", "copilot-cli", rawCopilot},
 		{"opencode", "opencode", rawOpencode},
+		{"qwen-code", "qwen-code", rawQwen},
+		{"aider", "aider", rawAider},
 	}
 	for _, tt := range tests {
 		t.Run(tt.agent, func(t *testing.T) {
 			withHome(t)
 			root := filepath.Join(samplesDir, tt.dir)
 			db := filepath.Join(t.TempDir(), "s.db")
-			// opencode reads export files only when they are named.
-			exports, _ := filepath.Glob(filepath.Join(root, "*_export.json"))
-			runImportCmd(t, append(append([]string{tt.agent, root}, exports...), "--db", db)...)
+			// opencode reads export files, Qwen Code recordings outside a
+			// chats folder, only when they are named.
+			named, _ := filepath.Glob(filepath.Join(root, "*_export.json"))
+			if tt.agent == "qwen-code" {
+				named, _ = filepath.Glob(filepath.Join(root, "*", "*.jsonl"))
+			}
+			runImportCmd(t, append(append([]string{tt.agent, root}, named...), "--db", db)...)
 			want := tt.count(t, root)
 			if want.requests == 0 {
 				t.Fatalf("the raw %s samples report no usage; this test would prove nothing", tt.agent)
@@ -394,4 +400,54 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 	if out := runImportCmd(t, "codex", root, "--db", db); !strings.Contains(out, "0 steps") {
 		t.Errorf("the import after that printed %q; want the unchanged files skipped", out)
 	}
+}
+
+// rawQwen: each assistant record's usageMetadata, once per record uuid;
+// input is the prompt count less the cached tokens, which it includes.
+func rawQwen(t *testing.T, root string) rawUsage {
+	type usage struct{ PromptTokenCount, CandidatesTokenCount, CachedContentTokenCount int64 }
+	type rec struct {
+		UUID, Type    string
+		UsageMetadata *usage
+	}
+	var u rawUsage
+	seen := map[string]bool{}
+	walk(t, root, func(path string) {
+		lines(t, path, func(r *rec) {
+			if r.Type == "assistant" && r.UsageMetadata != nil && !seen[r.UUID] {
+				seen[r.UUID] = true
+				m := r.UsageMetadata
+				u.add(m.PromptTokenCount-m.CachedContentTokenCount, m.CandidatesTokenCount, m.CachedContentTokenCount, 0)
+			}
+		})
+	}, ".jsonl")
+	return u
+}
+
+// rawAider: each "Tokens: N sent, M received." line of Aider's output
+// after the first run of a history starts (a cut-off start belongs to no
+// session): N input, M output.
+func rawAider(t *testing.T, root string) rawUsage {
+	var u rawUsage
+	walk(t, root, func(path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inRun := false
+		for _, line := range strings.Split(string(b), "\n") {
+			inRun = inRun || strings.HasPrefix(line, "# aider chat started at ")
+			var sent, received string
+			if _, err := fmt.Sscanf(line, "> Tokens: %s sent, %s received.", &sent, &received); err != nil || !inRun {
+				continue
+			}
+			num := func(s string) int64 {
+				var n int64
+				fmt.Sscan(strings.ReplaceAll(s, ",", ""), &n)
+				return n
+			}
+			u.add(num(sent), num(received), 0, 0)
+		}
+	}, ".aider.chat.history.md")
+	return u
 }
