@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
 
@@ -92,6 +95,58 @@ func TestListOwner(t *testing.T) {
 		}
 		if got := listIDs(l); !reflect.DeepEqual(got, want) || l.Total.Sessions != len(want) {
 			t.Errorf("List(owner %s) = %v (total %d); want %v", owner, got, l.Total.Sessions, want)
+		}
+	}
+}
+
+// TestListCostReportedPerRequest: a session without metrics whose requests
+// reported their cost (usage records with a cost, as Aider's and
+// opencode's) has its cost recorded: the total adds those costs, and the
+// cost filter keeps it among the recorded ones; a session whose usage
+// reported no cost, or that has none, is not recorded.
+func TestListCostReportedPerRequest(t *testing.T) {
+	s := mustOpen(t)
+	mustApply(t, s, sessionAt("metered", "testagent", "2026-01-01T10:00:00Z", 1.25))
+	costs := []float64{0.0125, 0.031, 0.4}
+	var want float64 = 1.25
+	withUsage := func(sid string, costs []float64) {
+		b := mustParse(t, sessionAt(sid, "testagent", "2026-01-02T10:00:00Z", nil))
+		for i, c := range costs {
+			r := store.UsageRecord{ID: fmt.Sprintf("r%d", i), At: fmt.Sprintf("2026-01-02T1%d:00:00Z", i), Model: "claude-sonnet-4-5",
+				ActorID: sid + "-root", TurnID: sid + "-t1", Tokens: pricing.Tokens{Input: 100, Output: 10}, Source: store.UsageFromFile}
+			if c >= 0 {
+				r.CostUSD = &c
+			}
+			b.Usage = append(b.Usage, r)
+		}
+		if _, err := s.Apply(context.Background(), b); err != nil {
+			t.Fatalf("Apply(%s) = %v", sid, err)
+		}
+	}
+	withUsage("paid", costs)
+	for _, c := range costs {
+		want += c
+	}
+	withUsage("priced", []float64{-1, -1}) // usage, no cost reported
+	mustApply(t, s, sessionAt("bare", "testagent", "2026-01-03T10:00:00Z", nil))
+
+	l, err := s.List(context.Background(), store.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Total.Sessions != 4 || math.Abs(l.Total.CostUSD-want) > 1e-9 || l.Total.CostNotRecorded != 2 {
+		t.Errorf("Total = %+v; want 4 sessions, $%v, 2 not recorded", l.Total, want)
+	}
+	for cost, ids := range map[string][]string{"recorded": {"paid", "metered"}, "not_recorded": {"bare", "priced"}} {
+		l, err := s.List(context.Background(), store.ListQuery{Cost: cost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := listIDs(l)
+		slices.Sort(got)
+		slices.Sort(ids)
+		if !slices.Equal(got, ids) {
+			t.Errorf("List(cost=%s) = %v; want %v", cost, got, ids)
 		}
 	}
 }

@@ -82,8 +82,10 @@ type VerdictCount struct {
 	Sessions int    `json:"sessions"`
 }
 
-// Total sums the listed sessions. Cost adds the reported costs; sessions
-// without metrics are counted apart, never guessed.
+// Total sums the listed sessions. Cost adds the costs the agents
+// reported: a session's metrics, else what its requests reported (usage
+// records, as the list's rows show it); sessions with neither are counted
+// apart, never guessed.
 type Total struct {
 	Sessions        int     `json:"sessions"`
 	CostUSD         float64 `json:"cost_usd"`
@@ -340,7 +342,7 @@ type ListQuery struct {
 	Until     string // only sessions started before this date or time
 	Failed    bool   // only sessions with a failed step
 	Flagged   bool   // only sessions with a flagged step
-	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost
+	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
 	Limit     int    // at most this many sessions (0: all)
 	After     string // a Next cursor of an earlier page: the sessions after it
 }
@@ -439,7 +441,10 @@ var sqliteListConds = map[string]string{
 	// which SQLite does not choose by itself: it read every step's entry.
 	"failed":  "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_failed WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
 	"flagged": "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_flagged WHERE p.session_pk = s.pk AND p.flag_count > 0)",
-	"cost":    "(json_extract(s.metrics, '$.cost_usd') IS NOT NULL) = (:cost = 'recorded')",
+	// A cost is recorded when the agent reported the session's (metrics)
+	// or its requests' (usage records), as Total counts it.
+	"cost": `(json_extract(s.metrics, '$.cost_usd') IS NOT NULL
+		OR EXISTS (SELECT 1 FROM usage_hours h WHERE h.session_pk = s.pk AND h.reported = 1)) = (:cost = 'recorded')`,
 }
 
 // listFilter is the WHERE clause of the filters q sets but the one named
@@ -512,17 +517,36 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 				return err
 			}
 		}
+		// The sessions with metrics, then those without whose requests
+		// reported a cost: from the few reported usage rows (an index of
+		// them alone, migration 020), not by a look-up for every session.
+		var metricsUSD, requestsUSD float64
+		var requestsCosted int
 		err = sqlitex.Execute(conn, `SELECT count(*), coalesce(sum(json_extract(s.metrics, '$.cost_usd')), 0), count(*) - count(s.metrics)
 			FROM sessions s WHERE `+where, &sqlitex.ExecOptions{
 			Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error {
-				l.Total = Total{Sessions: st.ColumnInt(0), CostUSD: st.ColumnFloat(1), CostNotRecorded: st.ColumnInt(2)}
+				l.Total = Total{Sessions: st.ColumnInt(0), CostNotRecorded: st.ColumnInt(2)}
+				metricsUSD = st.ColumnFloat(1)
 				return nil
 			},
 		})
+		if err == nil && l.Total.CostNotRecorded > 0 {
+			err = sqlitex.Execute(conn, `SELECT count(DISTINCT h.session_pk), coalesce(sum(h.cost_usd), 0)
+				FROM usage_hours h INDEXED BY usage_hours_reported JOIN sessions s ON s.pk = h.session_pk
+				WHERE h.reported = 1 AND s.metrics IS NULL AND `+where, &sqlitex.ExecOptions{
+				Named: args,
+				ResultFunc: func(st *sqlite.Stmt) error {
+					requestsCosted, requestsUSD = st.ColumnInt(0), st.ColumnFloat(1)
+					return nil
+				},
+			})
+		}
 		if err != nil {
 			return err
 		}
+		l.Total.CostUSD = metricsUSD + requestsUSD
+		l.Total.CostNotRecorded -= requestsCosted
 		err = sqlitex.Execute(conn, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+whereAgent+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
 			Named: argsAgent,
 			ResultFunc: func(st *sqlite.Stmt) error {

@@ -88,3 +88,39 @@ func buildUsageStore(b *testing.B, s *store.Store) {
 		}
 	}
 }
+
+// BenchmarkListPageNoMetrics: a list page of 100 of 10,000 sessions that
+// have no metrics and 20 usage records each, half of them with a reported
+// cost: the total reads each session's requests' costs (requestsCost).
+func BenchmarkListPageNoMetrics(b *testing.B) {
+	ctx := context.Background()
+	s := mustOpen(b)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 10_000 {
+		sid := fmt.Sprintf("n%05d", i)
+		v := newBatch(sid)
+		del(v, "session.metrics")
+		bt := mustParse(b, v)
+		at := start.Add(time.Duration(i) * time.Minute)
+		for j := range 20 {
+			r := store.UsageRecord{ID: fmt.Sprintf("msg_%d", j), At: at.Add(time.Duration(j) * time.Second).Format(time.RFC3339),
+				Model: "claude-sonnet-4-5", ActorID: sid + "-root", TurnID: sid + "-t1", Source: store.UsageFromFile,
+				Tokens: pricing.Tokens{Input: 10, Output: int64(j)}}
+			if i%2 == 0 {
+				cost := 0.01
+				r.CostUSD = &cost
+			}
+			bt.Usage = append(bt.Usage, r)
+		}
+		if _, err := s.Apply(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		l, err := s.List(ctx, store.ListQuery{Limit: 100})
+		if err != nil || len(l.Sessions) != 100 || l.Total.Sessions != 10_000 {
+			b.Fatalf("List = %d sessions of %d, %v", len(l.Sessions), l.Total.Sessions, err)
+		}
+	}
+}

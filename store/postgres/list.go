@@ -20,7 +20,8 @@ var listConds = map[string]string{
 	"workspace": "strpos(s.workspace_root, $?) > 0",
 	"failed":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
 	"flagged":   "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
-	"cost":      "((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL) = ($?::text = 'recorded')",
+	"cost": `((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL
+		OR EXISTS (SELECT 1 FROM usage_hours h WHERE h.session_pk = s.pk AND h.reported = 1)) = ($?::text = 'recorded')`,
 }
 
 // listFilter is the WHERE clause of the filters q sets but the one named
@@ -58,12 +59,24 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 		// Cost is summed as numeric, exactly, and rounded once: SQLite's
 		// sum is compensated, so the two agree where plain float addition
 		// in another order would not.
+		// The sessions with metrics, then those without whose requests
+		// reported a cost (the reported usage rows alone, migration 010),
+		// the two sums added as SQLite's List adds them.
+		var metricsUSD, requestsUSD float64
+		var requestsCosted int
 		err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum((s.metrics::jsonb ->> 'cost_usd')::numeric), 0)::float8,
 			  count(*) - count(s.metrics)
-			FROM sessions s WHERE `+where, args...).Scan(&l.Total.Sessions, &l.Total.CostUSD, &l.Total.CostNotRecorded)
+			FROM sessions s WHERE `+where, args...).Scan(&l.Total.Sessions, &metricsUSD, &l.Total.CostNotRecorded)
+		if err == nil && l.Total.CostNotRecorded > 0 {
+			err = tx.QueryRow(ctx, `SELECT count(DISTINCT h.session_pk), coalesce(sum(h.cost_usd::numeric), 0)::float8
+				FROM usage_hours h JOIN sessions s ON s.pk = h.session_pk
+				WHERE h.reported = 1 AND s.metrics IS NULL AND `+where, args...).Scan(&requestsCosted, &requestsUSD)
+		}
 		if err != nil {
 			return fmt.Errorf("total: %w", err)
 		}
+		l.Total.CostUSD = metricsUSD + requestsUSD
+		l.Total.CostNotRecorded -= requestsCosted
 		whereAgent, argsAgent := listFilter(q, b, "agent")
 		rows, _ := tx.Query(ctx, `SELECT s.agent_kind, count(*) FROM sessions s WHERE `+whereAgent+`
 			GROUP BY s.agent_kind ORDER BY s.agent_kind COLLATE "C"`, argsAgent...)
