@@ -42,16 +42,8 @@ func (c *ServeCmd) Run(e *env) error {
 	if c.TeamFlags.set() {
 		return errors.New("--listen, --origin, --tls-cert, --tls-key, --auth-header and --oidc-* are the team server's: add --team (the local service binds 127.0.0.1 only)")
 	}
-	// The port is bound first, before the store is opened (its migrations
-	// and index set-up take a while on a big store or a busy machine):
-	// connections wait in the listen queue meanwhile, and no other process
-	// can take the port between its choice and the bind (a test harness
-	// that picks a free port and lets it go, as the conformance suite's).
-	ln, err := listenLocal(c.Port)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
+	// The ingest token is there before the port is bound: whoever finds
+	// the port open can read it.
 	tokenFile, err := tokenPath()
 	if err != nil {
 		return err
@@ -63,6 +55,16 @@ func (c *ServeCmd) Run(e *env) error {
 	if warning != "" {
 		fmt.Fprintln(e.stderr, warning)
 	}
+	// The port is bound before the store is opened (its migrations and
+	// index set-up take a while on a big store or a busy machine):
+	// connections wait in the listen queue meanwhile, and no other process
+	// can take the port between its choice and the bind (a test harness
+	// that picks a free port and lets it go, as the conformance suite's).
+	ln, err := listenLocal(c.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	spareP.Do(func() { runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1) })
 	st, dbPath, err := openStore(e, c.DB, store.ServerOptions()...)
 	if err != nil && e.ctx.Err() != nil {
