@@ -141,7 +141,11 @@ func (p *parser) prompt(s *adapters.Stream, a *adapters.Actor, m *messageRow, at
 		p.b.NewTurn(m.ID, "", at)
 	}
 	if len(text) > 0 {
-		s.Message(a, m.ID, "user", strings.Join(text, "\n\n"), at)
+		role := "user"
+		if a != nil {
+			role = "task" // what the calling agent asked, as Claude Code's subagents
+		}
+		s.Message(a, m.ID, role, strings.Join(text, "\n\n"), at)
 	}
 	s.PastedImages(a, m.ID, images, at)
 	for _, i := range commands {

@@ -172,6 +172,9 @@ func TestSubagentsUnderTheirCall(t *testing.T) {
 			t.Errorf("step %s = %+v; want the subagent's, in the agent call's turn %s", id, st, agentCall.TurnID)
 		}
 	}
+	if st := steps["c1"]; st.Payload.Role != "task" {
+		t.Errorf("the subagent's prompt = %+v; want role task, what its caller asked", st)
+	}
 	if st := steps["call_view"]; st.Type != store.TypeRead || st.Payload.Path != "/p/config.go" || st.Outcome != adapters.OutcomeOK {
 		t.Errorf("the subagent's view = %+v; want an ok read of /p/config.go", st)
 	}

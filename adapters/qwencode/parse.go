@@ -210,7 +210,7 @@ func (p *parser) user(r *record, at adapters.Time) {
 	a := p.actor(r)
 	switch {
 	case a != nil:
-		p.s.Message(a, id, "user", text, at) // a subagent's task: no turn of its own
+		p.s.Message(a, id, "task", text, at) // a subagent's task, as Claude Code's: no turn of its own
 	case r.Subtype == "" || r.Subtype == "realtime_message":
 		if !p.slashTurn {
 			p.b.NewTurn(id, p.mode, at)

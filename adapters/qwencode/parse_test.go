@@ -359,6 +359,7 @@ func TestTurnsAndSegments(t *testing.T) {
 		prompt("u3", 8, "third")+
 		rec("rw", 9, "system", `,"subtype":"rewind","systemPayload":{"truncatedCount":2}`)+
 		rec("n1", 10, "user", `,"subtype":"notification","message":{"role":"user","parts":[{"text":"bg done"}]},"systemPayload":{"displayText":"Background task done"}`)+
+		strings.Replace(prompt("su", 11, "look around"), `"type":"user"`, `"type":"user","agentId":"explore-1","agentName":"Explore","isSidechain":true`, 1)+
 		strings.Replace(reply("sa", 11, text("sub work")), `"type":"assistant"`, `"type":"assistant","agentId":"explore-1","agentName":"Explore","isSidechain":true`, 1)+
 		strings.Replace(prompt("u4", 12, "fourth"), `"0.18.1"`, `"0.19.0"`, 1))
 	var got []string
@@ -366,7 +367,7 @@ func TestTurnsAndSegments(t *testing.T) {
 		got = append(got, st.ID+"@"+st.TurnID[len("turn-"):]+"/"+string(rune('0'+st.SegmentIndex))+"/"+st.ActorID+":"+st.Payload.Role)
 	}
 	want := "u1@u1/0/root:user a1@u1/0/root:assistant m1@u1/0/root:user sc@sc/0/root:user u2@sc/0/root:user " +
-		"cp@sc/1/root:summary u3@u3/1/root:user n1@u3/2/root:system sa@u3/2/agent-explore-1:assistant u4@u4/3/root:user"
+		"cp@sc/1/root:summary u3@u3/1/root:user n1@u3/2/root:system su@u3/2/agent-explore-1:task sa@u3/2/agent-explore-1:assistant u4@u4/3/root:user"
 	if strings.Join(got, " ") != want {
 		t.Errorf("steps =\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
