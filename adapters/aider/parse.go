@@ -36,7 +36,10 @@ var channels = []string{"history"}
 // did not conform to the edit format" without a named block fails them
 // all; an edit no line speaks of (a reply cut by ^C) is unknown. Aider then
 // sends the failure back to the model by itself, so the reply after it
-// stays in the same turn. "/run X", "/test X" and "!X" are a command step
+// stays in the same turn. A reply without SEARCH/REPLACE blocks may be in
+// Aider's whole edit format (a file's name, then the whole file in a fenced
+// block): "Applied edit to X" makes its block for X a full write, ok
+// (wholeEdit); the reply's text keeps it. "/run X", "/test X" and "!X" are a command step
 // besides their prompt, whose stdout is the output Aider logged for it
 // (Aider logs no exit status: unknown). Lint output ("# Fix any errors
 // below" ... "## Running: X") is a command step X that failed.
@@ -98,6 +101,7 @@ type parser struct {
 	lines []string
 
 	edits   *pendingEdits // the last reply's edits, until the output after it is read
+	whole   *reply        // the last reply without SEARCH/REPLACE blocks: its files may be whole (wholeEdit)
 	command *pendingCommand
 }
 
@@ -250,6 +254,7 @@ func (p *parser) flush() {
 
 // userPrompt opens a turn with what the user typed at run line n.
 func (p *parser) userPrompt(n int, lines []string) {
+	p.whole = nil
 	p.settle()
 	id := fmt.Sprintf("prompt-%d", n)
 	text := strings.Join(lines, "\n")
@@ -277,12 +282,14 @@ func command(text string) string {
 // for each SEARCH/REPLACE block in it.
 func (p *parser) reply(n int, lines []string) {
 	p.settle()
+	p.whole = nil
 	blocks, text := editBlocks(n, lines)
 	id := fmt.Sprintf("reply-%d", n)
 	if strings.TrimSpace(text) != "" {
 		p.s.Message(nil, id, "assistant", text, adapters.Time{})
 	}
 	if len(blocks) == 0 {
+		p.whole = &reply{line: n, lines: lines}
 		return
 	}
 	e := &pendingEdits{id: id, blocks: blocks}

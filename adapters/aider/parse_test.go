@@ -640,3 +640,49 @@ func TestLastRunReadAlone(t *testing.T) {
 		t.Errorf("parsing the last run read %d of the history's %d bytes; want about that run", cf.read, size)
 	}
 }
+
+// TestWholeFileEdits: in Aider's whole edit format a reply gives a file's
+// name, then the whole file in a fenced block; Aider's "Applied edit to" it
+// makes that block a full write, ok. A fenced block Aider applied nothing
+// from stays text, and a file named in no block makes no edit.
+func TestWholeFileEdits(t *testing.T) {
+	whole := strings.Replace(banner, "with diff edit format", "with whole edit format", 1)
+	s := parseOne(t, whole+history(
+		"#### say hi, and show me the old greeting",
+		"",
+		"The old one was:",
+		"",
+		"old.py",
+		"```python",
+		"print('hello')",
+		"```",
+		"",
+		"Here is the new file:",
+		"",
+		"hi.py",
+		"```python",
+		"print('hi')",
+		"print('there')",
+		"```",
+		"",
+		"> Applied edit to hi.py",
+		"> Applied edit to missing.py",
+	))
+	var edits []store.Step
+	for _, st := range steps(s) {
+		if st.Type == store.TypeEdit {
+			edits = append(edits, st)
+		}
+	}
+	if len(edits) != 1 {
+		t.Fatalf("steps = %s; want one edit, of hi.py", outline(s))
+	}
+	p := edits[0].Payload
+	if !strings.HasSuffix(p.Path, "/hi.py") || !*p.IsFullWrite || text(p.NewString) != "print('hi')\nprint('there')\n" || p.OldString != nil ||
+		edits[0].Outcome != "ok" || edits[0].Decision != "auto" {
+		t.Errorf("edit = %+v %+v; want an ok full write of hi.py with its two lines", edits[0], p)
+	}
+	if s.Skipped["applied edit"] != 1 {
+		t.Errorf("skipped = %v; want the one applied edit line read", s.Skipped)
+	}
+}

@@ -128,6 +128,56 @@ func keptText(lines []string, drop []bool) string {
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
+// reply is a reply of the model, kept until the output after it.
+type reply struct {
+	line  int // the run line of lines[0]
+	lines []string
+	named map[string]int // file name -> the fence after its last naming line; made once (wholeEdit)
+}
+
+// wholeEdit adds the edit Aider applied to file name from the last reply
+// when that reply has no SEARCH/REPLACE block: in Aider's whole edit
+// format the model writes the file's name on a line, then the whole file
+// in a fenced block, and Aider writes it. Only the output's "Applied edit
+// to" makes such a block an edit (a reply shows code in fences for many
+// reasons): a full write of the block's lines, ok. It reports whether it
+// found the block, the last one naming the file; each block makes one
+// edit, and the reply is read once however many lines its output has.
+func (p *parser) wholeEdit(name string) bool {
+	r := p.whole
+	if r == nil {
+		return false
+	}
+	if r.named == nil {
+		r.named = map[string]int{}
+		for k := 1; k < len(r.lines); k++ {
+			if isFence(r.lines[k]) && !isFence(r.lines[k-1]) {
+				r.named[stripName(r.lines[k-1])] = k
+			}
+		}
+	}
+	k, ok := r.named[name]
+	if !ok || name == "" {
+		return false
+	}
+	delete(r.named, name)
+	end := k + 1
+	for end < len(r.lines) && !isFence(r.lines[end]) {
+		end++
+	}
+	if end == len(r.lines) {
+		return false // no closing fence: a reply cut off
+	}
+	content := strings.Join(r.lines[k+1:end], "\n")
+	if end > k+1 {
+		content += "\n"
+	}
+	st := p.editStep(editBlock{line: r.line + k, name: name, replace: content})
+	st.Outcome = adapters.OutcomeOK
+	p.s.Add(nil, st, adapters.Time{})
+	return true
+}
+
 // editStep is the step of an edit block: its file made absolute against
 // the workspace, where Aider applies it.
 func (p *parser) editStep(bl editBlock) store.Step {
@@ -229,6 +279,8 @@ func (p *parser) output(n int, lines []string) {
 			p.usage(n+i, l)
 			p.b.Skip("tokens")
 		case strings.HasPrefix(l, "Applied edit to ") && p.edits != nil && p.edits.applied(strings.TrimPrefix(l, "Applied edit to ")):
+			p.b.Skip("applied edit")
+		case strings.HasPrefix(l, "Applied edit to ") && p.wholeEdit(strings.TrimPrefix(l, "Applied edit to ")):
 			p.b.Skip("applied edit")
 		case m != nil:
 			flushOther()
