@@ -107,12 +107,11 @@ type partData struct {
 	ExitCode *int64 `json:"exit_code"`
 }
 
-// record is a session as read: its row, its descendants' rows by id, and
-// the messages of all of them in the order Crush wrote them.
+// record is a session as read: its row and its descendants' rows by id
+// (their messages go to the parser one by one as they are read, readDB).
 type record struct {
 	Session  sessionRow
 	Children map[string]sessionRow
-	Messages []messageRow
 	Schema   string // the newest migration applied (goose), "" when unknown
 }
 
@@ -120,23 +119,24 @@ type record struct {
 // skipped, as a line longer than MaxLine is in a JSON Lines file.
 const maxRow = adapters.MaxLine
 
-// readDB reads one session and its descendants in one read transaction.
-func readDB(b *adapters.Builder, path, id string) *record {
+// readDB reads one session and its descendants in one read transaction:
+// their rows, then each message, in the order Crush wrote them, handed to
+// each as it is read, so no more than one message is held. When the read
+// fails it returns the problem; each may have seen some messages then.
+func readDB(b *adapters.Builder, path, id string, each func(*record, *messageRow)) (*record, *adapters.Problem) {
 	conn, err := adapters.OpenSQLite(path)
 	if err != nil {
-		b.Problem(adapters.Problem{Path: path, Message: err.Error()})
-		return nil
+		return nil, &adapters.Problem{Path: path, Message: err.Error()}
 	}
 	defer conn.Close()
-	rec, err := readSession(conn, b, path, id)
+	rec, err := readSession(conn, b, path, id, each)
 	if err != nil {
-		b.Problem(adapters.Problem{Path: path, Message: fmt.Sprintf("session %s: %v", id, err)})
-		return nil
+		return nil, &adapters.Problem{Path: path, Message: fmt.Sprintf("session %s: %v", id, err)}
 	}
-	return rec
+	return rec, nil
 }
 
-func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string) (rec *record, err error) {
+func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string, each func(*record, *messageRow)) (rec *record, err error) {
 	defer sqlitex.Save(conn)(&err) // one read transaction, ended at once
 	// Crush adds columns between versions: a column this one lacks reads
 	// as empty.
@@ -174,6 +174,16 @@ func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string) (rec *
 	if err != nil || !found {
 		return nil, cmp.Or(err, errors.New("no such session"))
 	}
+	// The newest migration goose applied names the layout the file has.
+	// A database without goose's table is read as it is.
+	_ = sqlitex.Execute(conn, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error {
+			if s.ColumnType(0) != sqlite.TypeNull {
+				rec.Schema = s.ColumnText(0)
+			}
+			return nil
+		},
+	})
 	err = sqlitex.Execute(conn, tree+` SELECT m.id, m.session_id, m.role, coalesce(`+col("messages", "model", "''")+`, ''),
 		coalesce(`+col("messages", "provider", "''")+`, ''), m.created_at, coalesce(`+col("messages", "finished_at", "0")+`, 0),
 		length(m.parts), CASE WHEN length(m.parts) <= ?2 THEN m.parts END, coalesce(`+col("messages", "is_summary_message", "0")+`, 0)
@@ -186,27 +196,19 @@ func readSession(conn *sqlite.Conn, b *adapters.Builder, path, id string) (rec *
 				b.Problem(rowProblem(path, m.ID, fmt.Sprintf("parts larger than %d MB: skipped", maxRow>>20)))
 				return nil
 			}
-			if err := json.Unmarshal([]byte(s.ColumnText(8)), &m.Parts); err != nil {
+			parts := []byte(s.ColumnText(8))
+			if err := json.Unmarshal(parts, &m.Parts); err != nil {
 				b.Problem(rowProblem(path, m.ID, "parts are not a JSON array of parts: "+err.Error()))
 				return nil
 			}
-			rec.Messages = append(rec.Messages, m)
+			b.Read(len(parts))
+			each(rec, &m)
 			return nil
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	// The newest migration goose applied names the layout the file has.
-	// A database without goose's table is read as it is.
-	_ = sqlitex.Execute(conn, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`, &sqlitex.ExecOptions{
-		ResultFunc: func(s *sqlite.Stmt) error {
-			if s.ColumnType(0) != sqlite.TypeNull {
-				rec.Schema = s.ColumnText(0)
-			}
-			return nil
-		},
-	})
 	return rec, nil
 }
 

@@ -45,14 +45,22 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	}
 	path := files[0].Path
 	b.Files(path)
-	rec := readDB(b, path, u.ID)
-	if rec == nil {
-		return b.Finish()
+	b.EnableSpill(adapters.SpillAfter) // a long session's finished steps
+	p := &parser{b: b, streams: map[string]*adapters.Stream{}}
+	rec, problem := readDB(b, path, u.ID, func(rec *record, m *messageRow) {
+		p.rec = rec
+		p.message(m)
+	})
+	if problem != nil {
+		// Nothing of a session whose read failed is written: what was
+		// built of it is let go, and a builder with the problem alone
+		// makes no batch.
+		b.Finish().Close()
+		failed := adapters.NewBuilder(u, channel)
+		failed.Problem(*problem)
+		return failed.Finish()
 	}
-	p := &parser{b: b, rec: rec, streams: map[string]*adapters.Stream{}}
-	for i := range rec.Messages {
-		p.message(&rec.Messages[i])
-	}
+	p.rec = rec
 	p.finish(path)
 	return b.Finish()
 }

@@ -385,3 +385,59 @@ func TestSummaryStartsASegment(t *testing.T) {
 		})
 	}
 }
+
+// TestSpilledSessionsMatchInMemory: each session of the real sample read
+// with its steps in memory and read through a spill (adapters.SpillAfter
+// 0: its messages handed on one at a time, its finished steps spilled)
+// gives the same records.
+func TestSpilledSessionsMatchInMemory(t *testing.T) {
+	units, problems := Discover([]string{sampleDB(t)})
+	if len(problems) > 0 || len(units) == 0 {
+		t.Fatalf("%d units, problems %v", len(units), problems)
+	}
+	records := func(s *adapters.Session) string {
+		var all []*store.Batch
+		if err := s.Each(func(b *store.Batch) error { all = append(all, b); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var steps []store.Step
+		var turns []store.Turn
+		for _, b := range all {
+			steps, turns = append(steps, b.Steps...), append(turns, b.Turns...)
+		}
+		j, _ := json.Marshal([]any{all[0].Session, turns, steps})
+		return string(j)
+	}
+	was := adapters.SpillAfter
+	defer func() { adapters.SpillAfter = was }()
+	for _, u := range units {
+		adapters.SpillAfter = was
+		mem := adapterstest.ParseUnit(t, Agent, u)
+		if mem.Spilled != nil {
+			t.Fatalf("%s: spilled below adapters.SpillAfter", u.ID)
+		}
+		adapters.SpillAfter = 0
+		sp := adapterstest.ParseUnit(t, Agent, u)
+		if sp.Spilled == nil || len(sp.Spilled.Steps) == 0 {
+			t.Errorf("%s: nothing went through the spill", u.ID)
+		}
+		if records(sp) != records(mem) {
+			t.Errorf("%s: the session read through a spill differs from the one read in memory", u.ID)
+		}
+		sp.Close()
+	}
+}
+
+// TestFailedReadWritesNothing: a database whose messages cannot be read
+// gives the problem and no batch, not a session of its rows alone.
+func TestFailedReadWritesNothing(t *testing.T) {
+	d := newDB(t)
+	d.session("s", "", 0.5, 1754709000)
+	d.message("u", "s", "user", 1754709000, "text", text("hi"))
+	units, _ := Discover([]string{d.path})
+	d.exec(`DROP TABLE messages`)
+	s := adapterstest.ParseUnit(t, Agent, units[0])
+	if len(s.Batches) != 0 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0].Message, "session s") {
+		t.Errorf("Parse = %d batches, problems %v; want none and the read's problem", len(s.Batches), s.Problems)
+	}
+}
