@@ -69,8 +69,14 @@ func ReadDocument(r io.Reader) ([]byte, error) {
 type Lines struct {
 	br   *bufio.Reader
 	n    int
+	size int    // the bytes the last line took in the file (Size)
 	long []byte // a line longer than the reader's buffer, put together
 }
+
+// Size is how many bytes of the file the line Next returned last took,
+// its line ending included, also when it was too long to return: where an
+// adapter needs offsets or a stamp of what it read.
+func (l *Lines) Size() int { return l.size }
 
 // NewLines reads lines from r.
 func NewLines(r io.Reader) *Lines {
@@ -85,10 +91,12 @@ func NewLines(r io.Reader) *Lines {
 // line and io.EOF; a read error comes with the line read before it, if any.
 func (l *Lines) Next() (n int, line []byte, terminated bool, err error) {
 	line, err = l.br.ReadSlice('\n')
+	l.size = len(line)
 	if err == bufio.ErrBufferFull {
 		l.long = append(l.long[:0], line...)
 		for err == bufio.ErrBufferFull {
 			line, err = l.br.ReadSlice('\n')
+			l.size += len(line)
 			if len(l.long)+len(line) > MaxLine {
 				return l.skip(err)
 			}
@@ -117,7 +125,9 @@ func (l *Lines) Next() (n int, line []byte, terminated bool, err error) {
 // it; err is the last read's.
 func (l *Lines) skip(err error) (n int, line []byte, terminated bool, _ error) {
 	for err == bufio.ErrBufferFull {
-		_, err = l.br.ReadSlice('\n')
+		var rest []byte
+		rest, err = l.br.ReadSlice('\n')
+		l.size += len(rest)
 	}
 	l.n++
 	if err != nil && err != io.EOF {

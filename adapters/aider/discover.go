@@ -50,9 +50,9 @@ func IsHistory(path string) bool {
 		return false
 	}
 	defer f.Close()
-	lr := newLineReader(io.LimitReader(f, 64<<10))
+	lr := adapters.NewLines(io.LimitReader(f, 64<<10))
 	for {
-		_, line, _, _, err := lr.next()
+		_, line, _, err := lr.Next()
 		switch {
 		case err != nil:
 			return false
@@ -108,16 +108,17 @@ func fileUnits(path string) ([]adapters.Unit, []adapters.Problem) {
 	var problems []adapters.Problem
 	ids := runIDs{path: path, seen: map[string]int{}}
 	before, lastBefore := 0, 0 // lines with text before the first run
-	lr := newLineReader(f)
+	lr := adapters.NewLines(f)
 	var offset int64
 	for {
-		n, line, size, _, err := lr.next()
+		n, line, _, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		size := lr.Size()
 		at := offset
 		offset += int64(size)
-		if err != nil && !errors.Is(err, errLineTooLong) {
+		if err != nil && !errors.Is(err, adapters.ErrLineTooLong) {
 			problems = append(problems, adapters.Problem{Path: path, Message: "read: " + err.Error()})
 			break
 		}
@@ -154,7 +155,7 @@ func fileUnits(path string) ([]adapters.Unit, []adapters.Problem) {
 }
 
 // isRunHeader reports whether a line starts a run.
-func isRunHeader(line []byte) bool { return bytes.HasPrefix(line, runStart[1:]) }
+func isRunHeader(line []byte) bool { return bytes.HasPrefix(line, []byte(runHeader)) }
 
 // runIDs names the runs of one history in file order. Aider writes no id:
 // a run is named for the history's path, its header line (the second it

@@ -117,8 +117,8 @@ func (p *parser) readAt(f adapters.File, id string, offset int64) bool {
 	if _, err := sk.Seek(offset, io.SeekStart); err != nil {
 		return false
 	}
-	lr := newLineReader(f.Body)
-	_, line, _, _, err := lr.next()
+	lr := adapters.NewLines(f.Body)
+	_, line, _, err := lr.Next()
 	if err != nil || !isRunHeader(line) || !strings.HasSuffix(strings.TrimRightFunc(string(line), unicode.IsSpace), headerTime(id)) {
 		if _, err := sk.Seek(0, io.SeekStart); err != nil {
 			p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
@@ -130,20 +130,20 @@ func (p *parser) readAt(f adapters.File, id string, offset int64) bool {
 }
 
 // read reads f up to the end of the run named id, and reports whether it
-// found the run.
+// found the run: the way to it when Discover's offset did not hold (readAt).
 func (p *parser) read(f adapters.File, id string) (found bool) {
 	ids := runIDs{path: f.Path, seen: map[string]int{}}
-	lr := newLineReader(f.Body)
+	lr := adapters.NewLines(f.Body)
 	want := headerTime(id)
 	for {
-		if err := lr.skipToRun(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
-			}
+		n, line, _, err := lr.Next()
+		switch {
+		case errors.Is(err, io.EOF):
 			return false
-		}
-		n, line, _, _, err := lr.next()
-		if err != nil || !isRunHeader(line) {
+		case err != nil && !errors.Is(err, adapters.ErrLineTooLong):
+			p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
+			return false
+		case !isRunHeader(line):
 			continue
 		}
 		// Only a run that started in the second of id may be it: the
@@ -157,12 +157,13 @@ func (p *parser) read(f adapters.File, id string) (found bool) {
 
 // readRun reads the lines of the run whose header was line header of lr,
 // up to the next run or the end of the file, and reports true.
-func (p *parser) readRun(f adapters.File, lr *lineReader, header int) bool {
+func (p *parser) readRun(f adapters.File, lr *adapters.Lines, header int) bool {
 	for {
-		n, line, size, terminated, err := lr.next()
+		n, line, terminated, err := lr.Next()
+		size := lr.Size()
 		switch {
 		case errors.Is(err, io.EOF):
-		case err != nil && !errors.Is(err, errLineTooLong):
+		case err != nil && !errors.Is(err, adapters.ErrLineTooLong):
 			p.b.Problem(adapters.Problem{Path: f.Path, Message: "read: " + err.Error()})
 		case isRunHeader(line):
 			// The next run: this one is complete.

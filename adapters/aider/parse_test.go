@@ -67,11 +67,10 @@ func parseOne(t *testing.T, text string) *adapters.Session {
 	return sessions[0]
 }
 
+// steps are the session's steps, spilled ones too, in order.
 func steps(s *adapters.Session) []store.Step {
 	var out []store.Step
-	for _, b := range s.Batches {
-		out = append(out, b.Steps...)
-	}
+	s.Each(func(b *store.Batch) error { out = append(out, b.Steps...); return nil })
 	return out
 }
 
@@ -409,12 +408,12 @@ func TestEmpty(t *testing.T) {
 	}
 }
 
-// TestHostileLine: a 10 MB line is reported with its line number and
-// skipped, the rest of the run is read, and reading holds about maxLine,
-// not the line.
+// TestHostileLine: a line longer than adapters.MaxLine is reported with
+// its line number and skipped, the rest of the run is read, and each of
+// Discover and Parse holds at most about MaxLine of it, not the line.
 func TestHostileLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), HistoryFile)
-	mustWrite(t, path, banner+"#### "+strings.Repeat("x", 10<<20)+"\n\n"+history("#### after"))
+	mustWrite(t, path, banner+"#### "+strings.Repeat("x", adapters.MaxLine+1)+"\n\n"+history("#### after"))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -429,15 +428,15 @@ func TestHostileLine(t *testing.T) {
 	defer f.Close()
 	s := Parse(units[0], []adapters.File{{Path: path, Body: f}})
 	runtime.ReadMemStats(&after)
-	if len(s.Problems) != 1 || s.Problems[0].Line != 6 || !strings.Contains(s.Problems[0].Message, "longer than 1 MB") {
-		t.Errorf("problems = %v; want line 6, longer than 1 MB", s.Problems)
+	if len(s.Problems) != 1 || s.Problems[0].Line != 6 ||
+		!strings.Contains(s.Problems[0].Message, adapters.ErrLineTooLong.Error()) {
+		t.Errorf("problems = %v; want line 6, %v", s.Problems, adapters.ErrLineTooLong)
 	}
 	if got, want := outline(s), "output-2:message:system prompt-7:message:user"; got != want {
 		t.Errorf("steps = %s; want %s", got, want)
 	}
-	// Each of Discover and Parse puts together at most maxLine of the line.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
-		t.Errorf("Discover and Parse allocated %d KB; want a few MB, not the 10 MB line", alloc>>10)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 6*adapters.MaxLine {
+		t.Errorf("Discover and Parse allocated %d MB; want at most about MaxLine (%d MB) each", alloc>>20, adapters.MaxLine>>20)
 	}
 }
 
