@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,6 +259,27 @@ func (s *Session) Close() error {
 
 func newBatch(h store.SessionHeader) *store.Batch {
 	return &store.Batch{SchemaVersion: store.SchemaVersion, Session: h}
+}
+
+// DecodeObject reads a record that should be a JSON object into v: a
+// field of an unexpected type is left empty rather than losing the record;
+// JSON that is no object, or no JSON, is an error saying which.
+func DecodeObject(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")):
+		return nil
+	case json.Valid(b):
+		return errors.New("not a JSON object")
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return errors.New("invalid JSON")
 }
 
 // ReadRange is the lines a read of limit lines from the 0-based line

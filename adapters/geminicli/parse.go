@@ -162,7 +162,7 @@ func (p *parser) readLines(f adapters.File) {
 			return
 		}
 		var r record
-		if err := decode(line, &r); err != nil {
+		if err := adapters.DecodeObject(line, &r); err != nil {
 			if !terminated {
 				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
 				return
@@ -192,7 +192,7 @@ func (p *parser) readDocument(f adapters.File) {
 		return
 	}
 	var c conversation
-	if err := decode(body, &c); err != nil {
+	if err := adapters.DecodeObject(body, &c); err != nil {
 		line := 0
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
@@ -204,7 +204,7 @@ func (p *parser) readDocument(f adapters.File) {
 	p.header(c.SessionID, c.ProjectHash, c.StartTime)
 	for i, raw := range c.Messages {
 		var m message
-		if err := decode(raw, &m); err != nil {
+		if err := adapters.DecodeObject(raw, &m); err != nil {
 			p.b.Problem(adapters.Problem{Path: f.Path, Message: fmt.Sprintf("message %d: %v", i+1, err)})
 			continue
 		}
@@ -225,26 +225,6 @@ func (p *parser) readProjectRoot(f adapters.File) {
 	default:
 		p.root = root
 	}
-}
-
-// decode reads a JSON object; a field of an unexpected type is left empty
-// rather than losing the record.
-func decode(b []byte, v any) error {
-	err := json.Unmarshal(b, v)
-	var typ *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")):
-		return nil
-	case json.Valid(b):
-		return errors.New("not a JSON object")
-	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-	return errors.New("invalid JSON")
 }
 
 // stepID is id, or when a step has it already, id with the next free

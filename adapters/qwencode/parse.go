@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -124,7 +123,7 @@ func (p *parser) readLines(f adapters.File) {
 			return
 		}
 		var r record
-		if err := decode(line, &r); err != nil {
+		if err := adapters.DecodeObject(line, &r); err != nil {
 			if !terminated {
 				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
 				return
@@ -264,7 +263,7 @@ func (p *parser) assistant(r *record, at adapters.Time) {
 	var calls []*functionCall
 	for _, raw := range parts(r) {
 		var pt part
-		decode(raw, &pt)
+		adapters.DecodeObject(raw, &pt)
 		switch {
 		case pt.FunctionCall != nil:
 			calls = append(calls, pt.FunctionCall)
@@ -307,7 +306,7 @@ func (p *parser) system(r *record, at adapters.Time) {
 		Mode              string     `json:"mode"`
 		CompressedHistory []*content `json:"compressedHistory"`
 	}
-	decode(r.SystemPayload, &payload)
+	adapters.DecodeObject(r.SystemPayload, &payload)
 	switch r.Subtype {
 	case "ui_telemetry":
 		ev := payload.UIEvent
@@ -356,22 +355,6 @@ func partsText(raws []json.RawMessage) string {
 		}
 	}
 	return b.String()
-}
-
-// decode reads a JSON object; a field of an unexpected type is left empty
-// rather than losing the record.
-func decode(b []byte, v any) error {
-	err := json.Unmarshal(b, v)
-	var typ *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")):
-		return nil
-	case json.Valid(b):
-		return errors.New("not a JSON object")
-	}
-	return fmt.Errorf("invalid JSON: %w", err)
 }
 
 // finish names the session and hands it to the builder.

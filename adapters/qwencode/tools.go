@@ -56,7 +56,7 @@ func (p *parser) toolResult(r *record, at adapters.Time) {
 	var frs []*functionResponse
 	for _, raw := range parts(r) {
 		var pt part
-		decode(raw, &pt)
+		adapters.DecodeObject(raw, &pt)
 		if pt.FunctionResponse != nil {
 			frs = append(frs, pt.FunctionResponse)
 		}
