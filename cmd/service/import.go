@@ -24,7 +24,7 @@ import (
 // ImportCmd is `service import <agent> [PATH...] [--db PATH] [--rescan]`.
 type ImportCmd struct {
 	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
-	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the VS Code extension's task folders)."`
+	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the extension's task folders in VS Code, its Insiders build, VSCodium, Cursor and Windsurf, and in ~/.vscode-server and ~/.vscode-remote)."`
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
@@ -217,7 +217,10 @@ func claudeCodeFolders() ([]string, error) {
 
 // clineFolders is where Cline keeps tasks: its data folder ($CLINE_DATA_DIR,
 // else $CLINE_DIR/data, else ~/.cline/data) with the SDK sessions and the
-// task folders, and the VS Code extension's task folders on Linux and macOS.
+// task folders, and the extension's task folders in each editor of the VS
+// Code family (clineEditors), in the user's configuration folder
+// (os.UserConfigDir: $XDG_CONFIG_HOME or ~/.config, ~/Library/Application
+// Support, %AppData%) and in a remote server's or Codespace's data folder.
 func clineFolders() ([]string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -229,14 +232,22 @@ func clineFolders() ([]string, error) {
 	} else if dir := os.Getenv("CLINE_DIR"); dir != "" {
 		data = filepath.Join(dir, "data")
 	}
+	folders := []string{filepath.Join(data, "sessions"), filepath.Join(data, "tasks")}
 	tasks := filepath.Join("globalStorage", "saoudrizwan.claude-dev", "tasks")
-	return []string{
-		filepath.Join(data, "sessions"),
-		filepath.Join(data, "tasks"),
-		filepath.Join(home, ".config", "Code", "User", tasks),
-		filepath.Join(home, "Library", "Application Support", "Code", "User", tasks),
-	}, nil
+	if config, err := os.UserConfigDir(); err == nil {
+		for _, editor := range clineEditors {
+			folders = append(folders, filepath.Join(config, editor, "User", tasks))
+		}
+	}
+	for _, server := range []string{".vscode-server", ".vscode-remote"} {
+		folders = append(folders, filepath.Join(home, server, "data", "User", tasks))
+	}
+	return folders, nil
 }
+
+// clineEditors are the editors of the VS Code family Cline runs in, by the
+// name of their folder in the user's configuration folder.
+var clineEditors = []string{"Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"}
 
 // codexFolders is where Codex keeps rollouts: $CODEX_HOME/sessions, else
 // ~/.codex/sessions.

@@ -198,6 +198,45 @@ func TestImportDefaultFolders(t *testing.T) {
 	}
 }
 
+// TestImportClineEditorFolders runs the import of Cline without paths with
+// a task in one editor's folder at a time (each of the VS Code family, in
+// $XDG_CONFIG_HOME or ~/.config, and a remote server's): it imports what
+// the import of that folder named on the command line does.
+func TestImportClineEditorFolders(t *testing.T) {
+	for _, v := range []string{"CLINE_DATA_DIR", "CLINE_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	const task = "../../adapters/cline/testdata/handmade/tasks"
+	want := runImportCmd(t, "cline", task, "--db", filepath.Join(t.TempDir(), "s.db"))
+	if !strings.Contains(want, "1 session (1 new") {
+		t.Fatalf("import of %s printed %q; want one new session", task, want)
+	}
+	tasks := filepath.Join("User", "globalStorage", "saoudrizwan.claude-dev", "tasks")
+	type place struct{ name, config, folder string }
+	var places []place
+	for _, editor := range []string{"Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"} {
+		places = append(places, place{editor + " in ~/.config", "", filepath.Join(".config", editor, tasks)},
+			place{editor + " in $XDG_CONFIG_HOME", "xdg", filepath.Join("xdg", editor, tasks)})
+	}
+	places = append(places, place{"a remote server", "", filepath.Join(".vscode-server", "data", tasks)},
+		place{"a Codespace", "", filepath.Join(".vscode-remote", "data", tasks)})
+	for _, p := range places {
+		t.Run(p.name, func(t *testing.T) {
+			home := withHome(t)
+			t.Setenv("XDG_CONFIG_HOME", "")
+			os.Unsetenv("XDG_CONFIG_HOME")
+			if p.config != "" {
+				t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, p.config))
+			}
+			copyTree(t, task, filepath.Join(home, p.folder), ".json")
+			if got := runImportCmd(t, "cline", "--db", filepath.Join(t.TempDir(), "s.db")); got != want {
+				t.Errorf("import cline with the task in %s printed %q; want %q", p.folder, got, want)
+			}
+		})
+	}
+}
+
 func TestImportMissingPath(t *testing.T) {
 	withHome(t)
 	missing := filepath.Join(t.TempDir(), "nope")
