@@ -97,7 +97,11 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			return
 		}
 		colourBySeries(p.Charts, p.Stack)
-		if p.Total.Total == 0 {
+		p.Empty = len(rows[store.UsageByDay]) == 0
+		if slices.ContainsFunc(rows[store.UsageByModel], func(r store.UsageRow) bool { return r.Key == store.SessionTotalsModel }) {
+			p.SessionTotals = store.SessionTotalsModel
+		}
+		if p.Empty {
 			// An empty period (the last 30 days, after an import of
 			// older sessions) says when usage was recorded instead.
 			if err := recordedDays(r.Context(), src, q, v, &p); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -457,4 +458,71 @@ func firstUserPrompt(b obj) string {
 		}
 	}
 	return ""
+}
+
+// TestUsagePageCountsSessionTotals: sessions without usage records whose
+// agents report totals (a push's metrics; Crush's cost alone) count on the
+// usage page and in GET /api/usage, on the day they started, as the model
+// store.SessionTotalsModel, which the page explains; a period that holds
+// only a cost reported that way is not empty.
+func TestUsagePageCountsSessionTotals(t *testing.T) {
+	s := newTestService(t)
+	var tokens pricing.Tokens
+	var requests int64
+	var cost float64
+	for _, c := range []struct {
+		sid     string
+		metrics obj // nil: the batch's own
+	}{
+		{"pushed", nil},
+		{"cost-only", obj{"cost_usd": 0.75, "api_requests": 0, "tokens": obj{"input": 0, "output": 0, "cache_read": 0, "cache_creation": 0}}},
+	} {
+		v := newBatch(c.sid)
+		hdr := v["session"].(obj)
+		hdr["started_at"] = "2026-04-10T10:00:00Z"
+		if c.metrics != nil {
+			hdr["metrics"] = c.metrics
+		}
+		b, err := store.ParseBatch(mustJSON(t, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := b.Session.Metrics
+		tokens.Add(pricing.Tokens{Input: m.Tokens.Input, Output: m.Tokens.Output, CacheRead: m.Tokens.CacheRead, CacheCreation: m.Tokens.CacheCreation})
+		requests += m.APIRequests
+		cost += m.CostUSD
+		s.mustApply(v)
+	}
+	const period = "since=2026-04-01&until=2026-04-30"
+	var rep UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=model&"+period).Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != store.SessionTotalsModel || rep.Rows[0].Tokens != tokens ||
+		rep.Rows[0].APIRequests != requests || rep.Rows[0].ReportedCostUSD == nil || math.Abs(*rep.Rows[0].ReportedCostUSD-cost) > 1e-9 {
+		t.Errorf("GET /api/usage?group=model = %+v; want one row %q of %+v, %d requests, $%v reported", rep.Rows, store.SessionTotalsModel, tokens, requests, cost)
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(s.get("/usage?" + period).Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := doc.Find(`[data-testid="usage-session-totals"]`).Text(); !strings.Contains(note, store.SessionTotalsModel) {
+		t.Errorf("usage page's note on session totals = %q; want it to name %q", note, store.SessionTotalsModel)
+	}
+	if want := fmt.Sprintf("$%.2f reported", cost); strings.TrimSpace(doc.Find(`[data-testid="usage-total-cost"]`).Text()) != want {
+		t.Errorf("usage page's total cost = %q; want %q", doc.Find(`[data-testid="usage-total-cost"]`).Text(), want)
+	}
+
+	// A period with the cost-only session alone: its cost, no empty note.
+	if err := s.store.Delete(context.Background(), "pushed"); err != nil {
+		t.Fatal(err)
+	}
+	doc, err = goquery.NewDocumentFromReader(strings.NewReader(s.get("/usage?" + period).Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Find(`[data-testid="usage-empty"]`).Length() != 0 || !strings.Contains(doc.Find(`[data-testid="usage-total-cost"]`).Text(), "$0.75") {
+		t.Errorf("usage page of a cost reported alone: empty %d, cost %q; want $0.75 and not empty",
+			doc.Find(`[data-testid="usage-empty"]`).Length(), doc.Find(`[data-testid="usage-total-cost"]`).Text())
+	}
 }

@@ -74,7 +74,7 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	id, join, agent := "''", "", ""
+	id, join, filter, sessions := "''", "", "", ""
 	if plan.Key != "" {
 		id = plan.Key
 	}
@@ -82,10 +82,10 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		join = "JOIN sessions s ON s.pk = h.session_pk"
 	}
 	if q.Agent != "" {
-		agent = "AND s.agent_kind = :agent"
+		sessions = "AND s.agent_kind = :agent"
 	}
 	if q.Model != "" {
-		agent += " AND h.model = :model"
+		filter = " AND h.model = :model"
 	}
 	named := namedArgs(namedArgs(map[string]any{":since": plan.Since, ":until": plan.Until}, ":agent", q.Agent), ":model", q.Model)
 	if len(q.Sessions) > 0 {
@@ -93,12 +93,16 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		if err != nil {
 			return nil, fmt.Errorf("store: usage report: %w", err)
 		}
-		agent += " AND s.id IN (SELECT value FROM json_each(:sessions))"
+		sessions += " AND s.id IN (SELECT value FROM json_each(:sessions))"
 		named[":sessions"] = string(ids)
+	}
+	query := usageHoursQuery(id, join, sessions+filter)
+	if plan.SessionTotals {
+		query += " UNION ALL " + sessionTotalsQuery(plan.SessionTotalsKey(), sessions)
 	}
 	tally := plan.Tally()
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, usageHoursQuery(id, join, agent),
+		return sqlitex.Execute(conn, query,
 			&sqlitex.ExecOptions{
 				Named: named,
 				ResultFunc: func(st *sqlite.Stmt) error {
@@ -159,7 +163,29 @@ type UsagePlan struct {
 	Key          string // the group's column (s.id, h.model, s.agent_kind, s.workspace_root); "" for the groups by time
 	JoinSessions bool
 	Since, Until int64
-	keyOf        func(time.Time) string
+	// SessionTotals: the report adds the metrics of the sessions that have
+	// no usage records (their agents report totals alone: Crush, and
+	// pushes of the v1.2 contract), as one row a session at its start,
+	// of the model SessionTotalsModel; not when it is for another model.
+	SessionTotals bool
+	keyOf         func(time.Time) string
+}
+
+// SessionTotalsModel is the model a report gives a session's totals
+// (UsagePlan.SessionTotals): its agent reported no usage per response,
+// so no model.
+const SessionTotalsModel = "session totals"
+
+// SessionTotalsKey is the group's column for the rows of session totals:
+// Key, with the model SessionTotalsModel.
+func (p UsagePlan) SessionTotalsKey() string {
+	switch p.Key {
+	case "":
+		return "''"
+	case "h.model":
+		return "'" + SessionTotalsModel + "'"
+	}
+	return p.Key
 }
 
 // PlanUsage checks a report's query and says what it reads.
@@ -187,6 +213,7 @@ func PlanUsage(q UsageQuery) (UsagePlan, error) {
 	// Sessions are joined only when needed: for their id, agent or
 	// workspace.
 	p.JoinSessions = strings.HasPrefix(p.Key, "s.") || q.Agent != "" || len(q.Sessions) > 0
+	p.SessionTotals = q.Model == "" || q.Model == SessionTotalsModel
 	return p, nil
 }
 
@@ -243,6 +270,7 @@ func (t *UsageTally) Add(h UsageReportHour) {
 	if h.Reported {
 		u.reportedUSD += h.CostUSD
 		u.reported += h.Requests
+		u.hasReported = true // session totals may report a cost of no request (Crush)
 	} else {
 		u.unreported.Add(h.Tokens)
 	}
@@ -265,7 +293,7 @@ func (t *UsageTally) Rows() []UsageRow {
 		}
 		r.Tokens.Add(u.tokens)
 		r.APIRequests += u.requests
-		if u.reported > 0 {
+		if u.hasReported {
 			r.ReportedCostUSD = addCost(r.ReportedCostUSD, u.reportedUSD)
 			r.Reported += u.reported
 		}
@@ -334,6 +362,7 @@ func UsageTotal(rows []UsageRow) UsageRow {
 type usageSum struct {
 	tokens, unreported pricing.Tokens
 	requests, reported int64
+	hasReported        bool
 	reportedUSD        float64
 	lastNS             int64
 }
@@ -356,6 +385,21 @@ func ParseDay(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// sessionTotalsQuery reads, as hour rows of a report, the metrics of the
+// sessions in its time range without usage records (UsagePlan.SessionTotals):
+// one row at each one's start, its cost reported. sessions filters them
+// (s), as usageHoursQuery's.
+func sessionTotalsQuery(id, sessions string) string {
+	return `SELECT s.started_ns, ` + id + `, '` + SessionTotalsModel + `', 0, 1,
+		  json_extract(s.metrics, '$.tokens.input'), json_extract(s.metrics, '$.tokens.output'),
+		  json_extract(s.metrics, '$.tokens.cache_read'), json_extract(s.metrics, '$.tokens.cache_creation'),
+		  json_extract(s.metrics, '$.api_requests'), json_extract(s.metrics, '$.cost_usd'), s.started_ns
+		FROM sessions s
+		WHERE s.started_ns >= :since AND s.started_ns < :until
+		  AND s.pk NOT IN (SELECT session_pk FROM usage_hours)
+		  AND s.metrics IS NOT NULL ` + sessions
 }
 
 // usageHoursQuery reads the hour rows of a report: their group key (id),

@@ -20,7 +20,13 @@ type UsagePage struct {
 	// same agent), when the period has none; RecordedHref shows them.
 	Recorded     [2]string
 	RecordedHref string
-	Demo         bool
+	// Empty: the period has no usage.
+	Empty bool
+	// SessionTotals, when some of the period's usage is the totals of
+	// sessions whose agent reports nothing per response, is the model
+	// they are shown as (store.SessionTotalsModel).
+	SessionTotals string
+	Demo          bool
 }
 
 // UsageChart is one bar chart with the table under it. Vertical charts

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -450,4 +453,70 @@ func rawAider(t *testing.T, root string) rawUsage {
 		}
 	}, ".aider.chat.history.md")
 	return u
+}
+
+// TestUsageCountsSessionTotals imports the real Crush sample, whose
+// sessions record a cost alone (no usage per response), and checks that
+// `service usage session --json` counts each one's cost as Crush's
+// sessions table holds it, under the model store.SessionTotalsModel, and
+// that the total adds them up.
+func TestUsageCountsSessionTotals(t *testing.T) {
+	sample := filepath.Join(samplesDir, "crush", "dbos-transact-golang", ".crush")
+	if _, err := os.Stat(sample); err != nil {
+		t.Skipf("no Crush sample at %s: %v", sample, err)
+	}
+	withHome(t)
+	dir := filepath.Join(t.TempDir(), ".crush")
+	copyTree(t, sample, dir, "crush.db", "crush.db-wal")
+	// The raw count: each top-level session's cost (a subagent's is in its
+	// parent's), read from the copy before the import reads it.
+	conn, err := sqlite.OpenConn(filepath.Join(dir, "crush.db"), sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	var sum float64
+	err = sqlitex.Execute(conn, `SELECT id, cost FROM sessions WHERE coalesce(parent_session_id, '') = '' AND id NOT LIKE 'title-%'`,
+		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+			want[st.ColumnText(0)] = st.ColumnFloat(1)
+			sum += st.ColumnFloat(1)
+			return nil
+		}})
+	conn.Close()
+	if err != nil || len(want) == 0 {
+		t.Fatalf("read the sample's sessions: %d, %v", len(want), err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "crush", dir, "--db", db)
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"usage", "session", "--agent", "crush", "--json", "--db", db}, &out, &errOut); err != nil {
+		t.Fatalf("usage = %v; stderr %s", err, errOut.String())
+	}
+	var rep struct {
+		Rows  []store.UsageRow
+		Total store.UsageRow
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("usage --json printed %s: %v", out.String(), err)
+	}
+	near := func(p *float64, v float64) bool { return p != nil && math.Abs(*p-v) < 1e-9 }
+	if len(rep.Rows) != len(want) {
+		t.Fatalf("usage rows = %+v; want one for each of %v", rep.Rows, want)
+	}
+	for _, r := range rep.Rows {
+		if cost, ok := want[r.Key]; !ok || !near(r.ReportedCostUSD, cost) || !slices.Equal(r.Models, []string{store.SessionTotalsModel}) {
+			t.Errorf("usage row %s = %+v (cost %v); want cost %v of the model %q", r.Key, r, costText(r.ReportedCostUSD), cost, store.SessionTotalsModel)
+		}
+	}
+	if !near(rep.Total.ReportedCostUSD, sum) || rep.Total.EstimatedCostUSD != nil {
+		t.Errorf("usage total cost = %v reported, %v estimated; want %v reported", costText(rep.Total.ReportedCostUSD), costText(rep.Total.EstimatedCostUSD), sum)
+	}
+}
+
+// costText is a cost for a message: its value, or none.
+func costText(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }

@@ -17,7 +17,7 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	key, join, filter := "''", "", ""
+	key, join, filter, sessions := "''", "", "", ""
 	if plan.Key != "" {
 		key = plan.Key
 	}
@@ -27,7 +27,7 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	args := []any{plan.Since, plan.Until}
 	if q.Agent != "" {
 		args = append(args, q.Agent)
-		filter += " AND s.agent_kind = $" + strconv.Itoa(len(args))
+		sessions += " AND s.agent_kind = $" + strconv.Itoa(len(args))
 	}
 	if q.Model != "" {
 		args = append(args, q.Model)
@@ -35,14 +35,26 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	}
 	if len(q.Sessions) > 0 {
 		args = append(args, q.Sessions)
-		filter += " AND s.id = ANY($" + strconv.Itoa(len(args)) + ")"
+		sessions += " AND s.id = ANY($" + strconv.Itoa(len(args)) + ")"
+	}
+	totals := ""
+	if plan.SessionTotals {
+		// The metrics of sessions without usage records, as the SQLite
+		// store's sessionTotalsQuery.
+		totals = ` UNION ALL SELECT s.started_ns, ` + plan.SessionTotalsKey() + `, '` + store.SessionTotalsModel + `', 0, true,
+		  (m #>> '{tokens,input}')::bigint, (m #>> '{tokens,output}')::bigint,
+		  (m #>> '{tokens,cache_read}')::bigint, (m #>> '{tokens,cache_creation}')::bigint,
+		  (m ->> 'api_requests')::bigint, (m ->> 'cost_usd')::float8, s.started_ns
+		FROM sessions s CROSS JOIN LATERAL (SELECT s.metrics::jsonb AS m) j
+		WHERE s.started_ns >= $1 AND s.started_ns < $2 AND s.metrics IS NOT NULL` + sessions + `
+		  AND NOT EXISTS (SELECT 1 FROM usage_hours u WHERE u.session_pk = s.pk)`
 	}
 	// Telemetry, where a session has it, stands for its files' records.
 	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, `+key+`, h.model, h.prompt_range, h.reported <> 0,
 		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
 		FROM usage_hours h `+join+`
-		WHERE h.hour_ns >= $1 AND h.hour_ns < $2`+filter+`
-		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`, args...)
+		WHERE h.hour_ns >= $1 AND h.hour_ns < $2`+sessions+filter+`
+		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`+totals, args...)
 	tally := plan.Tally()
 	var h store.UsageReportHour
 	t := &h.Tokens

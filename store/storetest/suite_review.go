@@ -24,7 +24,10 @@ func usageRecord(sid, id, at, model string, tok pricing.Tokens, requests int64, 
 
 // Usage records of a batch add up in the usage report by day, model,
 // session and agent; a session with OpenTelemetry records counts only
-// those; a deleted session's records are gone.
+// those; a session without records counts its metrics, at its start, as
+// the model store.SessionTotalsModel (a cost of no request, as Crush's,
+// too), and one without either nothing; a deleted session's records are
+// gone.
 func testUsage(t *testing.T, s store.Backend) {
 	half, quarter := 0.5, 0.25
 	sessions := []struct {
@@ -58,6 +61,27 @@ func testUsage(t *testing.T, s store.Backend) {
 			if !otel || r.Source == store.UsageFromOTel {
 				counted[se.sid] = append(counted[se.sid], r)
 			}
+		}
+	}
+	// Sessions without usage records: the report counts their metrics as
+	// one record at their start.
+	for _, se := range []struct {
+		sid, agent string
+		metrics    *store.Metrics
+	}{
+		{"p", "testagent", header("p").Metrics},
+		{"q", "crush", &store.Metrics{CostUSD: 0.75}},
+		{"r", "testagent", nil},
+	} {
+		b := smallBatch(se.sid)
+		b.Session.Agent.Kind, b.Session.Metrics = se.agent, se.metrics
+		b.Steps[0].Payload.Text = genPtr("Prompt of `" + se.sid + "`\nand its second line")
+		mustApply(t, s, b)
+		agentOf[se.sid] = se.agent
+		if m := se.metrics; m != nil {
+			counted[se.sid] = []store.UsageRecord{usageRecord(se.sid, "metrics", b.Session.StartedAt, store.SessionTotalsModel,
+				pricing.Tokens{Input: m.Tokens.Input, Output: m.Tokens.Output, CacheRead: m.Tokens.CacheRead, CacheCreation: m.Tokens.CacheCreation},
+				m.APIRequests, &m.CostUSD, store.UsageFromFile)}
 		}
 	}
 	day := func(at string) string { t, _ := store.ParseTimestamp(at); return t.Local().Format(time.DateOnly) }
@@ -130,7 +154,10 @@ func testUsage(t *testing.T, s store.Backend) {
 		check(store.UsageQuery{Group: group}, want(group, all))
 	}
 	check(store.UsageQuery{Group: store.UsageByDay, Agent: "cline"}, want(store.UsageByDay, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "cline" }))
-	check(store.UsageQuery{Group: store.UsageBySession, Model: "claude-sonnet-4-5"}, want(store.UsageBySession, func(_ string, r store.UsageRecord) bool { return r.Model == "claude-sonnet-4-5" }))
+	for _, model := range []string{"claude-sonnet-4-5", store.SessionTotalsModel} {
+		check(store.UsageQuery{Group: store.UsageBySession, Model: model}, want(store.UsageBySession, func(_ string, r store.UsageRecord) bool { return r.Model == model }))
+	}
+	check(store.UsageQuery{Group: store.UsageBySession, Agent: "crush"}, want(store.UsageBySession, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "crush" }))
 	since, until := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local), time.Date(2026, 3, 4, 0, 0, 0, 0, time.Local)
 	check(store.UsageQuery{Group: store.UsageByModel, Since: since, Until: until}, want(store.UsageByModel, func(_ string, r store.UsageRecord) bool {
 		at, _ := store.ParseTimestamp(r.At)
@@ -173,8 +200,8 @@ func testUsage(t *testing.T, s store.Backend) {
 	// Titles: the first rows by session carry their first prompt's first
 	// line; the others, and other groups, none.
 	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("UsageReport(by session, 1 title) = %d rows, %v; want b and c", len(rows), err)
+	if err != nil || len(rows) != len(counted) {
+		t.Fatalf("UsageReport(by session, 1 title) = %d rows, %v; want %d", len(rows), err, len(counted))
 	}
 	if want := "Prompt of `" + rows[0].Key + "`"; rows[0].Title != want || rows[1].Title != "" {
 		t.Errorf("titles = %q, %q; want %q and none", rows[0].Title, rows[1].Title, want)
