@@ -45,7 +45,12 @@ type Capture struct {
 	ClineRoots  []string
 	// Roots are the folders of the agents in watchers, by kind.
 	Roots map[string][]string
-	Log   *slog.Logger
+	// Follow gives, by kind, the folders of an agent in watchers that
+	// change while capture runs (Crush lists each project it runs in):
+	// Run reads them at its start and every rootPoll after, and follows
+	// each new one as one of Roots.
+	Follow map[string]func() []string
+	Log    *slog.Logger
 	// Debounce is how long a file stays quiet before its session is read
 	// again, and the first wait before a half-written file is read again
 	// (250 ms when zero).

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,4 +97,59 @@ func TestCrushReadsDoNotRetrigger(t *testing.T) {
 			t.Errorf("crushFile(%s) = %v; want %v", path, got, want)
 		}
 	}
+}
+
+// TestCrushNewProjectFollowed starts capture while Crush's projects.json
+// lists no project, then adds one the way Crush does when it first runs
+// in a folder (its data dir with the real sample database, and the list
+// rewritten to name it): capture follows it without a restart and stores
+// its sessions; a session's step count is the sample's own.
+func TestCrushNewProjectFollowed(t *testing.T) {
+	global := t.TempDir()
+	t.Setenv("CRUSH_GLOBAL_DATA", global)
+	writeList := func(projects ...map[string]any) {
+		t.Helper()
+		b, err := json.Marshal(map[string]any{"projects": projects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(global, "projects.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeList()
+	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
+	h.c = &Capture{Store: h.st, Follow: map[string]func() []string{crush.Kind: crush.ProjectDataDirs}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+
+	sample, err := os.ReadFile(crushSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sample's session of 4 steps (TestCrushDatabaseUpdatesLive).
+	const sid = "f306c145-4c83-492c-b575-739c30bbced4"
+	data := filepath.Join(t.TempDir(), "crush-data", "proj-1a2b")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "crush.db"), sample, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // capture is running with the empty list
+	if n := stepCount(t, h, sid); n != -1 {
+		t.Fatalf("session %s stored before its project was listed (%d steps)", sid, n)
+	}
+	writeList(map[string]any{"path": filepath.Join(t.TempDir(), "proj"), "data_dir": data, "last_accessed": time.Now().Format(time.RFC3339)})
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		n := stepCount(t, h, sid)
+		return n == 4, fmt.Sprintf("%d steps of the new project's session; want 4", n)
+	})
 }

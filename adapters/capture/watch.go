@@ -24,15 +24,24 @@ type root struct {
 	kind  string  // for jobAgentFile, the agent's kind in watchers
 }
 
-// fileRoots are the roots of the agents in watchers.
+// fileRoots are the roots of the agents in watchers: Roots, and what
+// Follow gives now.
 func (c *Capture) fileRoots() []root {
 	var roots []root
-	for _, kind := range slices.Sorted(maps.Keys(c.Roots)) {
+	add := func(kind string, paths []string) {
 		if _, ok := watchers[kind]; ok {
-			for _, p := range c.Roots[kind] {
-				roots = append(roots, root{filepath.Clean(p), jobAgentFile, kind})
+			for _, p := range paths {
+				if r := (root{filepath.Clean(p), jobAgentFile, kind}); !slices.Contains(roots, r) {
+					roots = append(roots, r)
+				}
 			}
 		}
+	}
+	for _, kind := range slices.Sorted(maps.Keys(c.Roots)) {
+		add(kind, c.Roots[kind])
+	}
+	for _, kind := range slices.Sorted(maps.Keys(c.Follow)) {
+		add(kind, c.Follow[kind]())
 	}
 	return roots
 }
@@ -43,7 +52,7 @@ func (c *Capture) fileRoots() []root {
 // file's session is read again once the file has been quiet for Debounce:
 // Claude Code appends a line per content block and Cline rewrites its files
 // on each message, so a burst of writes gives one read. Roots that do not
-// exist yet are looked for every rootPoll.
+// exist yet, and new folders of Follow, are looked for every rootPoll.
 func (c *Capture) watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -103,6 +112,18 @@ func (c *Capture) watch(ctx context.Context) error {
 			for r := range missing {
 				if c.addRoot(w, r) {
 					delete(missing, r)
+				}
+			}
+			if len(c.Follow) == 0 {
+				continue
+			}
+			for _, r := range c.fileRoots() {
+				if !slices.Contains(roots, r) {
+					c.log().Info("capture: following a new folder", "agent", r.kind, "path", r.path)
+					roots = append(roots, r)
+					if !c.addRoot(w, r) {
+						missing[r] = true
+					}
 				}
 			}
 		}

@@ -69,10 +69,11 @@ func (c *CaptureCmd) Run(e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
 	// folder too large to watch (import reads it).
-	// Crush: the data dir of each project it has run in so far.
-	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], crush.Kind: crush.ProjectDataDirs(),
-		qwencode.Kind: qwen}
-	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Log: log}
+	// Crush: the data dir of each project it has run in, as its
+	// projects.json lists them, a new one as it is added.
+	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], qwencode.Kind: qwen}
+	follow := map[string]func() []string{crush.Kind: crush.ProjectDataDirs}
+	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Follow: follow, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -87,7 +88,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
 	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
 	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])
-	fmt.Fprintf(e.stdout, "  crush:       %v\n", roots[crush.Kind])
+	fmt.Fprintf(e.stdout, "  crush:       %v and each project Crush adds to its projects.json\n", crush.ProjectDataDirs())
 	fmt.Fprintf(e.stdout, "  qwen code:   %v\n", qwen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
