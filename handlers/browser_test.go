@@ -329,7 +329,7 @@ func browserSessionView(t *testing.T, b *browser) {
 			"#6 | command | go test ./... | ok",
 			"#7 | command | command not recorded | reference-only",
 			"#8 | message | assistant: All tests pass now. … | ok",
-			`#9 | other | WebFetch {"prompt":"summarise","url":"https://example.com"} | ok`,
+			`#9 | other | WebFetch https://example.com | ok`,
 		},
 	}}
 	gotJSON, _ := json.MarshalIndent(turns, "", "  ")
@@ -363,7 +363,7 @@ func browserOpenStep(t *testing.T, b *browser) {
 		{3, true, map[string]string{"Time": "10:00:03", "Permission": "accepted", "File": "/home/dev/project-x/parser.go"}, nil},
 		{4, false, map[string]string{"Time": "10:00:04", "Permission": "auto", "File": "/home/dev/project-x/parser.go", "Range": "lines 10–42"}, nil},
 		{8, true, map[string]string{"Time": "10:02:03", "Role": "assistant"}, map[string]string{"Text": "All tests pass now.\nThe parser returns its error."}},
-		{9, false, map[string]string{"Time": "10:02:04", "Permission": "accepted", "Tool": "WebFetch"},
+		{9, false, map[string]string{"Time": "10:02:04", "Permission": "accepted", "Tool": "WebFetch", "URL": "https://example.com", "Prompt": "summarise"},
 			map[string]string{"Recorded": "{\n  \"prompt\": \"summarise\",\n  \"url\": \"https://example.com\"\n}"}},
 		{7, true, map[string]string{"Time": "10:02:02", "Permission": "accepted", "Output kept at": "/tmp/capture/out-7.txt"}, nil},
 	} {

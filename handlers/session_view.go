@@ -325,6 +325,9 @@ func stepSummary(s store.Step) string {
 		if images := store.FindImages(p.Raw); len(images) > 0 {
 			return oneLine(p.ToolName + " " + imagesLine(images))
 		}
+		if line := toolInputLine(p.Raw); line != "" {
+			return oneLine(p.ToolName + " " + line)
+		}
 		return oneLine(p.ToolName + " " + oneLine(string(p.Raw)))
 	}
 }

@@ -41,21 +41,28 @@ func toolKind(name string) string {
 	return ""
 }
 
+// readToolRaw reads a common tool's recorded value: {"input": ...,
+// "result": ...} as the adapters write it, or, from a push, the input
+// alone (an object with neither).
 func readToolRaw(name string, raw json.RawMessage) (string, toolRaw, bool) {
 	kind := toolKind(name)
 	var r toolRaw
-	if kind == "" || len(raw) == 0 || json.Unmarshal(raw, &r) != nil || r.Input == nil {
+	if kind == "" || len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return "", r, false
 	}
-	return kind, r, true
+	if r.Input == nil && r.Result == nil && json.Unmarshal(raw, &r.Input) != nil {
+		return "", r, false
+	}
+	return kind, r, r.Input != nil
 }
 
-// toolView is the rendering of a common tool's step, its values cut to
-// limit characters (0: whole), or nil for any other tool.
+// toolView is the rendering of a tool's step, its values cut to limit
+// characters (0: whole): a common tool's own, else its value's parts
+// (toolPartsView); nil when neither shows anything.
 func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 	kind, r, ok := readToolRaw(name, raw)
 	if !ok {
-		return nil
+		return toolPartsView(raw, limit)
 	}
 	v := &views.ToolView{Kind: kind}
 	field := func(label string, keys ...string) {
@@ -103,6 +110,9 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 		field("Prompt", "prompt")
 		result("Report", resultString(r.Result, "content"))
 		v.Result.Markdown = true
+	}
+	if len(v.Fields) == 0 && len(v.Todos) == 0 && v.Result.Label == "" {
+		return toolPartsView(raw, limit) // none of the values this tool's view reads
 	}
 	return v
 }

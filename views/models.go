@@ -301,10 +301,14 @@ type Block struct {
 // and matches, a subagent task as its description and type. The step's
 // recorded input stays one click away.
 type ToolView struct {
-	Kind   string // todo, fetch, grep, task
+	Kind   string // todo, fetch, grep, list, task, read; fields for any other tool
 	Fields []Field
 	Todos  []Todo
 	Result Block // matches, the fetched answer, the subagent's report
+	// Blocks are the long parts of any other tool's value; MoreParts says
+	// it has more parts than are shown.
+	Blocks    []Block
+	MoreParts bool
 }
 
 // Todo is one item of an agent's todo list.

@@ -1,0 +1,161 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/store"
+)
+
+// TestToolPartsOfARealStep: Claude Code's TaskOutput, a tool with no
+// rendering of its own, shows its input's values as fields and the
+// background task's output, with its real line breaks, as a block
+// labelled by its keys; its timeline line reads the input's values. The
+// expected values are read from the transcript by the test.
+func TestToolPartsOfARealStep(t *testing.T) {
+	const transcript = "../../shared/samples/claude-code/spotter/258c7280_excerpt_lines_481-630.jsonl"
+	f, err := os.Open(transcript)
+	if err != nil {
+		t.Skipf("no sample: %v", err)
+	}
+	defer f.Close()
+	// The first TaskOutput call and its structured result.
+	var callID string
+	var input map[string]any
+	var result struct{ Task map[string]any }
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var line struct {
+			Message struct {
+				Content json.RawMessage
+			}
+			ToolUseResult json.RawMessage
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		var blocks []struct {
+			Type, ID, Name string
+			Input          map[string]any
+		}
+		json.Unmarshal(line.Message.Content, &blocks)
+		for _, b := range blocks {
+			if b.Type == "tool_use" && b.Name == "TaskOutput" && callID == "" {
+				callID, input = b.ID, b.Input
+			}
+		}
+		if callID != "" && result.Task == nil && strings.Contains(sc.Text(), `"tool_use_id":"`+callID+`"`) {
+			json.Unmarshal(line.ToolUseResult, &result)
+		}
+	}
+	output, _ := result.Task["output"].(string)
+	if callID == "" || !strings.Contains(output, "\n") {
+		t.Fatalf("the sample has no TaskOutput call with a multi-line output (call %q)", callID)
+	}
+
+	s := newTestService(t)
+	if _, err := (&adapters.Importer{Store: s.store}).Run(context.Background(), claudecode.Agent, []string{transcript}); err != nil {
+		t.Fatal(err)
+	}
+	const sid = "258c7280-ae70-4798-800f-63464d01a85d"
+	d, err := s.store.Detail(context.Background(), sid, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	for _, st := range d.Steps {
+		if st.Payload.ToolName == "TaskOutput" {
+			seq = st.Seq
+			break
+		}
+	}
+	if seq == 0 {
+		t.Fatal("no TaskOutput step stored")
+	}
+	r := s.get(fmt.Sprintf("/session/step?id=%s&seq=%d&all=1", sid, seq))
+	if r.Code != http.StatusOK {
+		t.Fatalf("GET step %d = %d", seq, r.Code)
+	}
+	doc, err := goquery.NewDocumentFromReader(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := doc.Find(`[data-testid="tool-fields"]`)
+	for key, val := range input {
+		if got, want := v.Find(`[data-testid="tool-field-`+key+`"]`).Text(), fmt.Sprint(val); got != want {
+			t.Errorf("field %s = %q; want the call's %q", key, got, want)
+		}
+	}
+	if got := strings.TrimSpace(v.Find(`[data-testid="block-result.task.output"] pre`).Text()); got != strings.TrimSpace(output) {
+		t.Errorf("block result.task.output = %.200q…; want the task's output %.200q…", got, output)
+	}
+	if got, want := v.Find(`[data-testid="tool-field-result.task.status"]`).Text(), result.Task["status"]; got != want {
+		t.Errorf("field result.task.status = %q; want %q", got, want)
+	}
+	page, err := goquery.NewDocumentFromReader(s.get("/session?id=" + sid).Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(page.Find(fmt.Sprintf(`#step-%d .line`, seq)).First().Text())
+	if want := fmt.Sprintf("TaskOutput task_id: %v, block: %v, timeout: %v", input["task_id"], input["block"], input["timeout"]); line != want {
+		t.Errorf("timeline line = %q; want %q", line, want)
+	}
+}
+
+// TestToolPartsBounded: the parts of a hostile value are bounded: a value
+// of 10,000 keys shows toolParts of them and says there are more, a deep
+// one is compact JSON below toolPartDepth, a long string is cut to the
+// limit; text that is not a JSON object shows no parts.
+func TestToolPartsBounded(t *testing.T) {
+	var many strings.Builder
+	many.WriteString(`{"input":{`)
+	for i := range 10_000 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		fmt.Fprintf(&many, `"k%d":%d`, i, i)
+	}
+	many.WriteString(`}}`)
+	v := toolPartsView([]byte(many.String()), 100)
+	if v == nil || len(v.Fields)+len(v.Blocks) != toolParts || !v.MoreParts || v.Fields[0].Label != "k0" || v.Fields[0].Value.Shown != "0" {
+		t.Fatalf("10,000 keys: %d parts, more %v; want %d and more", len(v.Fields)+len(v.Blocks), v != nil && v.MoreParts, toolParts)
+	}
+
+	deep := strings.Repeat(`{"a":`, 100) + `"x"` + strings.Repeat(`}`, 100)
+	v = toolPartsView([]byte(`{"input":`+deep+`}`), 0)
+	if v == nil || len(v.Fields)+len(v.Blocks) != 1 {
+		t.Fatalf("deep value: %+v; want one part", v)
+	}
+	label, text := "", ""
+	for _, f := range v.Fields {
+		label, text = f.Label, f.Value.Shown
+	}
+	for _, b := range v.Blocks {
+		label, text = b.Label, b.Text.Shown
+	}
+	if want := strings.Repeat("a.", toolPartDepth-2) + "a"; label != want || !json.Valid([]byte(text)) {
+		t.Errorf("deep value's part = %q: %.60q; want %q as compact JSON", label, text, want)
+	}
+
+	long := strings.Repeat("é", 5000)
+	v = toolPartsView([]byte(`{"result":"`+long+`"}`), 1000)
+	if v == nil || len(v.Blocks) != 1 || v.Blocks[0].Label != "result" || v.Blocks[0].Text.Shown != long[:2000] || v.Blocks[0].Text.More != 4000 {
+		t.Errorf("long result: %+v; want one block of 1,000 characters and 4,000 more", v)
+	}
+
+	for _, raw := range []string{`"text"`, `[1,2]`, `not json`, `{}`, ``} {
+		if v := toolPartsView([]byte(raw), 100); v != nil {
+			t.Errorf("toolPartsView(%q) = %+v; want none", raw, v)
+		}
+	}
+}
