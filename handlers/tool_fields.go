@@ -60,18 +60,21 @@ func toolPartsView(raw []byte, limit int) *views.ToolView {
 	return v
 }
 
-// toolInputLine is a tool's input on one line, "key: value, ...", from its
-// one-line values at the top of the input (or of the value, for a value
-// without one), read from the first bytes of raw only: the timeline's
-// summary of a step, made for every step of a session. "" when there are
-// none.
+// toolInputLine is a tool's input on one line, "key: value, ...", from the
+// values at the top of the input (or of the value, for a value without
+// one; a text of several lines by its first), read from the first bytes of
+// raw only: the timeline's summary of a step, made for every step of a
+// session. "" when there are none.
 func toolInputLine(raw []byte) string {
 	var b strings.Builder
 	head := raw[:min(len(raw), 4*lineChars)]
 	eachToolPart(head, 2, func(label, text string, isString bool) bool {
 		nested := !isString && (text[0] == '{' || text[0] == '[')
-		if strings.HasPrefix(label, "result") || nested || strings.ContainsRune(text, '\n') {
+		if strings.HasPrefix(label, "result") || strings.HasPrefix(label, "output") || nested {
 			return b.Len() < lineChars
+		}
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = strings.TrimSpace(text[:i]) + " …"
 		}
 		if b.Len() > 0 {
 			b.WriteString(", ")

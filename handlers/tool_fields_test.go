@@ -159,3 +159,23 @@ func TestToolPartsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestToolInputLine: a step's timeline line reads its input's values, a
+// text of several lines by its first, never its result (Copilot CLI's
+// output); a pushed value without an input is read whole; a huge value is
+// read from its first bytes only, and a value they cut short is left out.
+func TestToolInputLine(t *testing.T) {
+	huge := `{"input":{"text":"` + strings.Repeat("x", 1<<20) + `"}}`
+	for _, c := range []struct{ raw, want string }{
+		{`{"input":{"summary":"line one\nline two","n":3},"result":"done"}`, "summary: line one …, n: 3"},
+		{`{"input":{"a":"b","deep":{"c":1}},"output":{"content":"c"}}`, "a: b"},
+		{`{"q":"x","limit":10}`, "q: x, limit: 10"},
+		{`{"result":"only a result"}`, ""},
+		{`[1,2]`, ""},
+		{huge, ""}, // its first value is cut short in the bytes read: none
+	} {
+		if got := toolInputLine([]byte(c.raw)); got != c.want {
+			t.Errorf("toolInputLine(%.60q) = %.80q; want %.80q", c.raw, got, c.want)
+		}
+	}
+}

@@ -16,9 +16,12 @@ import (
 const todoItems = 100
 
 // toolRaw is the part of a tool's recorded value the renderings read.
+// Output is the result's name in Copilot CLI sessions imported before its
+// adapter wrote result, and in some pushes.
 type toolRaw struct {
 	Input  map[string]json.RawMessage `json:"input"`
 	Result json.RawMessage            `json:"result"`
+	Output json.RawMessage            `json:"output"`
 }
 
 // toolKind is what a tool is, by its name: todo, fetch, grep (a glob too:
@@ -49,6 +52,9 @@ func readToolRaw(name string, raw json.RawMessage) (string, toolRaw, bool) {
 	var r toolRaw
 	if kind == "" || len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return "", r, false
+	}
+	if r.Result == nil {
+		r.Result = r.Output
 	}
 	if r.Input == nil && r.Result == nil && json.Unmarshal(raw, &r.Input) != nil {
 		return "", r, false

@@ -114,7 +114,7 @@ func complete(st *store.Step, decision string, ok bool, output, errText string, 
 			m = map[string]any{}
 		}
 		if adapters.Present(rawResult) {
-			m["output"] = rawResult
+			m["result"] = rawResult
 		}
 		st.Payload.Raw = adapters.Raw(m)
 	}
