@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,15 +43,7 @@ func TestCrushDatabaseUpdatesLive(t *testing.T) {
 
 	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
 	h.c = &Capture{Store: h.st, Roots: map[string][]string{crush.Kind: {data}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
+	runCapture(t, h.c)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		return stepCount(t, h, sid) == 4, "the sample session is not stored with its 4 steps"
 	})
@@ -120,15 +111,7 @@ func TestCrushNewProjectFollowed(t *testing.T) {
 	writeList()
 	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
 	h.c = &Capture{Store: h.st, Follow: map[string]func() []string{crush.Kind: crush.ProjectDataDirs}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
+	runCapture(t, h.c)
 
 	sample, err := os.ReadFile(crushSample)
 	if err != nil {

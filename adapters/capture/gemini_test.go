@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -26,15 +25,7 @@ func startGeminiCapture(t *testing.T) (h *harness, tmp string) {
 	}
 	h = &harness{st: mustOpen(t), logs: &logBuffer{}}
 	h.c = &Capture{Store: h.st, Roots: map[string][]string{geminicli.Kind: {tmp}}, Debounce: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
+	runCapture(t, h.c)
 	return h, tmp
 }
 

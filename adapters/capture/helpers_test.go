@@ -86,18 +86,25 @@ func startCapture(t *testing.T) *harness {
 		Store: h.st, ClaudeRoots: []string{h.claude}, ClineRoots: []string{h.cline},
 		Log: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	runCapture(t, h.c)
+	h.srv = httptest.NewServer(h.c.Receiver())
+	t.Cleanup(h.srv.Close) // before capture stops: cleanups run last first
+	return h
+}
+
+// runCapture runs c until the test ends, and checks that it stopped
+// without an error.
+func runCapture(t *testing.T, c *Capture) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	h.srv = httptest.NewServer(h.c.Receiver())
+	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
-		h.srv.Close()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
 		}
 	})
-	return h
 }
 
 // post sends body to the receiver and returns the status and answer.

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,15 +24,7 @@ func startOpencodeCapture(t *testing.T, data string) *harness {
 	t.Helper()
 	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
 	h.c = &Capture{Store: h.st, Roots: map[string][]string{opencode.Kind: {data}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
+	runCapture(t, h.c)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		return stepCount(t, h, opencodeSession) == 6, "the sample session is not stored with its 6 steps"
 	})

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,15 +22,7 @@ func TestQwenSessionUpdatesLive(t *testing.T) {
 	}
 	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
 	h.c = &Capture{Store: h.st, Roots: map[string][]string{qwencode.Kind: {projects}}, Debounce: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
+	runCapture(t, h.c)
 
 	src, _ := filepath.Glob("../qwencode/testdata/projects/-tmp-qwentest/chats/*.jsonl")
 	b, err := os.ReadFile(src[0])
