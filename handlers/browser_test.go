@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentreview/service/internal/browsertest"
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
 )
 
@@ -1182,5 +1183,60 @@ func browserScriptIsText(t *testing.T, b *browser) {
 	p.Do("settle", chromedp.Sleep(300*time.Millisecond))
 	if d := p.SeenDialogs(); len(d) != 0 {
 		t.Errorf("JavaScript dialogs opened: %q", d)
+	}
+}
+
+// TestBrowserExportSummary: in the exported file each figure of the
+// summary sits beside its label, and the line under a figure (the cost and
+// tokens added up from the session's usage records) under the figure, not
+// in the next label's place.
+func TestBrowserExportSummary(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	v := newBatch("exp-sum")
+	delete(v["session"].(obj), "metrics")
+	batch, err := store.ParseBatch(mustJSON(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.Usage = []store.UsageRecord{{ID: "1", At: "2026-01-02T10:00:05Z", Model: "claude-sonnet-4-5", ActorID: "exp-sum-root",
+		TurnID: "exp-sum-t1", Source: store.UsageFromFile, Tokens: pricing.Tokens{Input: 1000, Output: 100}, Requests: 1}}
+	if _, err := s.store.Apply(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	rec := s.get("/api/sessions/exp-sum/export")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export = %d", rec.Code)
+	}
+	file := rec.Body.String()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, file)
+	}))
+	t.Cleanup(srv.Close)
+	p := b.newTab(t, srv.URL)
+	p.Do("open the exported file", chromedp.Navigate(srv.URL))
+	p.WaitFor("the export has loaded", `document.readyState === 'complete'`)
+	type pair struct {
+		Label, Value, Under string
+		Beside, Below       bool
+	}
+	pairs := evalJS[[]pair](p, `Array.from(document.querySelectorAll('.summary dl > div'), d => {
+		const [dt, dd, under] = d.children, r = e => e.getBoundingClientRect();
+		return { Label: dt.textContent.trim(), Value: dd.textContent.trim(), Under: under ? under.textContent.trim() : '',
+			Beside: Math.abs(r(dt).top - r(dd).top) < 2 && r(dd).left > r(dt).right,
+			Below: !under || (r(under).top >= r(dd).bottom - 1 && Math.abs(r(under).left - r(dd).left) < 2) };
+	})`)
+	under := 0
+	for _, q := range pairs {
+		if !q.Beside || !q.Below {
+			t.Errorf("summary %q: %q beside it %v, %q under it %v; want both", q.Label, q.Value, q.Beside, q.Under, q.Below)
+		}
+		if q.Under != "" {
+			under++
+		}
+	}
+	if len(pairs) < 6 || under == 0 {
+		t.Errorf("summary = %+v; want its figures, one with a line under it", pairs)
 	}
 }

@@ -507,7 +507,7 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .block .label { color: #6b7385; margin-top: .4rem; } .diff .dl { display: block; } .dl.add { background: #e6f4ea; color: #17803d; } .dl.del { background: #fce8e6; color: #b42318; } .dl.hunk { color: #6b7385; }
 .sev-danger { color: #b42318; } .sev-warn { color: #8a6d00; }
 .step.sub { margin-left: 2rem; border-left: 3px solid #6a3fc0; padding-left: .4rem; } .actor { color: #6a3fc0; font-weight: 600; margin-right: .4rem; }
-.summary dl > div { display: contents; } .step-meta { margin-left: .6rem; } .dur { color: #8a92a3; margin-right: .4rem; }
+.summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: #8a92a3; margin-right: .4rem; }
 .md code, .title-code { background: #f0f2f7; padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid #cdd3df; margin-left: 0; padding-left: .6rem; color: #6b7385; }
 .md table { border-collapse: collapse; } .md th, .md td { border: 1px solid #e3e6ee; padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
 .todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: #6b7385; } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
