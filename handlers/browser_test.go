@@ -1189,12 +1189,16 @@ func browserScriptIsText(t *testing.T, b *browser) {
 // TestBrowserExportSummary: in the exported file each figure of the
 // summary sits beside its label, and the line under a figure (the cost and
 // tokens added up from the session's usage records) under the figure, not
-// in the next label's place.
+// in the next label's place; at 390 px, every step open, nothing is wider
+// than the screen, however long a command line or a code span.
 func TestBrowserExportSummary(t *testing.T) {
 	b := startBrowser(t)
 	s := newTestService(t)
 	v := newBatch("exp-sum")
 	delete(v["session"].(obj), "metrics")
+	long := "/" + strings.Repeat("a-long-folder-name/", 30) + "file.txt"
+	v["steps"].(arr)[1].(obj)["payload"].(obj)["command"] = "cat " + long
+	v["steps"].(arr)[0].(obj)["payload"].(obj)["text"] = "Read `" + long + "` and **`" + long + "`**"
 	batch, err := store.ParseBatch(mustJSON(t, v))
 	if err != nil {
 		t.Fatal(err)
@@ -1238,5 +1242,10 @@ func TestBrowserExportSummary(t *testing.T) {
 	}
 	if len(pairs) < 6 || under == 0 {
 		t.Errorf("summary = %+v; want its figures, one with a line under it", pairs)
+	}
+	p.Emulate(390, 844, "light")
+	evalJS[bool](p, `document.querySelectorAll('details').forEach(d => d.open = true), true`)
+	if wide := evalJS[[]string](p, tooWide); len(wide) > 0 {
+		t.Errorf("the export at 390 px, every step open, is too wide: %v", wide)
 	}
 }

@@ -493,9 +493,9 @@ func cssHash(css string) string {
 const exportCSS = `
 body { margin: 0 auto; max-width: 1100px; padding: 1.5rem; font: 14px/1.45 system-ui, sans-serif; color: #1d2330; }
 h1 { font-size: 1.3rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.6rem 0 .5rem; } h3 { font-size: .95rem; margin: 1rem 0 .3rem; }
-.muted { color: #6b7385; } code, pre { font: 12px ui-monospace, Menlo, monospace; }
+.muted { color: #6b7385; } code, pre { font: 12px ui-monospace, Menlo, monospace; } code, .md, .line { overflow-wrap: anywhere; }
 .badge { padding: 0 .4rem; border-radius: 4px; background: #e8eefc; color: #2f5bd3; font-weight: 600; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; } dt { color: #6b7385; } dd { margin: 0; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2rem 1rem; margin: 0; } dt { color: #6b7385; } dd { margin: 0; overflow-wrap: anywhere; }
 table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid #e3e6ee; }
 .tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid #d0d5e0; border-radius: 3px; font-size: 11px; color: #6b7385; }
 .turn { border-top: 2px solid #e3e6ee; } .prompt { background: #f3f5fa; padding: .4rem .6rem; }
@@ -507,6 +507,7 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .block .label { color: #6b7385; margin-top: .4rem; } .diff .dl { display: block; } .dl.add { background: #e6f4ea; color: #17803d; } .dl.del { background: #fce8e6; color: #b42318; } .dl.hunk { color: #6b7385; }
 .sev-danger { color: #b42318; } .sev-warn { color: #8a6d00; }
 .step.sub { margin-left: 2rem; border-left: 3px solid #6a3fc0; padding-left: .4rem; } .actor { color: #6a3fc0; font-weight: 600; margin-right: .4rem; }
+@media (max-width: 640px) { table { display: block; overflow-x: auto; } .detail { padding-left: .6rem; } }
 .summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: #8a92a3; margin-right: .4rem; }
 .md code, .title-code { background: #f0f2f7; padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid #cdd3df; margin-left: 0; padding-left: .6rem; color: #6b7385; }
 .md table { border-collapse: collapse; } .md th, .md td { border: 1px solid #e3e6ee; padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
