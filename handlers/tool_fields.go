@@ -31,20 +31,23 @@ const (
 	shortPart = 120
 )
 
-// toolParts splits a tool's recorded value (payload raw) into labelled
-// parts, each value cut to limit characters (0: whole): one-line values
-// as fields, the others as blocks. The input's keys are the labels as
-// they are; the result's start with "result". Nil when raw is not a JSON
-// object or holds nothing to show.
+// toolPartsView splits a tool's recorded value (payload raw) into
+// labelled parts, their values together cut to limit characters (0:
+// whole), as one text of that length would be: one-line values as fields,
+// the others as blocks. The input's keys are the labels as they are; the
+// result's start with "result". Nil when raw is not a JSON object or holds
+// nothing to show.
 func toolPartsView(raw []byte, limit int) *views.ToolView {
 	v := &views.ToolView{Kind: "fields"}
-	more := false
+	more, left := false, limit
 	err := eachToolPart(raw, toolPartDepth, func(label, text string, isString bool) bool {
-		if len(v.Fields)+len(v.Blocks) == toolParts {
+		if len(v.Fields)+len(v.Blocks) == toolParts || (limit > 0 && left <= 0) {
 			more = true
 			return false
 		}
-		shown, cut := clip(text, limit)
+		shown, cut := clip(text, left)
+		left -= len(shown) // bytes, at least the characters counted
+		label = shorten(label, lineChars)
 		t := views.Text{Shown: shown, More: cut}
 		if len(text) > shortPart || strings.ContainsRune(text, '\n') {
 			v.Blocks = append(v.Blocks, views.Block{Label: label, Text: t})

@@ -153,6 +153,30 @@ func TestToolPartsBounded(t *testing.T) {
 		t.Errorf("long result: %+v; want one block of 1,000 characters and 4,000 more", v)
 	}
 
+	// Parts together are cut as one text: 100 parts of 1,000 characters
+	// carry 2,048 of them, not 40,000, at a first delivery's limit; a key
+	// a megabyte long is a label of lineChars.
+	var parts strings.Builder
+	parts.WriteString(`{"` + strings.Repeat("k", 1<<20) + `":1`)
+	for i := range 100 {
+		fmt.Fprintf(&parts, `,"p%d":"%s"`, i, strings.Repeat("y", 1000))
+	}
+	parts.WriteString(`}`)
+	v = toolPartsView([]byte(parts.String()), 2048)
+	shown := 0
+	for _, f := range v.Fields {
+		shown += len(f.Value.Shown)
+		if len([]rune(f.Label)) > lineChars+1 {
+			t.Errorf("a label of %d characters; want at most %d", len([]rune(f.Label)), lineChars+1)
+		}
+	}
+	for _, b := range v.Blocks {
+		shown += len(b.Text.Shown)
+	}
+	if shown != 2048 || !v.MoreParts {
+		t.Errorf("100 parts of 1,000 characters at 2,048: %d shown, more %v; want 2,048 and more", shown, v.MoreParts)
+	}
+
 	for _, raw := range []string{`"text"`, `[1,2]`, `not json`, `{}`, ``} {
 		if v := toolPartsView([]byte(raw), 100); v != nil {
 			t.Errorf("toolPartsView(%q) = %+v; want none", raw, v)
