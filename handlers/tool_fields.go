@@ -25,7 +25,7 @@ const (
 	toolParts = 40
 	// toolPartDepth is how deep a value's keys are followed; a deeper
 	// object or array is one part, as compact JSON.
-	toolPartDepth = 4
+	toolPartDepth = 6
 	// shortPart is the longest one-line string shown beside its label;
 	// longer ones are blocks.
 	shortPart = 120
