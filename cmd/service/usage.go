@@ -6,8 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -79,22 +79,47 @@ func parseDay(s, flag string) (time.Time, error) {
 }
 
 // printUsage prints the table ccusage users know: tokens by kind, and the
-// cost, reported as is and estimated with ≈, never silently added.
+// cost, reported as is and estimated with ≈, never silently added. The
+// period and its models read from the left, one model a line; the
+// numbers from the right. The total names no models (the rows do).
 func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.UsageRow, table *pricing.Table) error {
 	head := map[string]string{"daily": "Date", "weekly": "Week", "monthly": "Month", "session": "Session"}[report]
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tModels\tInput\tOutput\tCache Create\tCache Read\tTotal Tokens\tCost (USD)\t\n", head)
-	line := func(r store.UsageRow) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Key, strings.Join(r.Models, ", "),
+	lines := [][]string{{head, "Models", "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Cost (USD)"}}
+	line := func(r store.UsageRow, models []string) {
+		first := ""
+		if len(models) > 0 {
+			first = models[0]
+		}
+		lines = append(lines, []string{r.Key, first,
 			thousands(r.Tokens.Input), thousands(r.Tokens.Output), thousands(r.Tokens.CacheCreation),
-			thousands(r.Tokens.CacheRead), thousands(r.Tokens.Total()), costCell(r))
+			thousands(r.Tokens.CacheRead), thousands(r.Tokens.Total()), costCell(r)})
+		for _, m := range models[min(1, len(models)):] {
+			lines = append(lines, []string{"", m, "", "", "", "", "", ""})
+		}
 	}
 	for _, r := range rows {
-		line(r)
+		line(r, r.Models)
 	}
-	line(total)
-	if err := tw.Flush(); err != nil {
-		return err
+	line(total, nil)
+	width := make([]int, len(lines[0]))
+	for _, l := range lines {
+		for i, c := range l {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, l := range lines {
+		var b strings.Builder
+		for i, c := range l {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i < 2 { // the period and the models read from the left
+				b.WriteString(c + pad + "  ")
+			} else {
+				b.WriteString(pad + c + "  ")
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " ")); err != nil {
+			return err
+		}
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no usage recorded in this period")

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentreview/service/pricing"
+	"github.com/agentreview/service/store"
 )
 
 // TestUsageCommand: `service usage` prints the stored usage, its JSON the
@@ -56,5 +59,51 @@ func TestUsageCommand(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"usage", "--db", db, "--since", "yesterday"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "YYYY-MM-DD") {
 		t.Errorf("usage --since yesterday = %v; want an error naming the format", err)
+	}
+}
+
+// TestUsageTable: the table reads like ccusage's: the period and its
+// models from the left, one model a line, the numbers and the cost from
+// the right, each under its heading's end; the total names no model.
+func TestUsageTable(t *testing.T) {
+	cost := 1.5
+	rows := []store.UsageRow{
+		{Key: "2026-02-11", Models: []string{"claude-opus-4-6", "claude-sonnet-4-5-20250929"}, Tokens: pricing.Tokens{Input: 1234567, Output: 89}},
+		{Key: "2026-02-12", Models: []string{store.SessionTotalsModel}, Tokens: pricing.Tokens{Input: 5}, ReportedCostUSD: &cost},
+	}
+	total := store.UsageTotal(rows)
+	var out bytes.Buffer
+	if err := printUsage(&out, "daily", rows, total, pricing.Default()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	head := lines[0]
+	at := func(col string) int { return strings.Index(head, col) }
+	want := []struct {
+		line              int
+		key, model, input string
+		cost              string
+	}{
+		{1, "2026-02-11", "claude-opus-4-6", "1,234,567", "-"},
+		{2, "", "claude-sonnet-4-5-20250929", "", ""},
+		{3, "2026-02-12", store.SessionTotalsModel, "5", "$1.50"},
+		{4, "Total", "", "1,234,572", "$1.50"},
+	}
+	for _, w := range want {
+		l := lines[w.line]
+		if got := strings.TrimSpace(l[:at("Models")]); got != w.key {
+			t.Errorf("line %d key = %q; want %q:\n%s", w.line, got, w.key, out.String())
+		}
+		modelCell := strings.TrimSpace(l[at("Models"):min(len(l), at("Models")+len("claude-sonnet-4-5-20250929"))])
+		if modelCell != w.model {
+			t.Errorf("line %d model = %q; want %q:\n%s", w.line, modelCell, w.model, out.String())
+		}
+		end := at("Input") + len("Input")
+		if got := strings.TrimSpace(l[min(len(l), end-len(w.input)):min(len(l), end)]); got != w.input || (w.input != "" && len(l) > end && l[end] != ' ') {
+			t.Errorf("line %d input ends %q at the heading's end; want %q:\n%s", w.line, got, w.input, out.String())
+		}
+		if w.cost != "" && !strings.HasSuffix(l, w.cost) {
+			t.Errorf("line %d = %q; want it to end with the cost %q", w.line, l, w.cost)
+		}
 	}
 }
