@@ -111,7 +111,7 @@ func eachToolPart(raw []byte, depth int, fn func(label, text string, isString bo
 		}
 		var b strings.Builder
 		for i, s := range p {
-			if i > 0 && s[0] != '[' {
+			if i > 0 && !strings.HasPrefix(s, "[") {
 				b.WriteByte('.')
 			}
 			b.WriteString(s)

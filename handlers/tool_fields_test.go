@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/agentreview/service/adapters"
@@ -202,4 +203,36 @@ func TestToolInputLine(t *testing.T) {
 			t.Errorf("toolInputLine(%.60q) = %.80q; want %.80q", c.raw, got, c.want)
 		}
 	}
+}
+
+// FuzzToolParts: any recorded value, JSON or not, renders without a panic,
+// its parts within their number and, at a limit, their values within its
+// characters, and its timeline line from its first bytes only.
+func FuzzToolParts(f *testing.F) {
+	for _, seed := range []string{
+		`{"input":{"task_id":"bd0afab","block":true,"timeout":120000},"result":{"task":{"output":"a\nb"}}}`,
+		`{"input":{"a":{"":1,"[0]":[null,false,1e3,"x"]}},"output":[{"functionResponse":{"response":{"output":"y"}}}]}`,
+		`{"":{"":{"":""}}}`, `{"a":"\ud800"}`, `{"a":`, `[]`, `"x"`, ``,
+	} {
+		f.Add([]byte(seed), 64)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, limit int) {
+		limit = max(0, limit%4096)
+		v := toolPartsView(raw, limit)
+		if v != nil {
+			shown := 0
+			for _, p := range v.Fields {
+				shown += utf8.RuneCountInString(p.Value.Shown)
+			}
+			for _, b := range v.Blocks {
+				shown += utf8.RuneCountInString(b.Text.Shown)
+			}
+			if len(v.Fields)+len(v.Blocks) > toolParts || (limit > 0 && shown > limit) {
+				t.Fatalf("%d parts, %d characters shown at limit %d", len(v.Fields)+len(v.Blocks), shown, limit)
+			}
+		}
+		if line := toolInputLine(raw); len(line) > 2*4*lineChars {
+			t.Fatalf("a line of %d bytes from a value's first %d", len(line), 4*lineChars)
+		}
+	})
 }
