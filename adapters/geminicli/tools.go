@@ -32,6 +32,29 @@ type display struct {
 	FilePath string `json:"filePath"`
 }
 
+// IsEdit reports whether a tool of Gemini CLI (or of Qwen Code, its fork)
+// edits a file: replace, edit or write_file.
+func IsEdit(tool string) bool {
+	return tool == "replace" || tool == "edit" || tool == "write_file"
+}
+
+// EditPayload is the payload of an edit tool's call (IsEdit) of Gemini
+// CLI or Qwen Code: write_file a full write of content, the others old
+// and new strings; the unified diff the agent showed, when it did, as
+// the structured patch.
+func EditPayload(tool, path, content, oldString, newString, fileDiff string) store.Payload {
+	p := store.Payload{Path: path, IsFullWrite: adapters.Bool(tool == "write_file")}
+	if tool == "write_file" {
+		p.NewString = adapters.Text(content)
+	} else {
+		p.OldString, p.NewString = adapters.Text(oldString), adapters.Text(newString)
+	}
+	if fileDiff != "" {
+		p.StructuredPatch, _ = json.Marshal(fileDiff)
+	}
+	return p
+}
+
 // toolStep maps a tool call, with the result Gemini recorded in it, to a
 // step (see Parse).
 func (p *parser) toolStep(id string, tc toolCall) store.Step {
@@ -54,17 +77,9 @@ func (p *parser) toolStep(id string, tc toolCall) store.Step {
 		if cwd := cmp.Or(a.DirPath, a.Directory); cwd != "" {
 			st.Payload.Cwd = adapters.Text(cwd)
 		}
-	case (tc.Name == "replace" || tc.Name == "edit" || tc.Name == "write_file") && filePath != "":
+	case IsEdit(tc.Name) && filePath != "":
 		st.Type = store.TypeEdit
-		st.Payload = store.Payload{Path: filePath, IsFullWrite: adapters.Bool(tc.Name == "write_file")}
-		if tc.Name == "write_file" {
-			st.Payload.NewString = adapters.Text(a.Content)
-		} else {
-			st.Payload.OldString, st.Payload.NewString = adapters.Text(a.OldString), adapters.Text(a.NewString)
-		}
-		if d.FileDiff != "" {
-			st.Payload.StructuredPatch, _ = json.Marshal(d.FileDiff)
-		}
+		st.Payload = EditPayload(tc.Name, filePath, a.Content, a.OldString, a.NewString, d.FileDiff)
 	case tc.Name == "read_file" && filePath != "" && store.FindImages(tc.Result) == nil:
 		// A read payload has no place for an image read (an inlineData
 		// part): that read stays an other step, with its result.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/geminicli"
 	"github.com/agentreview/service/store"
 )
 
@@ -179,17 +180,9 @@ func (p *parser) toolStep(id string, c *call, res *result) store.Step {
 		if res != nil {
 			st.Payload.Stdout = adapters.Text(cmp.Or(out, display))
 		}
-	case (c.name == "edit" || c.name == "replace" || c.name == "write_file") && path != "":
+	case geminicli.IsEdit(c.name) && path != "":
 		st.Type = store.TypeEdit
-		st.Payload = store.Payload{Path: path, IsFullWrite: adapters.Bool(c.name == "write_file")}
-		if c.name == "write_file" {
-			st.Payload.NewString = adapters.Text(a.Content)
-		} else {
-			st.Payload.OldString, st.Payload.NewString = adapters.Text(a.OldString), adapters.Text(a.NewString)
-		}
-		if diff.FileDiff != "" {
-			st.Payload.StructuredPatch, _ = json.Marshal(diff.FileDiff)
-		}
+		st.Payload = geminicli.EditPayload(c.name, path, a.Content, a.OldString, a.NewString, diff.FileDiff)
 	case c.name == "read_file" && path != "" && (res == nil || res.parts == nil):
 		st.Type = store.TypeRead
 		st.Payload = store.Payload{Path: path}
