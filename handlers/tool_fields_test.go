@@ -14,6 +14,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/claudecode"
+	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/store"
 )
 
@@ -235,4 +236,69 @@ func FuzzToolParts(f *testing.F) {
 			t.Fatalf("a line of %d bytes from a value's first %d", len(line), 4*lineChars)
 		}
 	})
+}
+
+// TestCopilotWebFetchAnswer: Copilot CLI's web_fetch, from the real
+// sample, shows as a fetch with its URL and the answer the tool returned
+// (its result's content), both read from the events file by the test.
+func TestCopilotWebFetchAnswer(t *testing.T) {
+	const events = "../adapters/copilotcli/testdata/session-state/96ef38f0-9d09-45c3-8124-6448c36090ed/events.jsonl"
+	f, err := os.Open(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var callID, url, answer string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e struct {
+			Type string
+			Data struct {
+				ToolCallID string `json:"toolCallId"`
+				ToolName   string `json:"toolName"`
+				Arguments  struct{ URL string }
+				Result     struct{ Content string }
+			}
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.Type == "tool.execution_start" && e.Data.ToolName == "web_fetch" && callID == "" {
+			callID, url = e.Data.ToolCallID, e.Data.Arguments.URL
+		}
+		if e.Type == "tool.execution_complete" && callID != "" && e.Data.ToolCallID == callID {
+			answer = e.Data.Result.Content
+		}
+	}
+	if url == "" || answer == "" {
+		t.Fatalf("the sample has no web_fetch with an answer (%q, %q)", url, answer)
+	}
+	s := newTestService(t)
+	if _, err := (&adapters.Importer{Store: s.store}).Run(context.Background(), copilotcli.Agent, []string{events}); err != nil {
+		t.Fatal(err)
+	}
+	const sid = "96ef38f0-9d09-45c3-8124-6448c36090ed"
+	d, err := s.store.Detail(context.Background(), sid, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	for _, st := range d.Steps {
+		if st.ID == callID || st.Payload.ToolName == "web_fetch" {
+			seq = st.Seq
+			break
+		}
+	}
+	doc, err := goquery.NewDocumentFromReader(s.get(fmt.Sprintf("/session/step?id=%s&seq=%d", sid, seq)).Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := doc.Find(`[data-testid="tool-fetch"]`)
+	if got := v.Find(`[data-testid="tool-field-URL"]`).Text(); got != url {
+		t.Errorf("web_fetch URL = %q; want %q", got, url)
+	}
+	if got := strings.TrimSpace(v.Find(`[data-testid="block-Answer"]`).Text()); !strings.Contains(got, answer) {
+		t.Errorf("web_fetch answer = %q; want the tool's %q", got, answer)
+	}
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -93,8 +94,7 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 	case "fetch":
 		field("URL", "url")
 		field("Prompt", "prompt")
-		answer := resultString(r.Result, "result")
-		result("Answer", answer)
+		result("Answer", cmp.Or(resultString(r.Result, "result"), resultString(r.Result, "content"))) // Claude Code's, Copilot CLI's
 		v.Result.Markdown = true
 	case "grep":
 		field("Pattern", "pattern", "regex", "query")
