@@ -22,7 +22,8 @@ func TestProcessesStartTogetherOnANewStore(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	bin := mustBuild(t)
-	for round := range 50 {
+	retries := 0
+	for round := 0; round < 50; round++ {
 		home := t.TempDir()
 		claudeTranscript(t, filepath.Join(home, ".claude"))
 		env := freshEnv(home)
@@ -32,8 +33,15 @@ func TestProcessesStartTogetherOnANewStore(t *testing.T) {
 		hook := startProc(t, env, bin, "hook")
 		hook.stdin(hookPayload("Stop", filepath.Join(home, ".claude", "projects", "-home-marco-projects-spotter", spotterSession+".jsonl")))
 
-		serve.waitFor(t, round, "service listening on")
-		capture.waitFor(t, round, "capturing into")
+		// A free port another test took between freePort and the bind is
+		// not what this test is about: the round runs again, on new ports.
+		if !serve.listening(t, round, "service listening on") || !capture.listening(t, round, "capturing into") {
+			if retries++; retries > 5 {
+				t.Fatalf("round %d: ports taken by others 5 times", round)
+			}
+			round--
+			continue
+		}
 		imp.waitExit(t, round, "imported 1 file: 1 session")
 		hook.waitExit(t, round, "")
 		if logged, err := os.ReadFile(filepath.Join(home, ".service", "hook.log")); err == nil {
@@ -104,16 +112,30 @@ func (p *runningProc) stdin(s string) {
 // wait of 15 s and some).
 func (p *runningProc) waitFor(t *testing.T, round int, want string) {
 	t.Helper()
+	if !p.listening(t, round, want) {
+		t.Fatalf("round %d: %s exited (%v) before it started; output:\n%s", round, p.name, p.err, p.out)
+	}
+}
+
+// listening is waitFor for a process that listens on a port it was given:
+// false, not a failure, when it exited because another process had taken
+// the port.
+func (p *runningProc) listening(t *testing.T, round int, want string) bool {
+	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for !strings.Contains(p.out.String(), want) {
 		select {
 		case <-p.exited:
+			if strings.Contains(p.out.String(), "address already in use") {
+				return false
+			}
 			t.Fatalf("round %d: %s exited (%v) before it started; output:\n%s", round, p.name, p.err, p.out)
 		case <-deadline:
 			t.Fatalf("round %d: %s has not printed %q after 20 s; output:\n%s", round, p.name, want, p.out)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	return true
 }
 
 // waitExit waits for the process to exit 0 having printed want.
