@@ -434,7 +434,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 		if err != nil {
 			return err
 		}
-		if q.hasWords && len(rows) > 0 {
+		if len(rows) > 0 {
 			rids := make([]int64, len(rows))
 			for i, r := range rows {
 				rids[i] = r.rid

@@ -503,3 +503,29 @@ func TestSnippetPastRole(t *testing.T) {
 		}
 	}
 }
+
+// TestSnippetWithoutWords: the snippet of a hit of filters alone is its
+// text's first 16 words, with what follows the last of them when the text
+// ends there, or … when more words follow.
+func TestSnippetWithoutWords(t *testing.T) {
+	words := func(n int) []string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = fmt.Sprintf("w%d", i)
+		}
+		return w
+	}
+	for _, c := range []struct{ text, want string }{
+		{"", ""},
+		{"go test ./...", "go test ./..."},
+		{strings.Join(words(16), " ") + ".", strings.Join(words(16), " ") + "."},
+		{strings.Join(words(17), " "), strings.Join(words(16), " ") + "…"},
+		{"user\nFix the failing test", "user\nFix the failing test"},
+		{strings.Join(words(1<<18), " "), strings.Join(words(16), " ") + "…"},
+	} {
+		got, matches := store.SearchSnippet(c.text, nil)
+		if got != c.want || len(matches) != 0 {
+			t.Errorf("SearchSnippet(%.40q, no words) = %q, %v; want %q and no matches", c.text, got, matches, c.want)
+		}
+	}
+}

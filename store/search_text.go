@@ -574,7 +574,10 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		}
 		find.add(text, start, end, folded, sentence)
 		nDoc++
-		return true
+		// Without words the window is the text's first nToken words:
+		// one more says whether there is more, and a long output is not
+		// read to its end.
+		return len(words) > 0 || nDoc <= nToken
 	})
 	find.finish()
 

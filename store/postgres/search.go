@@ -429,11 +429,11 @@ func wrapPage(base string, cursor bool, nargs int) string {
 	return sql + " ORDER BY ns DESC, pk DESC, seq, rid LIMIT $" + strconv.Itoa(nargs)
 }
 
-// checkRows reads the text of the rows that need it (every row when the
-// query has words, for its snippet; the rows to check in Go otherwise),
-// drops the rows whose text does not match, and makes the snippets. Each
-// text is let go once its row is done, so a page holds one of its texts
-// at a time.
+// checkRows reads the text of every row of a page, drops the rows whose
+// text does not match (those to check in Go), and makes the snippets: of
+// the query's words, or with filters alone the text's beginning, as
+// FTS5's snippet gives it. Each text is let go once its row is done, so a
+// page holds one of its texts at a time.
 func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
 	type checked struct {
 		match   bool
@@ -443,9 +443,6 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	inGo := map[int64]bool{}
 	var stepPKs, sessionPKs []int64
 	for _, r := range page {
-		if len(pq.Words) == 0 && !r.checkInGo {
-			continue
-		}
 		inGo[r.rid] = r.checkInGo
 		if r.rid < 0 {
 			sessionPKs = append(sessionPKs, -r.rid)
@@ -456,7 +453,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	done := map[int64]checked{}
 	check := func(rid int64, text string) {
 		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded)}
-		if c.match && len(pq.Words) > 0 {
+		if c.match {
 			c.snippet, c.matches = store.SearchSnippet(text, pq.Words)
 		}
 		done[rid] = c
@@ -489,7 +486,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		if r.checkInGo && (!ok || !c.match) {
 			continue
 		}
-		if len(pq.Words) > 0 && ok {
+		if ok {
 			r.hit.Snippet, r.hit.Matches = c.snippet, c.matches
 		}
 		kept = append(kept, r)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -209,6 +210,29 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 				t.Errorf("Search(%q) = %v; want %v", tc.q, got, want)
 			}
 		})
+	}
+}
+
+// A hit of filters alone shows the beginning of its step's text, as
+// FTS5's snippet() does when nothing in it matched: the first
+// snippetTokens (16) words, then … when there are more, and no matches.
+func testSearchFiltersSnippet(t *testing.T, s store.Backend) {
+	b := smallBatch("a")
+	var words []string
+	for i := range 30 {
+		words = append(words, fmt.Sprintf("w%02d", i))
+	}
+	b.Steps[1].Payload.Command = genPtr(strings.Join(words, " "))
+	mustApply(t, s, b)
+	for _, tc := range []struct{ q, want string }{
+		{"type:command", strings.Join(words[:16], " ") + "…"},
+		{"type:message", "user\n" + *b.Steps[0].Payload.Text},
+		{"type:read", b.Steps[3].Payload.Path},
+	} {
+		r := mustSearch(t, s, store.SearchQuery{Q: tc.q})
+		if len(r.Hits) != 1 || r.Hits[0].Snippet != tc.want || r.Hits[0].Matches == nil || len(r.Hits[0].Matches) != 0 {
+			t.Errorf("Search(%s) = %+v; want one hit with snippet %q and no matches", tc.q, r.Hits, tc.want)
+		}
 	}
 }
 
