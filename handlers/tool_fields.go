@@ -165,7 +165,14 @@ func eachToolPart(raw []byte, depth int, fn func(label, text string, isString bo
 				return nil
 			}
 		default:
+			at := dec.InputOffset()
 			tok, err := dec.ReadToken()
+			if k == '"' && errors.Is(err, io.ErrUnexpectedEOF) {
+				if text, ok := cutString(raw[at:]); ok {
+					fn(label(), text+"…", true)
+				}
+				return nil
+			}
 			if err != nil {
 				return ignoreCut(err)
 			}
@@ -176,6 +183,26 @@ func eachToolPart(raw []byte, depth int, fn func(label, text string, isString bo
 		path = path[:len(path)-1]
 	}
 	return nil
+}
+
+// cutString is the text of a JSON string cut short, from rest, what
+// follows its name (the colon, spaces, then the string's quote and its
+// first bytes, ending within the string, perhaps within an escape or a
+// character): the longest prefix that reads as a string once closed.
+func cutString(rest []byte) (string, bool) {
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || len(bytes.Trim(rest[:i], " \t\r\n:")) > 0 {
+		return "", false
+	}
+	rest = rest[i:]
+	// An escape is at most 6 bytes (\u0041) and a character 4: a prefix
+	// that does not read ends within one of them.
+	for end := len(rest); end > max(0, len(rest)-12); end-- {
+		if text, err := jsontext.AppendUnquote(nil, append(rest[:end:end], '"')); err == nil {
+			return string(text), true
+		}
+	}
+	return "", false
 }
 
 // ignoreCut is err, or nil when it says the text ended early (a prefix of

@@ -198,7 +198,12 @@ func TestToolInputLine(t *testing.T) {
 		{`{"q":"x","limit":10}`, "q: x, limit: 10"},
 		{`{"result":"only a result"}`, ""},
 		{`[1,2]`, ""},
-		{huge, ""}, // its first value is cut short in the bytes read: none
+		// A first value cut short in the bytes read reads as far as it goes,
+		// also when the cut is within an escape or a character.
+		{huge, "text: " + strings.Repeat("x", 4*lineChars-len(`{"input":{"text":"`)) + "…"},
+		{`{"q": "` + strings.Repeat(`\u00e9`, 200) + `"}`, "q: " + strings.Repeat("é", (4*lineChars-len(`{"q": "`))/6) + "…"},
+		{`{"q":"` + strings.Repeat("é", 400) + `"}`, "q: " + strings.Repeat("é", (4*lineChars-len(`{"q":"`))/2) + "…"},
+		{`{"q":` + strings.Repeat(" ", 1000) + `"x"}`, ""},
 	} {
 		if got := toolInputLine([]byte(c.raw)); got != c.want {
 			t.Errorf("toolInputLine(%.60q) = %.80q; want %.80q", c.raw, got, c.want)
