@@ -3,6 +3,7 @@ package handlers
 import (
 	"cmp"
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/agentreview/service/views"
@@ -25,10 +26,15 @@ type toolRaw struct {
 	Output json.RawMessage            `json:"output"`
 }
 
-// toolKind is what a tool is, by its name: todo, fetch, grep (a glob too:
-// a pattern in a folder), list, task, read or "".
+// toolKind is what a tool is, by its name: todo, fetch, search (of the
+// web, also an MCP server's: github-mcp-server-web_search), grep (a glob
+// too: a pattern in a folder), list, task, read or "".
 func toolKind(name string) string {
-	switch strings.ReplaceAll(strings.ToLower(name), "_", "") {
+	n := strings.ReplaceAll(strings.ToLower(name), "_", "")
+	if strings.HasSuffix(n, "websearch") {
+		return "search"
+	}
+	switch n {
 	case "todowrite", "todo", "updateplan", "updatetodos":
 		return "todo"
 	case "webfetch", "fetch":
@@ -96,6 +102,15 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 		field("Prompt", "prompt")
 		result("Answer", cmp.Or(resultString(r.Result, "result"), resultString(r.Result, "content"))) // Claude Code's, Copilot CLI's
 		v.Result.Markdown = true
+	case "search":
+		field("Query", "query")
+		var answer string
+		answer, v.Sources, v.MoreSources = webSearchResult(r.Result)
+		if answer == "" && len(v.Sources) == 0 {
+			return toolPartsView(raw, limit) // a result of another shape (Gemini CLI's parts), as it was recorded
+		}
+		result("Answer", answer)
+		v.Result.Markdown = true
 	case "grep":
 		field("Pattern", "pattern", "regex", "query")
 		field("In", "path", "directory")
@@ -117,7 +132,7 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 		result("Report", resultString(r.Result, "content"))
 		v.Result.Markdown = true
 	}
-	if len(v.Fields) == 0 && len(v.Todos) == 0 && v.Result.Label == "" {
+	if len(v.Fields) == 0 && len(v.Todos) == 0 && v.Result.Label == "" && len(v.Sources) == 0 {
 		return toolPartsView(raw, limit) // none of the values this tool's view reads
 	}
 	return v
@@ -141,6 +156,8 @@ func toolLine(name string, raw json.RawMessage) string {
 		return views.Plural(len(items), "todo") + ", " + views.Number(int64(done)) + " done"
 	case "fetch", "read", "list":
 		return oneLine(inputString(r.Input, "url") + inputString(r.Input, "file_path") + inputString(r.Input, "path"))
+	case "search":
+		return oneLine(inputString(r.Input, "query"))
 	case "grep":
 		return oneLine(inputString(r.Input, "pattern") + " " + inputString(r.Input, "path"))
 	case "task":
@@ -230,3 +247,79 @@ func resultLines(result json.RawMessage, key string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// maxSources is the most sources of a web search shown; the recorded value
+// has them all.
+const maxSources = 20
+
+// webSearchResult reads a web search's answer and the sources it names:
+// Claude Code's results, texts and lists of {title, url}; Copilot CLI's
+// content (or an MCP server's log), a JSON text {"text": {"value",
+// "annotations": [{"url_citation": {title, url}}]}}; else the result as
+// text (resultString). A source named twice is shown once; more counts
+// those past maxSources.
+func webSearchResult(result json.RawMessage) (answer string, sources []views.Link, more int) {
+	seen := map[string]bool{}
+	add := func(title, u string) {
+		l, ok := sourceLink(title, u)
+		if !ok || seen[l.URL] {
+			return
+		}
+		seen[l.URL] = true
+		if len(sources) == maxSources {
+			more++
+			return
+		}
+		sources = append(sources, l)
+	}
+	type page struct{ Title, URL string }
+	var claude struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if json.Unmarshal(result, &claude) == nil && len(claude.Results) > 0 {
+		var texts []string
+		for _, r := range claude.Results {
+			var text string
+			var found struct{ Content []page }
+			if json.Unmarshal(r, &text) == nil {
+				texts = append(texts, text)
+			} else if json.Unmarshal(r, &found) == nil {
+				for _, p := range found.Content {
+					add(p.Title, p.URL)
+				}
+			}
+		}
+		return strings.Join(texts, "\n\n"), sources, more
+	}
+	text := cmp.Or(resultString(result, "content"), resultString(result, "log"))
+	var copilot struct {
+		Text struct {
+			Value       *string `json:"value"`
+			Annotations []struct {
+				Citation page `json:"url_citation"`
+			} `json:"annotations"`
+		} `json:"text"`
+	}
+	if json.Unmarshal([]byte(text), &copilot) != nil || copilot.Text.Value == nil {
+		return text, nil, 0
+	}
+	for _, a := range copilot.Text.Annotations {
+		add(a.Citation.Title, a.Citation.URL)
+	}
+	return *copilot.Text.Value, sources, more
+}
+
+// sourceLink is a source's link: an http or https URL of at most
+// maxURLBytes, its title on one line (the URL when it has none).
+func sourceLink(title, raw string) (views.Link, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > maxURLBytes {
+		return views.Link{}, false
+	}
+	shown, _ := clip(oneLine(cmp.Or(title, raw)), lineChars)
+	return views.Link{Title: shown, URL: raw, Host: u.Hostname()}, true
+}
+
+// maxURLBytes is the longest URL linked: browsers take longer ones, but a
+// page of sources must stay small.
+const maxURLBytes = 2048

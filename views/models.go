@@ -297,18 +297,29 @@ type Block struct {
 }
 
 // ToolView is a common tool call shown for what it is: a todo list as a
-// checklist, a web fetch as its URL and prompt, a search as its pattern
-// and matches, a subagent task as its description and type. The step's
+// checklist, a web fetch as its URL and prompt, a web search as its query,
+// answer and sources, a search of files as its pattern and matches, a
+// subagent task as its description and type. The step's
 // recorded input stays one click away.
 type ToolView struct {
-	Kind   string // todo, fetch, grep, list, task, read; fields for any other tool
+	Kind   string // todo, fetch, search, grep, list, task, read; fields for any other tool
 	Fields []Field
 	Todos  []Todo
-	Result Block // matches, the fetched answer, the subagent's report
+	Result Block // matches, the fetched or searched answer, the subagent's report
+	// Sources are the pages a web search answered from; MoreSources how
+	// many more it named than are shown.
+	Sources     []Link
+	MoreSources int
 	// Blocks are the long parts of any other tool's value; MoreParts says
 	// it has more parts than are shown.
 	Blocks    []Block
 	MoreParts bool
+}
+
+// Link is a page an agent's tool named: its title (its URL when it has
+// none), its http or https URL and the URL's host.
+type Link struct {
+	Title, URL, Host string
 }
 
 // Todo is one item of an agent's todo list.
