@@ -23,6 +23,7 @@ import (
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
+	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
@@ -126,6 +127,7 @@ type watcher struct {
 // watchers are the agents followed by their files alone, by kind; their
 // folders are Capture.Roots.
 var watchers = map[string]watcher{
+	codex.Kind:      codexWatcher,
 	geminicli.Kind:  geminiWatcher,
 	copilotcli.Kind: copilotWatcher,
 	opencode.Kind:   opencodeWatcher,

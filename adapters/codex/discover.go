@@ -55,6 +55,14 @@ func Discover(roots []string) ([]adapters.Unit, []adapters.Problem) {
 	return units, problems
 }
 
+// SessionFile reports whether path is named as a rollout
+// (rollout-<time>-<id>.jsonl), the file Codex appends a session to, also
+// when it resumes it.
+func SessionFile(path string) bool {
+	base := filepath.Base(path)
+	return strings.HasPrefix(base, "rollout-") && strings.HasSuffix(base, ".jsonl")
+}
+
 // sessionID is the id in a rollout's session_meta (meta true), else the
 // uuid at the end of its name, else its name.
 func sessionID(path string) (id string, meta bool) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters/capture"
+	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
 	"github.com/agentreview/service/adapters/crush"
 	"github.com/agentreview/service/adapters/geminicli"
@@ -38,6 +39,10 @@ func (c *CaptureCmd) Run(e *env) error {
 		return err
 	}
 	cline, err := clineFolders()
+	if err != nil {
+		return err
+	}
+	codexDirs, err := codexFolders()
 	if err != nil {
 		return err
 	}
@@ -71,7 +76,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	// folder too large to watch (import reads it).
 	// Crush: the data dir of each project it has run in, as its
 	// projects.json lists them, a new one as it is added.
-	roots := map[string][]string{geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], qwencode.Kind: qwen}
+	roots := map[string][]string{codex.Kind: codexDirs, geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], qwencode.Kind: qwen}
 	follow := map[string]func() []string{crush.Kind: crush.ProjectDataDirs}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Follow: follow, Log: log}
 	srv := &http.Server{
@@ -85,6 +90,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  telemetry:   http://%s (OTLP/HTTP logs and metrics)\n", ln.Addr())
 	fmt.Fprintf(e.stdout, "  claude code: %v\n", claude)
 	fmt.Fprintf(e.stdout, "  cline:       %v\n", cline)
+	fmt.Fprintf(e.stdout, "  codex:       %v\n", codexDirs)
 	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
 	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
 	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])

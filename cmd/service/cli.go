@@ -21,7 +21,7 @@ type CLI struct {
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
 	Demo    DemoCmd    `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
 	Dev     DevCmd     `cmd:"" help:"Run the UI development server: pages from a running core, /api proxied to it."`
-	Capture CaptureCmd `cmd:"" help:"Capture live sessions: Claude Code telemetry on 127.0.0.1, and Claude Code and Cline files as they change."`
+	Capture CaptureCmd `cmd:"" help:"Capture live sessions: Claude Code telemetry on 127.0.0.1, and the files of Claude Code, Cline, Codex, Gemini CLI, Copilot CLI, opencode, Qwen Code and Crush as they change."`
 	Hook    HookCmd    `cmd:"" help:"What Claude Code's hooks run (hook JSON on stdin): brings the session up to date. Always exits 0, prints nothing."`
 	Hooks   HooksCmd   `cmd:"" help:"Install or uninstall the service's hooks and telemetry settings in Claude Code's settings file."`
 	Usage   UsageCmd   `cmd:"" help:"Print token usage and cost by day, week, month or session (estimated cost marked ≈)."`
