@@ -143,6 +143,7 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
 		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
 		Cost: cost(s.Metrics), Verdict: verdictView(s.Verdict),
+		FailedHref: sessionSearchHref(s.ID, "status:failed"), FlagsHref: sessionSearchHref(s.ID, "flag:*"),
 	}
 	if t, ok := store.ParseTimestamp(s.StartedAt); ok {
 		r.StartedDate = t.Format("2006-01-02 15:04")
@@ -154,4 +155,9 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		}
 	}
 	return r
+}
+
+// sessionSearchHref is the search page of query within one session.
+func sessionSearchHref(id, query string) string {
+	return "/search?" + url.Values{"q": {query}, "session": {id}}.Encode()
 }

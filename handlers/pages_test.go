@@ -208,3 +208,54 @@ func TestStepShowsPermissionWhenRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedAndFlaggedLinkToTheirSteps: a list row's "N failed" and "N
+// flags", and the session page's Failed count, link to the search of that
+// session's failed or flagged steps, which finds those steps of the batch
+// pushed, and none of another session with the same steps.
+func TestFailedAndFlaggedLinkToTheirSteps(t *testing.T) {
+	s := newTestService(t)
+	var wantFailed, wantFlagged []string
+	for _, sid := range []string{"links-a", "links-b"} {
+		b := newBatch(sid)
+		for _, st := range b["steps"].(arr) {
+			st := st.(obj)
+			switch st["seq"] {
+			case 2, 3:
+				st["outcome"] = "failed"
+			case 5:
+				st["flags"] = arr{obj{"kind": "secret_in_output", "severity": "warn", "reason": "a key"}}
+			}
+			if sid == "links-a" && st["outcome"] == "failed" {
+				wantFailed = append(wantFailed, fmt.Sprint(st["seq"]))
+			}
+			if sid == "links-a" && len(st["flags"].(arr)) > 0 {
+				wantFlagged = append(wantFlagged, fmt.Sprint(st["seq"]))
+			}
+		}
+		s.mustPush(b, http.StatusCreated)
+	}
+	hits := func(href string) []string {
+		t.Helper()
+		doc := mustDocument(t, s, href)
+		if ids := doc.Find(`[data-testid="search-group"]`).Map(func(_ int, g *goquery.Selection) string { return g.AttrOr("data-session-id", "") }); len(ids) != 1 || ids[0] != "links-a" {
+			t.Errorf("%s finds steps of sessions %v; want links-a's alone", href, ids)
+		}
+		return doc.Find(`[data-testid="search-hit"]`).Map(func(_ int, h *goquery.Selection) string { return h.AttrOr("data-seq", "") })
+	}
+	row := mustDocument(t, s, "/").Find(`[data-testid="session-row"]`).FilterFunction(func(_ int, r *goquery.Selection) bool {
+		return r.Find(`[data-testid="short-id"]`).Text() == shortID("links-a")
+	})
+	failed := row.Find(`a[data-testid="failed"]`).AttrOr("href", "")
+	if got := hits(failed); fmt.Sprint(got) != fmt.Sprint(wantFailed) {
+		t.Errorf("the row's failed link %q finds steps %v; want %v", failed, got, wantFailed)
+	}
+	flags := row.Find(`a.flags`).AttrOr("href", "")
+	if got := hits(flags); fmt.Sprint(got) != fmt.Sprint(wantFlagged) {
+		t.Errorf("the row's flags link %q finds steps %v; want %v", flags, got, wantFlagged)
+	}
+	card := mustDocument(t, s, "/session?id=links-a").Find(`[data-testid="summary-failed"] a`).AttrOr("href", "")
+	if card != failed {
+		t.Errorf("the session page's Failed links to %q; want %q", card, failed)
+	}
+}

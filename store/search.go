@@ -157,8 +157,8 @@ type query struct {
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = ?",
 	"status":    "st.outcome = ?",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE json_extract(value, '$.kind') = ?)",
-	"path":      "st.type IN ('edit', 'read') AND instr(json_extract(st.payload, '$.path'), ?) > 0", // the steps with a path
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))", // flag:* any kind
+	"path":      "st.type IN ('edit', 'read') AND instr(json_extract(st.payload, '$.path'), ?) > 0",                                 // the steps with a path
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state = ?",
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
@@ -172,7 +172,7 @@ var searchFilters = map[string]string{
 // problem. The language: words (found by their parts: auth.go,
 // handlers/auth.go), "exact phrases", prefix*, -excluded, and filters
 // key:value that also work alone: agent:, type: (one of the step types,
-// several with |), status: (the outcome), flag: (a flag kind), path: (part
+// several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
 // of a path), workspace: (part of the root), after: and before: (a date,
 // 2026-11-01, or an RFC 3339 time, on the session's start), verdict: and
 // owner: (the session's owner_id, a team server's user).
@@ -201,6 +201,9 @@ func ParseQuery(text string) (ParsedQuery, error) {
 	}
 	for _, t := range terms {
 		if key, value, ok := strings.Cut(t.text, ":"); ok && !t.quoted && !t.negated && slices.Contains(SearchFilterKeys, key) {
+			if key == "flag" && value == "" && t.prefix {
+				value = "*" // flag:*, a flag of any kind
+			}
 			if value == "" {
 				bad("filter %s: has no value", key)
 				continue

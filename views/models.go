@@ -119,7 +119,10 @@ type SessionRow struct {
 	Failed       int
 	RefOnly      int
 	Flags        int
-	Cost         string // "not recorded" when the session has no metrics
+	// FailedHref and FlagsHref search the session's failed and flagged
+	// steps (status:failed, flag:*).
+	FailedHref, FlagsHref string
+	Cost                  string // "not recorded" when the session has no metrics
 	// Usage is, for a session without metrics, the cost of its usage
 	// records (reported, estimated, unpriced), priced as Pricing says.
 	Usage   *UsageBar
@@ -154,6 +157,7 @@ type SessionView struct {
 	Steps        int
 	TurnCount    int
 	Failed       int
+	FailedHref   string // the search of its failed steps
 	RefOnly      int
 	Flags        int
 	Workspace    string

@@ -19,8 +19,8 @@ import (
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE f->>'kind' = $)",
-	"path":      "st.path IS NOT NULL AND strpos(st.path, $) > 0", // edits and reads (migration 007)
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
+	"path":      "st.path IS NOT NULL AND strpos(st.path, $) > 0",                                                                  // edits and reads (migration 007)
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state = $",
 	"type":      "st.type = ANY($::text[])",

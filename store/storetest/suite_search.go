@@ -144,6 +144,7 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 	b := smallBatch("b")
 	b.Session.Agent.Kind, b.Session.StartedAt, b.Session.Workspace.Root = "claude-code", "2026-11-05T10:00:00Z", "/src/project-b"
 	b.Steps[3].Payload.Path = "/src/project-b/README.md"
+	b.Steps[4].Flags = []store.Flag{{Kind: "secret_in_output", Severity: "warn", Reason: "a key"}}
 	mustApply(t, s, a)
 	mustApply(t, s, b)
 	if err := s.SetVerdict(bg, "b", store.Verdict{State: "needs_attention", Reviewer: "ann"}); err != nil {
@@ -172,6 +173,7 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 		}},
 		{"status:failed", func(b *store.Batch, st store.Step) bool { return st.Outcome == "failed" }},
 		{"flag:dangerous_command", func(b *store.Batch, st store.Step) bool { return hasFlag(st, "dangerous_command") }},
+		{"flag:*", func(b *store.Batch, st store.Step) bool { return len(st.Flags) > 0 }},
 		{"path:ws/main", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "ws/main") }},
 		{"path:README", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "README") }},
 		{"workspace:project-b type:read", func(b *store.Batch, st store.Step) bool {
