@@ -213,12 +213,15 @@ func TestToolInputLine(t *testing.T) {
 
 // FuzzToolParts: any recorded value, JSON or not, renders without a panic,
 // its parts within their number and, at a limit, their values within its
-// characters, and its timeline line from its first bytes only.
+// characters, and its timeline line from its first bytes only; and the
+// common tools' own views of it, a web search's sources within bounds.
 func FuzzToolParts(f *testing.F) {
 	for _, seed := range []string{
 		`{"input":{"task_id":"bd0afab","block":true,"timeout":120000},"result":{"task":{"output":"a\nb"}}}`,
 		`{"input":{"a":{"":1,"[0]":[null,false,1e3,"x"]}},"output":[{"functionResponse":{"response":{"output":"y"}}}]}`,
 		`{"":{"":{"":""}}}`, `{"a":"\ud800"}`, `{"a":`, `[]`, `"x"`, ``,
+		`{"input":{"query":"q"},"result":{"results":[{"content":[{"title":"t","url":"https://a.b/c"}]},"answer"]}}`,
+		`{"input":{"query":"q"},"output":{"content":"{\"text\":{\"value\":\"v\",\"annotations\":[{\"url_citation\":{\"title\":\"t\",\"url\":\"http://x\"}}]}}"}}`,
 	} {
 		f.Add([]byte(seed), 64)
 	}
@@ -239,6 +242,22 @@ func FuzzToolParts(f *testing.F) {
 		}
 		if line := toolInputLine(raw); len(line) > 2*4*lineChars {
 			t.Fatalf("a line of %d bytes from a value's first %d", len(line), 4*lineChars)
+		}
+		// A common tool's own view of the same value: a web search's
+		// sources within their number, each an http or https link.
+		if v := toolView("WebSearch", raw, limit); v != nil {
+			if len(v.Sources) > maxSources {
+				t.Fatalf("%d sources; at most %d", len(v.Sources), maxSources)
+			}
+			for _, l := range v.Sources {
+				if !strings.HasPrefix(l.URL, "http://") && !strings.HasPrefix(l.URL, "https://") || len(l.URL) > maxURLBytes {
+					t.Fatalf("a source links to %.80q", l.URL)
+				}
+			}
+		}
+		for _, name := range []string{"TodoWrite", "WebFetch", "Grep", "LS", "Task"} {
+			toolView(name, raw, limit)
+			toolLine(name, raw)
 		}
 	})
 }

@@ -200,6 +200,7 @@ func TestWebSearchSourcesBounded(t *testing.T) {
 		source{"again", "https://example.com/0"},
 		source{"script", "javascript:alert(1)"},
 		source{"data", "data:text/html,x"},
+		source{"scheme case", "HTTPS://example.com/upper"},
 		source{"long", "https://example.com/" + strings.Repeat("a", maxURLBytes)},
 	)
 	results[1].Title = "two\nlines " + strings.Repeat("t", 1000)

@@ -309,11 +309,12 @@ func webSearchResult(result json.RawMessage) (answer string, sources []views.Lin
 	return *copilot.Text.Value, sources, more
 }
 
-// sourceLink is a source's link: an http or https URL of at most
+// sourceLink is a source's link: an http:// or https:// URL of at most
 // maxURLBytes, its title on one line (the URL when it has none).
 func sourceLink(title, raw string) (views.Link, bool) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > maxURLBytes {
+	web := strings.HasPrefix(raw, "https://") || strings.HasPrefix(raw, "http://")
+	if err != nil || !web || u.Host == "" || len(raw) > maxURLBytes {
 		return views.Link{}, false
 	}
 	shown, _ := clip(oneLine(cmp.Or(title, raw)), lineChars)
