@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,6 +164,44 @@ func appendLines(t *testing.T, path string, lines ...string) {
 
 // waitFor polls cond until it holds or the deadline passes; the last
 // reason it gave is the failure message.
+// growsLive has capture follow an agent's root and writes a real session
+// file there as the agent would append to it: at path (its folders made
+// after the watch began), the first split lines of src, then the rest.
+// After each part the store must hold session sid with the steps the
+// adapter reads from what was written (steps).
+func growsLive(t *testing.T, kind, root, src, path, sid string, split int, steps func(path string) int) {
+	t.Helper()
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
+	h.c = &Capture{Store: h.st, Roots: map[string][]string{kind: {root}}, Debounce: 50 * time.Millisecond}
+	runCapture(t, h.c)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	save(t, path, []byte(strings.Join(lines[:split], "")))
+	first := steps(path)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		n := stepCount(t, h, sid)
+		return n == first, fmt.Sprintf("%d steps stored; want the first lines' %d", n, first)
+	})
+	appendLines(t, path, strings.TrimSuffix(strings.Join(lines[split:], ""), "\n"))
+	want := steps(src)
+	if want <= first {
+		t.Fatalf("the whole sample has %d steps, its first lines %d; the test shows no growth", want, first)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		n := stepCount(t, h, sid)
+		return n == want, fmt.Sprintf("%d steps stored after the append; want %d", n, want)
+	})
+}
+
 func waitFor(t *testing.T, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
