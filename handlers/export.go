@@ -90,8 +90,10 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	// empty it, so each piece scanned holds everything rendered before it.
 	out.templ = &templruntime.Buffer{}
 	out.templ.Reset(out)
+	session := sessionView(walk.d, 0, nil)
+	session.FailedHref, session.FlagsHref = "", "" // a file has no search to link to
 	p := views.ExportPage{
-		Session:   sessionView(walk.d, 0, nil),
+		Session:   session,
 		Turns:     walk.turns(ctx, out.flush),
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
 		Images:    walk.images,

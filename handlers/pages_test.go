@@ -210,9 +210,10 @@ func TestStepShowsPermissionWhenRecorded(t *testing.T) {
 }
 
 // TestFailedAndFlaggedLinkToTheirSteps: a list row's "N failed" and "N
-// flags", and the session page's Failed count, link to the search of that
+// flags", and the session page's Failed and Flags counts, link to the search of that
 // session's failed or flagged steps, which finds those steps of the batch
-// pushed, and none of another session with the same steps.
+// pushed, and none of another session with the same steps; the export, a
+// file, shows the counts without links.
 func TestFailedAndFlaggedLinkToTheirSteps(t *testing.T) {
 	s := newTestService(t)
 	var wantFailed, wantFlagged []string
@@ -254,8 +255,20 @@ func TestFailedAndFlaggedLinkToTheirSteps(t *testing.T) {
 	if got := hits(flags); fmt.Sprint(got) != fmt.Sprint(wantFlagged) {
 		t.Errorf("the row's flags link %q finds steps %v; want %v", flags, got, wantFlagged)
 	}
-	card := mustDocument(t, s, "/session?id=links-a").Find(`[data-testid="summary-failed"] a`).AttrOr("href", "")
-	if card != failed {
+	page := mustDocument(t, s, "/session?id=links-a")
+	if card := page.Find(`[data-testid="summary-failed"] a`).AttrOr("href", ""); card != failed {
 		t.Errorf("the session page's Failed links to %q; want %q", card, failed)
+	}
+	if card := page.Find(`[data-testid="summary-flags"] a`); card.AttrOr("href", "") != flags || card.Text() != fmt.Sprint(len(wantFlagged)) {
+		t.Errorf("the session page's Flags = %q linking to %q; want %d linking to %q", card.Text(), card.AttrOr("href", ""), len(wantFlagged), flags)
+	}
+	// The export is a file: its summary has the counts and no link.
+	rec := s.get("/api/sessions/links-a/export")
+	export, err := goquery.NewDocumentFromReader(rec.Body)
+	if rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("export = %d, %v", rec.Code, err)
+	}
+	if got := strings.TrimSpace(export.Find(`[data-testid="summary-failed"]`).Text()); got != fmt.Sprint(len(wantFailed)) || export.Find(`[data-testid="summary"] a[href*="/search"]`).Length() > 0 {
+		t.Errorf("the export's Failed = %q, with %d search links; want %d and none", got, export.Find(`[data-testid="summary"] a[href*="/search"]`).Length(), len(wantFailed))
 	}
 }

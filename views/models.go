@@ -158,6 +158,7 @@ type SessionView struct {
 	TurnCount    int
 	Failed       int
 	FailedHref   string // the search of its failed steps
+	FlagsHref    string // the search of its flagged steps
 	RefOnly      int
 	Flags        int
 	Workspace    string
