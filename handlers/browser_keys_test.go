@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -125,4 +126,47 @@ func TestBrowserKeys(t *testing.T) {
 	if v := p.TakeCSPViolations(); len(v) != 0 {
 		t.Errorf("CSP violations: %v", v)
 	}
+}
+
+// TestBrowserKeysNextProblem: e and E move through the timeline's failed
+// and flagged steps, in order from the step selected, and go round at
+// either end; j from there goes on from the step e selected.
+func TestBrowserKeysNextProblem(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	batch := manyTurns("keys-problems", 6, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC))
+	var want []string // the failed or flagged steps, in timeline order
+	for _, st := range batch["steps"].(arr) {
+		st := st.(obj)
+		switch st["seq"] {
+		case 2:
+			st["outcome"] = "failed"
+		case 5:
+			st["flags"] = arr{obj{"kind": "secret_in_output", "severity": "warn", "reason": "a key"}}
+		}
+		if st["outcome"] == "failed" || len(st["flags"].(arr)) > 0 {
+			want = append(want, fmt.Sprint("step-", st["seq"]))
+		}
+	}
+	s.mustPush(batch, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=keys-problems")
+	selected := func(what, id string) {
+		t.Helper()
+		p.WaitFor(what, `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === `+browsertest.JSString(id))
+	}
+	p.key("e")
+	selected("e selects the first failed or flagged step", want[0])
+	p.key("e")
+	selected("e selects the next", want[1])
+	p.key("e")
+	selected("e goes round to the first", want[0])
+	p.key("E")
+	selected("E goes round to the last", want[1])
+	p.key("E")
+	selected("E selects the one before", want[0])
+	p.key("j")
+	selected("j goes on from there", "step-3")
+	p.key("E")
+	selected("E from a step between them selects the one before it", want[0])
 }

@@ -1,7 +1,7 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
 // session's page), j/k move through list rows or timeline steps, Enter
-// opens, o/O expand/collapse all, [/] previous/next turn, g then s
-// sessions, ? the list of shortcuts. None fires while typing
+// opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
+// failed or flagged step, g then s sessions, ? the list of shortcuts. None fires while typing
 // in a field, with a modifier held, or while a dialog is open.
 (function () {
   'use strict';
@@ -66,6 +66,18 @@
     t.scrollIntoView({ block: 'start' });
   }
 
+  // problem moves to the next (+1) or previous (-1) failed or flagged step
+  // of the timeline from the current step (from the top without one),
+  // going round at either end.
+  function problem(by) {
+    const steps = items();
+    const problems = steps.filter(function (s) { return s.hasAttribute('data-problem'); });
+    if (problems.length === 0) return;
+    const at = steps.indexOf(current());
+    const after = problems.filter(function (s) { return by > 0 ? steps.indexOf(s) > at : at >= 0 && steps.indexOf(s) < at; });
+    select(by > 0 ? (after[0] || problems[0]) : (after[after.length - 1] || problems[problems.length - 1]));
+  }
+
   function typing(el) {
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
@@ -108,6 +120,8 @@
       case 'O': click('collapse-all'); break;
       case '[': turn(-1); break;
       case ']': turn(1); break;
+      case 'e': problem(1); break;
+      case 'E': problem(-1); break;
       case 'g': pendingG = true; break;
       case '?': document.getElementById('keys-dialog').showModal(); break;
       default: done = false;
