@@ -252,3 +252,18 @@ func TestWebSearchOfAnotherShape(t *testing.T) {
 		t.Errorf("toolLine = %q; want the query", got)
 	}
 }
+
+// TestWebSearchOfCodex: Codex records its web search call whole, with
+// the query in its action and no result (adapters/codex keeps it as
+// {"item": ...}): the view shows the query, and the line reads it.
+func TestWebSearchOfCodex(t *testing.T) {
+	const query = "openai codex github"
+	raw := json.RawMessage(`{"item":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"` + query + `"}}}`)
+	v := toolView("web_search", raw, 0)
+	if v == nil || v.Kind != "search" || len(v.Fields) != 1 || v.Fields[0].Value.Shown != query || v.Result.Label != "" {
+		t.Fatalf("toolView = %+v; want a search of %q with no answer", v, query)
+	}
+	if got := toolLine("web_search", raw); got != query {
+		t.Errorf("toolLine = %q; want %q", got, query)
+	}
+}

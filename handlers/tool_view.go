@@ -103,11 +103,15 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 		result("Answer", cmp.Or(resultString(r.Result, "result"), resultString(r.Result, "content"))) // Claude Code's, Copilot CLI's
 		v.Result.Markdown = true
 	case "search":
-		field("Query", "query")
+		query := webSearchQuery(r.Input)
 		var answer string
 		answer, v.Sources, v.MoreSources = webSearchResult(r.Result)
-		if answer == "" && len(v.Sources) == 0 {
+		if answer == "" && len(v.Sources) == 0 && (query == "" || (len(r.Result) > 0 && string(r.Result) != "null")) {
 			return toolPartsView(raw, limit) // a result of another shape (Gemini CLI's parts), as it was recorded
+		}
+		if query != "" {
+			shown, more := clip(query, limit)
+			v.Fields = append(v.Fields, views.Field{Label: "Query", Value: views.Text{Shown: shown, More: more}})
 		}
 		result("Answer", answer)
 		v.Result.Markdown = true
@@ -157,7 +161,7 @@ func toolLine(name string, raw json.RawMessage) string {
 	case "fetch", "read", "list":
 		return oneLine(inputString(r.Input, "url") + inputString(r.Input, "file_path") + inputString(r.Input, "path"))
 	case "search":
-		return oneLine(inputString(r.Input, "query"))
+		return oneLine(webSearchQuery(r.Input))
 	case "grep":
 		return oneLine(inputString(r.Input, "pattern") + " " + inputString(r.Input, "path"))
 	case "task":
@@ -246,6 +250,22 @@ func resultLines(result json.RawMessage, key string) string {
 		return ""
 	}
 	return strings.Join(lines, "\n")
+}
+
+// webSearchQuery is a web search's query: its input's, or that of the
+// call Codex recorded whole ({"item": {"action": {"query"}}}; it records
+// no result).
+func webSearchQuery(in map[string]json.RawMessage) string {
+	if q := inputString(in, "query"); q != "" {
+		return q
+	}
+	var item struct {
+		Action struct {
+			Query string `json:"query"`
+		} `json:"action"`
+	}
+	_ = json.Unmarshal(in["item"], &item)
+	return item.Action.Query
 }
 
 // maxSources is the most sources of a web search shown; the recorded value
