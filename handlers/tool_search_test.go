@@ -229,27 +229,59 @@ func TestWebSearchSourcesBounded(t *testing.T) {
 	}
 }
 
-// TestWebSearchOfAnotherShape: a web search whose result has neither
-// shape the view reads (Gemini CLI's functionResponse parts) shows its
-// value's parts, its answer among them, as any other tool.
-func TestWebSearchOfAnotherShape(t *testing.T) {
+// TestWebSearchOfGemini: Gemini CLI records a call's result as its
+// functionResponse parts: the web search shows the query and the parts'
+// output as its answer.
+func TestWebSearchOfGemini(t *testing.T) {
 	raw := json.RawMessage(`{"input":{"query":"q"},"output":[{"functionResponse":{"name":"google_web_search","response":{"output":"Web search results for \"q\":\n\nthe answer"}}}]}`)
 	v := toolView("google_web_search", raw, 0)
-	if v == nil || v.Kind != "fields" || len(v.Blocks)+len(v.Fields) < 2 {
-		t.Fatalf("toolView = %+v; want the parts of the value", v)
-	}
-	found := false
-	for _, b := range v.Blocks {
-		found = found || strings.Contains(b.Text.Shown, "the answer")
-	}
-	for _, f := range v.Fields {
-		found = found || strings.Contains(f.Value.Shown, "the answer")
-	}
-	if !found {
-		t.Errorf("toolView = %+v; want the answer among its parts", v)
+	if v == nil || v.Kind != "search" || len(v.Fields) != 1 || v.Fields[0].Value.Shown != "q" || v.Result.Text.Shown != "Web search results for \"q\":\n\nthe answer" {
+		t.Fatalf("toolView = %+v; want the query and the parts' output", v)
 	}
 	if got := toolLine("google_web_search", raw); got != "q" {
 		t.Errorf("toolLine = %q; want the query", got)
+	}
+}
+
+// TestResultStringOfGeminiParts: the text of a Gemini CLI call's result,
+// its functionResponse parts, is their output, for every call of the real
+// sample (read from the file by the test, as the adapter keeps it).
+func TestResultStringOfGeminiParts(t *testing.T) {
+	const file = "../adapters/geminicli/testdata/tmp/9da8b3dfb8655182ac1f0e66601c367e34f8d18447a29759eeba4d7e45dc60ea/chats/gemini.jsonl"
+	calls := 0
+	eachJSONLine(t, file, func(line []byte) {
+		var rec struct {
+			ToolCalls []struct {
+				Result json.RawMessage
+			} `json:"toolCalls"`
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			return
+		}
+		for _, tc := range rec.ToolCalls {
+			var parts []map[string]any
+			if json.Unmarshal(tc.Result, &parts) != nil || len(parts) == 0 {
+				continue
+			}
+			var want []string
+			for _, p := range parts {
+				fr, _ := p["functionResponse"].(map[string]any)
+				resp, _ := fr["response"].(map[string]any)
+				if out, ok := resp["output"].(string); ok {
+					want = append(want, out)
+				}
+			}
+			if len(want) == 0 {
+				continue
+			}
+			calls++
+			if got := resultString(tc.Result, "content"); got != strings.Join(want, "\n") {
+				t.Errorf("resultString(call %d) = %.80q; want %.80q", calls, got, strings.Join(want, "\n"))
+			}
+		}
+	})
+	if calls == 0 {
+		t.Fatal("the sample has no call with a functionResponse output")
 	}
 }
 

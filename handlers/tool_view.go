@@ -209,12 +209,29 @@ func todos(in map[string]json.RawMessage) []views.Todo {
 }
 
 // resultString is a tool's result as text: the result itself when it is a
-// string, else its field key when that is a string, or the text blocks of
+// string, the outputs of Gemini CLI's (and Qwen Code's) functionResponse
+// parts, else its field key when that is a string, or the text blocks of
 // a content array ([{"type": "text", "text": ...}]).
 func resultString(result json.RawMessage, key string) string {
 	var s string
 	if json.Unmarshal(result, &s) == nil {
 		return s
+	}
+	var parts []struct {
+		FunctionResponse struct {
+			Response struct {
+				Output *string `json:"output"`
+			} `json:"response"`
+		} `json:"functionResponse"`
+	}
+	if json.Unmarshal(result, &parts) == nil {
+		var outs []string
+		for _, p := range parts {
+			if o := p.FunctionResponse.Response.Output; o != nil {
+				outs = append(outs, *o)
+			}
+		}
+		return strings.Join(outs, "\n")
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(result, &obj) != nil {
