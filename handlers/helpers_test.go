@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -205,4 +207,22 @@ func stepsOnly(sid string, steps ...any) obj {
 	delete(b, "turns")
 	b["steps"] = arr(steps)
 	return b
+}
+
+// eachJSONLine calls fn with each line of a JSON Lines file.
+func eachJSONLine(t *testing.T, path string, fn func(line []byte)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		fn(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -267,15 +267,8 @@ func FuzzToolParts(f *testing.F) {
 // (its result's content), both read from the events file by the test.
 func TestCopilotWebFetchAnswer(t *testing.T) {
 	const events = "../adapters/copilotcli/testdata/session-state/96ef38f0-9d09-45c3-8124-6448c36090ed/events.jsonl"
-	f, err := os.Open(events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var callID, url, answer string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
+	eachJSONLine(t, events, func(line []byte) {
 		var e struct {
 			Type string
 			Data struct {
@@ -285,8 +278,8 @@ func TestCopilotWebFetchAnswer(t *testing.T) {
 				Result     struct{ Content string }
 			}
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
+		if json.Unmarshal(line, &e) != nil {
+			return
 		}
 		if e.Type == "tool.execution_start" && e.Data.ToolName == "web_fetch" && callID == "" {
 			callID, url = e.Data.ToolCallID, e.Data.Arguments.URL
@@ -294,7 +287,7 @@ func TestCopilotWebFetchAnswer(t *testing.T) {
 		if e.Type == "tool.execution_complete" && callID != "" && e.Data.ToolCallID == callID {
 			answer = e.Data.Result.Content
 		}
-	}
+	})
 	if url == "" || answer == "" {
 		t.Fatalf("the sample has no web_fetch with an answer (%q, %q)", url, answer)
 	}

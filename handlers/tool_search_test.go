@@ -1,12 +1,10 @@
 package handlers
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -167,24 +165,6 @@ func checkWebSearch(t *testing.T, agent adapters.Agent, file, tool, query, answe
 			t.Errorf("source %d = %q %q; want %q %q", i, a.Text(), href, want[i].Title, want[i].URL)
 		}
 	})
-}
-
-// eachJSONLine calls fn with each line of a JSON Lines file.
-func eachJSONLine(t *testing.T, path string, fn func(line []byte)) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		fn(sc.Bytes())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestWebSearchSourcesBounded: a search that names many sources shows
