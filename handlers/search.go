@@ -82,6 +82,13 @@ func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			p.EverywhereHref = "/search?" + url.Values{"q": {p.Query}}.Encode()
 		}
 		if p.Query == "" {
+			for _, e := range searchExamples {
+				u := url.Values{"q": {e.query}}
+				if p.Session != "" {
+					u.Set("session", p.Session)
+				}
+				p.Examples = append(p.Examples, views.SearchExample{Query: e.query, Href: "/search?" + u.Encode(), Finds: e.finds})
+			}
 			render(w, r, log, http.StatusOK, views.Search(p))
 			return
 		}
@@ -112,6 +119,16 @@ func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		}
 		render(w, r, log, http.StatusOK, views.Search(p))
 	})
+}
+
+// searchExamples are the queries the page without one offers to start
+// from, each with what it finds.
+var searchExamples = []struct{ query, finds string }{
+	{"status:failed", "failed steps"},
+	{"flag:*", "flagged steps"},
+	{"type:command status:failed", "failed commands"},
+	{"type:edit", "edits"},
+	{`"rm -rf"`, "a phrase, in any step"},
 }
 
 // pageHits is how many hits a page of /search shows.

@@ -260,3 +260,54 @@ func TestSearchOutOfTime(t *testing.T) {
 		t.Errorf("GET /search with no time = %d, %q; want 400 saying it took too long", rec.Code, p)
 	}
 }
+
+// TestSearchPageExamples: the search page without a query offers queries
+// to start from, each a valid search that finds what it says (a twin
+// session's steps are not found when the page searches one session).
+func TestSearchPageExamples(t *testing.T) {
+	s := newTestService(t)
+	for _, sid := range []string{"examples-a", "examples-b"} {
+		b := newBatch(sid)
+		for _, st := range b["steps"].(arr) {
+			st := st.(obj)
+			if st["seq"] == 2 {
+				st["outcome"] = "failed"
+				st["flags"] = arr{obj{"kind": "dangerous_command", "severity": "warn", "reason": "rm"}}
+				st["payload"].(obj)["command"] = "rm -rf build"
+			}
+		}
+		s.mustPush(b, http.StatusCreated)
+	}
+	for _, page := range []string{"/search", "/search?session=examples-a"} {
+		links := mustDocument(t, s, page).Find(`[data-testid="search-examples"] a`)
+		if links.Length() != len(searchExamples) {
+			t.Fatalf("%s offers %d examples; want %d", page, links.Length(), len(searchExamples))
+		}
+		links.Each(func(i int, a *goquery.Selection) {
+			href := a.AttrOr("href", "")
+			u, err := url.Parse(href)
+			if err != nil || u.Query().Get("q") != searchExamples[i].query || u.Query().Get("session") != mustParseQuery(t, page).Get("session") {
+				t.Errorf("example %d links to %q; want the search of %q on %s's scope", i, href, searchExamples[i].query, page)
+				return
+			}
+			doc := mustDocument(t, s, href) // 200: a valid query
+			groups := doc.Find(`[data-testid="search-group"]`)
+			want := 2
+			if strings.Contains(page, "session=") {
+				want = 1
+			}
+			if groups.Length() != want || doc.Find(`[data-testid="search-hit"]`).Length() == 0 {
+				t.Errorf("%s finds %d sessions; want %d, each with hits", href, groups.Length(), want)
+			}
+		})
+	}
+}
+
+func mustParseQuery(t *testing.T, page string) url.Values {
+	t.Helper()
+	u, err := url.Parse(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query()
+}

@@ -4,16 +4,23 @@ package views
 // malformed, and the hits grouped by session, newest first.
 type SearchPage struct {
 	Query          string
-	Session        string // the one session searched; empty for every session
-	SessionHref    string // its page
-	EverywhereHref string // the same query over every session
-	Problem        string // why the query was refused; empty when it ran
-	Searched       bool   // a query ran (the page without q shows only the help)
+	Session        string          // the one session searched; empty for every session
+	SessionHref    string          // its page
+	EverywhereHref string          // the same query over every session
+	Problem        string          // why the query was refused; empty when it ran
+	Searched       bool            // a query ran (the page without q shows the help and Examples)
+	Examples       []SearchExample // queries to start from, on the page without q
 	Groups         []SearchGroup
 	NextHref       string // the next page of hits; empty at the end
 	Partial        bool   // the search stopped at its time limit, Budget, before the page was full
 	Budget         string
 	Demo           bool
+}
+
+// SearchExample is a query the search page offers to start from: the
+// query, its search and what it finds.
+type SearchExample struct {
+	Query, Href, Finds string
 }
 
 // SearchGroup is one session's hits.
