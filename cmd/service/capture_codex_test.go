@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/codex"
-	"github.com/agentreview/service/store"
 )
 
 // TestCaptureCodexBinary runs the real binary's `capture` with $CODEX_HOME
@@ -18,13 +14,7 @@ import (
 // started, in a day's folder made then, is stored with every step the
 // adapter reads from it.
 func TestCaptureCodexBinary(t *testing.T) {
-	bin := mustBuild(t)
-	home := t.TempDir()
-	codexHome := filepath.Join(home, "codex")
-	db := filepath.Join(home, "s.db")
-	env := append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome)
-	p := startProc(t, env, bin, "capture", "--db", db, "--otlp-port", fmt.Sprint(freePort(t)))
-	p.waitFor(t, 1, "codex:       ["+filepath.Join(codexHome, "sessions"))
+	codexHome, waitSteps := captureBinary(t, "CODEX_HOME", "codex:      ", "sessions")
 
 	const src = "../../adapters/codex/testdata/agentlogs_crud_rollout.jsonl"
 	units, problems := codex.Discover([]string{src})
@@ -49,20 +39,5 @@ func TestCaptureCodexBinary(t *testing.T) {
 	if err := os.WriteFile(rollout, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d, err := st.Detail(context.Background(), sid, store.DetailQuery{})
-		if err == nil && len(d.Steps) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session has %d steps (%v); want %d; capture said:\n%s", len(d.Steps), err, want, p.out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitSteps(sid, want)
 }
