@@ -502,7 +502,7 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .mode { font-weight: normal; font-size: 12px; color: #6b7385; margin-left: .4rem; }
 .step { border-bottom: 1px solid #eef0f5; padding: .15rem 0; } summary { cursor: pointer; }
 .seq { color: #6b7385; display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
-.status.ok { color: #17803d; } .status.failed, .failed { color: #b42318; } .status.ref { color: #8a6d00; } .flag { color: #b42318; margin-left: .4rem; }
+.status.ok { color: #17803d; } .status.failed, .failed, .flagged { color: #b42318; } .status.ref { color: #8a6d00; } .flag { color: #b42318; margin-left: .4rem; }
 .detail { padding: .4rem 0 .6rem 3rem; } pre { white-space: pre-wrap; word-break: break-word; background: #f7f8fb; padding: .4rem; margin: .2rem 0; }
 .block .label { color: #6b7385; margin-top: .4rem; } .sources ol { margin: .2rem 0; padding-left: 1.6rem; } .sources li { overflow-wrap: anywhere; } .sources .host { color: #6b7385; margin-left: .4rem; } .diff .dl { display: block; } .dl.add { background: #e6f4ea; color: #17803d; } .dl.del { background: #fce8e6; color: #b42318; } .dl.hunk { color: #6b7385; }
 .sev-danger { color: #b42318; } .sev-warn { color: #8a6d00; }
