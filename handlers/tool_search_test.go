@@ -170,7 +170,8 @@ func checkWebSearch(t *testing.T, agent adapters.Agent, file, tool, query, answe
 // TestWebSearchSourcesBounded: a search that names many sources shows
 // maxSources of them and counts the rest; a source named twice shows once;
 // a URL that is not http or https, or is longer than maxURLBytes, is not
-// linked; a title shows on one line of at most lineChars.
+// linked, and one whose scheme is in capitals is; a title shows on one
+// line of at most lineChars.
 func TestWebSearchSourcesBounded(t *testing.T) {
 	var results []source
 	for i := range 100 {
@@ -193,8 +194,16 @@ func TestWebSearchSourcesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := toolView("WebSearch", raw, 0)
-	if v == nil || v.Kind != "search" || len(v.Sources) != maxSources || v.MoreSources != 100-maxSources {
-		t.Fatalf("toolView = %+v; want a search with %d sources and %d more", v, maxSources, 100-maxSources)
+	if v == nil || v.Kind != "search" || len(v.Sources) != maxSources || v.MoreSources != 101-maxSources {
+		t.Fatalf("toolView = %+v; want a search with %d sources and %d more", v, maxSources, 101-maxSources)
+	}
+	if l, ok := sourceLink("", "HTTPS://example.com/upper"); !ok || l.Host != "example.com" {
+		t.Errorf("sourceLink of HTTPS:// = %+v, %v; want it linked", l, ok)
+	}
+	for _, u := range []string{"javascript:alert(1)", "data:text/html,x", "https:example.com", "https:///path", "ftp://example.com/"} {
+		if l, ok := sourceLink("", u); ok {
+			t.Errorf("sourceLink(%q) = %+v; want no link", u, l)
+		}
 	}
 	for i, l := range v.Sources {
 		if l.URL != results[i].URL || l.Host != "example.com" || strings.Contains(l.Title, "\n") || len([]rune(l.Title)) > lineChars+1 {

@@ -347,11 +347,12 @@ func webSearchResult(result json.RawMessage) (answer string, sources []views.Lin
 }
 
 // sourceLink is a source's link: an http:// or https:// URL of at most
-// maxURLBytes, its title on one line (the URL when it has none).
+// maxURLBytes, its title on one line (the URL when it has none). The
+// scheme is read as url.Parse reads it, in any case (HTTPS:// too).
 func sourceLink(title, raw string) (views.Link, bool) {
 	u, err := url.Parse(raw)
-	web := strings.HasPrefix(raw, "https://") || strings.HasPrefix(raw, "http://")
-	if err != nil || !web || u.Host == "" || len(raw) > maxURLBytes {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(raw) > maxURLBytes ||
+		!strings.HasPrefix(raw[len(u.Scheme):], "://") {
 		return views.Link{}, false
 	}
 	shown, _ := clip(oneLine(cmp.Or(title, raw)), lineChars)
