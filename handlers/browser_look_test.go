@@ -334,7 +334,7 @@ func browserDisabled(t *testing.T, b *browser) {
 }
 
 // browserScreenshots writes the screenshots of docs/screenshots (list,
-// session, diff, message, tools, search, usage) when
+// session, diff, message, tools, search, export, usage) when
 // SERVICE_SCREENSHOTS names a folder.
 func browserScreenshots(t *testing.T, b *browser) {
 	dir := os.Getenv("SERVICE_SCREENSHOTS")
@@ -370,6 +370,13 @@ func browserScreenshots(t *testing.T, b *browser) {
 		p.WaitFor("the hits show", `document.querySelector('mark') !== null`)
 		shot("search" + suffix)
 	})
+	// The exported report of the showcase session, opened as a file.
+	exp := s.get("/api/sessions/" + showcaseID + "/export")
+	if exp.Code != http.StatusOK {
+		t.Fatalf("export = %d", exp.Code)
+	}
+	p = openExport(t, b, exp.Body.String())
+	p.eachLook(func(suffix string) { p.Shoot(dir, "export"+suffix) })
 	// The usage page: the sessions above came over the ingest API, which
 	// carries no usage records, so it shows imported transcripts' instead.
 	u, period := usageLookService(t)

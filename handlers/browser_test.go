@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1073,14 +1074,7 @@ func browserExportCSP(t *testing.T, b *browser) {
 		t.Fatalf("export = %d", rec.Code)
 	}
 	file := strings.Replace(rec.Body.String(), "</body>", `<script>document.title = "script ran"</script></body>`, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, file) // as a browser opens the downloaded file: no headers of the service
-	}))
-	t.Cleanup(srv.Close)
-	p := b.newTab(t, srv.URL)
-	p.Do("open the exported file", chromedp.Navigate(srv.URL))
-	p.WaitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
+	p := openExport(t, b, file)
 	if title := evalJS[string](p, `document.title`); title == "script ran" {
 		t.Error("a script in the exported file ran")
 	}
@@ -1089,6 +1083,35 @@ func browserExportCSP(t *testing.T, b *browser) {
 	if len(refused) != 1 || !strings.Contains(refused[0], "inline script") {
 		t.Errorf("CSP violations = %q; want the one injected inline script refused", refused)
 	}
+	// The file follows the reader's colour scheme, as the app does: dark
+	// text on a light page, light text on a dark one.
+	for _, scheme := range []string{"light", "dark"} {
+		p.Emulate(1280, 800, scheme)
+		c := evalJS[[2]float64](p, `(function(){
+			const lum = c => { const [r, g, b] = c.match(/\d+/g).map(Number); return 0.2126*r + 0.7152*g + 0.0722*b; };
+			const s = getComputedStyle(document.body);
+			return [lum(s.color), lum(s.backgroundColor)];
+		})()`)
+		if text, page := c[0], c[1]; (scheme == "light") != (text < page) || math.Abs(text-page) < 100 {
+			t.Errorf("%s: the export's text luminance %.0f on a page of %.0f; want %s text, far apart", scheme, text, page,
+				map[string]string{"light": "dark", "dark": "light"}[scheme])
+		}
+	}
+}
+
+// openExport opens an exported file as a browser opens the downloaded
+// file: served with no headers of the service, its own policy only.
+func openExport(t *testing.T, b *browser, file string) *tab {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, file)
+	}))
+	t.Cleanup(srv.Close)
+	p := b.newTab(t, srv.URL)
+	p.Do("open the exported file", chromedp.Navigate(srv.URL))
+	p.WaitFor("the export's style sheet applies", `document.readyState === 'complete' && getComputedStyle(document.body).maxWidth === '1100px'`)
+	return p
 }
 
 // browserDemo: the demo shows no delete button and refuses ingest.

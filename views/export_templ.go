@@ -13,6 +13,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
+
+	"github.com/agentreview/service/static"
 )
 
 // Export is the redacted session report: one self-contained file with
@@ -41,7 +43,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.CSP()).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 18, Col: 63}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 20, Col: 63}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 		if templ_7745c5c3_Err != nil {
@@ -54,7 +56,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var3 string
 		templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(p.Session.ID)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 19, Col: 32}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 21, Col: 32}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 		if templ_7745c5c3_Err != nil {
@@ -83,7 +85,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var4 string
 		templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(p.Session.AgentKind)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 25, Col: 62}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 27, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 		if templ_7745c5c3_Err != nil {
@@ -96,7 +98,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var5 string
 		templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(p.Session.AgentVersion)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 25, Col: 96}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 27, Col: 96}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 		if templ_7745c5c3_Err != nil {
@@ -109,7 +111,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var6 string
 		templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(p.Session.ID)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 25, Col: 130}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 27, Col: 130}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 		if templ_7745c5c3_Err != nil {
@@ -122,7 +124,7 @@ func Export(p ExportPage) templ.Component {
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(p.Generated)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 25, Col: 165}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 27, Col: 165}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {
@@ -170,7 +172,7 @@ func Export(p ExportPage) templ.Component {
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatInt(t.Number, 10))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 39, Col: 45}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 41, Col: 45}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 			if templ_7745c5c3_Err != nil {
@@ -188,7 +190,7 @@ func Export(p ExportPage) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(t.Mode)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 41, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 43, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -257,7 +259,7 @@ func Export(p ExportPage) templ.Component {
 					var templ_7745c5c3_Var12 string
 					templ_7745c5c3_Var12, templ_7745c5c3_Err = templruntime.NewAttributeExpression(s.ActorType).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 51, Col: 106}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 53, Col: 106}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var12)
 					if templ_7745c5c3_Err != nil {
@@ -270,7 +272,7 @@ func Export(p ExportPage) templ.Component {
 					var templ_7745c5c3_Var13 string
 					templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression(s.ActorID).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 51, Col: 134}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 53, Col: 134}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 					if templ_7745c5c3_Err != nil {
@@ -308,7 +310,7 @@ func Export(p ExportPage) templ.Component {
 					var templ_7745c5c3_Var14 string
 					templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(s.ActorLabel)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 54, Col: 69}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 56, Col: 69}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 					if templ_7745c5c3_Err != nil {
@@ -397,7 +399,7 @@ func manifest(rows []ManifestRow) templ.Component {
 				var templ_7745c5c3_Var16 string
 				templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(m.Rule)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 82, Col: 17}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 84, Col: 17}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 				if templ_7745c5c3_Err != nil {
@@ -410,7 +412,7 @@ func manifest(rows []ManifestRow) templ.Component {
 				var templ_7745c5c3_Var17 string
 				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(Number(int64(m.Count)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 83, Col: 33}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 85, Col: 33}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 				if templ_7745c5c3_Err != nil {
@@ -424,7 +426,7 @@ func manifest(rows []ManifestRow) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(m.Kept), "value"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 86, Col: 37}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 88, Col: 37}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -448,7 +450,7 @@ func manifest(rows []ManifestRow) templ.Component {
 						var templ_7745c5c3_Var19 string
 						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(k)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 91, Col: 17}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/export.templ`, Line: 93, Col: 17}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 						if templ_7745c5c3_Err != nil {
@@ -490,32 +492,36 @@ func cssHash(css string) string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
-const exportCSS = `
-body { margin: 0 auto; max-width: 1100px; padding: 1.5rem; font: 14px/1.45 system-ui, sans-serif; color: #1d2330; }
+var exportCSS = static.Palette + `
+a { color: var(--accent); }
+body { margin: 0 auto; background: var(--surface); max-width: 1100px; padding: 1.5rem; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); }
 h1 { font-size: 1.3rem; margin: 0 0 .3rem; } h2 { font-size: 1.05rem; margin: 1.6rem 0 .5rem; } h3 { font-size: .95rem; margin: 1rem 0 .3rem; }
-.muted { color: #6b7385; } code, pre { font: 12px ui-monospace, Menlo, monospace; } code, .md, .line { overflow-wrap: anywhere; }
-.badge { padding: 0 .4rem; border-radius: 4px; background: #e8eefc; color: #2f5bd3; font-weight: 600; }
-dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2rem 1rem; margin: 0; } dt { color: #6b7385; } dd { margin: 0; overflow-wrap: anywhere; }
-table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid #e3e6ee; }
-.tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid #d0d5e0; border-radius: 3px; font-size: 11px; color: #6b7385; }
-.turn { border-top: 2px solid #e3e6ee; } .prompt { background: #f3f5fa; padding: .4rem .6rem; }
-.mode { font-weight: normal; font-size: 12px; color: #6b7385; margin-left: .4rem; }
-.step { border-bottom: 1px solid #eef0f5; padding: .15rem 0; } summary { cursor: pointer; }
-.seq { color: #6b7385; display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
-.status.ok { color: #17803d; } .status.failed, .failed, .flagged { color: #b42318; } .status.ref { color: #8a6d00; } .flag { color: #b42318; margin-left: .4rem; }
-.detail { padding: .4rem 0 .6rem 3rem; } pre { white-space: pre-wrap; word-break: break-word; background: #f7f8fb; padding: .4rem; margin: .2rem 0; }
-.block .label { color: #6b7385; margin-top: .4rem; } .sources ol { margin: .2rem 0; padding-left: 1.6rem; } .sources li { overflow-wrap: anywhere; } .sources .host { color: #6b7385; margin-left: .4rem; } .diff .dl { display: block; } .dl.add { background: #e6f4ea; color: #17803d; } .dl.del { background: #fce8e6; color: #b42318; } .dl.hunk { color: #6b7385; }
-.sev-danger { color: #b42318; } .sev-warn { color: #8a6d00; }
-.step.sub { margin-left: 2rem; border-left: 3px solid #6a3fc0; padding-left: .4rem; } .actor { color: #6a3fc0; font-weight: 600; margin-right: .4rem; }
-@media (max-width: 640px) { table { display: block; overflow-x: auto; } .detail { padding-left: .6rem; } }
-.summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: #8a92a3; margin-right: .4rem; }
-.md code, .title-code { background: #f0f2f7; padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid #cdd3df; margin-left: 0; padding-left: .6rem; color: #6b7385; }
-.md table { border-collapse: collapse; } .md th, .md td { border: 1px solid #e3e6ee; padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
-.todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: #6b7385; } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
+.muted { color: var(--muted); } code, pre { font: 12px ui-monospace, Menlo, monospace; } code, .md, .line { overflow-wrap: anywhere; }
+.badge { padding: 0 .4rem; border-radius: 4px; background: var(--accent-bg); color: var(--accent); font-weight: 600; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2rem 1rem; margin: 0; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
+table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid var(--line); }
+.tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid var(--line-strong); border-radius: 3px; font-size: 11px; color: var(--muted); }
+.turn { border-top: 2px solid var(--line); } .prompt { background: var(--surface-2); padding: .4rem .6rem; }
+.mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; }
+.step { border-bottom: 1px solid var(--line); padding: .15rem 0; } summary { cursor: pointer; }
+.seq { color: var(--muted); display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
+.status.ok { color: var(--ok); } .status.failed, .failed, .flagged { color: var(--bad); } .status.ref { color: var(--warn); } .flag { color: var(--bad); margin-left: .4rem; }
+.detail { padding: .4rem 0 .6rem 3rem; } pre { white-space: pre-wrap; word-break: break-word; background: var(--sunken); padding: .4rem; margin: .2rem 0; }
+.block .label { color: var(--muted); margin-top: .4rem; } .sources ol { margin: .2rem 0; padding-left: 1.6rem; } .sources li { overflow-wrap: anywhere; } .sources .host { color: var(--muted); margin-left: .4rem; } .diff .dl { display: block; } .dl.add { background: var(--add-bg); color: var(--ok); } .dl.del { background: var(--del-bg); color: var(--bad); } .dl.hunk { color: var(--muted); }
+.sev-danger { color: var(--bad); } .sev-warn { color: var(--warn); }
+.step.sub { margin-left: 2rem; border-left: 3px solid var(--a4); padding-left: .4rem; } .actor { color: var(--a4); font-weight: 600; margin-right: .4rem; }
+@media (max-width: 640px) { table { display: block; overflow-x: auto; } .detail { padding-left: .6rem; } .step-notes { margin-left: 0; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: auto; } table.stack thead { display: none; } table.stack tr { padding: .25rem 0; border-top: 1px solid var(--line); }
+  table.stack td { border: 0; padding: 0; } table.stack td.num { display: inline-block; margin-right: .75rem; } table.stack td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; } }
+.summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: var(--faint); margin-right: .4rem; }
+.md code, .title-code { background: var(--surface-2); padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid var(--line-strong); margin-left: 0; padding-left: .6rem; color: var(--muted); }
+.md table { border-collapse: collapse; } .md th, .md td { border: 1px solid var(--line); padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
+.todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: var(--muted); } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-.images { display: flex; flex-wrap: wrap; gap: .5rem; margin: .4rem 0; } .images img { max-width: 100%; max-height: 30rem; border: 1px solid #e3e6ee; } .image-omitted { color: #6b7385; font-style: italic; margin: .2rem 0; } .images-count { color: #6b7385; margin-left: .4rem; }
-[class^="hl-k"] { color: #8b2fb8; } [class^="hl-s"] { color: #1d7044; } [class^="hl-m"] { color: #a35a00; } [class^="hl-c"] { color: #6f7788; font-style: italic; } .hl-nf, .hl-nt { color: #2a55b8; } .hl-nc, .hl-kt, .hl-nb { color: #a72e6a; }
-.segment-divider { display: flex; align-items: center; gap: .6rem; margin: .5rem 0; font-size: 12px; color: #6b7385; } .segment-divider::before, .segment-divider::after { content: ""; flex: 1; border-top: 1px dashed #b9c0ce; } .segment-divider strong { color: #1d2330; }
+.images { display: flex; flex-wrap: wrap; gap: .5rem; margin: .4rem 0; } .images img { max-width: 100%; max-height: 30rem; border: 1px solid var(--line); } .image-omitted { color: var(--muted); font-style: italic; margin: .2rem 0; } .images-count { color: var(--muted); margin-left: .4rem; }
+[class^="hl-k"] { color: var(--hl-keyword); } [class^="hl-s"] { color: var(--hl-string); } [class^="hl-m"] { color: var(--hl-number); } [class^="hl-c"] { color: var(--hl-comment); font-style: italic; } .hl-nf, .hl-nt { color: var(--hl-name); } .hl-nc, .hl-kt, .hl-nb { color: var(--hl-type); }
+.note-meta { color: var(--muted); margin-left: .4rem; } .step-notes { margin: .2rem 0 .4rem 3rem; } .step-notes .note { border-left: 3px solid var(--warn); background: var(--warn-bg); padding: .2rem .5rem; margin: .2rem 0; } .step-notes .note-meta { margin-left: 0; } .note-text { white-space: pre-wrap; overflow-wrap: anywhere; }
+.segment-divider { display: flex; align-items: center; gap: .6rem; margin: .5rem 0; font-size: 12px; color: var(--muted); } .segment-divider::before, .segment-divider::after { content: ""; flex: 1; border-top: 1px dashed var(--line-strong); } .segment-divider strong { color: var(--fg); }
 `
 
 var _ = templruntime.GeneratedTemplate
