@@ -185,10 +185,13 @@ func actorLabel(a store.Actor) string {
 	return "subagent " + shorten(a.ID, lineChars)
 }
 
-// between is the time from start to end, or "" when either is unknown.
+// between is the time from start to end, or "" when either is unknown or
+// they are the same time: a span of none says no time passed, which is
+// what an agent that stamps every step of a run with the run's start
+// (Aider) records, not how long the run took.
 func between(start string, end time.Time) string {
 	t, ok := store.ParseTimestamp(start)
-	if !ok || end.IsZero() || end.Before(t) {
+	if !ok || end.IsZero() || !end.After(t) {
 		return ""
 	}
 	return views.Duration(end.Sub(t))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 )
@@ -154,5 +155,44 @@ func TestListRouteIsJSONEncoding(t *testing.T) {
 	check("/api/sessions", store.ListQuery{})
 	if rec := s.get("/api/sessions"); !strings.Contains(rec.Body.String(), `"note":"\u003c\u2028\u003e"`) {
 		t.Errorf("GET /api/sessions after a verdict holds no new note:\n%.300s", rec.Body)
+	}
+}
+
+// TestSessionTimeSpan: a session's and a turn's time say how long they
+// took when their steps' times span some, and say nothing when every
+// step has the same time (as Aider records each step of a run at the
+// run's start): "0 ms" would read as a measured time.
+func TestSessionTimeSpan(t *testing.T) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		sid  string
+		gap  time.Duration
+		want string
+	}{{"spans-time", 90 * time.Second, "1 min 30 s"}, {"no-time", 0, ""}} {
+		x := sessionBatch(c.sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+		x["turns"] = arr{turnRec(c.sid, 1, at, "")}
+		x["steps"] = arr{
+			stepRec(c.sid, 1, 1, at, "message", userPrompt("Deploy")),
+			stepRec(c.sid, 2, 1, at.Add(c.gap), "command", obj{"command": "make deploy"}),
+		}
+		s.mustPush(x, http.StatusCreated)
+		page := s.get("/session?id=" + c.sid)
+		if page.Code != http.StatusOK {
+			t.Fatalf("%s: page = %d", c.sid, page.Code)
+		}
+		body := page.Body.String()
+		_, summary, _ := strings.Cut(body, `data-testid="summary-time">`)
+		summary, _, _ = strings.Cut(summary, "</dd>")
+		turn := ""
+		if _, after, ok := strings.Cut(body, `data-testid="turn-duration">`); ok {
+			turn, _, _ = strings.Cut(after, "<")
+		}
+		if c.want != "" && (!strings.Contains(summary, "· "+c.want+" ·") || turn != c.want) {
+			t.Errorf("%s: the session's time %q, the turn's %q; want %s in both", c.sid, summary, turn, c.want)
+		}
+		if c.want == "" && (strings.Contains(summary, " ms") || turn != "") {
+			t.Errorf("%s: the session's time %q, the turn's %q; want no duration", c.sid, summary, turn)
+		}
 	}
 }
