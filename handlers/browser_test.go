@@ -295,7 +295,7 @@ func browserSessionView(t *testing.T, b *browser) {
 		t.Errorf("files touched = %q; want %q", files, want)
 	}
 	cmds := p.Rows(`[data-testid="commands"] tr`)
-	if want := []string{"Command | Runs | Failed | Exit codes", "go test ./... | 2 | 1 | 0, 1", "(command not recorded) output not inline | 1 | 0 | "}; strings.Join(cmds, "\n") != strings.Join(want, "\n") {
+	if want := []string{"Command | Runs | Failed | Exit codes", "go test ./... | 2 | 1 | 0, 1", "(command not recorded) output not inline | 1 | 0 | not recorded"}; strings.Join(cmds, "\n") != strings.Join(want, "\n") {
 		t.Errorf("commands run = %q; want %q", cmds, want)
 	}
 	if n := p.Count(`[data-testid="commands"] [data-testid="not-inline"]`); n != 1 {
