@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -165,12 +166,17 @@ func TestListRouteIsJSONEncoding(t *testing.T) {
 func TestSessionTimeSpan(t *testing.T) {
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	tags := regexp.MustCompile(`<[^>]*>|\s+`)
 	for _, c := range []struct {
-		sid  string
-		gap  time.Duration
-		want string
-	}{{"spans-time", 90 * time.Second, "1 min 30 s"}, {"no-time", 0, ""}} {
+		sid   string
+		gap   time.Duration
+		ended bool
+		want  string
+	}{{"spans-time", 90 * time.Second, false, "1 min 30 s"}, {"ended", 90 * time.Second, true, "1 min 30 s"}, {"no-time", 0, false, ""}} {
 		x := sessionBatch(c.sid, "testagent", "1.0.0", at, "/tmp/ws", nil)
+		if c.ended {
+			x["session"].(obj)["ended_at"] = isoUTC(at.Add(c.gap))
+		}
 		x["turns"] = arr{turnRec(c.sid, 1, at, "")}
 		x["steps"] = arr{
 			stepRec(c.sid, 1, 1, at, "message", userPrompt("Deploy")),
@@ -188,8 +194,18 @@ func TestSessionTimeSpan(t *testing.T) {
 		if _, after, ok := strings.Cut(body, `data-testid="turn-duration">`); ok {
 			turn, _, _ = strings.Cut(after, "<")
 		}
-		if c.want != "" && (!strings.Contains(summary, "· "+c.want+" ·") || turn != c.want) {
-			t.Errorf("%s: the session's time %q, the turn's %q; want %s in both", c.sid, summary, turn, c.want)
+		summary = strings.TrimSpace(tags.ReplaceAllStringFunc(summary, func(m string) string {
+			if m[0] == '<' {
+				return ""
+			}
+			return " "
+		}))
+		wantSummary := "2026-01-02 10:00 UTC – open · " + c.want + " · 1 segment · last activity"
+		if c.ended {
+			wantSummary = "2026-01-02 10:00 UTC – 2026-01-02 10:01 UTC · " + c.want + " · 1 segment"
+		}
+		if c.want != "" && (!strings.HasPrefix(summary, wantSummary) || turn != c.want) {
+			t.Errorf("%s: the session's time %q, the turn's %q; want %q and %s", c.sid, summary, turn, wantSummary, c.want)
 		}
 		if c.want == "" && (strings.Contains(summary, " ms") || turn != "") {
 			t.Errorf("%s: the session's time %q, the turn's %q; want no duration", c.sid, summary, turn)
