@@ -217,7 +217,7 @@ func ParseQuery(text string) (ParsedQuery, error) {
 			continue
 		}
 		if strings.IndexFunc(t.text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
-			bad("%q has no letters or digits to search for", t.text)
+			bad("%q has no letters or digits to search for", t.written)
 			continue
 		}
 		p := SearchPhrase{t.text, t.prefix}
@@ -311,6 +311,7 @@ type term struct {
 	text            string
 	quoted, negated bool
 	prefix          bool
+	written         string // as the query has it, for a problem's message
 }
 
 // splitTerms splits a query at spaces outside quotes.
@@ -322,6 +323,7 @@ func splitTerms(s string) ([]term, error) {
 			return terms, nil
 		}
 		var t term
+		from := s
 		if strings.HasPrefix(s, "-") && len(s) > 1 && !unicode.IsSpace(rune(s[1])) {
 			t.negated, s = true, s[1:]
 		}
@@ -344,6 +346,7 @@ func splitTerms(s string) ([]term, error) {
 				t.text, t.prefix = strings.TrimRight(t.text, "*"), true
 			}
 		}
+		t.written = from[:len(from)-len(s)]
 		terms = append(terms, t)
 	}
 }
