@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/pricing"
@@ -25,6 +27,18 @@ func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) 
 		}
 		q.Limit = pageSessions
 		l, err := src.List(r.Context(), q)
+		if problem := listProblem(err); problem != "" {
+			// The page, with the filters as given and what is wrong with
+			// them, rather than the API's JSON.
+			p := listPageModel(store.SessionList{}, q, time.Now())
+			p.Demo, p.Filter.ShowOwner, p.Problem = demo, team, problem
+			if rowsOnly {
+				render(w, r, log, http.StatusBadRequest, views.SessionRows(p))
+				return
+			}
+			render(w, r, log, http.StatusBadRequest, views.SessionList(p))
+			return
+		}
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -49,10 +63,23 @@ func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) 
 	})
 }
 
+// listProblem is what the list page says of a filter or page cursor it
+// cannot read, or "" for any other error.
+func listProblem(err error) string {
+	switch {
+	case errors.Is(err, store.ErrBadFilter):
+		return "This filter cannot be read: " + strings.TrimPrefix(err.Error(), store.ErrBadFilter.Error()+": ") + "."
+	case errors.Is(err, store.ErrBadCursor):
+		return "This page's cursor (after) is not one the list gave out."
+	}
+	return ""
+}
+
 func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
 	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total), Filter: views.ListFilter{
 		Agent: q.Agent, Verdict: q.Verdict, Owner: q.Owner, Workspace: q.Workspace, Since: q.Since, Until: q.Until, Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
 	}}
+	p.Filtered = p.Filter != views.ListFilter{}
 	// href is the list with the filters of q, changed by kv (an empty value drops one).
 	href := func(path string, kv ...string) string {
 		v := url.Values{}

@@ -17,15 +17,65 @@ import (
 
 func mustDocument(t *testing.T, s *testService, path string) *goquery.Document {
 	t.Helper()
+	return mustDocumentStatus(t, s, path, http.StatusOK)
+}
+
+// mustDocumentStatus is the HTML page at path, answered with status.
+func mustDocumentStatus(t *testing.T, s *testService, path string, status int) *goquery.Document {
+	t.Helper()
 	rec := s.get(path)
-	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
-		t.Fatalf("GET %s = %d %q; want 200 HTML", path, rec.Code, rec.Header().Get("Content-Type"))
+	if rec.Code != status || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("GET %s = %d %q; want %d HTML", path, rec.Code, rec.Header().Get("Content-Type"), status)
 	}
 	doc, err := goquery.NewDocumentFromReader(rec.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// TestListPageEmptyAndBadFilters: an empty list says why (no sessions
+// yet, none matching the filters, none older), and a filter or cursor the
+// list cannot read gets the page, 400, saying what is wrong, as the API
+// answers it in JSON.
+func TestListPageEmptyAndBadFilters(t *testing.T) {
+	s := newTestService(t)
+	empty := func(doc *goquery.Document) string { return strings.TrimSpace(doc.Find(`[data-testid="empty"]`).Text()) }
+	if got := empty(mustDocument(t, s, "/")); !strings.HasPrefix(got, "No sessions yet.") {
+		t.Errorf("an empty store says %q; want no sessions yet", got)
+	}
+	s.mustPush(newBatch("one-session"), http.StatusCreated)
+	for _, path := range []string{"/?workspace=nowhere", "/?agent=nobody", "/?verdict=approved", "/?since=2100-01-01"} {
+		doc := mustDocument(t, s, path)
+		if got := empty(doc); got != "No sessions match these filters. Show every session" {
+			t.Errorf("%s says %q; want that no session matches", path, got)
+		}
+		if href, _ := doc.Find(`[data-testid="empty"] a`).Attr("href"); href != "/" {
+			t.Errorf("%s: the way back is %q; want /", path, href)
+		}
+	}
+	if got := empty(mustDocument(t, s, "/?after=1:a")); got != "No older sessions." {
+		t.Errorf("a page past the oldest session says %q; want no older sessions", got)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/?since=2026-13-01", `This filter cannot be read: since: "2026-13-01" is not a date`},
+		{"/?until=soon", `This filter cannot be read: until: "soon" is not a date`},
+		{"/?cost=cheap", `This filter cannot be read: cost: "cheap" is not recorded or not_recorded.`},
+		{"/?after=zzz", "This page's cursor (after) is not one the list gave out."},
+		{"/rows?since=2026-13-01", `since: "2026-13-01" is not a date`},
+	} {
+		doc := mustDocumentStatus(t, s, c.path, http.StatusBadRequest)
+		problem := doc.Find(`[data-testid="list-problem"]`)
+		if !strings.Contains(problem.Text(), c.want) || doc.Find(`[data-testid="session-row"]`).Length() != 0 {
+			t.Errorf("%s says %q and shows %d rows; want %q and none", c.path, problem.Text(), doc.Find(`[data-testid="session-row"]`).Length(), c.want)
+		}
+	}
+	if v, _ := mustDocumentStatus(t, s, "/?since=2026-13-01", http.StatusBadRequest).Find(`[data-testid="filter-since"]`).Attr("value"); v != "2026-13-01" {
+		t.Errorf("the form's since = %q; want the value given, to correct", v)
+	}
+	if rec := s.get("/api/sessions?since=2026-13-01"); rec.Code != http.StatusBadRequest || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("the API's answer to a bad since = %d %q; want 400 JSON", rec.Code, rec.Header().Get("Content-Type"))
+	}
 }
 
 func TestListPage(t *testing.T) {

@@ -82,6 +82,10 @@ type ListPage struct {
 	VerdictChips          []VerdictChip
 	Filter                ListFilter
 	AllAgentsHref         string // the list with every filter but the agent
+	// Filtered is set when a filter is: an empty list then says that none
+	// matches, not that the store has no sessions.
+	Filtered bool
+	Problem  string // a filter or cursor the list cannot read, said in full
 }
 
 // ListFilter is the list's filters as the filter form shows them; the
