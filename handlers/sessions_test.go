@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +165,6 @@ func TestListRouteIsJSONEncoding(t *testing.T) {
 func TestSessionTimeSpan(t *testing.T) {
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	tags := regexp.MustCompile(`<[^>]*>|\s+`)
 	for _, c := range []struct {
 		sid   string
 		gap   time.Duration
@@ -183,23 +181,9 @@ func TestSessionTimeSpan(t *testing.T) {
 			stepRec(c.sid, 2, 1, at.Add(c.gap), "command", obj{"command": "make deploy"}),
 		}
 		s.mustPush(x, http.StatusCreated)
-		page := s.get("/session?id=" + c.sid)
-		if page.Code != http.StatusOK {
-			t.Fatalf("%s: page = %d", c.sid, page.Code)
-		}
-		body := page.Body.String()
-		_, summary, _ := strings.Cut(body, `data-testid="summary-time">`)
-		summary, _, _ = strings.Cut(summary, "</dd>")
-		turn := ""
-		if _, after, ok := strings.Cut(body, `data-testid="turn-duration">`); ok {
-			turn, _, _ = strings.Cut(after, "<")
-		}
-		summary = strings.TrimSpace(tags.ReplaceAllStringFunc(summary, func(m string) string {
-			if m[0] == '<' {
-				return ""
-			}
-			return " "
-		}))
+		doc := mustDocument(t, s, "/session?id="+c.sid)
+		summary := strings.Join(strings.Fields(doc.Find(`[data-testid="summary-time"]`).Text()), " ")
+		turn := doc.Find(`[data-testid="turn-duration"]`).Text()
 		wantSummary := "2026-01-02 10:00 UTC – open · " + c.want + " · 1 segment · last activity"
 		if c.ended {
 			wantSummary = "2026-01-02 10:00 UTC – 2026-01-02 10:01 UTC · " + c.want + " · 1 segment"
