@@ -15,7 +15,7 @@ import (
 
 // UsageCmd is `service usage [daily|weekly|monthly|session]`.
 type UsageCmd struct {
-	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session" default:"daily" help:"Group by day, week (from Monday), month or session (most tokens first)."`
+	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session" default:"daily" help:"daily (the default), weekly (from Monday), monthly, or session (most tokens first)."`
 	Since  string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
 	Until  string `help:"Last day, included." placeholder:"DATE"`
 	Agent  string `help:"Only sessions of this agent (claude-code, codex, ...)."`
