@@ -55,8 +55,9 @@ import (
 // indexVersion is the layout of the index file's tables and of the text
 // they index (its user_version): a file of another version is emptied and
 // made again (setupIndex), so a later change of either needs no migration
-// of it. 2: the text made in Go (registerSearchText, migration 014).
-const indexVersion = 2
+// of it. The layout has not changed since the text was made in Go, so it
+// is the text's version.
+const indexVersion = SearchTextVersion
 
 // indexTables makes the index file's tables. The default unicode61
 // tokenizer splits at every character that is not a letter or digit, so a

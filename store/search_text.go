@@ -24,6 +24,14 @@ import (
 // FTS5 (store/postgres) indexes and answers with these, so it finds the
 // same steps and shows the same snippets.
 
+// SearchTextVersion is the version of the rule that makes what search
+// indexes (StepDoc.SearchText, SessionSearchText): 2, the text made in Go;
+// 3, a string value that is JSON itself read for its strings
+// (appendNested). Raising it makes SQLite's index file again (its
+// indexVersion) and rewrites PostgreSQL's words of every step whose text
+// may have changed (postgres.rewriteSearchDocs).
+const SearchTextVersion = 3
+
 // StepDoc holds the stored columns of a step that search indexes; a nil
 // field is a NULL column. Payload, Error and Flags are JSON as stored.
 type StepDoc struct {
@@ -93,9 +101,10 @@ func appendPart(b []byte, s string) []byte {
 // of the 96 MB import's index was half its whole and its collector ran
 // 36% more often (docs/performance.md, "The import within its bound").
 type textMaker struct {
-	dec jsontext.Decoder
-	rd  strings.Reader
-	buf []byte
+	dec   jsontext.Decoder
+	rd    strings.Reader
+	buf   []byte
+	inner *textMaker // reads a string value that is JSON itself (appendNested)
 }
 
 var textMakers = sync.Pool{New: func() any { return new(textMaker) }}
@@ -140,8 +149,45 @@ const maxJSONDepth = 1000
 // order, joined by spaces; found is false (NULL) when there are none. JSON
 // SQLite would not read (not one JSON value, or deeper than maxJSONDepth)
 // gives NULL, or with raw the text as it is (the payload's CASE in that
-// view).
+// view). One rule of its own: a string value that is a JSON object or
+// array itself gives its string values in turn (appendNested).
 func (m *textMaker) appendJSONStrings(b []byte, j string, raw bool) (_ []byte, found bool) {
+	return m.appendStrings(b, j, raw, 0)
+}
+
+// maxNestedJSON is how many times a JSON text inside a string value is
+// read for its strings (appendNested); deeper, the string is kept as it is.
+const maxNestedJSON = 4
+
+// appendNested replaces the string value at b[at:] by the string values of
+// the JSON object or array it holds, if it holds one: a tool's result that
+// is JSON text in a string (MCP tools' content, Copilot CLI's web search)
+// would otherwise be indexed with its escapes, and a word after a \n
+// escape would be a word of its own with the n ("nREADME"), found neither
+// by README nor shown cleanly in a snippet. Nothing else changes: a string
+// that is not such JSON, or JSON without strings ([1, 2]), stays as it is.
+func (m *textMaker) appendNested(b []byte, at, level int) []byte {
+	v := b[at:]
+	i := 0
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	if level >= maxNestedJSON || i == len(v) || (v[i] != '{' && v[i] != '[') {
+		return b
+	}
+	if m.inner == nil {
+		m.inner = new(textMaker)
+	}
+	j := string(v)
+	out, found := m.inner.appendStrings(b[:at], j, false, level+1)
+	m.inner.rd.Reset("")
+	if !found {
+		return append(b[:at], j...)
+	}
+	return out
+}
+
+func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []byte, found bool) {
 	start := len(b)
 	notJSON := func() ([]byte, bool) {
 		if raw {
@@ -169,7 +215,9 @@ func (m *textMaker) appendJSONStrings(b []byte, j string, raw bool) (_ []byte, f
 				}
 				// As Token.String gives it: invalid UTF-8 as U+FFFD
 				// where the string has an escape or is not valid UTF-8.
+				at := len(b)
 				b, _ = jsontext.AppendUnquote(b, v)
+				b = m.appendNested(b, at, level)
 			}
 		} else {
 			_, err = dec.ReadToken()
@@ -199,7 +247,7 @@ func (m *textMaker) appendJSONStrings(b []byte, j string, raw bool) (_ []byte, f
 // SessionSearchText, so the rule is written once, here, for both
 // backends. The index is contentless: a row leaves it only when FTS5 is
 // given the text it was indexed with, so any change to what these return
-// must raise indexVersion, which rebuilds every index.
+// must raise SearchTextVersion, which rebuilds every index.
 func registerSearchText(conn *sqlite.Conn) error {
 	text := func(v sqlite.Value) *string {
 		if v.Type() == sqlite.TypeNull {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -140,6 +141,37 @@ func TestJSONStringsMatchSQLite(t *testing.T) {
 		got := store.JSONStrings(&j, true)
 		if fmt.Sprint(deref(got)) != fmt.Sprint(deref(want)) || (got == nil) != (want == nil) {
 			t.Errorf("JSONStrings(%.60q) = %.80q; SQLite gives %.80q", j, deref(got), deref(want))
+		}
+	}
+}
+
+// A string value that is a JSON object or array itself is indexed by its
+// string values in turn, up to maxNestedJSON levels; any other string,
+// JSON without strings among them, is indexed as it is.
+func TestJSONStringsInAString(t *testing.T) {
+	// nest puts JSON text j in a string of an object n times.
+	nest := func(j string, n int) string {
+		for range n {
+			q, _ := json.Marshal(j)
+			j = `{"k":` + string(q) + `}`
+		}
+		return j
+	}
+	for _, tc := range []struct{ j, want string }{
+		{nest(`{"text":{"value":"line one\nREADME second"}}`, 1), "line one\nREADME second"},
+		{`{"a":"{\"k\":\"v\"}","b":"plain"}`, "v plain"},
+		{`{"a":"  [\"x\", 1, \"y\"]\n"}`, "x y"},
+		{`"{\"k\":\"top\"}"`, "top"},
+		{`{"a":"[1, 2]"}`, "[1, 2]"},
+		{`{"a":"{not json"}`, "{not json"},
+		{`{"a":"{\"k\":\"v\"} trailing"}`, `{"k":"v"} trailing`},
+		{`{"a":"{}"}`, "{}"},
+		{nest(`{"deep":"word"}`, 4), "word"},
+		{nest(`{"deep":"word"}`, 5), `{"deep":"word"}`},
+	} {
+		j := tc.j
+		if got := store.JSONStrings(&j, false); got == nil || *got != tc.want {
+			t.Errorf("JSONStrings(%s) = %q; want %q", tc.j, deref(got), tc.want)
 		}
 	}
 }

@@ -79,8 +79,10 @@ func (s *Store) Close() error {
 }
 
 // migrate applies, in order of their numbers, the migration files not yet
-// recorded in schema_migrations, each in its own transaction, while holding
-// a session lock so that two processes starting together migrate once.
+// recorded in schema_migrations, each in its own transaction, then brings
+// the search words to this build's text rule (rewriteSearchDocs), while
+// holding a session lock so that two processes starting together migrate
+// once.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	names, err := migrationNames()
 	if err != nil {
@@ -116,7 +118,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("migration %s: %w", name, err)
 		}
 	}
-	return nil
+	return rewriteSearchDocs(ctx, conn)
 }
 
 // migrationNames are the migration files in the order they apply.

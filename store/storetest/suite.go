@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchFields", testSearchFields},
 		{"SearchFilters", testSearchFilters},
 		{"SearchFiltersSnippet", testSearchFiltersSnippet},
+		{"SearchJSONInAString", testSearchJSONInAString},
 		{"SearchRefused", testSearchRefused},
 		{"SearchPages", testSearchPages},
 		{"SearchOneSession", testSearchOneSession},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/agentreview/service/store"
 )
@@ -235,6 +237,57 @@ func testSearchFiltersSnippet(t *testing.T, s store.Backend) {
 		if len(r.Hits) != 1 || r.Hits[0].Snippet != tc.want || r.Hits[0].Matches == nil || len(r.Hits[0].Matches) != 0 {
 			t.Errorf("Search(%s) = %+v; want one hit with snippet %q and no matches", tc.q, r.Hits, tc.want)
 		}
+	}
+}
+
+// A tool's result that is JSON text in a string (Copilot CLI's web
+// search, as MCP tools answer) is searched by its words: a word that
+// begins a line of it is found, which its escaped text hid ("\nword" read
+// as the word "nword"). The words are those of the real samples' web
+// searches that only the decoded text has.
+func testSearchJSONInAString(t *testing.T, s store.Backend) {
+	var batches []*store.Batch
+	for _, b := range SampleBatches(t) {
+		if b.Session.Agent.Kind == "copilot-cli" {
+			mustApply(t, s, b)
+			batches = append(batches, b)
+		}
+	}
+	checked := 0
+	for _, b := range batches {
+		for _, st := range b.Steps {
+			if st.Type != store.TypeOther || !strings.HasSuffix(st.Payload.ToolName, "web_search") {
+				continue
+			}
+			var raw struct{ Result struct{ Content, Log string } }
+			var answer struct{ Text struct{ Value string } }
+			text := ""
+			if json.Unmarshal(st.Payload.Raw, &raw) == nil {
+				text = cmp.Or(raw.Result.Content, raw.Result.Log)
+			}
+			if json.Unmarshal([]byte(text), &answer) != nil || answer.Text.Value == "" {
+				continue
+			}
+			escaped := map[string]bool{}
+			for _, w := range store.SearchTokens(text) {
+				escaped[w.Term] = true
+			}
+			for _, w := range store.SearchTokens(answer.Text.Value) {
+				if escaped[w.Term] || len(w.Term) < 3 || strings.IndexFunc(w.Term, func(r rune) bool { return !unicode.IsLetter(r) }) >= 0 {
+					continue
+				}
+				r := mustSearch(t, s, store.SearchQuery{Q: w.Term, Session: b.Session.ID, Limit: store.MaxSearchLimit})
+				if !slices.ContainsFunc(r.Hits, func(h store.SearchHit) bool {
+					return h.Seq == st.Seq && strings.Contains(strings.ToLower(h.Snippet), w.Term)
+				}) {
+					t.Errorf("Search(%s) in %s = %v; want step %d, its snippet showing the word", w.Term, b.Session.ID, hitKeys(r), st.Seq)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no web search of the Copilot CLI samples has a word only its decoded text has")
 	}
 }
 

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentreview/service/store"
+)
+
+// rewriteChunk is how many steps one transaction of rewriteSearchDocs
+// reads and rewrites.
+const rewriteChunk = 2000
+
+// textMayBeJSONInAString finds the steps whose search text version 3
+// changed (store.SearchTextVersion): those with a JSON string value, in
+// the payload, the error or the flags, that begins, after white space, with
+// { or [, in any of the ways JSON writes those characters. A key that
+// begins so matches too, which only rewrites a step's words unchanged.
+const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?:\[|\{|\\u00(?:5[bB]|7[bB])))`
+
+// rewriteSearchDocs brings a store's words to this build's text rule
+// (store.SearchTextVersion): the words of each step whose text may have
+// changed are made again from its stored columns, in transactions of
+// rewriteChunk steps that each hold the write lock (stampLock), so no
+// write comes between a chunk's read and its update. Sessions' own rows
+// index text no rule has changed. migrate runs it under its lock, so two
+// processes starting together rewrite once.
+func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil {
+		return fmt.Errorf("search text version: %w", err)
+	}
+	if version >= store.SearchTextVersion {
+		return nil
+	}
+	after := int64(0)
+	for {
+		n := 0
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
+				return err
+			}
+			rows, _ := tx.Query(ctx, `SELECT pk, payload ~ $3 OR flags ~ $3 OR coalesce(error ~ $3, false), payload, role, text, stdout, stderr, old_string, new_string, error, flags
+				FROM steps WHERE pk > $1 ORDER BY pk LIMIT $2`, after, rewriteChunk, textMayBeJSONInAString)
+			var rids []int64
+			var docs []*string
+			var exact []bool
+			var pk int64
+			var changed bool
+			var d store.StepDoc
+			_, err := pgx.ForEachRow(rows, []any{&pk, &changed, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
+				func() error {
+					n, after = n+1, pk
+					if changed {
+						doc, ex := tsvectorOf(d.SearchText())
+						rids, docs, exact = append(rids, pk), append(docs, doc), append(exact, ex)
+					}
+					return nil
+				})
+			if err != nil || len(rids) == 0 {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE search_docs SET doc = u.doc::tsvector, exact = u.exact
+				FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS u (rid, doc, exact) WHERE search_docs.rid = u.rid`, rids, docs, exact)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("rewrite the search words: %w", err)
+		}
+		if n < rewriteChunk {
+			break
+		}
+	}
+	_, err := conn.Exec(ctx, `UPDATE search_text_version SET version = $1`, store.SearchTextVersion)
+	return err
+}

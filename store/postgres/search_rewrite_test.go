@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/postgres/pgtest"
+	"github.com/agentreview/service/store/storetest"
+)
+
+// A store whose words were made by an earlier text rule gets them made
+// again when opened: the words of each step whose text may have changed
+// (textMayBeJSONInAString) are this build's, the real Copilot CLI web
+// searches among them, the others are left as they were, and the version
+// is recorded.
+func TestOpenRewritesSearchWords(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range storetest.SampleBatches(t) {
+		if b.Session.Agent.Kind == "copilot-cli" {
+			if _, err := s.Apply(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// This build's words of every step, then a store of version 2: the
+	// steps' words gone, as if made by a rule that found none of them.
+	want := map[int64]string{}
+	rows, _ := s.pool.Query(ctx, `SELECT rid, coalesce(doc::text, '') FROM search_docs WHERE rid > 0`)
+	var rid int64
+	var doc string
+	if _, err := pgx.ForEachRow(rows, []any{&rid, &doc}, func() error { want[rid] = doc; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE search_docs SET doc = NULL WHERE rid > 0; UPDATE search_text_version SET version = 2`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil || version != store.SearchTextVersion {
+		t.Fatalf("search_text_version = %d, %v; want %d", version, err, store.SearchTextVersion)
+	}
+	may := regexp.MustCompile(textMayBeJSONInAString)
+	rows, _ = s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags, st.payload LIKE '%web_search%'
+		FROM steps st JOIN search_docs d ON d.rid = st.pk`)
+	var text string
+	var search bool
+	rewritten, searches := 0, 0
+	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &search}, func() error {
+		switch {
+		case may.MatchString(text) && doc != want[rid]:
+			t.Errorf("step %d: words %.80q after the rewrite; want %.80q", rid, doc, want[rid])
+		case may.MatchString(text):
+			rewritten++
+			if search {
+				searches++
+			}
+		case doc != "":
+			t.Errorf("step %d, no JSON in a string: words %.80q; want them left as they were (none)", rid, doc)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten == 0 || searches == 0 || rewritten == len(want) {
+		t.Errorf("%d of %d steps rewritten, %d web searches among them; want some, the web searches, not all", rewritten, len(want), searches)
+	}
+}
+
+// BenchmarkRewriteSearchWords: the first Open of a store whose words an
+// earlier text rule made (rewriteSearchDocs), on buildScale's store
+// (PG_BENCH_STEPS steps, default 100,000; PG_BENCH_DSN to keep it).
+func BenchmarkRewriteSearchWords(b *testing.B) {
+	target := 100_000
+	if n, err := strconv.Atoi(os.Getenv("PG_BENCH_STEPS")); err == nil && n > 0 {
+		target = n
+	}
+	dsn := os.Getenv("PG_BENCH_DSN")
+	if dsn == "" {
+		dsn = pgtest.DSN(b)
+	}
+	s := mustOpenDSN(b, dsn)
+	ctx := context.Background()
+	buildScale(b, s, target)
+	var steps, candidates int64
+	err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE payload ~ $1 OR flags ~ $1 OR coalesce(error ~ $1, false)) FROM steps`,
+		textMayBeJSONInAString).Scan(&steps, &candidates)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d steps, %d of them with JSON in a string", steps, candidates)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	timed(b, func() {
+		if _, err := conn.Exec(ctx, `UPDATE search_text_version SET version = 2`); err != nil {
+			b.Fatal(err)
+		}
+	}, func() {
+		if err := rewriteSearchDocs(ctx, conn); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(float64(steps), "steps")
+}
