@@ -176,6 +176,25 @@ func TestJSONStringsInAString(t *testing.T) {
 	}
 }
 
+// FuzzJSONStrings: any text, JSON or not, with strings that are JSON in
+// turn, gives the strings search indexes (or none) without failing, at
+// most three times its size (an invalid UTF-8 byte becomes U+FFFD), and the same
+// again when made again (the maker kept for reuse holds nothing over).
+func FuzzJSONStrings(f *testing.F) {
+	for _, s := range []string{`{"a":"{\"b\":\"c\\nd\"}"}`, `["[\"x\"]", " {}"]`, `"[[[\"\\\"\"]]]"`, `{"a":"\xff"}`, `not json`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, j string) {
+		got := store.JSONStrings(&j, true) // nil: JSON without strings
+		if got != nil && len(*got) > 3*len(j)+1 {
+			t.Fatalf("JSONStrings(%q) = %q; want at most three times its size", j, *got)
+		}
+		if again := store.JSONStrings(&j, true); deref(again) != deref(got) {
+			t.Fatalf("JSONStrings(%q) = %q, then %q", j, deref(got), deref(again))
+		}
+	})
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "<NULL>"
