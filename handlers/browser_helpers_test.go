@@ -26,6 +26,12 @@ type tab struct{ *browsertest.Tab }
 
 // startBrowser starts headless Chromium for t and its subtests (see
 // browsertest.Start).
+// onTheList holds once the tab shows the session list, parsed whole: the
+// section is there before its rows are, so a test that reads the rows as
+// soon as the section shows may read none.
+const onTheList = `location.pathname === '/' && document.readyState === 'complete'
+	&& document.querySelector('[data-testid="session-list"]') !== null`
+
 func startBrowser(t *testing.T) *browser { return &browser{browsertest.Start(t)} }
 
 // newTab opens a tab on the server at base; the tab closes when t ends.

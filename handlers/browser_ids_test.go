@@ -32,7 +32,7 @@ func browserDeleteOddID(t *testing.T, b *browser) {
 	p.Click(`[data-testid="delete-button"]`)
 	p.WaitFor("the dialog opens", `document.querySelector('[data-testid="delete-dialog"]').open`)
 	p.Click(`[data-testid="delete-confirm"]`)
-	p.WaitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.WaitFor("deleting lands on the list", onTheList)
 	if _, err := s.store.Detail(context.Background(), odd, store.DetailQuery{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after Delete of %q, Detail = %v; want ErrNotFound", odd, err)
 	}

@@ -117,7 +117,7 @@ func TestBrowserKeys(t *testing.T) {
 
 	p.key("g")
 	p.key("s")
-	p.WaitFor("g s goes to the sessions", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.WaitFor("g s goes to the sessions", onTheList)
 
 	p.key("/")
 	p.Type(`[data-testid="topbar-search"]`, "prompt\r")

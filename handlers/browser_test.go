@@ -972,7 +972,7 @@ func browserDelete(t *testing.T, b *browser) {
 	p.Click(`[data-testid="delete-button"]`)
 	p.WaitFor("the dialog opens again", `document.querySelector('[data-testid="delete-dialog"]').open`)
 	p.Click(`[data-testid="delete-confirm"]`)
-	p.WaitFor("deleting lands on the list", `location.pathname === '/' && document.querySelector('[data-testid="session-list"]') !== null`)
+	p.WaitFor("deleting lands on the list", onTheList)
 	if ids := p.listRows(); len(ids) != 1 || ids[0].ID != "kept-session" {
 		t.Errorf("list after the delete = %+v; want only kept-session", ids)
 	}
