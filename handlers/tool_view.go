@@ -35,7 +35,7 @@ func toolKind(name string) string {
 		return "search"
 	}
 	switch n {
-	case "todowrite", "todo", "updateplan", "updatetodos":
+	case "todowrite", "todo", "updateplan", "updatetodos", "todoread":
 		return "todo"
 	case "webfetch", "fetch":
 		return "fetch"
@@ -96,7 +96,7 @@ func toolView(name string, raw json.RawMessage, limit int) *views.ToolView {
 	}
 	switch kind {
 	case "todo":
-		v.Todos = todos(r.Input)
+		v.Todos = todos(r)
 	case "fetch":
 		field("URL", "url")
 		field("Prompt", "prompt")
@@ -150,7 +150,7 @@ func toolLine(name string, raw json.RawMessage) string {
 	}
 	switch kind {
 	case "todo":
-		items := todos(r.Input)
+		items := todos(r)
 		done := 0
 		for _, t := range items {
 			if t.Status == "completed" {
@@ -182,16 +182,25 @@ func inputString(in map[string]json.RawMessage, key string) string {
 	return s
 }
 
-// todos reads a todo list: {"todos": [{"content", "status"}]}, or Codex's
-// plan: {"plan": [{"step", "status"}]}.
-func todos(in map[string]json.RawMessage) []views.Todo {
+// todos reads a todo list: the input's {"todos": [{"content", "status"}]},
+// or Codex's plan: {"plan": [{"step", "status"}]}; else a result that is
+// such a list, or JSON text of one (opencode's todoread answers so).
+func todos(r toolRaw) []views.Todo {
 	var items []struct {
 		Content string `json:"content"`
 		Step    string `json:"step"`
 		Status  string `json:"status"`
 	}
-	if json.Unmarshal(in["todos"], &items) != nil || len(items) == 0 {
-		_ = json.Unmarshal(in["plan"], &items)
+	if json.Unmarshal(r.Input["todos"], &items) != nil || len(items) == 0 {
+		_ = json.Unmarshal(r.Input["plan"], &items)
+	}
+	if len(items) == 0 {
+		list := []byte(r.Result)
+		var text string
+		if json.Unmarshal(list, &text) == nil {
+			list = []byte(text)
+		}
+		_ = json.Unmarshal(list, &items)
 	}
 	var out []views.Todo
 	for _, it := range items[:min(len(items), todoItems)] {

@@ -1,14 +1,20 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/opencode"
+	"github.com/agentreview/service/views"
 )
 
 // TestToolRenderings: the common tools of real sample records show for
@@ -108,5 +114,75 @@ func TestToolRenderings(t *testing.T) {
 		if got := page.Find(fmt.Sprintf(`#step-%d .line`, seq)).Text(); got != want {
 			t.Errorf("step %d line = %q; want %q", seq, got, want)
 		}
+	}
+}
+
+// TestTodoReadOfOpencode: opencode's todoread answers with its todo list
+// as JSON text; the real export's call shows it as a checklist, and its
+// timeline line counts it, as a todowrite's does. The expected todos are
+// read from the export by the test.
+func TestTodoReadOfOpencode(t *testing.T) {
+	const export = "../adapters/opencode/testdata/agentlogs_all_tools_export.json"
+	s := newTestService(t)
+	if _, err := (&adapters.Importer{Store: s.store}).Run(context.Background(), opencode.Agent, []string{export}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Info     struct{ ID string }
+		Messages []struct {
+			Parts []struct {
+				Tool  string
+				State struct{ Output string }
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	done := 0
+	for _, m := range file.Messages {
+		for _, p := range m.Parts {
+			if p.Tool != "todoread" {
+				continue
+			}
+			var items []struct{ Content, Status string }
+			if err := json.Unmarshal([]byte(p.State.Output), &items); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				want = append(want, it.Status+" "+it.Content)
+				if it.Status == "completed" {
+					done++
+				}
+			}
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the export has no todoread with todos")
+	}
+	page := mustDocument(t, s, "/session?id="+file.Info.ID)
+	step := page.Find(`details.step`).FilterFunction(func(_ int, d *goquery.Selection) bool {
+		return strings.HasPrefix(strings.TrimSpace(d.Find(".line").First().Text()), "todoread")
+	})
+	if step.Length() != 1 {
+		t.Fatalf("%d todoread steps on the page; want 1", step.Length())
+	}
+	if line, wantLine := strings.TrimSpace(step.Find(".line").First().Text()), fmt.Sprintf("todoread %s, %d done", views.Plural(len(want), "todo"), done); line != wantLine {
+		t.Errorf("timeline line = %q; want %q", line, wantLine)
+	}
+	seq, _ := step.Attr("data-seq")
+	doc := mustDocument(t, s, fmt.Sprintf("/session/step?id=%s&seq=%s", file.Info.ID, seq))
+	var got []string
+	doc.Find(`[data-testid="tool-todo"] li`).Each(func(_ int, li *goquery.Selection) {
+		status, _ := li.Attr("data-status")
+		got = append(got, status+" "+strings.TrimSpace(strings.TrimPrefix(strings.Join(strings.Fields(li.Text()), " "), status+":")))
+	})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("todoread checklist = %q; want %q", got, want)
 	}
 }
