@@ -94,7 +94,8 @@ func toolInputLine(raw []byte) string {
 // as written, and an object or array deeper than depth as compact JSON)
 // and whether it is a string. It stops when fn returns false. Text that
 // is not a JSON object is an error; a value cut short (raw a prefix) ends
-// the walk without one.
+// the walk without one. An empty string is not a value to show: it is
+// skipped.
 func eachToolPart(raw []byte, depth int, fn func(label, text string, isString bool) bool) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if dec.PeekKind() != '{' {
@@ -176,7 +177,9 @@ func eachToolPart(raw []byte, depth int, fn func(label, text string, isString bo
 			if err != nil {
 				return ignoreCut(err)
 			}
-			if !fn(label(), tok.String(), k == '"') {
+			// An empty string says nothing: no part of its own, no
+			// "title:" without a value on the timeline.
+			if (k != '"' || tok.String() != "") && !fn(label(), tok.String(), k == '"') {
 				return nil
 			}
 		}

@@ -114,6 +114,23 @@ func TestToolPartsOfARealStep(t *testing.T) {
 	}
 }
 
+// TestToolPartsWithoutEmptyStrings: an empty string is not a part (opencode
+// records a call's title as "" when it has none); a value of empty strings
+// alone has no parts.
+func TestToolPartsWithoutEmptyStrings(t *testing.T) {
+	v := toolPartsView([]byte(`{"title":"","input":{"a":"","b":"c","n":0},"output":""}`), 0)
+	var labels []string
+	for _, f := range v.Fields {
+		labels = append(labels, f.Label+"="+f.Value.Shown)
+	}
+	if len(v.Blocks) != 0 || strings.Join(labels, " ") != "b=c n=0" {
+		t.Errorf("parts = %v, blocks %+v; want b=c n=0 alone", labels, v.Blocks)
+	}
+	if v := toolPartsView([]byte(`{"title":"","input":{"a":""}}`), 0); v != nil {
+		t.Errorf("parts of empty strings = %+v; want none", v)
+	}
+}
+
 // TestToolPartsBounded: the parts of a hostile value are bounded: a value
 // of 10,000 keys shows toolParts of them and says there are more, a deep
 // one is compact JSON below toolPartDepth, a long string is cut to the
@@ -196,6 +213,7 @@ func TestToolInputLine(t *testing.T) {
 		{`{"input":{"summary":"line one\nline two","n":3},"result":"done"}`, "summary: line one …, n: 3"},
 		{`{"input":{"a":"b","deep":{"c":1}},"output":{"content":"c"}}`, "a: b"},
 		{`{"q":"x","limit":10}`, "q: x, limit: 10"},
+		{`{"title":"","input":{"a":"","b":"c"}}`, "b: c"},
 		{`{"result":"only a result"}`, ""},
 		{`[1,2]`, ""},
 		// A first value cut short in the bytes read reads as far as it goes,
