@@ -1235,15 +1235,7 @@ func TestBrowserExportSummary(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("export = %d", rec.Code)
 	}
-	file := rec.Body.String()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, file)
-	}))
-	t.Cleanup(srv.Close)
-	p := b.newTab(t, srv.URL)
-	p.Do("open the exported file", chromedp.Navigate(srv.URL))
-	p.WaitFor("the export has loaded", `document.readyState === 'complete'`)
+	p := openExport(t, b, rec.Body.String())
 	type pair struct {
 		Label, Value, Under string
 		Beside, Below       bool

@@ -39,17 +39,8 @@ const (
 // grown to PG_BENCH_STEPS when it holds fewer; without it, a database of
 // the test's own (pgtest.DSN).
 func BenchmarkScale(b *testing.B) {
-	target := 100_000
-	if n, err := strconv.Atoi(os.Getenv("PG_BENCH_STEPS")); err == nil && n > 0 {
-		target = n
-	}
-	dsn := os.Getenv("PG_BENCH_DSN")
-	if dsn == "" {
-		dsn = pgtest.DSN(b)
-	}
-	s := mustOpenDSN(b, dsn)
+	s, dsn := scaleStore(b)
 	ctx := context.Background()
-	buildScale(b, s, target)
 	markOldest(b, s)
 	var steps, sessions, dbSize, gin, docs, text int64
 	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM sessions),
@@ -197,6 +188,23 @@ func timed(b *testing.B, setup, f func()) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(times[min(len(times)-1, len(times)*99/100)].Microseconds())/1000, "p99-ms")
+}
+
+// scaleStore is the store of the scale benchmarks and its URL:
+// PG_BENCH_DSN's database (kept for the next run) or a new one, grown by
+// buildScale to PG_BENCH_STEPS steps (default 100,000).
+func scaleStore(b *testing.B) (*Store, string) {
+	target := 100_000
+	if n, err := strconv.Atoi(os.Getenv("PG_BENCH_STEPS")); err == nil && n > 0 {
+		target = n
+	}
+	dsn := os.Getenv("PG_BENCH_DSN")
+	if dsn == "" {
+		dsn = pgtest.DSN(b)
+	}
+	s := mustOpenDSN(b, dsn)
+	buildScale(b, s, target)
+	return s, dsn
 }
 
 // buildScale grows s to at least target steps. The templates (sessions

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -85,20 +83,10 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 }
 
 // BenchmarkRewriteSearchWords: the first Open of a store whose words an
-// earlier text rule made (rewriteSearchDocs), on buildScale's store
-// (PG_BENCH_STEPS steps, default 100,000; PG_BENCH_DSN to keep it).
+// earlier text rule made (rewriteSearchDocs), on scaleStore's store.
 func BenchmarkRewriteSearchWords(b *testing.B) {
-	target := 100_000
-	if n, err := strconv.Atoi(os.Getenv("PG_BENCH_STEPS")); err == nil && n > 0 {
-		target = n
-	}
-	dsn := os.Getenv("PG_BENCH_DSN")
-	if dsn == "" {
-		dsn = pgtest.DSN(b)
-	}
-	s := mustOpenDSN(b, dsn)
+	s, _ := scaleStore(b)
 	ctx := context.Background()
-	buildScale(b, s, target)
 	var steps, candidates int64
 	err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE payload ~ $1 OR flags ~ $1 OR coalesce(error ~ $1, false)) FROM steps`,
 		textMayBeJSONInAString).Scan(&steps, &candidates)
