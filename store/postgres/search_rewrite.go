@@ -10,9 +10,10 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// rewriteChunk is how many steps one transaction of rewriteSearchDocs
-// reads and rewrites.
-const rewriteChunk = 2000
+// rewriteSpan is how many step pks one transaction of rewriteSearchDocs
+// looks through: a transaction holds the write lock, so it is short
+// (about 0.15 s) whether many or none of its steps are rewritten.
+const rewriteSpan = 20_000
 
 // textMayBeJSONInAString finds the steps whose search text version 3
 // changed (store.SearchTextVersion): those with a JSON string value, in
@@ -23,41 +24,37 @@ const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?
 
 // rewriteSearchDocs brings a store's words to this build's text rule
 // (store.SearchTextVersion): the words of each step whose text may have
-// changed are made again from its stored columns, in transactions of
-// rewriteChunk steps that each hold the write lock (stampLock), so no
-// write comes between a chunk's read and its update. Sessions' own rows
+// changed are made again from its stored columns, rewriteSpan pks at a
+// time, each span in a transaction that holds the write lock (stampLock),
+// so no write comes between its read and its update. Sessions' own rows
 // index text no rule has changed. migrate runs it under its lock, so two
 // processes starting together rewrite once.
 func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	var version int
-	if err := conn.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil {
+	var last int64
+	err := conn.QueryRow(ctx, `SELECT version, (SELECT coalesce(max(pk), 0) FROM steps) FROM search_text_version`).Scan(&version, &last)
+	if err != nil {
 		return fmt.Errorf("search text version: %w", err)
 	}
 	if version >= store.SearchTextVersion {
 		return nil
 	}
-	after := int64(0)
-	for {
-		n := 0
+	for lo := int64(0); lo < last; lo += rewriteSpan {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
 				return err
 			}
-			rows, _ := tx.Query(ctx, `SELECT pk, payload ~ $3 OR flags ~ $3 OR coalesce(error ~ $3, false), payload, role, text, stdout, stderr, old_string, new_string, error, flags
-				FROM steps WHERE pk > $1 ORDER BY pk LIMIT $2`, after, rewriteChunk, textMayBeJSONInAString)
+			rows, _ := tx.Query(ctx, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
+				FROM steps WHERE pk > $1 AND pk <= $2 AND (payload ~ $3 OR flags ~ $3 OR error ~ $3)`, lo, lo+rewriteSpan, textMayBeJSONInAString)
 			var rids []int64
 			var docs []*string
 			var exact []bool
 			var pk int64
-			var changed bool
 			var d store.StepDoc
-			_, err := pgx.ForEachRow(rows, []any{&pk, &changed, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
+			_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
 				func() error {
-					n, after = n+1, pk
-					if changed {
-						doc, ex := tsvectorOf(d.SearchText())
-						rids, docs, exact = append(rids, pk), append(docs, doc), append(exact, ex)
-					}
+					doc, ex := tsvectorOf(d.SearchText())
+					rids, docs, exact = append(rids, pk), append(docs, doc), append(exact, ex)
 					return nil
 				})
 			if err != nil || len(rids) == 0 {
@@ -70,10 +67,7 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 		if err != nil {
 			return fmt.Errorf("rewrite the search words: %w", err)
 		}
-		if n < rewriteChunk {
-			break
-		}
 	}
-	_, err := conn.Exec(ctx, `UPDATE search_text_version SET version = $1`, store.SearchTextVersion)
+	_, err = conn.Exec(ctx, `UPDATE search_text_version SET version = $1`, store.SearchTextVersion)
 	return err
 }
