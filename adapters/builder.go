@@ -207,6 +207,18 @@ func (b *Builder) Skip(kind string) { b.sess.Skipped[kind]++ }
 // Problem reports a line or file that could not be read.
 func (b *Builder) Problem(p ...Problem) { b.sess.Problems = append(b.sess.Problems, p...) }
 
+// BadLine records line n of the file at path, which could not be read: a
+// last line without its newline is one the agent is still writing, so
+// the file is Incomplete (and read again once the line is whole); any
+// other is a Problem with message.
+func (b *Builder) BadLine(path string, n int, terminated bool, message string) {
+	if !terminated {
+		b.sess.Incomplete = append(b.sess.Incomplete, path)
+		return
+	}
+	b.Problem(Problem{Path: path, Line: n, Message: message})
+}
+
 // Files adds files every segment lists as its source (files read for the
 // whole session), in the order given.
 func (b *Builder) Files(paths ...string) {

@@ -209,11 +209,7 @@ func (p *parser) take(src *source, r read) (line, bool) {
 		return line{}, false
 	}
 	if r.bad != nil {
-		if !r.terminated {
-			p.b.Session().Incomplete = append(p.b.Session().Incomplete, src.path)
-		} else {
-			p.problem(src.path, r.n, r.bad.Error())
-		}
+		p.b.BadLine(src.path, r.n, r.terminated, r.bad.Error())
 		return line{}, false
 	}
 	ln := line{n: r.n, rec: r.rec}

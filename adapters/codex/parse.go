@@ -255,14 +255,12 @@ func (p *parser) decode(path string, n int, b []byte, terminated, report bool) *
 	}
 	var typ *json.UnmarshalTypeError
 	if err != nil && !(errors.As(err, &typ) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))) {
-		switch {
-		case !report:
-		case !terminated:
-			p.b.Session().Incomplete = append(p.b.Session().Incomplete, path)
-		case json.Valid(b):
-			p.b.Problem(adapters.Problem{Path: path, Line: n, Message: "not a JSON object"})
-		default:
-			p.b.Problem(adapters.Problem{Path: path, Line: n, Message: "invalid JSON"})
+		if report {
+			msg := "invalid JSON"
+			if json.Valid(b) {
+				msg = "not a JSON object"
+			}
+			p.b.BadLine(path, n, terminated, msg)
 		}
 		return nil
 	}

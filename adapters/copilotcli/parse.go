@@ -141,15 +141,11 @@ func (p *parser) read(f adapters.File) {
 			err = json.Unmarshal(ev.Data, &d)
 		}
 		if err != nil {
-			if !terminated {
-				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
-				return
-			}
 			msg := "invalid JSON"
 			if json.Valid(line) {
 				msg = "not a Copilot event: " + err.Error()
 			}
-			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: msg})
+			p.b.BadLine(f.Path, n, terminated, msg)
 			return
 		}
 		ev.ID = cmp.Or(ev.ID, fmt.Sprintf("%s:%d", filepath.Base(f.Path), n))

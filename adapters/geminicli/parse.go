@@ -163,11 +163,7 @@ func (p *parser) readLines(f adapters.File) {
 		}
 		var r record
 		if err := adapters.DecodeObject(line, &r); err != nil {
-			if !terminated {
-				p.b.Session().Incomplete = append(p.b.Session().Incomplete, f.Path)
-				return
-			}
-			p.b.Problem(adapters.Problem{Path: f.Path, Line: n, Message: err.Error()})
+			p.b.BadLine(f.Path, n, terminated, err.Error())
 			return
 		}
 		switch {
