@@ -195,9 +195,9 @@ func browserMarkdown(t *testing.T, b *browser) {
 	s := lookService(t)
 	p := b.newTab(t, serveBrowser(t, s))
 	p.Open("/session?id=" + showcaseID + "#step-9")
-	p.WaitFor("the step's body loads", `document.querySelector('#step-9 .md h5') !== null`)
+	p.WaitFor("the step's body loads", `document.querySelector('#step-9 .md h4') !== null`)
 	md := `#step-9 [data-testid="markdown"]`
-	if got := p.Text(md + ` h5`); got != "Fixed" {
+	if got := p.Text(md + ` h4`); got != "Fixed" {
 		t.Errorf("heading = %q; want Fixed", got)
 	}
 	if got := p.Text(md + ` strong`); got != "returns" {
@@ -360,7 +360,7 @@ func browserScreenshots(t *testing.T, b *browser) {
 		p.WaitFor("the diff shows", `document.querySelector('#step-5 [data-testid="diff"]') !== null`)
 		shot("diff" + suffix)
 		p.Open("/session?id=" + showcaseID + "#step-9")
-		p.WaitFor("the message shows", `document.querySelector('#step-9 .md h5') !== null`)
+		p.WaitFor("the message shows", `document.querySelector('#step-9 .md h4') !== null`)
 		shot("message" + suffix)
 		p.openAllSteps()
 		p.WaitFor("the tools show", `document.querySelector('#step-8 [data-testid="tool-task"]') !== null`)

@@ -11,6 +11,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	ghtml "github.com/yuin/goldmark/renderer/html"
@@ -94,15 +95,15 @@ var highlighted = []byte("highlight")
 // turns images into links to them, shows a link to anything but an http,
 // https or mailto address as written (a relative link would point into
 // this app, and in the export "[aws-access-key-1](" is a masked value, not
-// a link), moves headings below the page's own (a
-// message's "#" is an h4: it sits in a turn's h3), and marks the code
-// blocks the highlighting budget allows.
+// a link), moves headings below the page's own (headingLevels), and marks
+// the code blocks the highlighting budget allows.
 type linkTransformer struct{}
 
 func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.Context) {
 	budget, _ := pc.Get(budgetContextKey).(*int)
 	var images []*ast.Image
 	var links []*ast.Link
+	var headings []*ast.Heading
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil
@@ -115,7 +116,7 @@ func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.C
 		case *ast.Image:
 			images = append(images, n)
 		case *ast.Heading:
-			n.Level = min(n.Level+3, 6)
+			headings = append(headings, n)
 		case *ast.FencedCodeBlock:
 			size := 0
 			for i := range n.Lines().Len() {
@@ -129,6 +130,7 @@ func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.C
 		}
 		return ast.WalkContinue, nil
 	})
+	headingLevels(headings)
 	for _, img := range images {
 		link := ast.NewLink()
 		link.Destination, link.Title = img.Destination, img.Title
@@ -162,13 +164,40 @@ func (linkTransformer) Transform(doc *ast.Document, src text.Reader, pc parser.C
 	}
 }
 
+// headingLevels sets the levels of a message's headings, in document
+// order, below the page's own: a message sits in a turn's h3, so its
+// highest heading is an h4. The levels it uses are ranked (a message of
+// "##" and "####" has h4 and h5), and no heading is more than one level
+// below the one before it, so the page's outline has no gaps (a screen
+// reader's list of headings, and WCAG's heading order).
+func headingLevels(headings []*ast.Heading) {
+	var used [7]bool
+	for _, h := range headings {
+		used[h.Level] = true
+	}
+	var rank [7]int
+	r := 0
+	for lvl := 1; lvl <= 6; lvl++ {
+		rank[lvl] = r
+		if used[lvl] {
+			r++
+		}
+	}
+	prev := 3
+	for _, h := range headings {
+		h.Level = min(4+rank[h.Level], prev+1, 6)
+		prev = h.Level
+	}
+}
+
 // absolute reports an http, https or mailto address.
 func absolute(dest []byte) bool {
 	d := strings.ToLower(string(dest[:min(len(dest), 8)]))
 	return strings.HasPrefix(d, "http://") || strings.HasPrefix(d, "https://") || strings.HasPrefix(d, "mailto:")
 }
 
-// messageRenderer shows raw HTML as text and highlights code blocks.
+// messageRenderer shows raw HTML as text, highlights code blocks and
+// names each task list's check box.
 type messageRenderer struct{}
 
 func (messageRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
@@ -176,6 +205,20 @@ func (messageRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 	reg.Register(ast.KindHTMLBlock, renderHTMLBlock)
 	reg.Register(ast.KindFencedCodeBlock, renderCode)
 	reg.Register(ast.KindCodeBlock, renderCode)
+	reg.Register(east.KindTaskCheckBox, renderTaskCheckBox)
+}
+
+// renderTaskCheckBox is a task's "[ ]" or "[x]": a check box that cannot be
+// changed, named by its state for a screen reader (goldmark's has no name).
+func renderTaskCheckBox(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if entering {
+		if node.(*east.TaskCheckBox).IsChecked {
+			_, _ = w.WriteString(`<input type="checkbox" checked="" disabled="" aria-label="done" /> `)
+		} else {
+			_, _ = w.WriteString(`<input type="checkbox" disabled="" aria-label="not done" /> `)
+		}
+	}
+	return ast.WalkContinue, nil
 }
 
 func renderRawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {

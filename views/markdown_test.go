@@ -116,6 +116,49 @@ func TestMarkdownRendering(t *testing.T) {
 	}
 }
 
+// A message's headings sit below the page's h3, in the order of their
+// levels without gaps, whatever levels the message uses; a task's check
+// box is named by its state.
+func TestMarkdownHeadingsAndTasks(t *testing.T) {
+	for _, tc := range []struct {
+		md   string
+		want string // the headings' levels in order
+	}{
+		{"# a\n## b\n### c\n## d\n# e", "4 5 6 5 4"},
+		{"## a\n#### b\n## c", "4 5 4"},
+		{"### only", "4"},
+		{"#### a\n# b\n###### c", "4 4 5"},
+		{"# a\n### b", "4 5"},
+		{"# 1\n## 2\n### 3\n#### 4\n##### 5", "4 5 6 6 6"},
+	} {
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(mustMarkdown(t, tc.md)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		doc.Find("h1, h2, h3, h4, h5, h6").Each(func(_ int, h *goquery.Selection) {
+			got = append(got, strings.TrimPrefix(goquery.NodeName(h), "h"))
+		})
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%q: heading levels %v; want %s", tc.md, got, tc.want)
+		}
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(mustMarkdown(t, "- [x] ship it\n- [ ] test it\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var boxes []string
+	doc.Find(`input[type="checkbox"]`).Each(func(_ int, in *goquery.Selection) {
+		label, _ := in.Attr("aria-label")
+		_, checked := in.Attr("checked")
+		_, disabled := in.Attr("disabled")
+		boxes = append(boxes, fmt.Sprintf("%s %v %v", label, checked, disabled))
+	})
+	if got := strings.Join(boxes, ", "); got != "done true true, not done false true" {
+		t.Errorf("check boxes = %q; want a named, fixed box for each task", got)
+	}
+}
+
 // TestDiffIsBounded: a highlighted diff renders within a small multiple of
 // its lines' size, whatever the tokens.
 func TestDiffIsBounded(t *testing.T) {
