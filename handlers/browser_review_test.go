@@ -46,6 +46,14 @@ func reviewFixture(sid string, at time.Time) obj {
 	return x
 }
 
+// ownContrast is the contrast ratio (WCAG) of an element's text against
+// its own background colour.
+const ownContrast = `(function(e){
+	const lum = c => { const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+	const s = getComputedStyle(e), fg = lum(s.color), bg = lum(s.backgroundColor);
+	return (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+})`
+
 // typeInto replaces the value of the field matching sel with text, typed.
 func (p *tab) typeInto(sel, text string) {
 	p.T.Helper()
@@ -54,12 +62,15 @@ func (p *tab) typeInto(sel, text string) {
 }
 
 // browserVerdictInOtherTabs: a verdict set in one tab shows in another tab
-// on the session and, as a badge, in a tab on the list; the list filters
-// by it; the reviewer's name is remembered.
+// on the session and, as a badge, in a tab on the list, whole and legible
+// beside a title too long for its column; the list filters by it; the
+// reviewer's name is remembered.
 func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 	s := newTestService(t)
 	at := time.Now().UTC().Add(-time.Hour)
-	s.mustPush(reviewFixture("verdict-1", at), http.StatusCreated)
+	long := reviewFixture("verdict-1", at)
+	long["steps"].(arr)[0] = stepRec("verdict-1", 1, 1, at, "message", userPrompt(strings.Repeat("Make the tests pass and do not skip any ", 8)))
+	s.mustPush(long, http.StatusCreated)
 	s.mustPush(reviewFixture("verdict-2", at.Add(time.Minute)), http.StatusCreated)
 	base := serveBrowser(t, s)
 
@@ -91,6 +102,16 @@ func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 	if n := list.Count(`[data-session-id="verdict-2"] [data-testid="verdict-badge"]`); n != 0 {
 		t.Errorf("the session without a verdict has %d badges", n)
 	}
+	badge := `document.querySelector('[data-session-id="verdict-1"] [data-testid="verdict-badge"]')`
+	list.eachLook(func(look string) {
+		if !evalJS[bool](list, `(b => { const r = b.getBoundingClientRect(), c = b.closest('td').getBoundingClientRect();
+			return r.width > 0 && r.left >= c.left && r.right <= c.right; })(`+badge+`)`) {
+			t.Errorf("list%s: the verdict badge is cut off by the long title", look)
+		}
+		if c := evalJS[float64](list, ownContrast+`(`+badge+`)`); c < 4.5 {
+			t.Errorf("list%s: verdict badge contrast %.1f; want at least 4.5", look, c)
+		}
+	})
 
 	list.Open("/?verdict=needs_attention&agent=testagent")
 	if got := list.Texts(`[data-testid="session-row"] [data-testid="short-id"]`); strings.Join(got, " ") != "verdict-" {
