@@ -40,6 +40,7 @@ func TestBrowserLook(t *testing.T) {
 		{"ExportKeep", browserExportKeep},
 		{"Disabled", browserDisabled},
 		{"Screenshots", browserScreenshots},
+		{"Accessible", browserAccessible},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
 	}
@@ -388,6 +389,46 @@ func browserScreenshots(t *testing.T, b *browser) {
 		p.Do("scroll to the model chart", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="usage-chart-model"]').scrollIntoView()`))
 		shot("usage-rows" + suffix)
 	})
+}
+
+// browserAccessible: axe-core (Audit) finds nothing to fix on the app's
+// pages and the exported report, at 1280 and 390 px, light and dark: the
+// list with a verdict, the showcase session with every step open (its
+// Markdown, diff, tools, note and verdict), a search with hits, the usage
+// page and the report.
+func browserAccessible(t *testing.T, b *browser) {
+	s := lookService(t)
+	if err := s.store.SetVerdict(context.Background(), showcaseID, store.Verdict{State: "needs_attention", Reviewer: "Ann", Note: "skipped a test"}); err != nil {
+		t.Fatal(err)
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	audit := func(p *tab, page string) {
+		t.Helper()
+		for _, v := range p.Audit() {
+			t.Errorf("%s: %s", page, v)
+		}
+	}
+	p.eachLook(func(look string) {
+		p.Open("/")
+		audit(p, "list"+look)
+		p.Open("/session?id=" + showcaseID)
+		p.openAllSteps()
+		audit(p, "session"+look)
+		p.Open("/search?q=parse")
+		audit(p, "search"+look)
+	})
+	u, period := usageLookService(t)
+	p = b.newTab(t, serveBrowser(t, u))
+	p.eachLook(func(look string) {
+		p.Open("/usage?" + period)
+		audit(p, "usage"+look)
+	})
+	exp := s.get("/api/sessions/" + showcaseID + "/export")
+	if exp.Code != http.StatusOK {
+		t.Fatalf("export = %d", exp.Code)
+	}
+	p = openExport(t, b, exp.Body.String())
+	p.eachLook(func(look string) { audit(p, "export"+look) })
 }
 
 // usageLookService is a service holding the Claude Code and Codex

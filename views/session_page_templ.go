@@ -236,7 +236,7 @@ func Session(p SessionPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<section id=\"timeline\" data-testid=\"timeline\"><h2>Timeline</h2><form class=\"session-search\" method=\"get\" action=\"/search\" role=\"search\" data-testid=\"session-search\"><input type=\"hidden\" name=\"session\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<section id=\"timeline\" data-testid=\"timeline\"><h2>Timeline</h2><form class=\"session-search\" method=\"get\" action=\"/search\" role=\"search\" aria-label=\"This session\" data-testid=\"session-search\"><input type=\"hidden\" name=\"session\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
