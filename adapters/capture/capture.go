@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/claudecode"
 	"github.com/agentreview/service/adapters/cline"
 	"github.com/agentreview/service/adapters/codex"
@@ -122,6 +123,11 @@ type watcher struct {
 	// sync, when set, reads a changed file's sessions again instead of
 	// syncFile: for a file that holds many sessions (a database).
 	sync func(c *Capture, ctx context.Context, path string, final bool) result
+	// top, when set, watches only the top of each root, not the folders
+	// under it: Aider's roots are repositories, whose history sits at
+	// their root, and a repository's tree is no place for a watch per
+	// folder.
+	top bool
 }
 
 // watchers are the agents followed by their files alone, by kind; their
@@ -133,6 +139,7 @@ var watchers = map[string]watcher{
 	opencode.Kind:   opencodeWatcher,
 	crush.Kind:      crushWatcher,
 	qwencode.Kind:   qwenWatcher,
+	aider.Kind:      aiderWatcher,
 }
 
 // maxTries is how often a job whose files are half written, or that met a
@@ -219,6 +226,9 @@ func (c *Capture) scan(j job) result {
 			return result{}
 		}
 		discover, kind = watchers[r.kind].agent.Discover, jobAgentFile
+		if watchesTop(r) {
+			return c.scanTop(r)
+		}
 	}
 	units, problems := discover([]string{j.key})
 	for _, u := range units {
@@ -227,6 +237,21 @@ func (c *Capture) scan(j job) result {
 		}
 	}
 	return result{problems: problems}
+}
+
+// scanTop queues the session files at the top of a root whose folders
+// under it are not watched (watcher.top).
+func (c *Capture) scanTop(r root) result {
+	entries, err := os.ReadDir(r.path)
+	if err != nil {
+		return result{err: err}
+	}
+	for _, e := range entries {
+		if p := filepath.Join(r.path, e.Name()); e.Type().IsRegular() && sessionFile(r, p) {
+			c.q.push(job{jobAgentFile, p}, false)
+		}
+	}
+	return result{}
 }
 
 // syncClaudeFile reads the session a changed transcript belongs to.

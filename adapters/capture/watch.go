@@ -179,7 +179,7 @@ func (c *Capture) addTree(w *fsnotify.Watcher, r root, dir string, readFiles boo
 			return nil // gone, or not readable: nothing to watch
 		}
 		if d.IsDir() {
-			if p != r.path && skipDir(d.Name()) {
+			if p != r.path && (skipDir(d.Name()) || watchesTop(r)) {
 				return filepath.SkipDir
 			}
 			if err := w.Add(p); err != nil {
@@ -193,6 +193,9 @@ func (c *Capture) addTree(w *fsnotify.Watcher, r root, dir string, readFiles boo
 		return nil
 	})
 }
+
+// watchesTop reports whether only the top folder of root r is watched.
+func watchesTop(r root) bool { return r.agent == jobAgentFile && watchers[r.kind].top }
 
 // sessionFile reports whether a file may be part of a session: a Claude
 // Code transcript, one of the JSON files of a Cline task or session, or a
@@ -213,7 +216,7 @@ func (c *Capture) event(w *fsnotify.Watcher, r root, ev fsnotify.Event) {
 	}
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-			if !skipDir(fi.Name()) {
+			if !skipDir(fi.Name()) && !watchesTop(r) {
 				c.addTree(w, r, ev.Name, true)
 			}
 			return

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentreview/service/adapters/aider"
 	"github.com/agentreview/service/adapters/capture"
 	"github.com/agentreview/service/adapters/codex"
 	"github.com/agentreview/service/adapters/copilotcli"
@@ -75,9 +76,10 @@ func (c *CaptureCmd) Run(e *env) error {
 	// opencode's data folder only: a $OPENCODE_DB elsewhere may sit in a
 	// folder too large to watch (import reads it).
 	// Crush: the data dir of each project it has run in, as its
-	// projects.json lists them, a new one as it is added.
+	// projects.json lists them, a new one as it is added. Aider: the
+	// repositories whose chat histories were imported.
 	roots := map[string][]string{codex.Kind: codexDirs, geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], qwencode.Kind: qwen}
-	follow := map[string]func() []string{crush.Kind: crush.ProjectDataDirs}
+	follow := map[string]func() []string{crush.Kind: crush.ProjectDataDirs, aider.Kind: capture.AiderRepositories(e.ctx, st)}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Follow: follow, Log: log}
 	srv := &http.Server{
 		Handler:           cp.Receiver(),
@@ -96,6 +98,7 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])
 	fmt.Fprintf(e.stdout, "  crush:       %v and each project Crush adds to its projects.json\n", crush.ProjectDataDirs())
 	fmt.Fprintf(e.stdout, "  qwen code:   %v\n", qwen)
+	fmt.Fprintf(e.stdout, "  aider:       %v and each repository whose history is imported (service import aider)\n", follow[aider.Kind]())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)
