@@ -113,6 +113,16 @@ func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 		}
 	})
 
+	// Not reviewed: the other session, counted on its chip.
+	if got := list.Text(`[data-testid="verdict-chip"]:nth-child(2)`); got != "Not reviewed 1" {
+		t.Errorf("second verdict chip = %q; want Not reviewed 1", got)
+	}
+	list.Click(`[data-testid="verdict-chip"]:nth-child(2)`)
+	list.WaitFor("the list of sessions not reviewed", `location.search.includes('unreviewed=1') && document.readyState === 'complete'`)
+	if got := list.Texts(`[data-testid="session-row"]`); len(got) != 1 || list.Count(`[data-session-id="verdict-2"]`) != 1 {
+		t.Errorf("the list of sessions not reviewed shows %d rows; want only verdict-2", len(got))
+	}
+
 	list.Open("/?verdict=needs_attention&agent=testagent")
 	if got := list.Texts(`[data-testid="session-row"] [data-testid="short-id"]`); strings.Join(got, " ") != "verdict-" {
 		t.Errorf("list filtered by needs_attention shows %v; want only verdict-1", got)

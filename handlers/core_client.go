@@ -45,12 +45,7 @@ func (c CoreClient) get(ctx context.Context, path string, query url.Values, v an
 // List is GET /api/sessions with the query's parameters.
 func (c CoreClient) List(ctx context.Context, lq store.ListQuery) (store.SessionList, error) {
 	var l store.SessionList
-	q := url.Values{}
-	for name, v := range map[string]string{"agent": lq.Agent, "verdict": lq.Verdict, "after": lq.After} {
-		if v != "" {
-			q.Set(name, v)
-		}
-	}
+	q := listValues(lq)
 	if lq.Limit > 0 {
 		q.Set("limit", strconv.Itoa(lq.Limit))
 	}

@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentreview/service/store"
 )
 
 // TestListFilterParams: the JSON list and the list page read the same
@@ -15,6 +18,9 @@ func TestListFilterParams(t *testing.T) {
 	start := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	s.mustPush(sessionBatch("plain", "testagent", "1.0.0", start, "/tmp/ws", metricsOf(0.1, 1, 1, 1)), http.StatusCreated)
 	s.mustPush(sessionBatch("alpha", "testagent", "1.0.0", start.Add(time.Hour), "/tmp/alpha", nil), http.StatusCreated)
+	if err := s.store.SetVerdict(context.Background(), "alpha", store.Verdict{State: "approved"}); err != nil {
+		t.Fatal(err)
+	}
 
 	for path, want := range map[string]string{
 		"/api/sessions?workspace=alpha":            "alpha",
@@ -22,6 +28,8 @@ func TestListFilterParams(t *testing.T) {
 		"/api/sessions?until=2026-01-02T10:30:00Z": "plain",
 		"/api/sessions?cost=recorded":              "plain",
 		"/api/sessions?cost=not_recorded":          "alpha",
+		"/api/sessions?unreviewed=1":               "plain",
+		"/api/sessions?verdict=approved":           "alpha",
 	} {
 		rec := s.get(path)
 		var l struct {

@@ -77,18 +77,13 @@ func listProblem(err error) string {
 
 func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
 	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total), Filter: views.ListFilter{
-		Agent: q.Agent, Verdict: q.Verdict, Owner: q.Owner, Workspace: q.Workspace, Since: q.Since, Until: q.Until, Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
+		Agent: q.Agent, Verdict: q.Verdict, Unreviewed: q.Unreviewed, Owner: q.Owner, Workspace: q.Workspace, Since: q.Since, Until: q.Until,
+		Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
 	}}
 	p.Filtered = p.Filter != views.ListFilter{}
 	// href is the list with the filters of q, changed by kv (an empty value drops one).
 	href := func(path string, kv ...string) string {
-		v := url.Values{}
-		for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "owner": q.Owner, "workspace": q.Workspace, "since": q.Since,
-			"until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged), "cost": q.Cost, "after": q.After} {
-			if val != "" {
-				v.Set(name, val)
-			}
-		}
+		v := listValues(q)
 		for i := 0; i+1 < len(kv); i += 2 {
 			if kv[i+1] == "" {
 				v.Del(kv[i])
@@ -114,7 +109,9 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 			Label: shorten(a.Kind, lineChars), Href: href("/", "agent", a.Kind, "after", ""), Count: a.Sessions, Active: a.Kind == q.Agent,
 		})
 	}
-	p.VerdictChips = verdictChips(l.Verdicts, q.Verdict, func(state string) string { return href("/", "verdict", state, "after", "") })
+	p.VerdictChips = verdictChips(l, q, func(state, unreviewed string) string {
+		return href("/", "verdict", state, "unreviewed", unreviewed, "after", "")
+	})
 	for _, s := range l.Sessions {
 		p.Rows = append(p.Rows, sessionRow(s, now))
 	}

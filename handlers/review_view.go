@@ -68,18 +68,27 @@ func reviewForms(r *http.Request, id, reviewer string, demo bool) views.ReviewFo
 	return f
 }
 
-// verdictChips filter the list by verdict: any, then each state the store
-// holds. A state filtered on that no session has keeps a chip, so the
-// filter shows.
-func verdictChips(counts []store.VerdictCount, active string, href func(state string) string) []views.VerdictChip {
-	chips := []views.VerdictChip{{Label: "Any verdict", Href: href(""), Active: active == ""}}
+// verdictChips filter the list by verdict: any, the sessions not reviewed
+// yet, then each state the store holds, each with its count under the
+// list's other filters; none until a session has a verdict or the filter
+// is set. A state filtered on that no session has keeps a chip, so the
+// filter shows. href is the list with a state, or with unreviewed "1".
+func verdictChips(l store.SessionList, q store.ListQuery, href func(state, unreviewed string) string) []views.VerdictChip {
+	active := q.Verdict
+	if len(l.Verdicts) == 0 && active == "" && !q.Unreviewed {
+		return nil
+	}
+	chips := []views.VerdictChip{
+		{Label: "Any verdict", Href: href("", ""), Active: active == "" && !q.Unreviewed},
+		{Label: "Not reviewed", Href: href("", "1"), Count: l.Unreviewed, Active: q.Unreviewed},
+	}
 	seen := false
-	for _, c := range counts {
+	for _, c := range l.Verdicts {
 		seen = seen || c.State == active
-		chips = append(chips, views.VerdictChip{Label: shorten(c.State, lineChars), Href: href(c.State), Count: c.Sessions, Active: c.State == active})
+		chips = append(chips, views.VerdictChip{Label: shorten(c.State, lineChars), Href: href(c.State, ""), Count: c.Sessions, Active: c.State == active})
 	}
 	if active != "" && !seen {
-		chips = append(chips, views.VerdictChip{Label: shorten(active, lineChars), Href: href(active), Active: true})
+		chips = append(chips, views.VerdictChip{Label: shorten(active, lineChars), Href: href(active, ""), Active: true})
 	}
 	return chips
 }

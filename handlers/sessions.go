@@ -104,11 +104,26 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 	return q, nil
 }
 
+// listValues is q as query parameters, parseListQuery's inverse but for
+// the limit.
+func listValues(q store.ListQuery) url.Values {
+	v := url.Values{}
+	for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "unreviewed": flagParam(q.Unreviewed), "owner": q.Owner,
+		"workspace": q.Workspace, "since": q.Since, "until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged),
+		"cost": q.Cost, "after": q.After} {
+		if val != "" {
+			v.Set(name, val)
+		}
+	}
+	return v
+}
+
 // parseListQuery reads a ListQuery from query parameters.
 func parseListQuery(v url.Values) (store.ListQuery, error) {
 	q := store.ListQuery{
 		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Owner: v.Get("owner"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
 		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Cost: v.Get("cost"), After: v.Get("after"),
+		Unreviewed: v.Get("unreviewed") != "",
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

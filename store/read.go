@@ -61,9 +61,11 @@ type SessionOverview struct {
 type SessionList struct {
 	Sessions []SessionOverview `json:"sessions"`
 	Agents   []AgentCount      `json:"agents"` // every agent kind in the store, for filtering
-	// Verdicts counts the sessions of each verdict state, for filtering.
-	Verdicts []VerdictCount `json:"verdicts"`
-	Total    Total          `json:"total"` // over every session the filter keeps
+	// Verdicts counts the sessions of each verdict state, for filtering,
+	// and Unreviewed those without one, under the other filters.
+	Verdicts   []VerdictCount `json:"verdicts"`
+	Unreviewed int            `json:"unreviewed"`
+	Total      Total          `json:"total"` // over every session the filter keeps
 	// Next, when set, asks for the following page (ListQuery.After).
 	Next string `json:"next,omitempty"`
 
@@ -334,17 +336,20 @@ func (sum *Summary) AddCount(c StepCount) {
 
 // ListQuery narrows the list. The zero value lists every session.
 type ListQuery struct {
-	Agent     string // only sessions of this agent kind
-	Verdict   string // only sessions with this verdict state
-	Owner     string // only sessions of this owner_id (a team server's user)
-	Workspace string // only sessions whose workspace root contains this
-	Since     string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
-	Until     string // only sessions started before this date or time
-	Failed    bool   // only sessions with a failed step
-	Flagged   bool   // only sessions with a flagged step
-	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
-	Limit     int    // at most this many sessions (0: all)
-	After     string // a Next cursor of an earlier page: the sessions after it
+	Agent   string // only sessions of this agent kind
+	Verdict string // only sessions with this verdict state
+	// Unreviewed keeps only sessions without a verdict; with Verdict, one
+	// choice of the same filter, it keeps none.
+	Unreviewed bool
+	Owner      string // only sessions of this owner_id (a team server's user)
+	Workspace  string // only sessions whose workspace root contains this
+	Since      string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
+	Until      string // only sessions started before this date or time
+	Failed     bool   // only sessions with a failed step
+	Flagged    bool   // only sessions with a flagged step
+	Cost       string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
+	Limit      int    // at most this many sessions (0: all)
+	After      string // a Next cursor of an earlier page: the sessions after it
 }
 
 // ListBounds are what a ListQuery's times and cursor say, checked.
@@ -408,8 +413,10 @@ type ListFilter struct {
 // sessions_list index (migrations/010), never a row.
 func (q ListQuery) Filters(b ListBounds, except string) []ListFilter {
 	var fs []ListFilter
+	// A verdict state and "unreviewed" are choices of one filter: the
+	// verdict chips count under every other filter but both.
 	add := func(name string, set bool, arg any) {
-		if set && name != except {
+		if set && name != except && !(name == "unreviewed" && except == "verdict") {
 			fs = append(fs, ListFilter{name, arg})
 		}
 	}
@@ -421,6 +428,7 @@ func (q ListQuery) Filters(b ListBounds, except string) []ListFilter {
 	}
 	add("agent", q.Agent != "", q.Agent)
 	add("verdict", q.Verdict != "", q.Verdict)
+	add("unreviewed", q.Unreviewed, nil)
 	add("owner", q.Owner != "", q.Owner)
 	add("workspace", q.Workspace != "", q.Workspace)
 	add("failed", q.Failed, nil)
@@ -431,12 +439,13 @@ func (q ListQuery) Filters(b ListBounds, except string) []ListFilter {
 
 // sqliteListConds are the list filters in SQLite, each argument :name.
 var sqliteListConds = map[string]string{
-	"since":     "s.started_ns >= :since",
-	"until":     "s.started_ns < :until",
-	"agent":     "s.agent_kind = :agent",
-	"verdict":   "s.verdict_state = :verdict",
-	"owner":     "s.owner_id = :owner",
-	"workspace": "instr(s.workspace_root, :workspace) > 0",
+	"since":      "s.started_ns >= :since",
+	"until":      "s.started_ns < :until",
+	"agent":      "s.agent_kind = :agent",
+	"verdict":    "s.verdict_state = :verdict",
+	"unreviewed": "s.verdict_state IS NULL",
+	"owner":      "s.owner_id = :owner",
+	"workspace":  "instr(s.workspace_root, :workspace) > 0",
 	// Each a look-up in an index of those steps alone (migration 016),
 	// which SQLite does not choose by itself: it read every step's entry.
 	"failed":  "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_failed WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
@@ -557,12 +566,19 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `SELECT s.verdict_state, count(*) FROM sessions s WHERE s.verdict_state IS NOT NULL AND `+whereVerdict+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
+		err = sqlitex.Execute(conn, `SELECT s.verdict_state, count(*) FROM sessions s WHERE s.verdict_state IS NOT NULL AND `+whereVerdict+` GROUP BY 1 ORDER BY 1`, &sqlitex.ExecOptions{
 			Named: argsVerdict,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				l.Verdicts = append(l.Verdicts, VerdictCount{State: st.ColumnText(0), Sessions: st.ColumnInt(1)})
 				return nil
 			},
+		})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `SELECT count(*) FROM sessions s WHERE s.verdict_state IS NULL AND `+whereVerdict, &sqlitex.ExecOptions{
+			Named:      argsVerdict,
+			ResultFunc: func(st *sqlite.Stmt) error { l.Unreviewed = st.ColumnInt(0); return nil },
 		})
 	})
 	if err != nil {

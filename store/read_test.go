@@ -86,7 +86,7 @@ func TestList(t *testing.T) {
 
 func TestListEmpty(t *testing.T) {
 	l := mustList(t, mustOpen(t), "")
-	if got, want := string(mustJSON(t, l)), `{"sessions":[],"agents":[],"verdicts":[],"total":{"sessions":0,"cost_usd":0,"cost_not_recorded":0}}`; got != want {
+	if got, want := string(mustJSON(t, l)), `{"sessions":[],"agents":[],"verdicts":[],"unreviewed":0,"total":{"sessions":0,"cost_usd":0,"cost_not_recorded":0}}`; got != want {
 		t.Errorf("List() = %s; want %s", got, want)
 	}
 }

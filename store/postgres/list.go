@@ -12,14 +12,15 @@ import (
 // listConds are the list filters (store.ListQuery.Filters) in
 // PostgreSQL, each argument $?.
 var listConds = map[string]string{
-	"since":     "s.started_ns >= $?",
-	"until":     "s.started_ns < $?",
-	"agent":     "s.agent_kind = $?",
-	"verdict":   "s.verdict_state = $?",
-	"owner":     "s.owner_id = $?",
-	"workspace": "strpos(s.workspace_root, $?) > 0",
-	"failed":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
-	"flagged":   "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
+	"since":      "s.started_ns >= $?",
+	"until":      "s.started_ns < $?",
+	"agent":      "s.agent_kind = $?",
+	"verdict":    "s.verdict_state = $?",
+	"unreviewed": "s.verdict_state IS NULL",
+	"owner":      "s.owner_id = $?",
+	"workspace":  "strpos(s.workspace_root, $?) > 0",
+	"failed":     "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
+	"flagged":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
 	"cost": `((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL
 		OR EXISTS (SELECT 1 FROM usage_hours h WHERE h.session_pk = s.pk AND h.reported = 1)) = ($?::text = 'recorded')`,
 }
@@ -93,6 +94,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 		_, err = pgx.ForEachRow(rows, []any{&v.State, &v.Sessions}, func() error { l.Verdicts = append(l.Verdicts, v); return nil })
 		if err != nil {
 			return fmt.Errorf("verdicts: %w", err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM sessions s WHERE s.verdict_state IS NULL AND `+whereVerdict, argsVerdict...).Scan(&l.Unreviewed); err != nil {
+			return fmt.Errorf("unreviewed: %w", err)
 		}
 		return nil
 	})

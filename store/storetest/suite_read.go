@@ -51,7 +51,8 @@ func queryName(q store.ListQuery) string {
 		value any
 		set   bool
 	}{
-		{"agent", q.Agent, q.Agent != ""}, {"verdict", q.Verdict, q.Verdict != ""}, {"workspace", q.Workspace, q.Workspace != ""},
+		{"agent", q.Agent, q.Agent != ""}, {"verdict", q.Verdict, q.Verdict != ""}, {"unreviewed", q.Unreviewed, q.Unreviewed},
+		{"workspace", q.Workspace, q.Workspace != ""},
 		{"since", q.Since, q.Since != ""}, {"until", q.Until, q.Until != ""}, {"failed", q.Failed, q.Failed},
 		{"flagged", q.Flagged, q.Flagged}, {"cost", q.Cost, q.Cost != ""}, {"limit", q.Limit, q.Limit != 0},
 	} {
@@ -96,7 +97,7 @@ func pushListSessions(t *testing.T, s store.Backend) {
 // wantList is the list of the sessions keep holds, newest start first
 // (by id among sessions that started at once), with its chip counts and
 // total; except names the filter a chip count leaves out.
-func wantList(keep func(l listed, except string) bool) (order []string, agents []store.AgentCount, verdicts []store.VerdictCount, total store.Total) {
+func wantList(keep func(l listed, except string) bool) (order []string, agents []store.AgentCount, verdicts []store.VerdictCount, unreviewed int, total store.Total) {
 	ls := slices.Clone(listSessions)
 	slices.SortFunc(ls, func(x, y listed) int { return cmp.Or(y.started().Compare(x.started()), cmp.Compare(x.id, y.id)) })
 	agentN, verdictN := map[string]int{}, map[string]int{}
@@ -117,6 +118,9 @@ func wantList(keep func(l listed, except string) bool) (order []string, agents [
 		if keep(l, "verdict") && l.verdict != "" {
 			verdictN[l.verdict]++
 		}
+		if keep(l, "verdict") && l.verdict == "" {
+			unreviewed++
+		}
 	}
 	agents, verdicts = []store.AgentCount{}, []store.VerdictCount{}
 	for _, k := range slices.Sorted(maps.Keys(agentN)) {
@@ -125,7 +129,7 @@ func wantList(keep func(l listed, except string) bool) (order []string, agents [
 	for _, k := range slices.Sorted(maps.Keys(verdictN)) {
 		verdicts = append(verdicts, store.VerdictCount{State: k, Sessions: verdictN[k]})
 	}
-	return order, agents, verdicts, total
+	return order, agents, verdicts, unreviewed, total
 }
 
 // keepFor is the spec of each ListQuery filter, over the pushed sessions.
@@ -140,6 +144,7 @@ func keepFor(q store.ListQuery) func(l listed, except string) bool {
 	return func(l listed, except string) bool {
 		return (q.Agent == "" || except == "agent" || l.agent == q.Agent) &&
 			(q.Verdict == "" || except == "verdict" || l.verdict == q.Verdict) &&
+			(!q.Unreviewed || except == "verdict" || l.verdict == "") &&
 			(q.Workspace == "" || strings.Contains(l.root, q.Workspace)) &&
 			(q.Since == "" || !l.started().Before(day(q.Since))) &&
 			(q.Until == "" || l.started().Before(day(q.Until))) &&
@@ -171,10 +176,14 @@ func testList(t *testing.T, s store.Backend) {
 		{Cost: "recorded"},
 		{Cost: "not_recorded"},
 		{Agent: "claude-code", Verdict: "approved"},
+		{Unreviewed: true},
+		{Unreviewed: true, Agent: "cline"},
+		{Unreviewed: true, Failed: true},
+		{Unreviewed: true, Verdict: "approved"},
 		{Agent: "cline", Flagged: true, Workspace: "/home/"},
 	} {
 		t.Run(queryName(q), func(t *testing.T) {
-			order, agents, verdicts, total := wantList(keepFor(q))
+			order, agents, verdicts, unreviewed, total := wantList(keepFor(q))
 			l := mustList(t, s, q)
 			if got := ids(l.Sessions); !slices.Equal(got, order) {
 				t.Errorf("List(%+v) = %v; want %v", q, got, order)
@@ -182,8 +191,8 @@ func testList(t *testing.T, s store.Backend) {
 			if !reflect.DeepEqual(l.Agents, agents) {
 				t.Errorf("List(%+v).Agents = %+v; want %+v", q, l.Agents, agents)
 			}
-			if !reflect.DeepEqual(l.Verdicts, verdicts) {
-				t.Errorf("List(%+v).Verdicts = %+v; want %+v", q, l.Verdicts, verdicts)
+			if !reflect.DeepEqual(l.Verdicts, verdicts) || l.Unreviewed != unreviewed {
+				t.Errorf("List(%+v).Verdicts = %+v, Unreviewed %d; want %+v, %d", q, l.Verdicts, l.Unreviewed, verdicts, unreviewed)
 			}
 			if l.Total.Sessions != total.Sessions || l.Total.CostNotRecorded != total.CostNotRecorded || math.Abs(l.Total.CostUSD-total.CostUSD) > 1e-9 {
 				t.Errorf("List(%+v).Total = %+v; want %+v", q, l.Total, total)
@@ -220,7 +229,7 @@ func testListPages(t *testing.T, s store.Backend) {
 	pushListSessions(t, s)
 	for _, q := range []store.ListQuery{{Limit: 2}, {Limit: 1, Agent: "claude-code"}, {Limit: 3, Workspace: "/home/dev/"}, {Limit: 5}} {
 		t.Run(queryName(q), func(t *testing.T) {
-			order, _, _, total := wantList(keepFor(q))
+			order, _, _, _, total := wantList(keepFor(q))
 			var got []string
 			for pages := 0; ; pages++ {
 				if pages > len(listSessions) {
