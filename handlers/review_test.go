@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 )
@@ -298,5 +299,51 @@ func TestReviewInTheDemo(t *testing.T) {
 		if code, body := call(t, demo, w.method, w.path, w.body, nil); code != http.StatusForbidden || !strings.Contains(body, "read-only") {
 			t.Errorf("demo %s %s = %d %s; want 403 read-only", w.method, w.path, code, body)
 		}
+	}
+}
+
+// A session's page links to the next session not reviewed, as the list of
+// those has them (newest first): the next older one, else from the newest,
+// never itself or a session with a verdict, and none when no other waits.
+func TestNextUnreviewedLink(t *testing.T) {
+	s := newTestService(t)
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	// n1 is the newest, n4 the oldest.
+	for i, id := range []string{"n4", "n3", "n2", "n1"} {
+		x := reviewFixture(id, start.Add(time.Duration(i)*time.Hour))
+		x["steps"].(arr)[0] = stepRec(id, 1, 1, start, "message", userPrompt("the task of "+id))
+		s.mustPush(x, http.StatusCreated)
+	}
+	verdict := func(id string) {
+		t.Helper()
+		if err := s.store.SetVerdict(t.Context(), id, store.Verdict{State: "approved"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(id string) string {
+		t.Helper()
+		link := mustDocument(t, s, "/session?id="+id).Find(`[data-testid="next-unreviewed"] a`)
+		if link.Length() == 0 {
+			return ""
+		}
+		href, _ := link.Attr("href")
+		if want := "the task of " + strings.TrimPrefix(href, "/session?id="); link.Text() != want {
+			t.Errorf("%s: the link to %s reads %q; want its title %q", id, href, link.Text(), want)
+		}
+		return strings.TrimPrefix(href, "/session?id=")
+	}
+	verdict("n3")
+	for id, want := range map[string]string{"n1": "n2", "n2": "n4", "n3": "n4", "n4": "n1"} {
+		if got := next(id); got != want {
+			t.Errorf("next after %s = %q; want %q", id, got, want)
+		}
+	}
+	verdict("n1")
+	verdict("n2")
+	if got := next("n4"); got != "" {
+		t.Errorf("next after n4, the only one left = %q; want no link", got)
+	}
+	if got := next("n1"); got != "n4" {
+		t.Errorf("next after n1, reviewed = %q; want n4", got)
 	}
 }

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"cmp"
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -66,6 +68,29 @@ func reviewForms(r *http.Request, id, reviewer string, demo bool) views.ReviewFo
 		f.Reviewer, f.User = user, user
 	}
 	return f
+}
+
+// nextUnreviewed is the session a reviewer goes on to from s: the next one
+// without a verdict in the list of those (newest first, ?unreviewed=1),
+// after s, else from the top; nil when no other session waits. A page of
+// at most two sessions, twice at most.
+func nextUnreviewed(ctx context.Context, src PageSource, s store.Session) (*views.SessionLink, error) {
+	after := ""
+	if at, ok := store.ParseTimestamp(s.StartedAt); ok {
+		after = store.ListCursor(store.StartedNS(at), s.ID)
+	}
+	for _, from := range []string{after, ""} {
+		l, err := src.List(ctx, store.ListQuery{Unreviewed: true, After: from, Limit: 2})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range l.Sessions {
+			if o.ID != s.ID {
+				return &views.SessionLink{Title: shorten(cmp.Or(o.Summary.Title, o.ID), lineChars), Href: "/session?id=" + url.QueryEscape(o.ID)}, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // verdictChips filter the list by verdict: any, the sessions not reviewed

@@ -129,6 +129,12 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
+		if p.Review.VerdictURL != "" {
+			if p.Review.Next, err = nextUnreviewed(r.Context(), src, d.Session); err != nil {
+				writePageError(w, r, log, err)
+				return
+			}
+		}
 		// On a team server only the session's owner may delete it
 		// (deleteSession); nobody else is offered a button that answers 403.
 		if !demo && (!team || signedInUser(r) == d.OwnerID) {

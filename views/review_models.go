@@ -27,6 +27,14 @@ type ReviewForms struct {
 	// the local service.
 	User   string
 	States []string // the common verdict states, offered first
+	// Next is the session a reviewer goes on to: the next not reviewed
+	// (handlers.nextUnreviewed); nil when no other session waits.
+	Next *SessionLink
+}
+
+// SessionLink links to a session by its title.
+type SessionLink struct {
+	Title, Href string
 }
 
 // NoteView is a reviewer's note on a step.
