@@ -73,14 +73,15 @@ func reviewForms(r *http.Request, id, reviewer string, demo bool) views.ReviewFo
 // nextUnreviewed is the session a reviewer goes on to from s: the next one
 // without a verdict in the list of those (newest first, ?unreviewed=1),
 // after s, else from the top; nil when no other session waits. A page of
-// at most two sessions, twice at most.
+// at most two sessions (ListQuery.PageOnly: no counts of the whole store),
+// twice at most.
 func nextUnreviewed(ctx context.Context, src PageSource, s store.Session) (*views.SessionLink, error) {
 	after := ""
 	if at, ok := store.ParseTimestamp(s.StartedAt); ok {
 		after = store.ListCursor(store.StartedNS(at), s.ID)
 	}
 	for _, from := range []string{after, ""} {
-		l, err := src.List(ctx, store.ListQuery{Unreviewed: true, After: from, Limit: 2})
+		l, err := src.List(ctx, store.ListQuery{Unreviewed: true, After: from, Limit: 2, PageOnly: true})
 		if err != nil {
 			return nil, err
 		}

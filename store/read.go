@@ -341,6 +341,9 @@ type ListQuery struct {
 	// Unreviewed keeps only sessions without a verdict; with Verdict, one
 	// choice of the same filter, it keeps none.
 	Unreviewed bool
+	// PageOnly reads the page of sessions alone: Total, Agents, Verdicts
+	// and Unreviewed, which count every session, are left empty.
+	PageOnly bool
 	Owner      string // only sessions of this owner_id (a team server's user)
 	Workspace  string // only sessions whose workspace root contains this
 	Since      string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
@@ -471,11 +474,18 @@ func listFilter(q ListQuery, b ListBounds, except string) (string, map[string]an
 }
 
 // listPage reads the pk, id and change stamp of the sessions of a page
-// (:after a cursor :ns, :id, at most :limit) that where keeps.
-func listPage(where string) string {
+// (after the cursor :ns, :id when after, at most :limit) that where keeps.
+func listPage(where string, after bool) string {
+	// After a cursor, the page starts at it in whichever index the
+	// filters pick (started_ns <= :ns is a range in each), rather than
+	// walking every session newer than it: the next not reviewed after a
+	// session deep in the list read 10,000 rows (12 ms) for one.
+	cursor := ""
+	if after {
+		cursor = "AND s.started_ns <= :ns AND (s.started_ns < :ns OR s.id > :id)"
+	}
 	return `SELECT s.pk, s.id, s.updated_at FROM sessions s
-		WHERE ` + where + `
-		  AND (:after = 0 OR s.started_ns < :ns OR (s.started_ns = :ns AND s.id > :id))
+		WHERE ` + where + ` ` + cursor + `
 		ORDER BY s.started_ns DESC, s.id LIMIT :limit`
 }
 
@@ -498,8 +508,11 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		var pks, stamps []int64
 		page := maps.Clone(args)
-		page[":after"], page[":ns"], page[":id"], page[":limit"] = len(q.After), b.AfterNS, b.AfterID, limit
-		err := sqlitex.Execute(conn, listPage(where), &sqlitex.ExecOptions{
+		page[":limit"] = limit
+		if q.After != "" {
+			page[":ns"], page[":id"] = b.AfterNS, b.AfterID
+		}
+		err := sqlitex.Execute(conn, listPage(where, q.After != ""), &sqlitex.ExecOptions{
 			Named: page,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pks = append(pks, st.ColumnInt64(0))
@@ -522,9 +535,11 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 					return nil
 				},
 			})
-			if err != nil {
+			if err != nil || q.PageOnly {
 				return err
 			}
+		} else if q.PageOnly {
+			return nil
 		}
 		// The sessions with metrics, then those without whose requests
 		// reported a cost: from the few reported usage rows (an index of

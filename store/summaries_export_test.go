@@ -24,10 +24,13 @@ func (s *Store) ListPagePlan(q ListQuery) (string, error) {
 		return "", err
 	}
 	where, args := listFilter(q, b, "")
-	args[":after"], args[":ns"], args[":id"], args[":limit"] = len(q.After), 1, "a", max(q.Limit, -1)
+	args[":limit"] = max(q.Limit, -1)
+	if q.After != "" {
+		args[":ns"], args[":id"] = 1, "a"
+	}
 	var plan []string
 	err = s.read(context.Background(), func(conn *sqlite.Conn) error {
-		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+listPage(where), &sqlitex.ExecOptions{
+		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+listPage(where, q.After != ""), &sqlitex.ExecOptions{
 			Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				plan = append(plan, st.ColumnText(3))

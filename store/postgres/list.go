@@ -54,7 +54,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 	}
 	where, args := listFilter(q, b, "")
 	err = s.read(ctx, func(tx pgx.Tx) error {
-		if err := s.listPage(ctx, tx, q, b, where, args, &l); err != nil {
+		if err := s.listPage(ctx, tx, q, b, where, args, &l); err != nil || q.PageOnly {
 			return err
 		}
 		// Cost is summed as numeric, exactly, and rounded once: SQLite's
