@@ -343,16 +343,16 @@ type ListQuery struct {
 	Unreviewed bool
 	// PageOnly reads the page of sessions alone: Total, Agents, Verdicts
 	// and Unreviewed, which count every session, are left empty.
-	PageOnly bool
-	Owner      string // only sessions of this owner_id (a team server's user)
-	Workspace  string // only sessions whose workspace root contains this
-	Since      string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
-	Until      string // only sessions started before this date or time
-	Failed     bool   // only sessions with a failed step
-	Flagged    bool   // only sessions with a flagged step
-	Cost       string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
-	Limit      int    // at most this many sessions (0: all)
-	After      string // a Next cursor of an earlier page: the sessions after it
+	PageOnly  bool
+	Owner     string // only sessions of this owner_id (a team server's user)
+	Workspace string // only sessions whose workspace root contains this
+	Since     string // only sessions started at or after this date (2026-11-01) or RFC 3339 time
+	Until     string // only sessions started before this date or time
+	Failed    bool   // only sessions with a failed step
+	Flagged   bool   // only sessions with a flagged step
+	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
+	Limit     int    // at most this many sessions (0: all)
+	After     string // a Next cursor of an earlier page: the sessions after it
 }
 
 // ListBounds are what a ListQuery's times and cursor say, checked.
