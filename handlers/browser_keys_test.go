@@ -114,6 +114,9 @@ func TestBrowserKeys(t *testing.T) {
 		t.Errorf("typed in the session's search box: %q; want j as text", got)
 	}
 	evalJS[bool](p, `(document.activeElement.value = '', document.activeElement.blur(), true)`)
+	p.key("n")
+	p.WaitFor("n opens the next session not reviewed", `location.pathname === '/session' && document.readyState === 'complete'
+		&& document.querySelector('[data-testid="session"]')?.dataset.sessionId === 'keys-older'`)
 
 	p.key("g")
 	p.key("s")

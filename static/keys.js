@@ -1,7 +1,8 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
 // session's page), j/k move through list rows or timeline steps, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step, g then s sessions, ? the list of shortcuts. None fires while typing
+// failed or flagged step, n the next session not reviewed, g then s
+// sessions, ? the list of shortcuts. None fires while typing
 // in a field, with a modifier held, or while a dialog is open.
 (function () {
   'use strict';
@@ -122,6 +123,12 @@
       case ']': turn(1); break;
       case 'e': problem(1); break;
       case 'E': problem(-1); break;
+      case 'n': {
+        const next = document.querySelector('[data-testid="next-unreviewed"] a');
+        if (!next) { done = false; break; }
+        next.click();
+        break;
+      }
       case 'g': pendingG = true; break;
       case '?': document.getElementById('keys-dialog').showModal(); break;
       default: done = false;
