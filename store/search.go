@@ -160,7 +160,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))", // flag:* any kind
 	"path":      "st.type IN ('edit', 'read') AND instr(json_extract(st.payload, '$.path'), ?) > 0",                                 // the steps with a path
 	"workspace": "instr(s.workspace_root, ?) > 0",
-	"verdict":   "s.verdict_state = ?",
+	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
 	"after":     "s.started_ns >= ?",
 	"before":    "s.started_ns < ?",
@@ -174,8 +174,9 @@ var searchFilters = map[string]string{
 // key:value that also work alone: agent:, type: (one of the step types,
 // several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
 // of a path), workspace: (part of the root), after: and before: (a date,
-// 2026-11-01, or an RFC 3339 time, on the session's start), verdict: and
-// owner: (the session's owner_id, a team server's user).
+// 2026-11-01, or an RFC 3339 time, on the session's start), verdict: (a
+// state, or none: not reviewed) and owner: (the session's owner_id, a team
+// server's user).
 func ParseQuery(text string) (ParsedQuery, error) {
 	var q ParsedQuery
 	var ps []Problem
@@ -272,6 +273,9 @@ func newInvalidSearch(ps []Problem) error {
 }
 
 // filterArg checks a filter's value and returns what its condition binds.
+// VerdictNone is verdict:none, the sessions not reviewed yet.
+const VerdictNone = "none"
+
 func filterArg(key, value string) (any, error) {
 	switch key {
 	case "type":
@@ -283,8 +287,11 @@ func filterArg(key, value string) (any, error) {
 		}
 		return types, nil
 	case "verdict":
+		if value == VerdictNone {
+			return nil, nil // no verdict: the condition's IS NULL
+		}
 		if !slices.Contains(VerdictStates, value) {
-			return nil, fmt.Errorf("%q is not a verdict (%s)", value, strings.Join(VerdictStates, ", "))
+			return nil, fmt.Errorf("%q is not a verdict (%s, or %s for none)", value, strings.Join(VerdictStates, ", "), VerdictNone)
 		}
 	case "after", "before":
 		t, err := parseSearchTime(value)

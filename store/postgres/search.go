@@ -22,7 +22,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
 	"path":      "st.path IS NOT NULL AND strpos(st.path, $) > 0",                                                                  // edits and reads (migration 007)
 	"workspace": "strpos(s.workspace_root, $) > 0",
-	"verdict":   "s.verdict_state = $",
+	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",
 	"after":     "s.started_ns >= $",
 	"before":    "s.started_ns < $",

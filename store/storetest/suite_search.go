@@ -190,6 +190,10 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 		{"verdict:needs_attention type:message", func(b *store.Batch, st store.Step) bool {
 			return verdicts[b.Session.ID] == "needs_attention" && st.Type == store.TypeMessage
 		}},
+		{"verdict:none type:message", func(b *store.Batch, st store.Step) bool {
+			return verdicts[b.Session.ID] == "" && st.Type == store.TypeMessage
+		}},
+		{"verdict:none", func(b *store.Batch, st store.Step) bool { return verdicts[b.Session.ID] == "" }},
 		// "test" is in the prompt (Fix the failing test) and the command
 		// (go test ./...) of the small batch; "failing" only in the prompt.
 		{"test agent:testagent", func(b *store.Batch, st store.Step) bool {
