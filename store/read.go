@@ -509,10 +509,10 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 		var pks, stamps []int64
 		page := maps.Clone(args)
 		page[":limit"] = limit
-		if q.After != "" {
+		if b.After {
 			page[":ns"], page[":id"] = b.AfterNS, b.AfterID
 		}
-		err := sqlitex.Execute(conn, listPage(where, q.After != ""), &sqlitex.ExecOptions{
+		err := sqlitex.Execute(conn, listPage(where, b.After), &sqlitex.ExecOptions{
 			Named: page,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				pks = append(pks, st.ColumnInt64(0))
@@ -535,10 +535,11 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 					return nil
 				},
 			})
-			if err != nil || q.PageOnly {
+			if err != nil {
 				return err
 			}
-		} else if q.PageOnly {
+		}
+		if q.PageOnly {
 			return nil
 		}
 		// The sessions with metrics, then those without whose requests

@@ -25,12 +25,12 @@ func (s *Store) ListPagePlan(q ListQuery) (string, error) {
 	}
 	where, args := listFilter(q, b, "")
 	args[":limit"] = max(q.Limit, -1)
-	if q.After != "" {
+	if b.After {
 		args[":ns"], args[":id"] = 1, "a"
 	}
 	var plan []string
 	err = s.read(context.Background(), func(conn *sqlite.Conn) error {
-		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+listPage(where, q.After != ""), &sqlitex.ExecOptions{
+		return sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+listPage(where, b.After), &sqlitex.ExecOptions{
 			Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error {
 				plan = append(plan, st.ColumnText(3))

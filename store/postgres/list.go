@@ -115,10 +115,17 @@ func (s *Store) listPage(ctx context.Context, tx pgx.Tx, q store.ListQuery, b st
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	page := append(args[:n:n], b.After, b.AfterNS, b.AfterID, limit)
+	page := append(args[:n:n], limit)
+	// After a cursor, a range in the index the filters pick, as SQLite's
+	// listPage: not a walk from the newest session.
+	cursor := ""
+	if b.After {
+		page = append(page, b.AfterNS, b.AfterID)
+		cursor = fmt.Sprintf(`AND s.started_ns <= $%d AND (s.started_ns < $%d OR s.id COLLATE "C" > $%d)`, n+2, n+2, n+3)
+	}
 	rows, _ := tx.Query(ctx, fmt.Sprintf(`SELECT s.pk, s.id, s.updated_at, s.started_ns FROM sessions s
-		WHERE %s AND (NOT $%d OR s.started_ns < $%d OR (s.started_ns = $%d AND s.id COLLATE "C" > $%d))
-		ORDER BY s.started_ns DESC, s.id COLLATE "C" LIMIT $%d`, where, n+1, n+2, n+2, n+3, n+4), page...)
+		WHERE %s %s
+		ORDER BY s.started_ns DESC, s.id COLLATE "C" LIMIT $%d`, where, cursor, n+1), page...)
 	var pks, stamps, started []int64
 	var (
 		pk, stamp, ns int64
