@@ -46,14 +46,6 @@ func reviewFixture(sid string, at time.Time) obj {
 	return x
 }
 
-// ownContrast is the contrast ratio (WCAG) of an element's text against
-// its own background colour.
-const ownContrast = `(function(e){
-	const lum = c => { const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-	const s = getComputedStyle(e), fg = lum(s.color), bg = lum(s.backgroundColor);
-	return (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
-})`
-
 // typeInto replaces the value of the field matching sel with text, typed.
 func (p *tab) typeInto(sel, text string) {
 	p.T.Helper()
@@ -108,7 +100,7 @@ func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 			return r.width > 0 && r.left >= c.left && r.right <= c.right; })(`+badge+`)`) {
 			t.Errorf("list%s: the verdict badge is cut off by the long title", look)
 		}
-		if c := evalJS[float64](list, ownContrast+`(`+badge+`)`); c < 4.5 {
+		if c := evalJS[float64](list, contrastOf+`(`+badge+`, `+badge+`)`); c < 4.5 {
 			t.Errorf("list%s: verdict badge contrast %.1f; want at least 4.5", look, c)
 		}
 	})

@@ -28,13 +28,12 @@ const dividerPlaces = `Array.from(document.querySelectorAll('[data-testid="segme
 	return n.tagName === 'H3' ? 'turn ' + d.closest('section.turn').dataset.number : 'step ' + n.dataset.seq;
 }).join(', ')`
 
-// contrastOf is the contrast ratio (WCAG) of an element's text against
-// the background of the turn it is in.
-const contrastOf = `(function(sel){
-	const rgb = c => c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number);
-	const lum = c => { const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-	const e = document.querySelector(sel), fg = lum(getComputedStyle(e).color), bg = lum(getComputedStyle(e.closest('section.turn')).backgroundColor);
-	return (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+// contrastOf is the contrast ratio (WCAG) of element fg's text against
+// element bg's background colour.
+const contrastOf = `(function(fg, bg){
+	const lum = c => { const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+	const f = lum(getComputedStyle(fg).color), b = lum(getComputedStyle(bg).backgroundColor);
+	return (Math.max(f, b) + 0.05) / (Math.min(f, b) + 0.05);
 })`
 
 // browserSegmentSample: the real sample with a compaction inside its one
@@ -57,7 +56,7 @@ func browserSegmentSample(t *testing.T, b *browser) {
 		for _, scheme := range []string{"light", "dark"} {
 			p.Emulate(w, 844, scheme)
 			for _, part := range []string{div + ` strong`, div + ` .segment-label`} {
-				if c := evalJS[float64](p, contrastOf+`('`+part+`')`); c < 4.5 {
+				if c := evalJS[float64](p, contrastOf+`(document.querySelector('`+part+`'), document.querySelector('`+part+`').closest('section.turn'))`); c < 4.5 {
 					t.Errorf("%d px %s: %s contrast %.1f; want at least 4.5", w, scheme, part, c)
 				}
 			}
