@@ -611,6 +611,8 @@ func wordPage(conn *sqlite.Conn, match string, q query, from *sessionKey, where 
 			sessions.BindInt64(4+i, v)
 		case string:
 			sessions.BindText(4+i, v)
+		case nil: // verdict:none
+			sessions.BindNull(4 + i)
 		default:
 			return nil, nil, fmt.Errorf("a session filter's argument %T", arg)
 		}

@@ -194,6 +194,13 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 			return verdicts[b.Session.ID] == "" && st.Type == store.TypeMessage
 		}},
 		{"verdict:none", func(b *store.Batch, st store.Step) bool { return verdicts[b.Session.ID] == "" }},
+		// With a word, the walk of the sessions binds the filter's value.
+		{"test verdict:none", func(b *store.Batch, st store.Step) bool {
+			return verdicts[b.Session.ID] == "" && (st.Seq == 1 || st.Seq == 2)
+		}},
+		{"test verdict:needs_attention", func(b *store.Batch, st store.Step) bool {
+			return verdicts[b.Session.ID] == "needs_attention" && (st.Seq == 1 || st.Seq == 2)
+		}},
 		// "test" is in the prompt (Fix the failing test) and the command
 		// (go test ./...) of the small batch; "failing" only in the prompt.
 		{"test agent:testagent", func(b *store.Batch, st store.Step) bool {
