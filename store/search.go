@@ -175,8 +175,9 @@ var searchFilters = map[string]string{
 // several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
 // of a path), workspace: (part of the root), after: and before: (a date,
 // 2026-11-01, or an RFC 3339 time, on the session's start), verdict: (a
-// state, or none: not reviewed) and owner: (the session's owner_id, a team
-// server's user).
+// state, common or not, or none: not reviewed) and owner: (the session's
+// owner_id, a team server's user). A filter's value with spaces is quoted:
+// verdict:"needs work".
 func ParseQuery(text string) (ParsedQuery, error) {
 	var q ParsedQuery
 	var ps []Problem
@@ -290,8 +291,9 @@ func filterArg(key, value string) (any, error) {
 		if value == VerdictNone {
 			return nil, nil // no verdict: the condition's IS NULL
 		}
-		if !slices.Contains(VerdictStates, value) {
-			return nil, fmt.Errorf("%q is not a verdict (%s, or %s for none)", value, strings.Join(VerdictStates, ", "), VerdictNone)
+		var c reviewProblems // any state a verdict may have (Verdict.Check), not only VerdictStates
+		if reviewText(&c, "state", value, MaxStateChars, true); len(c) > 0 {
+			return nil, fmt.Errorf("%q is not a verdict's state: %s", value, c[0].Message)
 		}
 	case "after", "before":
 		t, err := parseSearchTime(value)
@@ -334,7 +336,14 @@ func splitTerms(s string) ([]term, error) {
 		if strings.HasPrefix(s, "-") && len(s) > 1 && !unicode.IsSpace(rune(s[1])) {
 			t.negated, s = true, s[1:]
 		}
-		if strings.HasPrefix(s, `"`) {
+		if key, value, ok := strings.Cut(s, `:"`); ok && !t.negated && slices.Contains(SearchFilterKeys, key) {
+			// A filter's value in quotes, with its spaces: verdict:"needs work".
+			end := strings.IndexByte(value, '"')
+			if end < 0 {
+				return nil, fmt.Errorf("has a \" that is never closed")
+			}
+			t.text, s = key+":"+value[:end], value[end+1:]
+		} else if strings.HasPrefix(s, `"`) {
 			end := strings.IndexByte(s[1:], '"')
 			if end < 0 {
 				return nil, fmt.Errorf("has a \" that is never closed")

@@ -80,11 +80,11 @@ var searchQueries = []string{
 	"test -auth", "go -test", "error -failed", "the", "file", "read", "bash", "git", "README",
 	"agent:claude-code", "agent:codex go", "type:command", "type:edit|read auth", "status:failed", "status:failed -error",
 	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "workspace:billing", "workspace:/home",
-	"verdict:approved", "verdict:approved the", "owner:alice", "owner:local go", "owner:nobody",
+	"verdict:approved", "verdict:approved the", "verdict:maybe", `verdict:"needs work" go`, "owner:alice", "owner:local go", "owner:nobody",
 	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
 	"-test agent:claude-code", "billing -alice", "proj* -home", "alice*",
 	// malformed
-	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:maybe", "after:yesterday", "agent:", strings.Repeat("x ", 40),
+	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:\"a\tb\"", "after:yesterday", "agent:", strings.Repeat("x ", 40),
 	strings.Repeat("y", 1001), "\xff",
 }
 

@@ -147,13 +147,18 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 	b.Session.Agent.Kind, b.Session.StartedAt, b.Session.Workspace.Root = "claude-code", "2026-11-05T10:00:00Z", "/src/project-b"
 	b.Steps[3].Payload.Path = "/src/project-b/README.md"
 	b.Steps[4].Flags = []store.Flag{{Kind: "secret_in_output", Severity: "warn", Reason: "a key"}}
-	mustApply(t, s, a)
-	mustApply(t, s, b)
-	if err := s.SetVerdict(bg, "b", store.Verdict{State: "needs_attention", Reviewer: "ann"}); err != nil {
-		t.Fatal(err)
+	c := smallBatch("c")
+	c.Session.StartedAt = "2026-10-20T10:00:00Z"
+	verdicts := map[string]string{"b": "needs_attention", "c": "needs work"} // a state of one's own, with a space
+	for _, x := range []*store.Batch{a, b, c} {
+		mustApply(t, s, x)
+		if v := verdicts[x.Session.ID]; v != "" {
+			if err := s.SetVerdict(bg, x.Session.ID, store.Verdict{State: v, Reviewer: "ann"}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	verdicts := map[string]string{"b": "needs_attention"}
-	newestFirst := []*store.Batch{a, b}
+	newestFirst := []*store.Batch{a, b, c}
 	slices.SortFunc(newestFirst, func(x, y *store.Batch) int {
 		tx, _ := store.ParseTimestamp(x.Session.StartedAt)
 		ty, _ := store.ParseTimestamp(y.Session.StartedAt)
@@ -194,6 +199,11 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 			return verdicts[b.Session.ID] == "" && st.Type == store.TypeMessage
 		}},
 		{"verdict:none", func(b *store.Batch, st store.Step) bool { return verdicts[b.Session.ID] == "" }},
+		{`verdict:"needs work"`, func(b *store.Batch, st store.Step) bool { return verdicts[b.Session.ID] == "needs work" }},
+		{`verdict:"needs work" type:command`, func(b *store.Batch, st store.Step) bool {
+			return verdicts[b.Session.ID] == "needs work" && st.Type == store.TypeCommand
+		}},
+		{"verdict:needs", func(b *store.Batch, st store.Step) bool { return false }}, // a state is matched whole
 		// With a word, the walk of the sessions binds the filter's value.
 		{"test verdict:none", func(b *store.Batch, st store.Step) bool {
 			return verdicts[b.Session.ID] == "" && (st.Seq == 1 || st.Seq == 2)
@@ -306,7 +316,7 @@ func testSearchJSONInAString(t *testing.T, s store.Backend) {
 func testSearchRefused(t *testing.T, s store.Backend) {
 	mustApply(t, s, smallBatch("a"))
 	for _, q := range []string{
-		"", "   ", `"unclosed`, "-only", "type:shell", "verdict:great", "after:yesterday", "agent:", "***",
+		"", "   ", `"unclosed`, "-only", "type:shell", "verdict:\"two\nlines\"", "after:yesterday", "agent:", "***",
 		strings.Repeat("a ", store.MaxQueryBytes), strings.Repeat("w ", store.MaxQueryTerms+1), "bad\xff",
 	} {
 		_, err := s.Search(bg, store.SearchQuery{Q: q})
