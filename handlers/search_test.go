@@ -53,6 +53,7 @@ func TestSearchAPI(t *testing.T) {
 		{"q=" + url.QueryEscape(`"open`), "invalid search query", "never closed"},
 		{"q=" + url.QueryEscape("NEAR( AND"), "", ""}, // words, not FTS syntax: 200
 		{"q=type:nope", "invalid search query", `"nope" is not a step type`},
+		{"q=go%00test", "invalid search query", "has a NUL character"}, // was a 500: SQLite read the expression up to the NUL
 		{"q=x&limit=0", `query parameter limit="0" is not valid: give 1 to 200`, ""},
 		{"q=x&after=junk", "after is not a cursor of this list", ""},
 	} {
@@ -124,7 +125,7 @@ func TestSearchPage(t *testing.T) {
 		t.Error("/search without q: want the form and no results")
 	}
 
-	for _, q := range []string{`"open`, "type:nope", "x&after=zz"} {
+	for _, q := range []string{`"open`, "type:nope", "x&after=zz", "go\x00test"} {
 		rec := s.get("/search?q=" + strings.ReplaceAll(url.QueryEscape(q), "%26after%3D", "&after="))
 		doc, _ := goquery.NewDocumentFromReader(rec.Body)
 		if rec.Code != http.StatusBadRequest || doc.Find(`[data-testid="search-problem"]`).Length() != 1 {

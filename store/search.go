@@ -190,6 +190,10 @@ func ParseQuery(text string) (ParsedQuery, error) {
 		bad("is not valid UTF-8")
 		return q, newInvalidSearch(ps)
 	}
+	if strings.IndexByte(text, 0) >= 0 {
+		bad("has a NUL character") // SQLite's FTS5 would read its expression only up to it
+		return q, newInvalidSearch(ps)
+	}
 	terms, err := splitTerms(text)
 	if err != nil {
 		bad("%s", err)

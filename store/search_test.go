@@ -188,6 +188,7 @@ func TestSearchMalformed(t *testing.T) {
 		{strings.Repeat("a ", 600), "longer than"},
 		{strings.Repeat("w ", 40), "at most 32"},
 		{"bad\xff", "not valid UTF-8"},
+		{"0\x00", "has a NUL character"},
 	} {
 		t.Run(tc.q, func(t *testing.T) {
 			_, err := s.Search(context.Background(), store.SearchQuery{Q: tc.q})

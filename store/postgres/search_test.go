@@ -84,7 +84,7 @@ var searchQueries = []string{
 	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
 	"-test agent:claude-code", "billing -alice", "proj* -home", "alice*",
 	// malformed
-	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:\"a\tb\"", "after:yesterday", "agent:", strings.Repeat("x ", 40),
+	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:\"a\tb\"", "0\x00", "after:yesterday", "agent:", strings.Repeat("x ", 40),
 	strings.Repeat("y", 1001), "\xff",
 }
 
