@@ -263,3 +263,50 @@ func TestTeamDeleteByOwner(t *testing.T) {
 		t.Errorf("delete of an unknown session = %d; want 404", code)
 	}
 }
+
+// TestTeamUnknownText: on a team server (PostgreSQL, which holds neither
+// a NUL nor bytes that are not UTF-8) a route asked for a session by such
+// an id answers 404, and a filter with such a value keeps nothing, as the
+// local service does: never a 500 of a failed query.
+func TestTeamUnknownText(t *testing.T) {
+	s := newTeamServer(t, Team{})
+	tok := s.mustToken("alice")
+	s.push(tok, newBatch("s1"), http.StatusCreated)
+	as := []string{"X-Forwarded-User", "bob"}
+	for _, x := range []string{"%00", "%FF"} {
+		for _, c := range []struct {
+			method, path, body string
+			want               int
+		}{
+			{http.MethodGet, "/api/sessions/" + x, "", http.StatusNotFound},
+			{http.MethodGet, "/api/sessions/" + x + "/changes", "", http.StatusNotFound},
+			{http.MethodGet, "/api/sessions/" + x + "/export", "", http.StatusNotFound},
+			{http.MethodGet, "/api/sessions/" + x + "/steps/1/images/1", "", http.StatusNotFound},
+			{http.MethodPut, "/api/sessions/" + x + "/verdict", `{"state":"approved"}`, http.StatusNotFound},
+			{http.MethodDelete, "/api/sessions/" + x + "/verdict", "", http.StatusNotFound},
+			{http.MethodPost, "/api/sessions/" + x + "/notes", `{"seq":1,"text":"n"}`, http.StatusNotFound},
+			{http.MethodDelete, "/api/sessions/" + x, "", http.StatusNotFound},
+			{http.MethodGet, "/session?id=" + x, "", http.StatusNotFound},
+			{http.MethodGet, "/session/turns?id=" + x + "&before=1", "", http.StatusNotFound},
+			{http.MethodGet, "/api/sessions?agent=" + x + "&workspace=" + x, "", http.StatusOK},
+			{http.MethodGet, "/?verdict=" + x + "&owner=" + x, "", http.StatusOK},
+			{http.MethodGet, "/api/usage?agent=" + x, "", http.StatusOK},
+			{http.MethodGet, "/usage?agent=" + x, "", http.StatusOK},
+		} {
+			var body []byte
+			if c.body != "" {
+				body = []byte(c.body)
+			}
+			res, text := s.do(c.method, c.path, body, as...)
+			if res.StatusCode != c.want {
+				t.Errorf("%s %s = %d %.200s; want %d", c.method, c.path, res.StatusCode, text, c.want)
+			}
+			if c.want == http.StatusOK && strings.Contains(text, "Fix the failing test") {
+				t.Errorf("%s %s shows s1; want no session", c.method, c.path)
+			}
+		}
+	}
+	if d := s.detail("s1"); d.Verdict != nil || len(d.Notes) != 0 {
+		t.Errorf("s1 after = verdict %+v, %d notes; want none", d.Verdict, len(d.Notes))
+	}
+}

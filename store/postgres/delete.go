@@ -41,6 +41,9 @@ var contentTables = []string{"sessions", "segments", "actors", "turns", "steps",
 func (s *Store) Delete(ctx context.Context, id string) error {
 	var pk int64
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if !storable(id) {
+			return store.ErrNotFound
+		}
 		stamp, err := nextStamp(ctx, tx)
 		if err != nil {
 			return err

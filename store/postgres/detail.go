@@ -17,6 +17,9 @@ import (
 func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error) {
 	var d store.SessionDetail
 	err := s.read(ctx, func(tx pgx.Tx) error {
+		if !storable(id) {
+			return store.ErrNotFound
+		}
 		pk, o, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE s.id = $1`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound

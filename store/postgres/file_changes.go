@@ -18,6 +18,9 @@ func (s *Store) FileChanges(ctx context.Context, id string) ([]store.FileChange,
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		var pk int64
 		var root string
+		if !storable(id) {
+			return store.ErrNotFound
+		}
 		err := tx.QueryRow(ctx, `SELECT pk, workspace_root FROM sessions WHERE id = $1`, id).Scan(&pk, &root)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound

@@ -18,6 +18,9 @@ func (s *Store) Image(ctx context.Context, id string, seq int64, n int) (store.I
 		stamp   int64
 		payload string
 	)
+	if !storable(id) {
+		return store.Image{}, store.ErrNotFound
+	}
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT s.updated_at, p.payload FROM sessions s
 			JOIN steps p ON p.session_pk = s.pk WHERE s.id = $1 AND p.seq = $2`, id, seq).Scan(&stamp, &payload)

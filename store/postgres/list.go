@@ -32,7 +32,9 @@ func listFilter(q store.ListQuery, b store.ListBounds, except string) (string, [
 	conds, args := []string{"true"}, []any{}
 	for _, f := range q.Filters(b, except) {
 		cond := listConds[f.Name]
-		if f.Arg != nil {
+		if s, ok := f.Arg.(string); ok && !storable(s) {
+			cond = "false" // no stored row has it
+		} else if f.Arg != nil {
 			args = append(args, f.Arg)
 			cond = strings.ReplaceAll(cond, "$?", fmt.Sprintf("$%d", len(args)))
 		}
@@ -51,6 +53,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 	b, err := q.Bounds()
 	if err != nil {
 		return l, err
+	}
+	if b.After && !storable(b.AfterID) {
+		return l, store.ErrBadCursor // not one of this list: no session has its id
 	}
 	where, args := listFilter(q, b, "")
 	err = s.read(ctx, func(tx pgx.Tx) error {

@@ -4,10 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 	"github.com/jackc/pgx/v5"
 )
+
+// storable reports whether PostgreSQL can hold each s as text: UTF-8
+// without a NUL (Apply refuses other text, unstorable). No stored row has
+// any other, so a session asked for by such an id is not found and a
+// filter with such a value keeps nothing: the SQLite store's answers,
+// where PostgreSQL would fail the query (invalid byte sequence, 22021).
+func storable(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // read runs fn in one read-only transaction on one snapshot, as the SQLite
 // store's reads do: every query of a read sees the same stored state.
@@ -96,6 +112,9 @@ func scanStepRow(rows pgx.Rows) (store.StepRow, error) {
 // sessionPK finds session id's row: 0 when it is not stored (or deleted).
 func sessionPK(ctx context.Context, tx pgx.Tx, id string) (int64, error) {
 	var pk int64
+	if !storable(id) {
+		return 0, nil
+	}
 	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT pk FROM sessions WHERE id = $1), 0)`, id).Scan(&pk)
 	return pk, err
 }

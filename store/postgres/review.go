@@ -20,6 +20,9 @@ func (s *Store) EndSession(ctx context.Context, id string, at time.Time) (change
 		var pk int64
 		var stored string
 		var deleted bool
+		if !storable(id) {
+			return store.ErrNotFound
+		}
 		err := tx.QueryRow(ctx, `SELECT coalesce(s.pk, 0), coalesce(s.ended_at, ''),
 			  EXISTS (SELECT 1 FROM tombstones WHERE id = $1)
 			FROM (SELECT 1) one LEFT JOIN sessions s ON s.id = $1`, id).Scan(&pk, &stored, &deleted)
@@ -79,6 +82,9 @@ func writeVerdict(ctx context.Context, tx pgx.Tx, id string, v *store.Verdict) e
 	if v != nil {
 		state, note, reviewer = v.State, store.Nullable(v.Note), store.Nullable(v.Reviewer)
 	}
+	if !storable(id) {
+		return store.ErrNotFound
+	}
 	stamp, err := nextStamp(ctx, tx)
 	if err != nil {
 		return err
@@ -112,6 +118,9 @@ func (s *Store) AddNote(ctx context.Context, id string, in store.NoteInput) (sto
 	var n store.Note
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		var pk, stepPK, notes int64
+		if !storable(id) {
+			return store.ErrNotFound
+		}
 		err := tx.QueryRow(ctx, `SELECT s.pk, coalesce((SELECT pk FROM steps WHERE session_pk = s.pk AND seq = $2), 0),
 			  (SELECT count(*) FROM notes WHERE session_pk = s.pk)
 			FROM sessions s WHERE s.id = $1`, id, in.Seq).Scan(&pk, &stepPK, &notes)
@@ -193,6 +202,9 @@ func (s *Store) DeleteNote(ctx context.Context, id string, noteID int64) error {
 
 // notePKs finds a note of a session: the session's and the step's keys.
 func notePKs(ctx context.Context, tx pgx.Tx, id string, noteID int64) (pk, stepPK int64, err error) {
+	if !storable(id) {
+		return 0, 0, store.ErrNotFound
+	}
 	err = tx.QueryRow(ctx, `SELECT n.session_pk, n.step_pk FROM notes n JOIN sessions s ON s.pk = n.session_pk
 		WHERE s.id = $1 AND n.id = $2`, id, noteID).Scan(&pk, &stepPK)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -46,6 +46,10 @@ func (q *searchQuery) arg(v any) string {
 
 // cond adds a condition whose $ is v's placeholder.
 func (q *searchQuery) cond(sql string, v any) {
+	if s, ok := v.(string); ok && !storable(s) {
+		q.where = append(q.where, "false") // no stored row has it: the session of a search in one
+		return
+	}
 	q.where = append(q.where, strings.Replace(sql, "$", q.arg(v), 1))
 }
 

@@ -23,6 +23,9 @@ func (s *Store) TurnSteps(ctx context.Context, id, turnID string, after int64, b
 		if pk == 0 {
 			return store.ErrNotFound
 		}
+		if !storable(turnID) {
+			return nil // no such turn
+		}
 		rows, _ := tx.Query(ctx, `SELECT `+stepColumns("")+` FROM steps
 			WHERE session_pk = $1 AND turn_id = $2 AND seq > $3 ORDER BY seq`, pk, turnID, after)
 		defer rows.Close()

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/agentreview/service/store"
@@ -25,16 +26,22 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 		join = "JOIN sessions s ON s.pk = h.session_pk"
 	}
 	args := []any{plan.Since, plan.Until}
+	// eq is the condition col = v; false for a v no stored row has.
+	eq := func(col, v string) string {
+		if !storable(v) {
+			return " AND false"
+		}
+		args = append(args, v)
+		return " AND " + col + " = $" + strconv.Itoa(len(args))
+	}
 	if q.Agent != "" {
-		args = append(args, q.Agent)
-		sessions += " AND s.agent_kind = $" + strconv.Itoa(len(args))
+		sessions += eq("s.agent_kind", q.Agent)
 	}
 	if q.Model != "" {
-		args = append(args, q.Model)
-		filter += " AND h.model = $" + strconv.Itoa(len(args))
+		filter += eq("h.model", q.Model)
 	}
 	if len(q.Sessions) > 0 {
-		args = append(args, q.Sessions)
+		args = append(args, slices.DeleteFunc(slices.Clone(q.Sessions), func(id string) bool { return !storable(id) }))
 		sessions += " AND s.id = ANY($" + strconv.Itoa(len(args)) + ")"
 	}
 	totals := ""

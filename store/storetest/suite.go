@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"UsageFollowsWrites", testUsageFollowsWrites},
 		{"Verdict", testVerdict},
 		{"Notes", testNotes},
+		{"UnknownText", testUnknownText},
 		{"Samples", testSamples},
 	}
 	for _, tc := range tests {
