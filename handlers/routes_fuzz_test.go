@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -61,4 +62,42 @@ func cutID(path string) ([2]string, bool) {
 		}
 	}
 	return [2]string{}, false
+}
+
+// FuzzReviewWrites checks that no body makes a review write fail (5xx):
+// a verdict or a note is stored, or refused with its problem (4xx).
+func FuzzReviewWrites(f *testing.F) {
+	for _, b := range []string{
+		`{"state":"approved"}`, `{"state":"needs work","note":"# fix\n- a","reviewer":"ann"}`, `{"state":""}`, `{"state":"a\u0000b"}`,
+		`{"seq":1,"author":"ann","text":"look"}`, `{"seq":99,"text":"x"}`, `{"seq":-1}`, `{"text":"\ud800"}`, `[]`, `{`, "", `{"state":1}`,
+	} {
+		for w := range 3 {
+			f.Add(uint8(w), b)
+		}
+	}
+	s := newTestService(f)
+	s.mustPush(newBatch("s1"), http.StatusCreated)
+	writes := []struct{ method, path string }{
+		{http.MethodPut, "/api/sessions/s1/verdict"}, {http.MethodPost, "/api/sessions/s1/notes"}, {http.MethodPut, "/api/sessions/s1/notes/1"},
+	}
+	send := func(w uint8, body string) (string, *httptest.ResponseRecorder) {
+		c := writes[int(w)%len(writes)]
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader(body))
+		req.Host = "127.0.0.1:1234"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		rec := httptest.NewRecorder()
+		s.handler.ServeHTTP(rec, req)
+		return c.method + " " + c.path, rec
+	}
+	for w, body := range []string{`{"state":"approved"}`, `{"seq":1,"author":"ann","text":"look"}`, `{"author":"ann","text":"looked"}`} {
+		if what, rec := send(uint8(w), body); rec.Code != http.StatusOK && rec.Code != http.StatusCreated {
+			f.Fatalf("%s %s = %d %s; want it stored", what, body, rec.Code, rec.Body)
+		}
+	}
+	f.Fuzz(func(t *testing.T, w uint8, body string) {
+		if what, rec := send(w, body); rec.Code >= 500 {
+			t.Fatalf("%s %q = %d %.300s; want it stored or refused (4xx)", what, body, rec.Code, rec.Body)
+		}
+	})
 }
