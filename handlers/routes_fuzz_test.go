@@ -27,6 +27,7 @@ func FuzzReadRoutes(f *testing.F) {
 			"q=test", "q=%22go+test%22+type:command", "q=verdict:%22needs+work%22", "q=a*+b*+c*", "q=%00", "limit=0", "after=zz",
 			"agent=cc&workspace=%2F&since=2026-01-01&until=x&failed=1&flagged=1&cost=recorded&verdict=approved&unreviewed=1",
 			"group=day&since=2026-01-01&until=2025-01-01", "group=session&model=%FF", "from=2026-13-01", "s1", "%2e%2e", "a;b=c&&&=",
+			"s1?turns=1&before=2&head=-1", "s1?since=zz&seq=x", "s1?seq=99999999999999999999", "s1?images=1", "s1?mask=%00",
 		} {
 			f.Add(uint8(i), q)
 		}
@@ -36,8 +37,9 @@ func FuzzReadRoutes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, in string) {
 		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if id, ok := cutID(path); ok {
-			req.URL.Path, req.URL.RawPath = id[0]+in+id[1], id[0]+url.PathEscape(in)+id[1]
+		if id, ok := cutID(path); ok { // the input is its id, then its query after a ?
+			in, query, _ := strings.Cut(in, "?")
+			req.URL.Path, req.URL.RawPath, req.URL.RawQuery = id[0]+in+id[1], id[0]+url.PathEscape(in)+id[1], query
 		} else {
 			req.URL.Path, req.URL.RawQuery = path, in
 		}
