@@ -28,13 +28,13 @@ const teamOrigin = "https://review.example.com"
 // teamServer is the real router in team mode on a real port, over a
 // PostgreSQL database of the test's own: sessions and push tokens.
 type teamServer struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	store *postgres.Store
 	hub   *Hub
 }
 
-func newTeamServer(t *testing.T, team Team) *teamServer {
+func newTeamServer(t testing.TB, team Team) *teamServer {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), pgtest.DSN(t))
 	if err != nil {
