@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -123,6 +124,37 @@ func FuzzReviewWrites(f *testing.F) {
 	f.Fuzz(func(t *testing.T, w uint8, body string) {
 		if what, rec := send(w, body); rec.Code >= 500 {
 			t.Fatalf("%s %q = %d %.300s; want it stored or refused (4xx)", what, body, rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzTeamIngest checks that no push body makes a team server's ingest
+// fail (5xx): PostgreSQL holds less text than SQLite, and what it cannot
+// hold is refused with its problem.
+func FuzzTeamIngest(f *testing.F) {
+	seed := newBatch("s1")
+	f.Add(mustJSON(f, seed))
+	seed["session"].(obj)["workspace"] = obj{"root": "/a\u0000b"}
+	f.Add(mustJSON(f, seed))
+	f.Add([]byte(`{"schema_version":"1.2","session":{"id":"\ud800"}}`))
+	f.Add([]byte(`{"schema_version":"1.2","session":{"id":"x","metrics":{"cost_usd":1e308,"tokens":{"input":9223372036854775807}}}}`))
+	s := newTeamServer(f, Team{})
+	tok := s.mustToken("alice")
+	push := func(body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/api/ingest", bytes.NewReader(body))
+		req.Host = "review.example.com"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		s.srv.Config.Handler.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := push(mustJSON(f, newBatch("s0"))); rec.Code != http.StatusCreated {
+		f.Fatalf("push s0 = %d %s; want it stored", rec.Code, rec.Body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if rec := push(body); rec.Code >= 500 {
+			t.Fatalf("push %.300q = %d %.300s; want it stored or refused (4xx)", body, rec.Code, rec.Body)
 		}
 	})
 }
