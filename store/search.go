@@ -371,11 +371,12 @@ func splitTerms(s string) ([]term, error) {
 	}
 }
 
-// ftsPhrase is a phrase of a query as an FTS5 phrase: its text in double
-// quotes, so the tokenizer splits it into its parts and no character of it
-// is FTS5 syntax.
+// ftsPhrase is a phrase of a query as an FTS5 phrase: its text as the
+// index is given text (FTSText: 修改 is the phrase 修, 改) in double quotes,
+// so the tokenizer splits it into its parts and no character of it is FTS5
+// syntax.
 func ftsPhrase(t SearchPhrase) string {
-	p := `"` + strings.ReplaceAll(t.Text, `"`, `""`) + `"`
+	p := `"` + strings.ReplaceAll(FTSText(t.Text), `"`, `""`) + `"`
 	if t.Prefix {
 		p += "*"
 	}

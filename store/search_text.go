@@ -4,6 +4,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sort"
@@ -25,12 +26,14 @@ import (
 // same steps and shows the same snippets.
 
 // SearchTextVersion is the version of the rule that makes what search
-// indexes (StepDoc.SearchText, SessionSearchText): 2, the text made in Go;
-// 3, a string value that is JSON itself read for its strings
-// (appendNested). Raising it makes SQLite's index file again (its
-// indexVersion) and rewrites PostgreSQL's words of every step whose text
-// may have changed (postgres.rewriteSearchDocs).
-const SearchTextVersion = 3
+// indexes (StepDoc.SearchText, SessionSearchText) and splits it into
+// words: 2, the text made in Go; 3, a string value that is JSON itself
+// read for its strings (appendNested); 4, a character of a script written
+// without spaces a word of its own (isSplitRune). Raising it makes
+// SQLite's index file again (its indexVersion) and rewrites PostgreSQL's
+// words of every row whose words may have changed
+// (postgres.rewriteSearchDocs).
+const SearchTextVersion = 4
 
 // StepDoc holds the stored columns of a step that search indexes; a nil
 // field is a NULL column. Payload, Error and Flags are JSON as stored.
@@ -261,7 +264,7 @@ func registerSearchText(conn *sqlite.Conn) error {
 		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
 			d := StepDoc{Payload: a[0].Text(), Role: text(a[1]), Text: text(a[2]), Stdout: text(a[3]), Stderr: text(a[4]),
 				OldString: text(a[5]), NewString: text(a[6]), Err: text(a[7]), Flags: a[8].Text()}
-			return sqlite.TextValue(d.SearchText()), nil
+			return sqlite.TextValue(FTSText(d.SearchText())), nil
 		},
 	}); err != nil {
 		return err
@@ -269,7 +272,7 @@ func registerSearchText(conn *sqlite.Conn) error {
 	return conn.CreateFunction("search_session_text", &sqlite.FunctionImpl{
 		NArgs: 3, Deterministic: true, AllowIndirect: true,
 		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
-			return sqlite.TextValue(SessionSearchText(a[0].Text(), a[1].Text(), text(a[2]))), nil
+			return sqlite.TextValue(FTSText(SessionSearchText(a[0].Text(), a[1].Text(), text(a[2])))), nil
 		},
 	})
 }
@@ -341,6 +344,21 @@ func eachSearchToken(text string, from int, yield func(start, end int, folded []
 			i += size
 			continue
 		}
+		if r >= minSplitRune && isSplitRune(r) {
+			// A character of a script written without spaces is a word of
+			// its own (FTSText gives it to FTS5 so), the word before it ends.
+			if start >= 0 && (!folding && !yield(start, i, nil) || folding && len(buf) > 0 && !yield(start, i, buf)) {
+				return
+			}
+			start, folding = -1, false
+			if f := foldRune(r); f == r && !yield(i, i+size, nil) {
+				return
+			} else if f != r && f >= 0 && !yield(i, i+size, utf8.AppendRune(buf[:0], f)) {
+				return
+			}
+			i += size
+			continue
+		}
 		if start < 0 {
 			start = i
 		}
@@ -403,6 +421,101 @@ func isTokenRune(r rune) bool {
 	}
 	i := sort.Search(len(tokenRanges), func(i int) bool { return tokenRanges[i][1] >= r })
 	return i < len(tokenRanges) && tokenRanges[i][0] <= r
+}
+
+// Characters of the scripts written without spaces between words (Han,
+// Hiragana, Katakana, Bopomofo, Hangul): unicode61 makes a whole run of
+// them one word, so 修改 was not found in 請不要修改任何代碼. Each is a
+// word of its own instead (eachSearchToken), and a query's run of them a
+// phrase of its characters, found wherever it is written, as the CJK
+// unigram search of other engines.
+var splitRanges = [][2]rune{
+	{0x2E80, 0x2FDF}, {0x3040, 0x30FF}, {0x3100, 0x312F}, {0x3131, 0x318F}, {0x31A0, 0x31BF}, {0x31F0, 0x31FF},
+	{0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA960, 0xA97F}, {0xAC00, 0xD7FF}, {0xF900, 0xFAFF}, {0xFF66, 0xFFDC},
+	{0x1AFF0, 0x1B16F}, {0x20000, 0x323AF},
+}
+
+const minSplitRune = 0x2E80
+
+// SplitRunesPattern is a regular expression, a bracket of literal
+// ranges that Go and PostgreSQL both read, that matches a character that
+// is a word of its own (isSplitRune): for a backend that looks for the
+// texts version 4 splits differently.
+func SplitRunesPattern() string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for _, r := range splitRanges {
+		fmt.Fprintf(&b, "%c-%c", r[0], r[1])
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// isSplitRune tells whether r is a word of its own (splitRanges).
+func isSplitRune(r rune) bool {
+	i := sort.Search(len(splitRanges), func(i int) bool { return splitRanges[i][1] >= r })
+	return i < len(splitRanges) && splitRanges[i][0] <= r
+}
+
+// wordJoiner (U+2060) is what FTSText puts between a character that is a
+// word of its own and a letter or digit beside it: unicode61 splits words
+// there, and it shows as nothing. Snippets leave it out.
+const wordJoiner = "\u2060"
+
+// FTSText is text as SQLite's index is given it: with a wordJoiner
+// between each character that is a word of its own (isSplitRune) and a
+// letter or digit beside it, so FTS5's unicode61 splits it into the words
+// eachSearchToken does. Text without such characters is returned as it is.
+func FTSText(text string) string {
+	i := 0
+	for ; i+8 <= len(text); i += 8 { // ASCII, eight bytes at a time
+		if (text[i]|text[i+1]|text[i+2]|text[i+3]|text[i+4]|text[i+5]|text[i+6]|text[i+7])&0x80 != 0 {
+			break
+		}
+	}
+	var b []byte
+	join := func(j int) { // a joiner before text[j]
+		if b == nil {
+			b = append(make([]byte, 0, len(text)+len(text)/2), text[:j]...)
+		}
+		b = append(b, wordJoiner...)
+	}
+	prev, prevSplit := rune(-1), false // the rune before j (-1: none, or an invalid byte)
+	if i > 0 {
+		prev = rune(text[i-1])
+	}
+	for j := i; j < len(text); {
+		if text[j] < utf8.RuneSelf { // a run of ASCII: no character of it is split
+			if prevSplit && isTokenRune(rune(text[j])) {
+				join(j)
+			}
+			k := j + 1
+			for k < len(text) && text[k] < utf8.RuneSelf {
+				k++
+			}
+			if b != nil {
+				b = append(b, text[j:k]...)
+			}
+			prev, prevSplit, j = rune(text[k-1]), false, k
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[j:])
+		if size == 1 && r == utf8.RuneError {
+			r = -1
+		}
+		split := r >= minSplitRune && isSplitRune(r) && isTokenRune(r)
+		if split && prev >= 0 && isTokenRune(prev) || !split && prevSplit && r >= 0 && isTokenRune(r) {
+			join(j)
+		}
+		if b != nil {
+			b = append(b, text[j:j+size]...)
+		}
+		prev, prevSplit, j = r, split, j+size
+	}
+	if b == nil {
+		return text
+	}
+	return string(b)
 }
 
 // foldRune is what unicode61 indexes for a token rune: -1 for a
@@ -783,6 +896,10 @@ func sentenceStartsAt(text string, start int) bool {
 	return j != start-1 && j >= 0 && (text[j] == '.' || text[j] == ':')
 }
 
+// snippetDropped takes out of a snippet what marks a match and the joiners
+// FTSText put in its text.
+var snippetDropped = strings.NewReplacer(markOpen, "", markClose, "", wordJoiner, "")
+
 // writeSnippetRun writes a stretch of a text to a snippet: whole up to
 // twice maxSnippetRun, or else its first and last maxSnippetRun bytes (cut
 // where a character starts) with … between; without the bytes that mark a
@@ -801,8 +918,8 @@ func writeSnippetRun(b *strings.Builder, s string) {
 		writeSnippetRun(b, s[tail:])
 		return
 	}
-	if strings.ContainsAny(s, markOpen+markClose) {
-		s = strings.NewReplacer(markOpen, "", markClose, "").Replace(s)
+	if strings.ContainsAny(s, markOpen+markClose+wordJoiner) {
+		s = snippetDropped.Replace(s)
 	}
 	b.WriteString(s)
 }

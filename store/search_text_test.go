@@ -79,8 +79,14 @@ func TestSearchTokensMatchFTS5(t *testing.T) {
 			b.Reset()
 		}
 	}
-	texts = append(texts, b.String(), "Ünïcode ÆSIR Crème brûlée e\u0301 handlers/auth.go go-test_x ǅ ﬁ ß 日本語 x \u0301 y")
-	want := ftsTerms(t, conn, texts)
+	texts = append(texts, b.String(), "Ünïcode ÆSIR Crème brûlée e\u0301 handlers/auth.go go-test_x ǅ ﬁ ß 日本語 x \u0301 y",
+		"請不要修改任何代碼 abc修改def 修\u0301改 \u0301修 ｶﾀｶﾅ カタカナ ひらがな 한국어를 𠀀𠀁x ㄅㄆ ⺀ 修\u2060改 修\xff改 9修9")
+	// FTS5 is given each text as the index is (FTSText).
+	fts := make([]string, len(texts))
+	for i, text := range texts {
+		fts[i] = store.FTSText(text)
+	}
+	want := ftsTerms(t, conn, fts)
 	bad := 0
 	for i, text := range texts {
 		got := store.SearchTerms(text)
@@ -255,8 +261,8 @@ func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 		FROM search_step_docs d JOIN steps st ON st.pk = d.step_pk JOIN sessions s ON s.pk = st.session_pk`, &sqlitex.ExecOptions{
 		ResultFunc: func(st *sqlite.Stmt) error {
 			steps++
-			if got, want := st.ColumnText(0), applied[[2]string{st.ColumnText(2), st.ColumnText(1)}]; got != want {
-				t.Errorf("step %s: search_step_docs has %.200q; StepDocOf(step).SearchText() = %.200q", st.ColumnText(1), got, want)
+			if got, want := st.ColumnText(0), store.FTSText(applied[[2]string{st.ColumnText(2), st.ColumnText(1)}]); got != want {
+				t.Errorf("step %s: search_step_docs has %.200q; FTSText(StepDocOf(step).SearchText()) = %.200q", st.ColumnText(1), got, want)
 			}
 			return nil
 		}})
@@ -268,8 +274,8 @@ func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 	}
 	err = sqlitex.Execute(conn, `SELECT d.body, s.id FROM search_session_docs d JOIN sessions s ON s.pk = d.session_pk`,
 		&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
-			if got, want := st.ColumnText(0), sessions[st.ColumnText(1)]; got != want {
-				t.Errorf("session %s: search_session_docs has %q; SessionSearchText = %q", st.ColumnText(1), got, want)
+			if got, want := st.ColumnText(0), store.FTSText(sessions[st.ColumnText(1)]); got != want {
+				t.Errorf("session %s: search_session_docs has %q; FTSText(SessionSearchText) = %q", st.ColumnText(1), got, want)
 			}
 			return nil
 		}})
@@ -339,7 +345,8 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 				continue
 			}
 			cases++
-			if got := store.MarkSnippet(text, words); got != want {
+			// The snippet leaves out the joiners FTSText put in the text.
+			if got, want := store.MarkSnippet(text, words), strings.ReplaceAll(want, "\u2060", ""); got != want {
 				t.Errorf("snippet of %.80q for %q:\n got  %q\n want %q", text, match, got, want)
 			}
 			if !store.MatchesText(text, words, nil) {
@@ -447,5 +454,26 @@ func BenchmarkSearchSnippet(b *testing.B) {
 		for _, text := range texts {
 			store.SearchSnippet(text, words)
 		}
+	}
+}
+
+// BenchmarkFTSText: what the index's text costs to look through for
+// characters that are words of their own: 1 MB of a tool's English output
+// (none: the text is given as it is), the same with a character that is
+// not ASCII on each line, and 1 MB of it in Chinese.
+func BenchmarkFTSText(b *testing.B) {
+	for _, c := range []struct{ name, line string }{
+		{"english", "--- FAIL: TestImport (0.02s) handlers/auth.go:42: want 200, got 500\n"},
+		{"english-not-ascii", "--- FAIL: TestImport (0.02s) handlers/auth.go:42 — want 200, got 500\n"},
+		{"chinese", "請不要修改任何代碼，只要調查 README.md 的內容\n"},
+	} {
+		text := strings.Repeat(c.line, 1<<20/len(c.line))
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				store.FTSText(text)
+			}
+		})
 	}
 }

@@ -26,9 +26,10 @@ const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?
 // (store.SearchTextVersion): the words of each step whose text may have
 // changed are made again from its stored columns, rewriteSpan pks at a
 // time, each span in a transaction that holds the write lock (stampLock),
-// so no write comes between its read and its update. Sessions' own rows
-// index text no rule has changed. migrate runs it under its lock, so two
-// processes starting together rewrite once.
+// so no write comes between its read and its update; then those of the
+// sessions whose own row may have (version 4: a workspace written in a
+// script without spaces, store.SplitRunesPattern). migrate runs it under
+// its lock, so two processes starting together rewrite once.
 func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	var version int
 	var last int64
@@ -45,7 +46,11 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 				return err
 			}
 			rows, _ := tx.Query(ctx, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
-				FROM steps WHERE pk > $1 AND pk <= $2 AND (payload ~ $3 OR flags ~ $3 OR error ~ $3)`, lo, lo+rewriteSpan, textMayBeJSONInAString)
+				FROM steps WHERE pk > $1 AND pk <= $2
+				  AND ($3 AND (payload ~ $4 OR flags ~ $4 OR error ~ $4)
+				    OR $5 AND (payload ~ $6 OR flags ~ $6 OR error ~ $6 OR role ~ $6 OR text ~ $6 OR stdout ~ $6 OR stderr ~ $6
+				      OR old_string ~ $6 OR new_string ~ $6))`,
+				lo, lo+rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern())
 			var rids []int64
 			var docs []*string
 			var exact []bool
@@ -60,14 +65,46 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 			if err != nil || len(rids) == 0 {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE search_docs SET doc = u.doc::tsvector, exact = u.exact
-				FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS u (rid, doc, exact) WHERE search_docs.rid = u.rid`, rids, docs, exact)
-			return err
+			return updateSearchDocs(ctx, tx, rids, docs, exact)
 		})
 		if err != nil {
 			return fmt.Errorf("rewrite the search words: %w", err)
 		}
 	}
+	if version < 4 {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
+				return err
+			}
+			rows, _ := tx.Query(ctx, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions
+				WHERE workspace_root ~ $1 OR workspace_repo ~ $1`, store.SplitRunesPattern())
+			var rids []int64
+			var docs []*string
+			var exact []bool
+			var pk int64
+			var agent, root string
+			var repo *string
+			_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo}, func() error {
+				doc, ex := tsvectorOf(store.SessionSearchText(agent, root, repo))
+				rids, docs, exact = append(rids, -pk), append(docs, doc), append(exact, ex)
+				return nil
+			})
+			if err != nil || len(rids) == 0 {
+				return err
+			}
+			return updateSearchDocs(ctx, tx, rids, docs, exact)
+		})
+		if err != nil {
+			return fmt.Errorf("rewrite the search words of sessions: %w", err)
+		}
+	}
 	_, err = conn.Exec(ctx, `UPDATE search_text_version SET version = $1`, store.SearchTextVersion)
+	return err
+}
+
+// updateSearchDocs sets the words of the rows rids.
+func updateSearchDocs(ctx context.Context, tx pgx.Tx, rids []int64, docs []*string, exact []bool) error {
+	_, err := tx.Exec(ctx, `UPDATE search_docs SET doc = u.doc::tsvector, exact = u.exact
+		FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS u (rid, doc, exact) WHERE search_docs.rid = u.rid`, rids, docs, exact)
 	return err
 }

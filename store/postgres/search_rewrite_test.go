@@ -14,7 +14,7 @@ import (
 
 // A store whose words were made by an earlier text rule gets them made
 // again when opened: the words of each step whose text may have changed
-// (textMayBeJSONInAString) are this build's, the real Copilot CLI web
+// (textMayBeJSONInAString, store.SplitRunesPattern) are this build's, the real Copilot CLI web
 // searches among them, the others are left as they were, and the version
 // is recorded.
 func TestOpenRewritesSearchWords(t *testing.T) {
@@ -24,23 +24,27 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	chinese := ""
 	for _, b := range storetest.SampleBatches(t) {
 		if b.Session.Agent.Kind == "copilot-cli" {
+			if chinese == "" { // a workspace named in Chinese: the session's own row changes in version 4
+				chinese, b.Session.Workspace.Root = b.Session.ID, "/home/wei/專案"
+			}
 			if _, err := s.Apply(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	// This build's words of every step, then a store of version 2: the
-	// steps' words gone, as if made by a rule that found none of them.
+	// This build's words of every row, then a store of version 2: the
+	// words gone, as if made by a rule that found none of them.
 	want := map[int64]string{}
-	rows, _ := s.pool.Query(ctx, `SELECT rid, coalesce(doc::text, '') FROM search_docs WHERE rid > 0`)
+	rows, _ := s.pool.Query(ctx, `SELECT rid, coalesce(doc::text, '') FROM search_docs`)
 	var rid int64
 	var doc string
 	if _, err := pgx.ForEachRow(rows, []any{&rid, &doc}, func() error { want[rid] = doc; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE search_docs SET doc = NULL WHERE rid > 0; UPDATE search_text_version SET version = 2`); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE search_docs SET doc = NULL; UPDATE search_text_version SET version = 2`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -54,31 +58,49 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil || version != store.SearchTextVersion {
 		t.Fatalf("search_text_version = %d, %v; want %d", version, err, store.SearchTextVersion)
 	}
-	may := regexp.MustCompile(textMayBeJSONInAString)
-	rows, _ = s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags, st.payload LIKE '%web_search%'
+	// Version 3 changed the words of a step with JSON in a string;
+	// version 4 those of a step with a character that is a word of its own.
+	json, split := regexp.MustCompile(textMayBeJSONInAString), regexp.MustCompile(store.SplitRunesPattern())
+	rows, _ = s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags,
+		  concat_ws(' ', st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string), st.payload LIKE '%web_search%'
 		FROM steps st JOIN search_docs d ON d.rid = st.pk`)
-	var text string
+	var text, columns string
 	var search bool
-	rewritten, searches := 0, 0
-	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &search}, func() error {
+	rewritten, searches, splits := 0, 0, 0
+	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &columns, &search}, func() error {
+		may := json.MatchString(text) || split.MatchString(text+columns)
+		if !json.MatchString(text) && may {
+			splits++
+		}
 		switch {
-		case may.MatchString(text) && doc != want[rid]:
+		case may && doc != want[rid]:
 			t.Errorf("step %d: words %.80q after the rewrite; want %.80q", rid, doc, want[rid])
-		case may.MatchString(text):
+		case may:
 			rewritten++
 			if search {
 				searches++
 			}
 		case doc != "":
-			t.Errorf("step %d, no JSON in a string: words %.80q; want them left as they were (none)", rid, doc)
+			t.Errorf("step %d, no JSON in a string, no character that is a word of its own: words %.80q; want them left as they were (none)", rid, doc)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rewritten == 0 || searches == 0 || rewritten == len(want) {
-		t.Errorf("%d of %d steps rewritten, %d web searches among them; want some, the web searches, not all", rewritten, len(want), searches)
+	rows, _ = s.pool.Query(ctx, `SELECT d.rid, coalesce(d.doc::text, ''), s.id FROM search_docs d JOIN sessions s ON d.rid = -s.pk`)
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &id}, func() error {
+		if id == chinese && doc != want[rid] || id != chinese && doc != "" {
+			t.Errorf("session %s: words %q after the rewrite; want %q only for the one with a workspace in Chinese", id, doc, want[rid])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten == 0 || searches == 0 || splits == 0 || rewritten == len(want) {
+		t.Errorf("%d of %d steps rewritten, %d web searches and %d in Chinese among them; want some of each, not all", rewritten, len(want), searches, splits)
 	}
 }
 

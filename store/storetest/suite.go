@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchRefused", testSearchRefused},
 		{"SearchPages", testSearchPages},
 		{"SearchOneSession", testSearchOneSession},
+		{"SearchWithoutSpaces", testSearchWithoutSpaces},
 		{"SearchAfterDelete", testSearchAfterDelete},
 		{"Usage", testUsage},
 		{"UsageFollowsWrites", testUsageFollowsWrites},

@@ -466,3 +466,64 @@ func testSearchOneSession(t *testing.T, s store.Backend) {
 		t.Errorf("Search(type:message in task) = %+v; want the summary's title %q", r.Hits, want)
 	}
 }
+
+// Text in a script written without spaces (Chinese, Japanese, Korean) is
+// found by any run of its characters, as a phrase of them, in order: the
+// words of a prompt and of a command's output, and a workspace's name.
+// Each hit's matches cover the run in its snippet.
+func testSearchWithoutSpaces(t *testing.T, s store.Backend) {
+	prompt, output, root := "請不要修改任何代碼，只要調查", "ビルドに失敗しました error", "/home/wei/專案"
+	b := smallBatch("cjk")
+	b.Session.Workspace.Root = root
+	b.Steps[0].Payload.Text = genPtr(prompt)
+	b.Steps[1].Payload.Stdout = genPtr(output)
+	mustApply(t, s, b)
+	mustApply(t, s, smallBatch("other"))
+	for _, tc := range []struct {
+		q    string
+		in   []string // the texts it is in: a step's, or the session's own row ("")
+		runs []string // what its matches cover
+	}{
+		{"修改", []string{prompt}, []string{"修改"}},
+		{"代碼", []string{prompt}, []string{"代碼"}},
+		{"不要修改任何", []string{prompt}, []string{"不要修改任何"}},
+		{"失敗", []string{output}, []string{"失敗"}},
+		{"失敗 error", []string{output}, []string{"失敗", "error"}},
+		{"ビルド*", []string{output}, []string{"ビルド"}},
+		{"專案", []string{""}, []string{"專案"}},
+		{"修代", nil, nil},     // its characters, not in a row
+		{"改修", nil, nil},     // nor in this order
+		{"調查 -修改", nil, nil}, // in the same text as an excluded run
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			r := mustSearch(t, s, store.SearchQuery{Q: tc.q})
+			var got []string
+			for _, h := range r.Hits {
+				if h.SessionID != "cjk" {
+					t.Errorf("hit of session %s: want only cjk's", h.SessionID)
+					continue
+				}
+				switch {
+				case h.Seq == 1:
+					got = append(got, prompt)
+				case h.Seq == 2:
+					got = append(got, output)
+				case h.Seq == 0:
+					got = append(got, "")
+				}
+				for i, m := range h.Matches {
+					if i >= len(tc.runs) || h.Snippet[m[0]:m[1]] != tc.runs[i] {
+						t.Errorf("hit #%d: matches %v of %q; want %q", h.Seq, h.Matches, h.Snippet, tc.runs)
+						break
+					}
+				}
+				if strings.Contains(h.Snippet, "\u2060") {
+					t.Errorf("hit #%d: snippet %q holds a joiner the index was given", h.Seq, h.Snippet)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.in) {
+				t.Errorf("Search(%s) found %q; want %q", tc.q, got, tc.in)
+			}
+		})
+	}
+}
