@@ -20,8 +20,11 @@ import (
 // SQL functions the views search_step_docs and search_session_docs call,
 // registerSearchText), split into words by the rules of SQLite FTS5's
 // unicode61 tokenizer with remove_diacritics 2 (tables in
-// search_text_tables.go, read off SQLite by store/internal/tokengen), the phrases of a parsed query matched in those
-// words, and the snippet FTS5's snippet() makes of them. A backend without
+// search_text_tables.go, read off SQLite by store/internal/tokengen), but
+// that a character of a script written without spaces is a word of its
+// own (isSplitRune; FTSText gives FTS5 the text so), the phrases of a
+// parsed query matched in those words, and the snippet FTS5's snippet()
+// makes of them. A backend without
 // FTS5 (store/postgres) indexes and answers with these, so it finds the
 // same steps and shows the same snippets.
 
@@ -285,8 +288,10 @@ type SearchToken struct {
 }
 
 // SearchTokens splits a text into words as FTS5's unicode61 tokenizer
-// (remove_diacritics 2) does: runs of letters and digits (by SQLite's
-// Unicode tables, not Go's), so handlers/auth.go is handlers, auth, go.
+// (remove_diacritics 2) does with FTSText's text: runs of letters and
+// digits (by SQLite's Unicode tables, not Go's), so handlers/auth.go is
+// handlers, auth, go, and each character of a script written without
+// spaces alone, so 修改 is 修, 改.
 func SearchTokens(text string) []SearchToken {
 	// About one word in six bytes of text: grown by append, the slices
 	// were a third of the time of a page's snippets (BenchmarkSearchSnippet).
