@@ -40,60 +40,27 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	if version >= store.SearchTextVersion {
 		return nil
 	}
+	var pk int64
+	var d store.StepDoc
+	steps := []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags}
 	for lo := int64(0); lo < last; lo += rewriteSpan {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
-				return err
-			}
-			rows, _ := tx.Query(ctx, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
-				FROM steps WHERE pk > $1 AND pk <= $2
-				  AND ($3 AND (payload ~ $4 OR flags ~ $4 OR error ~ $4)
-				    OR $5 AND (payload ~ $6 OR flags ~ $6 OR error ~ $6 OR role ~ $6 OR text ~ $6 OR stdout ~ $6 OR stderr ~ $6
-				      OR old_string ~ $6 OR new_string ~ $6))`,
-				lo, lo+rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern())
-			var rids []int64
-			var docs []*string
-			var exact []bool
-			var pk int64
-			var d store.StepDoc
-			_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-				func() error {
-					doc, ex := tsvectorOf(d.SearchText())
-					rids, docs, exact = append(rids, pk), append(docs, doc), append(exact, ex)
-					return nil
-				})
-			if err != nil || len(rids) == 0 {
-				return err
-			}
-			return updateSearchDocs(ctx, tx, rids, docs, exact)
-		})
+		err := rewriteWords(ctx, conn, `SELECT pk, payload, role, text, stdout, stderr, old_string, new_string, error, flags
+			FROM steps WHERE pk > $1 AND pk <= $2
+			  AND ($3 AND (payload ~ $4 OR flags ~ $4 OR error ~ $4)
+			    OR $5 AND (payload ~ $6 OR flags ~ $6 OR error ~ $6 OR role ~ $6 OR text ~ $6 OR stdout ~ $6 OR stderr ~ $6
+			      OR old_string ~ $6 OR new_string ~ $6))`,
+			[]any{lo, lo + rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern()},
+			steps, func() (int64, string) { return pk, d.SearchText() })
 		if err != nil {
 			return fmt.Errorf("rewrite the search words: %w", err)
 		}
 	}
 	if version < 4 {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
-				return err
-			}
-			rows, _ := tx.Query(ctx, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions
-				WHERE workspace_root ~ $1 OR workspace_repo ~ $1`, store.SplitRunesPattern())
-			var rids []int64
-			var docs []*string
-			var exact []bool
-			var pk int64
-			var agent, root string
-			var repo *string
-			_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo}, func() error {
-				doc, ex := tsvectorOf(store.SessionSearchText(agent, root, repo))
-				rids, docs, exact = append(rids, -pk), append(docs, doc), append(exact, ex)
-				return nil
-			})
-			if err != nil || len(rids) == 0 {
-				return err
-			}
-			return updateSearchDocs(ctx, tx, rids, docs, exact)
-		})
+		var agent, root string
+		var repo *string
+		err := rewriteWords(ctx, conn, `SELECT pk, agent_kind, workspace_root, workspace_repo FROM sessions
+			WHERE workspace_root ~ $1 OR workspace_repo ~ $1`, []any{store.SplitRunesPattern()},
+			[]any{&pk, &agent, &root, &repo}, func() (int64, string) { return -pk, store.SessionSearchText(agent, root, repo) })
 		if err != nil {
 			return fmt.Errorf("rewrite the search words of sessions: %w", err)
 		}
@@ -102,9 +69,30 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	return err
 }
 
-// updateSearchDocs sets the words of the rows rids.
-func updateSearchDocs(ctx context.Context, tx pgx.Tx, rids []int64, docs []*string, exact []bool) error {
-	_, err := tx.Exec(ctx, `UPDATE search_docs SET doc = u.doc::tsvector, exact = u.exact
-		FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS u (rid, doc, exact) WHERE search_docs.rid = u.rid`, rids, docs, exact)
-	return err
+// rewriteWords makes again the words of the rows query finds, in one
+// transaction that holds the write lock (stampLock), so no write comes
+// between its read and its update: each row, scanned into dest, gives row
+// its search_docs rid and indexed text.
+func rewriteWords(ctx context.Context, conn *pgxpool.Conn, query string, args, dest []any, row func() (rid int64, text string)) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, stampLock); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, query, args...)
+		var rids []int64
+		var docs []*string
+		var exact []bool
+		_, err := pgx.ForEachRow(rows, dest, func() error {
+			rid, text := row()
+			doc, ex := tsvectorOf(text)
+			rids, docs, exact = append(rids, rid), append(docs, doc), append(exact, ex)
+			return nil
+		})
+		if err != nil || len(rids) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE search_docs SET doc = u.doc::tsvector, exact = u.exact
+			FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS u (rid, doc, exact) WHERE search_docs.rid = u.rid`, rids, docs, exact)
+		return err
+	})
 }
