@@ -19,7 +19,7 @@ import (
 // verdict, and steps written for the query language's cases: code words,
 // a phrase deep in a long output (more words than a tsvector has
 // positions for), and a word more often than a tsvector keeps positions of.
-func searchData(t *testing.T) []*store.Batch {
+func searchData(t testing.TB) []*store.Batch {
 	t.Helper()
 	batches := storetest.SampleBatches(t)
 	code := storetest.Batch("search-code", 0, 40)
