@@ -30,14 +30,14 @@ type pair struct {
 	pg   *Store
 }
 
-func newPair(t *testing.T) pair {
+func newPair(t testing.TB) pair {
 	t.Helper()
 	lite, _ := mustOpenSQLite(t)
 	return pair{lite: lite, pg: mustOpen(t)}
 }
 
 // apply writes b to both stores; both must take it or refuse it alike.
-func (p pair) apply(t *testing.T, b *store.Batch) {
+func (p pair) apply(t testing.TB, b *store.Batch) {
 	t.Helper()
 	_, errLite := p.lite.Apply(context.Background(), b)
 	_, errPG := p.pg.Apply(context.Background(), b)
