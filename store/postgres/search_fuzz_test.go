@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
@@ -98,6 +99,50 @@ func FuzzListMatchesSQLite(f *testing.F) {
 				return
 			}
 			q.After = lite.Next
+		}
+	})
+}
+
+// FuzzUsageMatchesSQLite: for any group, period and filters, PostgreSQL's
+// usage report adds up as SQLite's does on the same records (every
+// agent's samples and records across midnight): the same error or rows.
+func FuzzUsageMatchesSQLite(f *testing.F) {
+	for _, g := range store.UsageGroups {
+		f.Add(g, int64(0), int64(0), "", "", "")
+	}
+	f.Add(store.UsageByDay, int64(1772409600), int64(1773014400), "claude-code", "claude-sonnet-4-5", "usage-extra")
+	f.Add("year", int64(-1), int64(1<<40), "\x00", "\xff", "no-such-session")
+	ctx := context.Background()
+	lite, _ := mustOpenSQLite(f)
+	pg := mustOpen(f)
+	extra := usageBatch("usage-extra",
+		usageRecord("x1", "claude-sonnet-4-5", "2026-03-01T23:30:00Z", 1200, 300, ptr(0.0123)),
+		usageRecord("x2", "claude-sonnet-4-5", "2026-03-02T00:10:00Z", 800, 100, nil),
+		usageRecord("x3", "no-such-model", "2026-03-02T01:00:00Z", 500, 50, nil))
+	for _, b := range append(storetest.AgentSamples(f), extra) {
+		mustApply(f, pg, b)
+		if _, err := lite.Apply(ctx, b); err != nil {
+			f.Fatalf("SQLite Apply(%s) = %v", b.Session.ID, err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, group string, since, until int64, agent, model, session string) {
+		q := store.UsageQuery{Group: group, Agent: agent, Model: model}
+		if since != 0 {
+			q.Since = time.Unix(since, 0).UTC()
+		}
+		if until != 0 {
+			q.Until = time.Unix(until, 0).UTC()
+		}
+		if session != "" {
+			q.Sessions = []string{session}
+		}
+		want, wantErr := lite.UsageReport(ctx, q)
+		got, err := pg.UsageReport(ctx, q)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("UsageReport(%+v) error = %v; SQLite's is %v", q, err, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("UsageReport(%+v) =\n %+v\nSQLite gives\n %+v", q, got, want)
 		}
 	})
 }
