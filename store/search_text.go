@@ -24,9 +24,9 @@ import (
 // that a character of a script written without spaces is a word of its
 // own (isSplitRune; FTSText gives FTS5 the text so), the phrases of a
 // parsed query matched in those words, and the snippet FTS5's snippet()
-// makes of them. A backend without
-// FTS5 (store/postgres) indexes and answers with these, so it finds the
-// same steps and shows the same snippets.
+// makes of them. A backend without FTS5 (store/postgres) indexes and
+// answers with these, so it finds the same steps and shows the same
+// snippets.
 
 // SearchTextVersion is the version of the rule that makes what search
 // indexes (StepDoc.SearchText, SessionSearchText) and splits it into
