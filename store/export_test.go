@@ -101,9 +101,10 @@ func JSONStrings(j *string, raw bool) *string {
 	return &s
 }
 
-// MarkSnippet is SearchSnippet with its markers (Mark and MarkEnd) kept.
-func MarkSnippet(text string, words []SearchPhrase) string {
-	return markSnippet(text, words, snippetTokens)
+// MarkSnippet is SearchSnippet with its markers (Mark and MarkEnd) kept,
+// and the window of words it chose.
+func MarkSnippet(text string, words []SearchPhrase) (string, int) {
+	return markSnippet(text, words)
 }
 
 // Snippet markers, as FTS5's snippet is asked for them.

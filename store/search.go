@@ -390,9 +390,6 @@ const (
 	markClose = "\x03"
 )
 
-// snippetTokens is how many tokens a snippet shows around the match.
-const snippetTokens = 16
-
 // Search runs a query (ParseQuery) over every stored session. It returns
 // an *InvalidError for a malformed query and ErrBadCursor for an After
 // that is not one of its Next cursors.

@@ -687,13 +687,25 @@ func (m *textMatcher) matches(text string) bool {
 
 // SearchSnippet is the snippet of a text a search shows for its words,
 // with the byte offsets of each match in it: what FTS5's
-// snippet(t, 0, open, close, '…', snippetTokens) gives (fts5_aux.c:
-// the window of snippetTokens tokens that holds the most distinct
-// phrases, moved to a sentence's start when that scores as well),
-// without the markers.
+// snippet(t, 0, open, close, '…', n) gives (fts5_aux.c: the window of n
+// words that holds the most distinct phrases, moved to a sentence's start
+// when that scores as well), without the markers; n is snippetTokens, or
+// splitSnippetTokens for a text mostly of words of one character.
 func SearchSnippet(text string, words []SearchPhrase) (string, [][2]int) {
-	return splitMarks(markSnippet(text, words, snippetTokens))
+	marked, _ := markSnippet(text, words)
+	return splitMarks(marked)
 }
+
+// snippetTokens is how many words a snippet shows around the matches.
+const snippetTokens = 16
+
+// splitSnippetTokens is how many words a snippet shows of a text most of
+// whose words are characters of a script written without spaces (a
+// Chinese prompt; isSplitRune): each such character is a word, so
+// snippetTokens of them were a few characters, not a phrase or two. Three
+// times as many is about as wide on a page as snippetTokens words of
+// English, a wide character taking two columns.
+const splitSnippetTokens = 3 * snippetTokens
 
 // snippetAnchors is how many matches of one text a snippet's window is
 // chosen among, in text order: the window around each is scored
@@ -711,8 +723,10 @@ const maxSnippetRun = 200
 // markSnippet is fts5SnippetFunction of SQLite 3.49 for one column, with
 // markOpen and markClose around the matches, but for the bounds above: it
 // holds a text's matches (at most snippetAnchors and the few after them),
-// never all its words, and is at most a few kilobytes.
-func markSnippet(text string, words []SearchPhrase, nToken int) string {
+// never all its words, and is at most a few kilobytes. nToken is the
+// window it chose (snippetTokens or splitSnippetTokens) by the words it
+// read: the text's, or without words its first splitSnippetTokens + 1.
+func markSnippet(text string, words []SearchPhrase) (_ string, nToken int) {
 	const ellipsis = "…"
 	// Read the words once: count them, find the matches, note where
 	// every 256th word starts so that the window's can be read again.
@@ -725,13 +739,16 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		}
 		insts = append(insts, in)
 		if len(insts) == snippetAnchors {
-			keepUpTo = in.pos + nToken + len(find.recent)
+			keepUpTo = in.pos + splitSnippetTokens + len(find.recent)
 		}
 	})
 	type mark struct{ pos, start int }
 	var marks []mark
-	nDoc, sentence := 0, 0
+	nDoc, nSplit, sentence := 0, 0, 0
 	eachSearchToken(text, 0, func(start, end int, folded []byte) bool {
+		if r, size := utf8.DecodeRuneInString(text[start:end]); size == end-start && isSplitRune(r) {
+			nSplit++
+		}
 		if nDoc%256 == 0 {
 			marks = append(marks, mark{nDoc, start})
 		}
@@ -740,12 +757,16 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 		}
 		find.add(text, start, end, folded, sentence)
 		nDoc++
-		// Without words the window is the text's first nToken words:
-		// one more says whether there is more, and a long output is not
-		// read to its end.
-		return len(words) > 0 || nDoc <= nToken
+		// Without words the window is the text's first words: one more
+		// than the widest says whether there is more, and a long output
+		// is not read to its end.
+		return len(words) > 0 || nDoc <= splitSnippetTokens
 	})
 	find.finish()
+	nToken = snippetTokens
+	if 2*nSplit > nDoc {
+		nToken = splitSnippetTokens
+	}
 
 	// score is fts5SnippetScore: the instances in the window of nToken
 	// tokens from from. FTS5 looks at every instance for each window;
@@ -887,7 +908,7 @@ func markSnippet(text string, words []SearchPhrase, nToken int) string {
 	} else {
 		b.WriteString(ellipsis)
 	}
-	return b.String()
+	return b.String(), nToken
 }
 
 // sentenceStartsAt tells whether a word after the first, at byte start,

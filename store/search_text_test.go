@@ -300,11 +300,24 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 		"go test ./... go test again go test", "a b c a b c a b c a b c a b c a b c a b c a b c", "x", "  leading space. Then: more")
 	ftsTerms(t, conn, texts) // loads rows 1..n
 	r := rand.New(rand.NewPCG(7, 17))
-	cases := 0
+	cases, wide := 0, 0
 	for i, text := range texts {
 		tokens := store.SearchTokens(text)
 		if len(tokens) == 0 {
 			continue
+		}
+		// A text most of whose words are one Chinese, Japanese or Korean
+		// character shows three times as many.
+		nCJK := 0
+		for _, tok := range tokens {
+			r, size := utf8.DecodeRuneInString(text[tok.Start:])
+			if size == tok.End-tok.Start && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Bopomofo) {
+				nCJK++
+			}
+		}
+		wantWindow := 16
+		if 2*nCJK > len(tokens) {
+			wantWindow, wide = 48, wide+1
 		}
 		for range 3 {
 			var words []store.SearchPhrase
@@ -332,10 +345,14 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 				}
 				match = append(match, m)
 			}
+			got, window := store.MarkSnippet(text, words)
+			if window != wantWindow {
+				t.Errorf("snippet of %.80q: a window of %d words, want %d", text, window, wantWindow)
+			}
 			var want string
 			found := false
-			err = sqlitex.Execute(conn, `SELECT snippet(t, 0, ?, ?, '…', 16) FROM t WHERE t MATCH ? AND rowid = ?`, &sqlitex.ExecOptions{
-				Args:       []any{store.Mark, store.MarkEnd, strings.Join(match, " AND "), i + 1},
+			err = sqlitex.Execute(conn, `SELECT snippet(t, 0, ?, ?, '…', ?) FROM t WHERE t MATCH ? AND rowid = ?`, &sqlitex.ExecOptions{
+				Args:       []any{store.Mark, store.MarkEnd, window, strings.Join(match, " AND "), i + 1},
 				ResultFunc: func(st *sqlite.Stmt) error { want, found = st.ColumnText(0), true; return nil }})
 			if err != nil {
 				t.Fatal(err)
@@ -346,7 +363,7 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 			}
 			cases++
 			// The snippet leaves out the joiners FTSText put in the text.
-			if got, want := store.MarkSnippet(text, words), strings.ReplaceAll(want, "\u2060", ""); got != want {
+			if want := strings.ReplaceAll(want, "\u2060", ""); got != want {
 				t.Errorf("snippet of %.80q for %q:\n got  %q\n want %q", text, match, got, want)
 			}
 			if !store.MatchesText(text, words, nil) {
@@ -354,8 +371,8 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 			}
 		}
 	}
-	if cases < 300 {
-		t.Fatalf("only %d snippets compared", cases)
+	if cases < 300 || wide < 5 {
+		t.Fatalf("only %d snippets compared, of %d texts mostly of CJK characters", cases, wide)
 	}
 }
 
@@ -371,7 +388,7 @@ func TestSearchSnippetOfManyMatches(t *testing.T) {
 	const sentence = "Retry. "
 	text := strings.Repeat(sentence, 8<<20/len(sentence))
 	var got string
-	allocated := allocatedBy(func() { got = store.MarkSnippet(text, []store.SearchPhrase{{Text: "retry"}}) })
+	allocated := allocatedBy(func() { got, _ = store.MarkSnippet(text, []store.SearchPhrase{{Text: "retry"}}) })
 	want := strings.Repeat(store.Mark+"Retry"+store.MarkEnd+". ", 15) + store.Mark + "Retry" + store.MarkEnd + "…"
 	if got != want {
 		t.Errorf("snippet = %q, want %q", got, want)
@@ -410,7 +427,7 @@ func TestSearchSnippetIsBounded(t *testing.T) {
 			"one two " + store.Mark + "three" + store.MarkEnd},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := store.MarkSnippet(c.text, c.words)
+			got, _ := store.MarkSnippet(c.text, c.words)
 			if len(got) > 8<<10 {
 				t.Errorf("snippet of %d bytes, want at most 8 KiB", len(got))
 			}
