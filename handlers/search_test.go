@@ -91,8 +91,21 @@ func TestSearchPage(t *testing.T) {
 	if snippet.Find("mark").Text() != "needle" || snippet.Find("script").Length() != 0 || !strings.Contains(snippet.Text(), "<script>alert(1)</script>") {
 		t.Errorf("snippet %q, mark %q; want needle marked and the script as text", snippet.Text(), snippet.Find("mark").Text())
 	}
-	if hit.Find(`[data-testid="search-hit-role"]`).Length() != 0 {
-		t.Errorf("a command's hit shows a role %q", hit.Find(`[data-testid="search-hit-role"]`).Text())
+	if hit.Find(`[data-testid="search-hit-role"]`).Length() != 0 || hit.Find(`[data-testid="search-hit-tool"]`).Length() != 0 {
+		t.Errorf("a command's hit shows a role %q or a tool %q", hit.Find(`[data-testid="search-hit-role"]`).Text(), hit.Find(`[data-testid="search-hit-tool"]`).Text())
+	}
+	// A hit of another tool's step shows the tool it called, in the page and the JSON.
+	other := a["steps"].([]any)[4].(obj)
+	url5 := other["payload"].(obj)["raw"].(obj)["url"].(string)
+	doc5 := mustDocument(t, s, "/search?q="+url.QueryEscape(`"`+url5+`"`))
+	tool := doc5.Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"][data-seq="5"] [data-testid="search-hit-tool"]`)
+	if tool.Text() != other["payload"].(obj)["tool_name"] {
+		t.Errorf("the other step's hit shows tool %q; want %q", tool.Text(), other["payload"].(obj)["tool_name"])
+	}
+	var found store.SearchResult
+	json.Unmarshal(s.get("/api/search?q="+url.QueryEscape(`"`+url5+`"`)).Body.Bytes(), &found)
+	if len(found.Hits) != 2 || found.Hits[0].Tool != other["payload"].(obj)["tool_name"] {
+		t.Errorf("GET /api/search for the other steps = %+v; want two hits with the tool %q", found.Hits, other["payload"].(obj)["tool_name"])
 	}
 	// A message's hit shows its role beside its type, and its snippet
 	// without the role its indexed text begins with; a search for the

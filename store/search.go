@@ -55,6 +55,7 @@ type SearchHit struct {
 	Seq       int64    `json:"seq"`
 	Type      string   `json:"type"`
 	Role      string   `json:"role,omitempty"` // a message's: user, assistant, thinking...
+	Tool      string   `json:"tool,omitempty"` // the tool the step called, as the agent named it
 	Status    string   `json:"status"`
 	Snippet   string   `json:"snippet"`
 	Matches   [][2]int `json:"matches"`
@@ -468,7 +469,8 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 				return err
 			}
 			for i, r := range rows {
-				rows[i].hit.Snippet, rows[i].hit.Matches = snippets[r.rid].text, snippets[r.rid].matches
+				sn := snippets[r.rid]
+				rows[i].hit.Snippet, rows[i].hit.Matches, rows[i].hit.Tool = sn.text, sn.matches, sn.tool
 			}
 		}
 		for _, r := range rows {
@@ -713,10 +715,11 @@ func ownRows(conn *sqlite.Conn, m *textMatcher, ids string) (string, error) {
 }
 
 // snippet is a hit's snippet and the byte offsets of its matches
-// (SearchSnippet).
+// (SearchSnippet), and the tool its step called.
 type snippet struct {
 	text    string
 	matches [][2]int
+	tool    string
 }
 
 // rowSnippets makes the snippet of each index row of a page (the step's,
@@ -734,13 +737,14 @@ func rowSnippets(conn *sqlite.Conn, rids []int64, words []SearchPhrase) (map[int
 		return nil, err
 	}
 	snippets := make(map[int64]snippet, len(rids))
-	err = sqlitex.Execute(conn, `SELECT step_pk, body FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+	err = sqlitex.Execute(conn, `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
+		FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
 		UNION ALL
-		SELECT -session_pk, body FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
+		SELECT -session_pk, body, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
 		&sqlitex.ExecOptions{
 			Args: []any{string(ids)},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				var s snippet
+				s := snippet{tool: ToolNameOf(st.ColumnText(2))}
 				s.text, s.matches = SearchSnippet(st.ColumnText(1), words)
 				snippets[st.ColumnInt64(0)] = s
 				return nil

@@ -128,6 +128,35 @@ func (m *textMaker) put() {
 	}
 }
 
+// ToolNameOf is the tool_name of a payload as stored (appendPayloadJSON),
+// read only as far as it; empty when it has none or is not an object.
+func ToolNameOf(payload string) string {
+	m := getTextMaker()
+	defer m.put()
+	m.rd.Reset(payload)
+	m.dec.Reset(&m.rd)
+	if t, err := m.dec.ReadToken(); err != nil || t.Kind() != '{' {
+		return ""
+	}
+	for m.dec.PeekKind() == '"' {
+		name, err := m.dec.ReadToken()
+		if err != nil {
+			return ""
+		}
+		if name.String() == "tool_name" {
+			v, err := m.dec.ReadToken()
+			if err != nil || v.Kind() != '"' {
+				return ""
+			}
+			return v.String()
+		}
+		if m.dec.SkipValue() != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
 // appendJSONPart appends the string values of JSON text j as one part
 // (appendPart), or with raw the text itself when it is not JSON SQLite
 // reads (appendJSONStrings).

@@ -40,6 +40,7 @@ type SearchHitRow struct {
 	Seq     int64
 	Type    string
 	Role    string // a message's
+	Tool    string // the tool of a step of another tool (TypeOther)
 	Status  string
 	Href    string
 	Snippet []SnippetPart

@@ -440,9 +440,9 @@ func wrapPage(base string, cursor bool, nargs int) string {
 // page holds one of its texts at a time.
 func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
 	type checked struct {
-		match   bool
-		snippet string
-		matches [][2]int
+		match         bool
+		snippet, tool string
+		matches       [][2]int
 	}
 	inGo := map[int64]bool{}
 	var stepPKs, sessionPKs []int64
@@ -455,8 +455,8 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		}
 	}
 	done := map[int64]checked{}
-	check := func(rid int64, text string) {
-		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded)}
+	check := func(rid int64, text, tool string) {
+		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded), tool: tool}
 		if c.match {
 			c.snippet, c.matches = store.SearchSnippet(text, pq.Words)
 		}
@@ -468,7 +468,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { check(pk, d.SearchText()); return nil })
+			func() error { check(pk, d.SearchText(), store.ToolNameOf(d.Payload)); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -479,7 +479,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var agent, root string
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
-			func() error { check(-pk, store.SessionSearchText(agent, root, repo)); return nil })
+			func() error { check(-pk, store.SessionSearchText(agent, root, repo), ""); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -491,7 +491,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 			continue
 		}
 		if ok {
-			r.hit.Snippet, r.hit.Matches = c.snippet, c.matches
+			r.hit.Snippet, r.hit.Matches, r.hit.Tool = c.snippet, c.matches, c.tool
 		}
 		kept = append(kept, r)
 	}

@@ -137,6 +137,24 @@ func testSearchFields(t *testing.T, s store.Backend) {
 	if len(h.Matches) == 0 || h.Matches[0][1] > len(h.Snippet) || !strings.EqualFold(h.Snippet[h.Matches[0][0]:h.Matches[0][1]], "stdoutwordy") {
 		t.Errorf("hit snippet %q matches %v; want a match on stdoutwordy", h.Snippet, h.Matches)
 	}
+	if h.Tool != b.Steps[1].Payload.ToolName {
+		t.Errorf("hit tool = %q; want the command's %q", h.Tool, b.Steps[1].Payload.ToolName)
+	}
+	// A hit tells the tool its step called, found by words or by filters
+	// alone; a session's own row has none.
+	for _, q := range []string{"rawvaluey", "type:other", "wsrooty"} {
+		r := mustSearch(t, s, store.SearchQuery{Q: q, Session: "y"})
+		if len(r.Hits) != 1 {
+			t.Fatalf("Search(%s) in session y = %+v; want one hit", q, r.Hits)
+		}
+		want := b.Steps[4].Payload.ToolName
+		if r.Hits[0].Seq == 0 {
+			want = ""
+		}
+		if r.Hits[0].Tool != want {
+			t.Errorf("Search(%s) in session y: hit tool = %q; want %q", q, r.Hits[0].Tool, want)
+		}
+	}
 }
 
 // Each filter alone keeps the steps it names, newest session first and
