@@ -128,8 +128,12 @@ func browserNarrow(t *testing.T, b *browser) {
 		t.Errorf("the export panel at 390 px: wider than the screen:\n%s", strings.Join(wide, "\n"))
 	}
 	p.Click(`[data-testid="export-dialog"] form[method="dialog"] button`)
-	if h := p.Text(`[data-testid="step"][data-seq="5"] .line`); len(h) < 20 {
-		t.Errorf("step summary at 390 px = %q; want it readable, not squeezed", h)
+	// The edit's line names its file in the workspace, whole.
+	show := showcaseSession(t, showcaseID, time.Now())
+	root := show["session"].(obj)["workspace"].(obj)["root"].(string)
+	edit := show["steps"].(arr)[4].(obj)["payload"].(obj)["path"].(string)
+	if h, want := p.Text(`[data-testid="step"][data-seq="5"] .line`), "edit "+strings.TrimPrefix(edit, root+"/"); h != want || len(want) >= len("edit "+edit) {
+		t.Errorf("step summary at 390 px = %q; want %q, readable, not squeezed", h, want)
 	}
 	if w := evalJS[float64](p, `document.querySelector('[data-testid="step"][data-seq="5"] .line').getBoundingClientRect().width`); w < 250 {
 		t.Errorf("step summary at 390 px is %.0f px wide; want a line of its own", w)

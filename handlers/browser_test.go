@@ -291,8 +291,13 @@ func browserSessionView(t *testing.T, b *browser) {
 	}
 
 	files := p.Rows(`[data-testid="files"] tr`)
-	if want := []string{"File | Created | Edited | Read | Failed", "/home/dev/project-x/parser.go | 0 | 1 | 1 | 0"}; strings.Join(files, "\n") != strings.Join(want, "\n") {
+	// A file in the workspace is named by its path in it, the whole path
+	// one hover away.
+	if want := []string{"File | Created | Edited | Read | Failed", "parser.go | 0 | 1 | 1 | 0"}; strings.Join(files, "\n") != strings.Join(want, "\n") {
 		t.Errorf("files touched = %q; want %q", files, want)
+	}
+	if title := evalJS[string](p, `document.querySelector('[data-testid="files"] td.path code').title`); title != "/home/dev/project-x/parser.go" {
+		t.Errorf("files touched: the file's title = %q; want its whole path", title)
 	}
 	cmds := p.Rows(`[data-testid="commands"] tr`)
 	if want := []string{"Command | Runs | Failed | Exit codes", "go test ./... | 2 | 1 | 0, 1", "(command not recorded) output not inline | 1 | 0 | not recorded"}; strings.Join(cmds, "\n") != strings.Join(want, "\n") {
@@ -321,8 +326,8 @@ func browserSessionView(t *testing.T, b *browser) {
 		Steps: []string{
 			"#1 | message | user: Fix the failing test … | ok",
 			"#2 | command | go test ./... | failed: exit_status",
-			"#3 | edit | edit /home/dev/project-x/parser.go | ok",
-			"#4 | read | read /home/dev/project-x/parser.go:10-42 | ok",
+			"#3 | edit | edit parser.go | ok",
+			"#4 | read | read parser.go:10-42 | ok",
 		},
 	}, {
 		Number: "2", Head: "Turn 2 act 10:02:00 · 4 s", Prompt: "Now run it again", Mode: "act",
@@ -782,7 +787,7 @@ func browserSessionLive(t *testing.T, b *browser) {
 	if got := p.Text(`[data-testid="turn"][data-number="4"] [data-testid="turn-mode"]`); got != "act" {
 		t.Errorf("new turn's mode = %q; want act", got)
 	}
-	if got := p.Texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[/tmp/ws/new.go]" {
+	if got := p.Texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[new.go]" {
 		t.Errorf("files touched after the update = %v; want the new read", got)
 	}
 }

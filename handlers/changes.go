@@ -52,12 +52,17 @@ func changesFragment(src PageSource, log *slog.Logger) http.Handler {
 			return
 		}
 		id := r.URL.Query().Get("id")
+		d, err := src.Detail(r.Context(), id, store.DetailQuery{Turns: 1, NoSteps: true}) // for its workspace
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
 		files, err := src.FileChanges(r.Context(), id)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		render(w, r, log, http.StatusOK, views.ChangesAfter(changesView(id, files, from, moreChanges)))
+		render(w, r, log, http.StatusOK, views.ChangesAfter(changesView(id, d.Workspace.Root, files, from, moreChanges)))
 	})
 }
 
@@ -87,15 +92,18 @@ func changeFragment(src PageSource, log *slog.Logger) http.Handler {
 }
 
 // changesView is the Changes section from the file at position from: at
-// most n files, in the store's order, and the control for the next ones.
+// most n files, in the store's order, each named by its path in the
+// workspace root when in it (inWorkspace), and the control for the next
+// ones.
 // Only the files shown are diffed; beyond 5 files each is closed, and its
 // diffs load when it is opened.
-func changesView(id string, files []store.FileChange, from, n int) views.ChangesView {
+func changesView(id, root string, files []store.FileChange, from, n int) views.ChangesView {
 	from = min(from, len(files))
 	end := min(from+n, len(files))
 	c := views.ChangesView{Total: len(files), More: len(files) - end}
 	for i := from; i < end; i++ {
 		v := changeView(i, files[i])
+		v.Name = shorten(inWorkspace(root, files[i].Path), headChars)
 		if len(files) > openChanges {
 			v.Net, v.Edits = nil, nil // only counted: ChangeBody renders them from BodyURL
 			v.BodyURL = pageURLs{id}.with("/session/change", "path", files[i].Path)

@@ -77,7 +77,12 @@ func TestChangesSectionPages(t *testing.T) {
 			if c.Find(`[data-testid="change-edit"]`).Length() != 0 {
 				t.Errorf("file %d, closed, has its diffs in the page; want them loaded when opened", len(got)+1)
 			}
-			path := c.Find(`[data-testid="change-path"]`).Text()
+			// Named by its path in the workspace, on the page and in each
+			// page the control adds.
+			path := c.AttrOr("data-path", "")
+			if name := c.Find(`[data-testid="change-path"]`).Text(); name != strings.TrimPrefix(path, "/tmp/ws/") || name == path {
+				t.Errorf("file %d (%s) is shown as %q; want its path in the workspace /tmp/ws", len(got)+1, path, name)
+			}
 			url, _ := c.Attr("data-body-url")
 			body := page(url)
 			wantDiff := "-a+b" + strings.TrimSuffix(strings.TrimPrefix(path, "/tmp/ws/f"), ".go") // its own edit

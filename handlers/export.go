@@ -313,7 +313,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 						if !step(textBytes(page[i])) {
 							return
 						}
-						v := stepView(page[i], 0)
+						v := stepView(page[i], 0, w.d.Workspace.Root)
 						exportImages(v.Images, w.images)
 						setActor(&v, actors[page[i].ActorID], page[i].ActorID)
 						v.Notes = w.notes[v.Seq]

@@ -244,8 +244,11 @@ func TestChangeViews(t *testing.T) {
 			{Seq: 6, Cut: true},
 		}},
 	}
-	v := changesView("s", files, 0, firstChanges).Files
+	v := changesView("s", "/w", files, 0, firstChanges).Files
 	known := v[0]
+	if known.Path != files[0].Path || known.Name != "known.txt" {
+		t.Errorf("known file path %q shown as %q; want %q shown in its workspace as known.txt", known.Path, known.Name, files[0].Path)
+	}
 	var diff []string
 	for _, l := range known.Net {
 		diff = append(diff, l.Text)
@@ -263,7 +266,7 @@ func TestChangeViews(t *testing.T) {
 	for i := range changeEdits + 50 {
 		many.Edits = append(many.Edits, store.FileEdit{Seq: int64(i + 1), Old: text("a"), New: text("b")})
 	}
-	if v := changesView("s", []store.FileChange{many}, 0, firstChanges).Files[0]; len(v.Edits) != changeEdits || v.MoreEdits != 50 {
+	if v := changesView("s", "", []store.FileChange{many}, 0, firstChanges).Files[0]; len(v.Edits) != changeEdits || v.MoreEdits != 50 {
 		t.Errorf("a file of %d edits lists %d, %d more; want %d, 50 more", len(many.Edits), len(v.Edits), v.MoreEdits, changeEdits)
 	}
 }

@@ -124,7 +124,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 		}
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
-			Changes: changesView(d.ID, files, 0, firstChanges),
+			Changes: changesView(d.ID, d.Workspace.Root, files, 0, firstChanges),
 			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
@@ -223,7 +223,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)
 		attachNotes(&v, !demo, signedInUser(r))
-		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, files, 0, firstChanges)))
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, d.Workspace.Root, files, 0, firstChanges)))
 	})
 }
 
@@ -249,7 +249,7 @@ func stepFragment(src PageSource, log *slog.Logger) http.Handler {
 			writeError(w, r, log, store.ErrNotFound)
 			return
 		}
-		s := stepView(d.Steps[0], q.Head)
+		s := stepView(d.Steps[0], q.Head, d.Workspace.Root)
 		linkStep(&s, pageURLs{d.ID}, false, nil)
 		render(w, r, log, http.StatusOK, views.StepDetail(s))
 	})

@@ -62,7 +62,8 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		}
 	}
 	for _, f := range d.Report.Files {
-		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
+		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Name: short(inWorkspace(d.Workspace.Root, f.Path)),
+			Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
 	}
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
@@ -119,7 +120,7 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 		if !at.IsZero() {
 			lastAt[i] = at
 		}
-		sv := stepView(s, limit)
+		sv := stepView(s, limit, d.Workspace.Root)
 		setActor(&sv, actors[s.ActorID], s.ActorID)
 		out[i].Steps = append(out[i].Steps, sv)
 	}
@@ -198,10 +199,11 @@ func between(start string, end time.Time) string {
 }
 
 // stepView is a step as the review app shows it, each recorded value cut
-// to limit characters (0: whole). Texts the store already cut (Step.Cut)
-// count the characters it left out.
-func stepView(s store.Step, limit int) views.StepView {
-	summary := stepSummary(s) // names the images, where the raw shown cannot
+// to limit characters (0: whole), its line naming a file in the session's
+// workspace root by its path in it. Texts the store already cut
+// (Step.Cut) count the characters it left out.
+func stepView(s store.Step, limit int, root string) views.StepView {
+	summary := stepSummary(s, root) // names the images, where the raw shown cannot
 	var images []views.ImageView
 	if s.Type == store.TypeOther {
 		images, s.Payload.Raw = stepImages(s.Payload.Raw, "shown above") // no view shows an image's text
@@ -297,9 +299,28 @@ func stepView(s store.Step, limit int) views.StepView {
 	return v
 }
 
-// stepSummary is a step's one line in the timeline.
-func stepSummary(s store.Step) string {
+// inWorkspace is a path as the review app shows it: relative to the
+// session's workspace root when it lies under it (src/auth.go for
+// /home/dev/api/src/auth.go in /home/dev/api), as Claude Code and git show
+// a path; as written otherwise, so that a file outside the workspace
+// stands out. Either separator ends the root: an agent on Windows writes
+// C:\dev\api\src\auth.go.
+func inWorkspace(root, path string) string {
+	root = strings.TrimRight(root, `/\`)
+	if root == "" || len(path) <= len(root)+1 || !strings.HasPrefix(path, root) {
+		return path
+	}
+	if c := path[len(root)]; c != '/' && c != '\\' {
+		return path
+	}
+	return path[len(root)+1:]
+}
+
+// stepSummary is a step's one line in the timeline; root is the
+// session's workspace root (inWorkspace).
+func stepSummary(s store.Step, root string) string {
 	p := s.Payload
+	path := inWorkspace(root, p.Path)
 	switch s.Type {
 	case store.TypeCommand:
 		if p.Command != nil && *p.Command != "" {
@@ -308,14 +329,14 @@ func stepSummary(s store.Step) string {
 		return "command not recorded"
 	case store.TypeEdit:
 		if p.IsFullWrite != nil && *p.IsFullWrite {
-			return oneLine("write " + p.Path)
+			return oneLine("write " + path)
 		}
-		return oneLine("edit " + p.Path)
+		return oneLine("edit " + path)
 	case store.TypeRead:
 		if p.Range != nil {
-			return oneLine(fmt.Sprintf("read %s:%d-%d", p.Path, p.Range[0], p.Range[1]))
+			return oneLine(fmt.Sprintf("read %s:%d-%d", path, p.Range[0], p.Range[1]))
 		}
-		return oneLine("read " + p.Path)
+		return oneLine("read " + path)
 	case store.TypeMessage:
 		if p.Text == nil {
 			return oneLine(p.Role + ": (not recorded)")

@@ -184,7 +184,8 @@ type SessionView struct {
 
 // FileRow is one file the session touched.
 type FileRow struct {
-	Path                          string
+	Path                          string // as recorded
+	Name                          string // as shown: relative to the workspace when in it (InWorkspace)
 	Created, Edited, Read, Failed int
 }
 

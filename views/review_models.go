@@ -71,7 +71,8 @@ type ChangesView struct {
 
 // FileChangeView is the net change of one file over the session.
 type FileChangeView struct {
-	Path    string
+	Path    string // as recorded
+	Name    string // as shown: relative to the workspace when in it
 	DOMID   string // change-<position>: a path may be of any length
 	Status  string // created, edited; ", removed" when a command removed it
 	Added   int
