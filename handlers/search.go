@@ -151,11 +151,8 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		}
 		g := &gs[len(gs)-1]
 		snippet, matches := h.SnippetPastRole()
-		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Role: shorten(h.Role, lineChars), Status: h.Status, Href: g.Href,
+		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Label: shorten(h.Label(), lineChars), Status: h.Status, Href: g.Href,
 			Snippet: snippetParts(snippet, matches)}
-		if h.Type == store.TypeOther {
-			row.Tool = shorten(h.Tool, lineChars)
-		}
 		if h.Seq > 0 {
 			row.Href += matchedParam(snippet, matches) + "#step-" + strconv.FormatInt(h.Seq, 10)
 		}

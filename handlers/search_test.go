@@ -91,14 +91,14 @@ func TestSearchPage(t *testing.T) {
 	if snippet.Find("mark").Text() != "needle" || snippet.Find("script").Length() != 0 || !strings.Contains(snippet.Text(), "<script>alert(1)</script>") {
 		t.Errorf("snippet %q, mark %q; want needle marked and the script as text", snippet.Text(), snippet.Find("mark").Text())
 	}
-	if hit.Find(`[data-testid="search-hit-role"]`).Length() != 0 || hit.Find(`[data-testid="search-hit-tool"]`).Length() != 0 {
-		t.Errorf("a command's hit shows a role %q or a tool %q", hit.Find(`[data-testid="search-hit-role"]`).Text(), hit.Find(`[data-testid="search-hit-tool"]`).Text())
+	if l := hit.Find(`[data-testid="search-hit-label"]`); l.Length() != 0 {
+		t.Errorf("a command's hit shows a label %q after its type", l.Text())
 	}
 	// A hit of another tool's step shows the tool it called, in the page and the JSON.
 	other := a["steps"].([]any)[4].(obj)
 	url5 := other["payload"].(obj)["raw"].(obj)["url"].(string)
 	doc5 := mustDocument(t, s, "/search?q="+url.QueryEscape(`"`+url5+`"`))
-	tool := doc5.Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"][data-seq="5"] [data-testid="search-hit-tool"]`)
+	tool := doc5.Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"][data-seq="5"] [data-testid="search-hit-label"]`)
 	if tool.Text() != other["payload"].(obj)["tool_name"] {
 		t.Errorf("the other step's hit shows tool %q; want %q", tool.Text(), other["payload"].(obj)["tool_name"])
 	}
@@ -118,7 +118,7 @@ func TestSearchPage(t *testing.T) {
 	} {
 		doc := mustDocument(t, s, "/search?q="+url.QueryEscape(c.q))
 		msg := doc.Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"][data-seq="1"]`)
-		if got := msg.Find(`[data-testid="search-hit-role"]`).Text(); got != prompt["role"] {
+		if got := msg.Find(`[data-testid="search-hit-label"]`).Text(); got != prompt["role"] {
 			t.Errorf("%s: message hit role %q; want %q", c.q, got, prompt["role"])
 		}
 		if got := msg.Find(`[data-testid="search-snippet"]`).Text(); got != c.snippet {

@@ -61,6 +61,19 @@ type SearchHit struct {
 	Matches   [][2]int `json:"matches"`
 }
 
+// Label is what a view shows after a hit's type: a message's role, or
+// the tool a step of another tool called; empty for the rest, whose type
+// and snippet say what they are.
+func (h SearchHit) Label() string {
+	switch {
+	case h.Role != "":
+		return h.Role
+	case h.Type == TypeOther:
+		return h.Tool
+	}
+	return ""
+}
+
 // SnippetPastRole is a message's snippet without the role its indexed
 // text begins with, for a view that shows the role beside the hit's type,
 // with its matches moved to follow; the snippet as it is when a match is in

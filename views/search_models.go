@@ -39,8 +39,7 @@ type SearchGroup struct {
 type SearchHitRow struct {
 	Seq     int64
 	Type    string
-	Role    string // a message's
-	Tool    string // the tool of a step of another tool (TypeOther)
+	Label   string // a message's role, another tool's name (store.SearchHit.Label)
 	Status  string
 	Href    string
 	Snippet []SnippetPart

@@ -53,8 +53,8 @@ func (c *SearchCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "%s  %s  %s  %s\n", terminalSafe(h.SessionID), h.StartedAt, terminalSafe(h.Agent), terminalSafe(h.Title))
 		}
 		kind := h.Type
-		if h.Role != "" {
-			kind += " " + terminalSafe(h.Role)
+		if l := h.Label(); l != "" {
+			kind += " " + terminalSafe(l)
 		}
 		snippet, _ := h.SnippetPastRole()
 		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, kind, terminalSafe(h.Status), terminalSafe(snippet))

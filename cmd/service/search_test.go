@@ -109,4 +109,20 @@ func TestSearchCommandBesideServer(t *testing.T) {
 	if out, err := run("search", "flaky", "--db", db); err != nil || !strings.Contains(out, want) {
 		t.Errorf("service search flaky = %v\n%s\nwant the line %q", err, out, want)
 	}
+
+	// Another tool's hit names the tool.
+	if err := json.Unmarshal(batchJSON("s4", 1), &msg); err != nil {
+		t.Fatal(err)
+	}
+	fetch := map[string]any{"tool_name": "WebFetch", "raw": map[string]any{"url": "https://example.com/unmended"}}
+	step = msg["steps"].([]any)[0].(map[string]any)
+	step["type"], step["payload"] = "other", fetch
+	body, _ = json.Marshal(msg)
+	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {
+		t.Fatalf("push = %d %s %v; want 201", code, out, err)
+	}
+	want = fmt.Sprintf("#1 other %s ok", fetch["tool_name"])
+	if out, err := run("search", "unmended", "--db", db); err != nil || !strings.Contains(out, want) {
+		t.Errorf("service search unmended = %v\n%s\nwant the line %q", err, out, want)
+	}
 }
