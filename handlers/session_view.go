@@ -61,10 +61,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			v.AddedUp = "from its telemetry"
 		}
 	}
-	for _, f := range d.Report.Files {
-		v.Files = append(v.Files, views.FileRow{Path: short(f.Path), Name: short(inWorkspace(d.Workspace.Root, f.Path)),
-			Created: f.Created, Edited: f.Edited, Read: f.Read, Failed: f.Failed})
-	}
+	v.Files = fileRows(d.Workspace.Root, d.Report.Files)
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
 		for i, code := range c.ExitCodes {
@@ -297,6 +294,34 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 		}
 	}
 	return v
+}
+
+// fileRows are the files of a report as Files touched shows them, each
+// named by its path in the workspace (inWorkspace): a file an agent
+// recorded both by its whole path and by its path in the workspace (Gemini
+// CLI reads README.md, writes /home/wei/repo/bot/README.md) is one row,
+// where it was first touched, with the counts of both and the whole path
+// as its title.
+func fileRows(root string, files []store.FileTouched) []views.FileRow {
+	var rows []views.FileRow
+	at := map[string]int{}
+	for _, f := range files {
+		name := inWorkspace(root, f.Path)
+		i, ok := at[name]
+		if !ok {
+			i, at[name] = len(rows), len(rows)
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars)})
+		}
+		r := &rows[i]
+		if r.Path == "" || name != f.Path {
+			r.Path = shorten(f.Path, headChars)
+		}
+		r.Created += f.Created
+		r.Edited += f.Edited
+		r.Read += f.Read
+		r.Failed += f.Failed
+	}
+	return rows
 }
 
 // inWorkspace is a path as the review app shows it: relative to the
