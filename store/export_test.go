@@ -209,3 +209,6 @@ func (s *Store) InterruptWrite(ctx context.Context) error {
 		return sqlitex.Execute(conn, `UPDATE search_epoch SET epoch = epoch + 1`, nil)
 	})
 }
+
+// RemovedPaths is removedPaths.
+var RemovedPaths = removedPaths

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +142,44 @@ func TestFileChangesBounded(t *testing.T) {
 	f := got[0]
 	if f.Known || f.After != "" || f.Edits[1].New != nil || !f.Edits[1].Cut || f.Edits[0].New == nil {
 		t.Errorf("FileChanges past the bound: known %v, edits %+v; want the large edit cut and the content unknown", f.Known, f.Edits)
+	}
+}
+
+// The files a command removes are read from its words as a shell reads
+// them: quoted paths, several commands, a cd before the rm, a comment;
+// a line whose words would be expanded or that does more than run
+// commands names none.
+func TestRemovedPaths(t *testing.T) {
+	for _, c := range []struct {
+		command, cwd string
+		want         []string
+	}{
+		{"rm new.go", "/tmp/ws", []string{"/tmp/ws/new.go"}},
+		{"go build && rm new.go", "/tmp/ws", []string{"/tmp/ws/new.go"}},
+		{`rm "/Users/p/JOKE.md"`, "/tmp/ws", []string{"/Users/p/JOKE.md"}},
+		{`rm 'a b.txt'`, "/tmp/ws", []string{"/tmp/ws/a b.txt"}},
+		{`rm -f "x.go" y.go; git rm --cached z.go`, "/tmp/ws", []string{"/tmp/ws/x.go", "/tmp/ws/y.go", "/tmp/ws/z.go"}},
+		{`rm a"b"'c'`, "/tmp/ws", []string{"/tmp/ws/abc"}},
+		{"cd sub && rm a.go", "/tmp/ws", []string{"/tmp/ws/sub/a.go"}},
+		{"cd /other; git rm b.go", "/tmp/ws", []string{"/other/b.go"}},
+		{"rm a.go # the old one", "/tmp/ws", []string{"/tmp/ws/a.go"}},
+		{"rm a.go\n# done\nrm b.go", "/tmp/ws", []string{"/tmp/ws/a.go", "/tmp/ws/b.go"}},
+		{"rm a", "", []string{"/root/a"}}, // no cwd: the workspace root
+		{"echo rm a", "/tmp/ws", nil},
+		// Not for certain: nothing.
+		{"rm *.go", "/tmp/ws", nil},
+		{`rm "$HOME/x"`, "/tmp/ws", nil},
+		{"rm ~/x", "/tmp/ws", nil},
+		{"rm x > /dev/null", "/tmp/ws", nil},
+		{`rm "unclosed`, "/tmp/ws", nil},
+		{`rm x\ y`, "/tmp/ws", nil},
+		{"cd - && rm a", "/tmp/ws", nil},
+		{"cd && rm a", "/tmp/ws", nil},
+		{"(cd sub; rm a)", "/tmp/ws", nil},
+		{"find . -name x | xargs rm", "/tmp/ws", nil},
+	} {
+		if got := store.RemovedPaths(c.command, c.cwd, "/root"); !slices.Equal(got, c.want) {
+			t.Errorf("RemovedPaths(%q, %q) = %q; want %q", c.command, c.cwd, got, c.want)
+		}
 	}
 }
