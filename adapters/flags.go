@@ -319,7 +319,8 @@ func scanCommand(command, root, cwd string, add func(string, bool), depth int) {
 	if depth > 3 {
 		return
 	}
-	for _, pipeline := range shellSplit(command) {
+	pipelines, _ := store.ShellCommands(command) // uncertain words are still worth a flag
+	for _, pipeline := range pipelines {
 		for k, words := range pipeline {
 			words, sudo := unwrap(words)
 			if sudo {
@@ -491,78 +492,4 @@ func checkPush(args []string, add func(string, bool)) {
 			return
 		}
 	}
-}
-
-// shellSplit cuts a command line into pipelines of simple commands, each a
-// list of words with quotes removed. It is a reader's approximation of the
-// shell, enough to find command names and their arguments.
-func shellSplit(s string) [][][]string {
-	var (
-		pipelines [][][]string
-		pipeline  [][]string
-		words     []string
-		word      strings.Builder
-		inWord    bool
-		quote     byte
-	)
-	endWord := func() {
-		if inWord {
-			words = append(words, word.String())
-			word.Reset()
-			inWord = false
-		}
-	}
-	endCommand := func() {
-		endWord()
-		if len(words) > 0 {
-			pipeline = append(pipeline, words)
-		}
-		words = nil
-	}
-	endPipeline := func() {
-		endCommand()
-		if len(pipeline) > 0 {
-			pipelines = append(pipelines, pipeline)
-		}
-		pipeline = nil
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else if c == '\\' && quote == '"' && i+1 < len(s) {
-				i++
-				word.WriteByte(s[i])
-			} else {
-				word.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote = c
-			inWord = true
-		case c == '\\' && i+1 < len(s):
-			i++
-			if s[i] != '\n' {
-				word.WriteByte(s[i])
-				inWord = true
-			}
-		case c == ' ' || c == '\t':
-			endWord()
-		case c == '|':
-			if i+1 < len(s) && s[i+1] == '|' {
-				i++
-				endPipeline()
-			} else {
-				endCommand()
-			}
-		case c == ';' || c == '&' || c == '\n' || c == '(' || c == ')':
-			endPipeline()
-		default:
-			word.WriteByte(c)
-			inWord = true
-		}
-	}
-	endPipeline()
-	return pipelines
 }

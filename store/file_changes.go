@@ -239,19 +239,19 @@ func deref(s *string) string {
 
 // removedPaths are the files a command line removes with rm or git rm,
 // made absolute against its working directory (else the workspace root),
-// as a cd before them moves it. A line whose words cannot be read for
-// certain (shellCommands), or that goes to a folder it does not name,
-// gives none.
+// as a cd before them moves it. A line whose words are not certain
+// (ShellCommands), or that goes to a folder it does not name, gives none.
 func removedPaths(command, cwd, root string) []string {
-	commands, ok := shellCommands(command)
-	if !ok {
+	pipelines, certain := ShellCommands(command)
+	if !certain {
 		return nil
 	}
 	if cwd == "" {
 		cwd = root
 	}
 	var out []string
-	for _, args := range commands {
+	for _, pipeline := range pipelines {
+		args := pipeline[0] // certain: no pipes, so each pipeline is one command
 		switch {
 		case args[0] == "cd":
 			if len(args) != 2 || args[1] == "-" || args[1] == "" {
@@ -280,68 +280,6 @@ func removedPaths(command, cwd, root string) []string {
 		}
 	}
 	return out
-}
-
-// shellCommands splits a command line into its simple commands (at ;, &,
-// && and new lines) and each into its words as a POSIX shell reads them,
-// a word in single quotes as written and one in double quotes too when it
-// holds no $, ` or \ (agents quote paths: rm "/home/dev/api/JOKE.md").
-// A # that begins a word begins a comment, to the end of its line. ok is
-// false when a word would be expanded or the line does more than run
-// commands one after another: unquoted globs, $, `, ~, \, braces,
-// subshells, redirections and pipes, or a quote never closed; such a line
-// names no file for certain.
-func shellCommands(line string) (commands [][]string, ok bool) {
-	var words []string
-	var word strings.Builder
-	inWord := false
-	endWord := func() {
-		if inWord {
-			words = append(words, word.String())
-			word.Reset()
-			inWord = false
-		}
-	}
-	endCommand := func() {
-		endWord()
-		if len(words) > 0 {
-			commands = append(commands, words)
-			words = nil
-		}
-	}
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case c == '\'' || c == '"':
-			end := strings.IndexByte(line[i+1:], c)
-			if end < 0 {
-				return nil, false
-			}
-			quoted := line[i+1 : i+1+end]
-			if c == '"' && strings.ContainsAny(quoted, "$`\\") {
-				return nil, false
-			}
-			word.WriteString(quoted)
-			inWord = true
-			i += end + 1
-		case c == '#' && !inWord:
-			if end := strings.IndexByte(line[i:], '\n'); end >= 0 {
-				i += end - 1 // the new line ends the command
-			} else {
-				i = len(line)
-			}
-		case c == ';' || c == '&' || c == '\n':
-			endCommand()
-		case c == ' ' || c == '\t':
-			endWord()
-		case strings.IndexByte("$`*?[{}()<>|\\~", c) >= 0:
-			return nil, false
-		default:
-			word.WriteByte(c)
-			inWord = true
-		}
-	}
-	endCommand()
-	return commands, true
 }
 
 // cloneChanges copies the slices callers may change; the strings are

@@ -172,11 +172,12 @@ func TestRemovedPaths(t *testing.T) {
 		{"rm ~/x", "/tmp/ws", nil},
 		{"rm x > /dev/null", "/tmp/ws", nil},
 		{`rm "unclosed`, "/tmp/ws", nil},
-		{`rm x\ y`, "/tmp/ws", nil},
+		{`rm x\ y "q\"uote"`, "/tmp/ws", []string{"/tmp/ws/x y", `/tmp/ws/q"uote`}},
 		{"cd - && rm a", "/tmp/ws", nil},
 		{"cd && rm a", "/tmp/ws", nil},
 		{"(cd sub; rm a)", "/tmp/ws", nil},
 		{"find . -name x | xargs rm", "/tmp/ws", nil},
+		{"make || rm a", "/tmp/ws", nil},
 	} {
 		if got := store.RemovedPaths(c.command, c.cwd, "/root"); !slices.Equal(got, c.want) {
 			t.Errorf("RemovedPaths(%q, %q) = %q; want %q", c.command, c.cwd, got, c.want)
