@@ -88,7 +88,8 @@ func ShellCommands(line string) (pipelines [][][]string, certain bool) {
 			certain = false
 			endPipeline()
 		default:
-			if strings.IndexByte("$`*?[{}<>", c) >= 0 || (c == '~' && !inWord) {
+			// (A \ here ends the line: the shell would read on.)
+			if strings.IndexByte("$`*?[{}<>\\", c) >= 0 || (c == '~' && !inWord) {
 				certain = false
 			}
 			word.WriteByte(c)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
@@ -40,4 +41,34 @@ func TestShellCommands(t *testing.T) {
 			t.Errorf("ShellCommands(%q) = %q, %v; want %q, %v", c.line, got, certain, c.want, c.certain)
 		}
 	}
+}
+
+// Words read for certain, each written again in single quotes, read back
+// as the same words; nothing makes the reader panic.
+func FuzzShellCommands(f *testing.F) {
+	for _, s := range []string{"go test ./...", `rm a\ b 'c d' "e\"f" # x`, "cd sub && rm a; ls &", "a | b || (c)", `"open`, "x\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		pipelines, certain := store.ShellCommands(line)
+		if !certain {
+			return
+		}
+		var again []string
+		for _, p := range pipelines {
+			if len(p) != 1 {
+				t.Fatalf("ShellCommands(%q) is certain with a pipe: %q", line, p)
+			}
+			var words []string
+			for _, w := range p[0] {
+				words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
+			}
+			again = append(again, strings.Join(words, " "))
+		}
+		joined := strings.Join(again, "; ")
+		back, sure := store.ShellCommands(joined)
+		if !sure || !reflect.DeepEqual(back, pipelines) {
+			t.Fatalf("ShellCommands(%q) = %q; written again as %q it reads %q, %v", line, pipelines, joined, back, sure)
+		}
+	})
 }
