@@ -308,6 +308,8 @@ func TestReviewInTheDemo(t *testing.T) {
 // A session's page links to the next session not reviewed, as the list of
 // those has them (newest first): the next older one, else from the newest,
 // never itself or a session with a verdict, and none when no other waits.
+// The link asks again when followed, so a session judged since the page
+// was drawn is not gone to.
 func TestNextUnreviewedLink(t *testing.T) {
 	s := newTestService(t)
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -323,30 +325,53 @@ func TestNextUnreviewedLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	next := func(id string) string {
+	// follow is where the link's address leads now.
+	follow := func(href string) string {
+		t.Helper()
+		rec := s.get(href)
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("GET %s = %d %s; want 303", href, rec.Code, rec.Body)
+		}
+		return rec.Header().Get("Location")
+	}
+	// next is the session the page of id links to, by its title, and the
+	// link's address.
+	next := func(id string) (to, href string) {
 		t.Helper()
 		link := mustDocument(t, s, "/session?id="+id).Find(`[data-testid="next-unreviewed"] a`)
 		if link.Length() == 0 {
-			return ""
+			return "", ""
 		}
-		href, _ := link.Attr("href")
-		if want := "the task of " + strings.TrimPrefix(href, "/session?id="); link.Text() != want {
-			t.Errorf("%s: the link to %s reads %q; want its title %q", id, href, link.Text(), want)
+		href, _ = link.Attr("href")
+		to = strings.TrimPrefix(follow(href), "/session?id=")
+		if want := "the task of " + to; link.Text() != want {
+			t.Errorf("%s: the link to %s reads %q; want its title %q", id, to, link.Text(), want)
 		}
-		return strings.TrimPrefix(href, "/session?id=")
+		return to, href
 	}
 	verdict("n3")
 	for id, want := range map[string]string{"n1": "n2", "n2": "n4", "n3": "n4", "n4": "n1"} {
-		if got := next(id); got != want {
+		if got, _ := next(id); got != want {
 			t.Errorf("next after %s = %q; want %q", id, got, want)
 		}
 	}
+	// n4's page, drawn before n1 is judged, leads to n2 after.
+	_, href := next("n4")
 	verdict("n1")
+	if got := follow(href); got != "/session?id=n2" {
+		t.Errorf("the link drawn before n1 was judged leads to %s; want /session?id=n2", got)
+	}
 	verdict("n2")
-	if got := next("n4"); got != "" {
+	if got, _ := next("n4"); got != "" {
 		t.Errorf("next after n4, the only one left = %q; want no link", got)
 	}
-	if got := next("n1"); got != "n4" {
+	if got := follow(href); got != "/?unreviewed=1" {
+		t.Errorf("the link drawn before the others were judged leads to %s; want the list of sessions not reviewed", got)
+	}
+	if got, _ := next("n1"); got != "n4" {
 		t.Errorf("next after n1, reviewed = %q; want n4", got)
+	}
+	if rec := s.get("/session/next?id=gone"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /session/next of an unknown session = %d; want 404", rec.Code)
 	}
 }

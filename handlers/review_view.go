@@ -3,6 +3,7 @@ package handlers
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,12 +71,12 @@ func reviewForms(r *http.Request, id, reviewer string, demo bool) views.ReviewFo
 	return f
 }
 
-// nextUnreviewed is the session a reviewer goes on to from s: the next one
-// without a verdict in the list of those (newest first, ?unreviewed=1),
-// after s, else from the top; nil when no other session waits. A page of
-// at most two sessions (ListQuery.PageOnly: no counts of the whole store),
-// twice at most.
-func nextUnreviewed(ctx context.Context, src PageSource, s store.Session) (*views.SessionLink, error) {
+// nextUnreviewed is the session a reviewer goes on to from s, its id and
+// title: the next one without a verdict in the list of those (newest
+// first, ?unreviewed=1), after s, else from the top; no id when no other
+// session waits. A page of at most two sessions (ListQuery.PageOnly: no
+// counts of the whole store), twice at most.
+func nextUnreviewed(ctx context.Context, src PageSource, s store.Session) (id, title string, err error) {
 	after := ""
 	if at, ok := store.ParseTimestamp(s.StartedAt); ok {
 		after = store.ListCursor(store.StartedNS(at), s.ID)
@@ -83,15 +84,27 @@ func nextUnreviewed(ctx context.Context, src PageSource, s store.Session) (*view
 	for _, from := range []string{after, ""} {
 		l, err := src.List(ctx, store.ListQuery{Unreviewed: true, After: from, Limit: 2, PageOnly: true})
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		for _, o := range l.Sessions {
 			if o.ID != s.ID {
-				return &views.SessionLink{Title: shorten(cmp.Or(o.Summary.Title, o.ID), lineChars), Href: "/session?id=" + url.QueryEscape(o.ID)}, nil
+				return o.ID, cmp.Or(o.Summary.Title, o.ID), nil
 			}
 		}
 	}
-	return nil, nil
+	return "", "", nil
+}
+
+// nextUnreviewedLink is the link a session's page shows to the session a
+// reviewer goes on to (nextUnreviewed), titled as found now; nil when
+// none waits. Followed, it asks again (nextUnreviewedPage), so it never
+// leads to a session another reviewer or tab judged since.
+func nextUnreviewedLink(ctx context.Context, src PageSource, s store.Session) (*views.SessionLink, error) {
+	id, title, err := nextUnreviewed(ctx, src, s)
+	if id == "" || err != nil {
+		return nil, err
+	}
+	return &views.SessionLink{Title: shorten(title, lineChars), Href: pageURLs{s.ID}.with("/session/next")}, nil
 }
 
 // verdictChips filter the list by verdict: any, the sessions not reviewed
@@ -117,4 +130,28 @@ func verdictChips(l store.SessionList, q store.ListQuery, href func(state, unrev
 		chips = append(chips, views.VerdictChip{Label: shorten(active, lineChars), Href: href(active, ""), Active: true})
 	}
 	return chips
+}
+
+// nextUnreviewedPage is GET /session/next?id=: a redirect (303) to the
+// session a reviewer goes on to from session id, as nextUnreviewed finds
+// it when the link is followed, or to the list of sessions not reviewed
+// when none other waits.
+func nextUnreviewedPage(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: 1, NoSteps: true})
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
+		next, _, err := nextUnreviewed(r.Context(), src, d.Session)
+		if err != nil {
+			writePageError(w, r, log, err)
+			return
+		}
+		to := "/?unreviewed=1"
+		if next != "" {
+			to = "/session?id=" + url.QueryEscape(next)
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+	})
 }

@@ -130,7 +130,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
 		if p.Review.VerdictURL != "" {
-			if p.Review.Next, err = nextUnreviewed(r.Context(), src, d.Session); err != nil {
+			if p.Review.Next, err = nextUnreviewedLink(r.Context(), src, d.Session); err != nil {
 				writePageError(w, r, log, err)
 				return
 			}
