@@ -15,7 +15,7 @@ var fuzzRoutes = []string{
 	"/", "/rows", "/session", "/session/turns", "/session/updates", "/session/step", "/session/changes",
 	"/session/change", "/session/export-panel", "/search", "/usage", "/api/sessions", "/api/search", "/api/usage",
 	"/api/sessions/:id", "/api/sessions/:id/changes", "/api/sessions/:id/export", "/api/sessions/:id/export/review",
-	"/api/sessions/:id/steps/1/images/1",
+	"/api/sessions/:id/steps/1/images/1", "/session/next",
 }
 
 // FuzzReadRoutes checks that no query string or id, however hostile, makes
