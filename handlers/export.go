@@ -92,6 +92,9 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	out.templ.Reset(out)
 	session := sessionView(walk.d, 0, nil)
 	session.FailedHref, session.FlagsHref = "", "" // a file has no search to link to
+	for i := range session.Files {
+		session.Files[i].Href = ""
+	}
 	p := views.ExportPage{
 		Session:   session,
 		Turns:     walk.turns(ctx, out.flush),

@@ -62,6 +62,9 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		}
 	}
 	v.Files = fileRows(d.Workspace.Root, d.Report.Files)
+	for i, f := range v.Files {
+		v.Files[i].Href = filePathHref(d.ID, f.Path)
+	}
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
 		for i, code := range c.ExitCodes {
@@ -322,6 +325,17 @@ func fileRows(root string, files []store.FileTouched) []views.FileRow {
 		r.Failed += f.Failed
 	}
 	return rows
+}
+
+// filePathHref is a search of session id's steps whose path holds p (the
+// path: filter, p in quotes), or "" when the query language cannot say p
+// (a " in it, or longer than a query may be).
+func filePathHref(id, p string) string {
+	q := `path:"` + p + `"`
+	if strings.Contains(p, `"`) || len(q) > store.MaxQueryBytes {
+		return ""
+	}
+	return sessionSearchHref(id, q)
 }
 
 // inWorkspace is a path as the review app shows it: relative to the

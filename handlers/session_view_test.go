@@ -1,8 +1,13 @@
 package handlers
 
 import (
+	"fmt"
+	"net/http"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
@@ -48,5 +53,38 @@ func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fileRows =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// Each file of Files touched links to a search of the session's steps
+// with its path, which finds the steps that touched it; the export's
+// rows link nowhere.
+func TestFilesTouchedLinkToTheirSteps(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("a")
+	s.mustPush(b, http.StatusCreated)
+	s.mustPush(newBatch("b"), http.StatusCreated)
+	var file string
+	var want []string
+	for _, st := range b["steps"].([]any) {
+		if p, ok := st.(obj)["payload"].(obj)["path"].(string); ok {
+			file = p
+			want = append(want, fmt.Sprint(st.(obj)["seq"]))
+		}
+	}
+	link := mustDocument(t, s, "/session?id=a").Find(`[data-testid="files"] [data-testid="file-steps"]`)
+	href, _ := link.Attr("href")
+	if link.Length() != 1 || link.Find("code").AttrOr("title", "") != file {
+		t.Fatalf("Files touched links = %d, the first to %q for %q; want one, for %s", link.Length(), href, link.Find("code").AttrOr("title", ""), file)
+	}
+	var got []string
+	hits := mustDocument(t, s, href).Find(`[data-testid="search-group"]`)
+	hits.Find(`[data-testid="search-hit"]`).Each(func(_ int, h *goquery.Selection) { got = append(got, h.AttrOr("data-seq", "")) })
+	if hits.Length() != 1 || hits.AttrOr("data-session-id", "") != "a" || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("%s finds steps %v in %d sessions; want session a's %v", href, got, hits.Length(), want)
+	}
+	rec := s.get("/api/sessions/a/export")
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `data-testid="file-steps"`) {
+		t.Errorf("GET the export = %d; want 200 and no link from its files", rec.Code)
 	}
 }

@@ -186,6 +186,7 @@ type SessionView struct {
 type FileRow struct {
 	Path                          string // as recorded
 	Name                          string // as shown: relative to the workspace when in it (InWorkspace)
+	Href                          string // a search of the session's steps with this path; "" for none
 	Created, Edited, Read, Failed int
 }
 
