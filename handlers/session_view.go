@@ -61,10 +61,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			v.AddedUp = "from its telemetry"
 		}
 	}
-	v.Files = fileRows(d.Workspace.Root, d.Report.Files)
-	for i, f := range v.Files {
-		v.Files[i].Href = filePathHref(d.ID, f.Path)
-	}
+	v.Files = fileRows(d.ID, d.Workspace.Root, d.Report.Files)
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
 		for i, code := range c.ExitCodes {
@@ -299,13 +296,14 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 	return v
 }
 
-// fileRows are the files of a report as Files touched shows them, each
-// named by its path in the workspace (inWorkspace): a file an agent
-// recorded both by its whole path and by its path in the workspace (Gemini
-// CLI reads README.md, writes /home/wei/repo/bot/README.md) is one row,
-// where it was first touched, with the counts of both and the whole path
-// as its title.
-func fileRows(root string, files []store.FileTouched) []views.FileRow {
+// fileRows are the files of session id's report as Files touched shows
+// them, each named by its path in the workspace (inWorkspace) and linked
+// to a search of its steps (filePathHref): a file an agent recorded both
+// by its whole path and by its path in the workspace (Gemini CLI reads
+// README.md, writes /home/wei/repo/bot/README.md) is one row, where it
+// was first touched, with the counts of both, the whole path as its title,
+// and a search of the path in the workspace, which both hold.
+func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 	var rows []views.FileRow
 	at := map[string]int{}
 	for _, f := range files {
@@ -313,12 +311,14 @@ func fileRows(root string, files []store.FileTouched) []views.FileRow {
 		i, ok := at[name]
 		if !ok {
 			i, at[name] = len(rows), len(rows)
-			rows = append(rows, views.FileRow{Name: shorten(name, headChars)})
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: filePathHref(id, f.Path)})
+		} else {
+			rows[i].Href = filePathHref(id, name)
+			if name != f.Path {
+				rows[i].Path = shorten(f.Path, headChars)
+			}
 		}
 		r := &rows[i]
-		if r.Path == "" || name != f.Path {
-			r.Path = shorten(f.Path, headChars)
-		}
 		r.Created += f.Created
 		r.Edited += f.Edited
 		r.Read += f.Read

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,7 +38,8 @@ func TestInWorkspace(t *testing.T) {
 
 // Files touched has one row for a file recorded both by its path in the
 // workspace and by its whole path, with the counts of both, where it was
-// first touched, and the whole path as its title.
+// first touched, the whole path as its title, and a link to a search of
+// the path in the workspace, which both records hold.
 func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 	files := []store.FileTouched{
 		{Path: "README.md", Read: 2},
@@ -45,11 +47,12 @@ func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 		{Path: "/home/wei/bot/README.md", Created: 1, Edited: 3, Failed: 1},
 		{Path: "/home/wei/bot/src/a.py", Edited: 1},
 	}
-	got := fileRows("/home/wei/bot", files)
+	got := fileRows("s", "/home/wei/bot", files)
+	href := func(p string) string { return "/search?q=" + url.QueryEscape(`path:"`+p+`"`) + "&session=s" }
 	want := []views.FileRow{
-		{Name: "README.md", Path: "/home/wei/bot/README.md", Created: 1, Edited: 3, Read: 2, Failed: 1},
-		{Name: "/etc/hosts", Path: "/etc/hosts", Read: 1},
-		{Name: "src/a.py", Path: "/home/wei/bot/src/a.py", Edited: 1},
+		{Name: "README.md", Path: "/home/wei/bot/README.md", Href: href("README.md"), Created: 1, Edited: 3, Read: 2, Failed: 1},
+		{Name: "/etc/hosts", Path: "/etc/hosts", Href: href("/etc/hosts"), Read: 1},
+		{Name: "src/a.py", Path: "/home/wei/bot/src/a.py", Href: href("/home/wei/bot/src/a.py"), Edited: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fileRows =\n%+v\nwant\n%+v", got, want)
