@@ -24,15 +24,7 @@ func FuzzSearchMatchesSQLite(f *testing.F) {
 		f.Add(q)
 	}
 	ctx := context.Background()
-	lite, _ := mustOpenSQLite(f)
-	pg := mustOpen(f)
-	for _, b := range searchData(f) {
-		for _, s := range []searcher{lite, pg} {
-			if _, err := s.Apply(ctx, b); err != nil {
-				f.Fatalf("Apply(%s) = %v", b.Session.ID, err)
-			}
-		}
-	}
+	lite, pg := searchPair(f)
 	f.Fuzz(func(t *testing.T, q string) {
 		after, liteAfter := "", ""
 		for page := range 3 {

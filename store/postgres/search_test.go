@@ -14,6 +14,29 @@ import (
 	"github.com/agentreview/service/store/storetest"
 )
 
+// searchPair is a SQLite and a PostgreSQL store, each with searchData
+// and a verdict on search-alice.
+func searchPair(t testing.TB) (*store.Store, *Store) {
+	ctx := context.Background()
+	lite, _ := mustOpenSQLite(t)
+	pg := mustOpen(t)
+	for _, b := range searchData(t) {
+		for _, s := range []searcher{lite, pg} {
+			if _, err := s.Apply(ctx, b); err != nil {
+				t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
+			}
+		}
+	}
+	for _, s := range []interface {
+		SetVerdict(context.Context, string, store.Verdict) error
+	}{lite, pg} {
+		if err := s.SetVerdict(ctx, "search-alice", store.Verdict{State: "approved", Reviewer: "lead"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return lite, pg
+}
+
 // searchData is what both backends hold for the search tests: the real
 // samples of every agent, generated sessions of two owners, one with a
 // verdict, and steps written for the query language's cases: code words,
@@ -93,22 +116,7 @@ var searchQueries = []string{
 // offsets) in the same pages with the same cursors, and the same errors.
 func TestSearchMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
-	lite, _ := mustOpenSQLite(t)
-	pg := mustOpen(t)
-	for _, b := range searchData(t) {
-		for _, s := range []searcher{lite, pg} {
-			if _, err := s.Apply(ctx, b); err != nil {
-				t.Fatalf("Apply(%s) = %v", b.Session.ID, err)
-			}
-		}
-	}
-	for _, s := range []interface {
-		SetVerdict(context.Context, string, store.Verdict) error
-	}{lite, pg} {
-		if err := s.SetVerdict(ctx, "search-alice", store.Verdict{State: "approved", Reviewer: "lead"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lite, pg := searchPair(t)
 	// Both kinds of rows a search checks in Go are there.
 	var noPositions, noWords int
 	err := pg.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT exact AND doc IS NOT NULL), count(*) FILTER (WHERE doc IS NULL) FROM search_docs`).
