@@ -143,29 +143,23 @@ func applyBody(r *http.Request, st Applier, owner string) (store.ApplyResult, er
 
 // parseBody parses a body openBody returned (store.ParseBatchFrom),
 // handing its steps to stream when that is not nil. A gzip body of known
-// length is parsed while a goroutine of its own decompresses it
-// (inflating): a 5,000-step push waits for the slower of the two, not for
-// both (docs/performance.md).
+// length is decompressed as it is parsed (inflating): parsed first, by a
+// goroutine of its own beside the parse, so the push waits for the slower
+// of the two, not both; written while parsed (stream), on the parse's
+// goroutine as it reads, since the inserts beside it are slower than both
+// together and a third goroutine on two cores would take turns with them
+// (docs/performance.md, "Decompressed by the parse").
 func parseBody(body []byte, z *inflating, stream *store.StepStream) (*store.Batch, error) {
 	if z == nil {
 		return store.ParseBatchFrom(bytes.NewBuffer(body), body, stream)
 	}
-	batch, parseErr := store.ParseBatchFrom(z, z.buf, stream)
-	// What was wrong with the gzip comes first, as when it was read whole.
-	body, err := z.whole()
-	if err != nil {
-		return nil, err
-	}
-	if z.overflowed() {
-		// Parsed again, whole: what was handed to stream is not this batch.
-		return store.ParseBatch(body)
-	}
-	return batch, parseErr
+	return z.parse(stream, stream == nil)
 }
 
 // openBody checks the content type, encoding and length of a body and
 // reads it whole, or, for a gzip body of known length whose trailer gives
-// its size, starts decompressing it (inflate) and returns that.
+// its size, readies it to be decompressed as it is parsed (inflate) and
+// returns that.
 func openBody(r *http.Request, limit int64) ([]byte, *inflating, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
@@ -246,42 +240,44 @@ func gunzip(raw *cappedReader, src io.Reader, size, limit int64) ([]byte, error)
 	return nil, errInvalidGzip
 }
 
-// inflating is a gzip body being decompressed by a goroutine of its own
-// (fill) into buf, sized from the body's trailer, and read (Read) as it
-// fills: the parse of a push overlaps its decompression. buf is never
-// grown, so what was read stays where it is (store.ParseBatchFrom reads
-// a payload again from it). A body longer than buf (a trailer that does
-// not give the whole size: several gzip members) stops at buf's end with
-// errOverflow, and whole decompresses it again the ordinary way.
+// inflating is a gzip body decompressed into buf, sized from the body's
+// trailer, as it is read (Read): by a goroutine of its own running ahead
+// of the reader (ahead), or by the reader itself when it finds nothing
+// left to read. buf is never grown, so what was read stays where it is
+// (store.ParseBatchFrom reads a payload again from it). A body longer
+// than buf (a trailer that does not give the whole size: several gzip
+// members) stops at buf's end with errOverflow, and whole decompresses it
+// again the ordinary way.
 type inflating struct {
 	zipped []byte
 	limit  int64
 	buf    []byte
+	zr     *gzip.Reader
+	off    int           // bytes of buf read
+	ahead  chan struct{} // closed once the goroutine decompressing ahead ends; nil without one
 
 	mu     sync.Mutex
 	filled sync.Cond // n or end changed
 	n      int       // bytes of buf written
-	end    error     // why fill stopped: io.EOF at the body's end; nil while it runs
-	off    int       // bytes of buf read
-	done   chan struct{}
+	end    error     // why decompressing stopped: io.EOF at the body's end; nil until it does
 }
 
 // errOverflow is the end of a body longer than its trailer said.
 var errOverflow = errors.New("body longer than its gzip trailer says")
 
-// inflateChunk is how much fill decompresses before Read may go on.
+// inflateChunk is how much is decompressed at a time.
 const inflateChunk = 64 << 10
 
-// minInflate is the smallest body worth decompressing beside its parse:
-// a live push of 100 steps (~130 KB) decompresses in well under a
-// millisecond, and its p99 with 32 streams open was no better for the
-// goroutine (docs/performance.md, "Decompressed while parsed").
+// minInflate is the smallest body worth decompressing as it is parsed: a
+// live push of 100 steps (~130 KB) decompresses in well under a
+// millisecond, and its p99 with 32 streams open was no better for it
+// (docs/performance.md, "Decompressed while parsed").
 const minInflate = 1 << 20
 
-// inflate starts decompressing zipped when its trailer gives a size from
-// minInflate to under limit; otherwise (nil, nil) the caller reads it
-// whole, which refuses a body over limit as soon as it gets there,
-// unparsed.
+// inflate readies zipped to be decompressed as it is read, when its
+// trailer gives a size from minInflate to under limit; otherwise (nil,
+// nil) the caller reads it whole, which refuses a body over limit as soon
+// as it gets there, unparsed.
 func inflate(zipped []byte, limit int64) (*inflating, error) {
 	size := gzipSize(zipped, limit)
 	if size < minInflate || size >= limit {
@@ -291,67 +287,98 @@ func inflate(zipped []byte, limit int64) (*inflating, error) {
 	if err != nil {
 		return nil, errInvalidGzip
 	}
-	z := &inflating{zipped: zipped, limit: limit, buf: make([]byte, size), done: make(chan struct{})}
+	z := &inflating{zipped: zipped, limit: limit, buf: make([]byte, size), zr: zr}
 	z.filled.L = &z.mu
-	go z.fill(zr)
 	return z, nil
 }
 
-func (z *inflating) fill(zr *gzip.Reader) {
-	defer close(z.done)
-	defer zr.Close()
-	var err error
-	for n := 0; err == nil; {
-		if n == len(z.buf) {
-			// buf is full: the body must end here.
-			var one [1]byte
-			if k, rerr := zr.Read(one[:]); k > 0 {
-				err = errOverflow
-			} else {
-				err = cmp.Or(rerr, errOverflow) // a reader that reads nothing without an end is no gzip reader
+// parse parses the body as it is decompressed, ahead or not, with what
+// was wrong with the gzip coming before what is wrong with the JSON, as
+// when the body was read whole.
+func (z *inflating) parse(stream *store.StepStream, ahead bool) (*store.Batch, error) {
+	if ahead {
+		z.ahead = make(chan struct{})
+		go func() {
+			defer close(z.ahead)
+			for z.more() {
 			}
-			break
-		}
-		var k int
-		k, err = zr.Read(z.buf[n:min(n+inflateChunk, len(z.buf))])
-		n += k
-		z.mu.Lock()
-		z.n = n
-		z.mu.Unlock()
-		z.filled.Broadcast()
+		}()
 	}
-	z.mu.Lock()
-	z.end = err
-	z.mu.Unlock()
-	z.filled.Broadcast()
+	batch, parseErr := store.ParseBatchFrom(z, z.buf, stream)
+	body, err := z.whole()
+	if err != nil {
+		return nil, err
+	}
+	if z.end == errOverflow {
+		// Parsed again, whole: what was handed to stream is not this batch.
+		return store.ParseBatch(body)
+	}
+	return batch, parseErr
 }
 
-// Read reads the body as fill writes it, waiting for it; past what fill
-// wrote it returns why fill stopped.
+// more decompresses the next chunk of the body into buf, or finds why it
+// ends, and tells a Read waiting for it; false once it has ended. Only
+// one goroutine calls it (n is written nowhere else).
+func (z *inflating) more() bool {
+	n := z.n
+	var err error
+	if n == len(z.buf) {
+		// buf is full: the body must end here.
+		var one [1]byte
+		if k, rerr := z.zr.Read(one[:]); k > 0 {
+			err = errOverflow
+		} else {
+			err = cmp.Or(rerr, errOverflow) // a reader that reads nothing without an end is no gzip reader
+		}
+	} else {
+		var k int
+		k, err = z.zr.Read(z.buf[n:min(n+inflateChunk, len(z.buf))])
+		n += k
+	}
+	if err != nil {
+		z.zr.Close()
+	}
+	z.mu.Lock()
+	z.n, z.end = n, err
+	z.mu.Unlock()
+	z.filled.Broadcast()
+	return err == nil
+}
+
+// Read reads the body as it is decompressed: waiting for the goroutine
+// ahead, or decompressing the next chunk itself. Past the body's end it
+// returns why decompressing stopped.
 func (z *inflating) Read(p []byte) (int, error) {
 	z.mu.Lock()
-	defer z.mu.Unlock()
 	for z.off == z.n && z.end == nil {
-		z.filled.Wait()
+		if z.ahead != nil {
+			z.filled.Wait()
+			continue
+		}
+		z.mu.Unlock()
+		z.more()
+		z.mu.Lock()
 	}
-	if z.off == z.n {
-		return 0, z.end
+	n, end := z.n, z.end
+	z.mu.Unlock()
+	if z.off == n {
+		return 0, end
 	}
-	k := copy(p, z.buf[z.off:z.n])
+	k := copy(p, z.buf[z.off:n])
 	z.off += k
 	return k, nil
 }
 
-// overflowed says whether the body went past buf (whole has the body).
-func (z *inflating) overflowed() bool {
-	<-z.done
-	return z.end == errOverflow
-}
-
-// whole waits for fill and returns the body, or what was wrong with it as
-// readBody says it. A body longer than buf is decompressed again.
+// whole decompresses the rest of the body (or waits for the goroutine
+// ahead to) and returns it, or what was wrong with it as readBody says it.
+// A body longer than buf is decompressed again.
 func (z *inflating) whole() ([]byte, error) {
-	<-z.done
+	if z.ahead != nil {
+		<-z.ahead
+	} else {
+		for z.end == nil && z.more() {
+		}
+	}
 	switch z.end {
 	case io.EOF:
 		return z.buf[:z.n], nil

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -315,13 +316,14 @@ func corrupted(zipped []byte) []byte {
 	return z
 }
 
-// A gzip body of over minInflate is parsed while another goroutine
-// decompresses it (inflating), in many chunks, with every payload before
-// its step's type (the keys sorted), which the parser reads again from
-// the buffer being filled: the batch is the one the plain body parses to,
-// also when the body is two gzip members (longer than its trailer says:
-// decompressed again). A corrupt body, or one whose trailer claims less,
-// is the gzip's error, not the JSON's.
+// A gzip body of over minInflate is parsed as it is decompressed
+// (inflating), in many chunks, by another goroutine ahead of the parse or
+// by the parse's own as it reads, with every payload before its step's
+// type (the keys sorted), which the parser reads again from the buffer
+// being filled: the batch is the one the plain body parses to, also when
+// the body is two gzip members (longer than its trailer says: decompressed
+// again). A corrupt body, or one whose trailer claims less, is the gzip's
+// error, not the JSON's.
 func TestParseBodyWhileDecompressing(t *testing.T) {
 	var sorted any
 	if err := json.Unmarshal(mustJSON(t, storetest.Batch("s1", 0, 3000)), &sorted); err != nil {
@@ -352,29 +354,34 @@ func TestParseBodyWhileDecompressing(t *testing.T) {
 		{"corrupt", corrupted(zipped), "invalid gzip body"},
 		{"trailer claims less", short, "invalid gzip body"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/api/ingest", bytes.NewReader(c.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Content-Encoding", "gzip")
-			body, z, err := openBody(req, MaxBody)
-			var got *store.Batch
-			if err == nil {
-				got, err = parseBody(body, z, nil)
-			}
-			if c.err != "" {
-				var se *statusError
-				if !errors.As(err, &se) || se.status != http.StatusBadRequest || se.msg != c.err {
-					t.Fatalf("openBody and parseBody = %v; want 400 %s", err, c.err)
+		for _, ahead := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, ahead %v", c.name, ahead), func(t *testing.T) {
+				req := httptest.NewRequest(http.MethodPost, "/api/ingest", bytes.NewReader(c.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Content-Encoding", "gzip")
+				body, z, err := openBody(req, MaxBody)
+				if err == nil && (body != nil || z == nil) {
+					t.Fatal("openBody read a gzip body of over minInflate whole")
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("openBody and parseBody = %v", err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Error("the batch parsed while decompressing differs from the plain body's")
-			}
-		})
+				var got *store.Batch
+				if err == nil {
+					got, err = z.parse(nil, ahead)
+				}
+				if c.err != "" {
+					var se *statusError
+					if !errors.As(err, &se) || se.status != http.StatusBadRequest || se.msg != c.err {
+						t.Fatalf("openBody and parseBody = %v; want 400 %s", err, c.err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("openBody and parseBody = %v", err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Error("the batch parsed while decompressing differs from the plain body's")
+				}
+			})
+		}
 	}
 }
 
