@@ -321,8 +321,8 @@ func scanCommand(command, root, cwd string, add func(string, bool), depth int) {
 	}
 	pipelines, _ := store.ShellCommands(command) // uncertain words are still worth a flag
 	for _, pipeline := range pipelines {
-		for k, words := range pipeline {
-			words, sudo := unwrap(words)
+		for k, c := range pipeline {
+			words, sudo := unwrap(c.Words)
 			if sudo {
 				add("sudo: runs as root", false)
 			}
@@ -333,7 +333,7 @@ func scanCommand(command, root, cwd string, add func(string, bool), depth int) {
 			switch name {
 			case "sh", "bash", "zsh", "dash":
 				if k > 0 {
-					prev, _ := unwrap(pipeline[k-1])
+					prev, _ := unwrap(pipeline[k-1].Words)
 					if len(prev) > 0 && (path.Base(prev[0]) == "curl" || path.Base(prev[0]) == "wget") {
 						add(fmt.Sprintf("pipes %s into %s", path.Base(prev[0]), name), true)
 					}

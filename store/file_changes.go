@@ -251,8 +251,10 @@ func removedPaths(command, cwd, root string) []string {
 	}
 	var out []string
 	for _, pipeline := range pipelines {
-		args := pipeline[0] // certain: no pipes, so each pipeline is one command
+		args := pipeline[0].Words // certain: no pipes, so each pipeline is one command
 		switch {
+		case len(args) == 0:
+			continue
 		case args[0] == "cd":
 			if len(args) != 2 || args[1] == "-" || args[1] == "" {
 				return nil
