@@ -75,8 +75,8 @@ func TestShellRedirects(t *testing.T) {
 		{"echo hi >>log 2>/dev/null <in", []string{"echo", "hi"}, redirs{r(-1, ">>", "log", true), r(2, ">", "/dev/null", true), r(-1, "<", "in", true)}, nil},
 		{"make &> build.log", []string{"make"}, redirs{r(-1, "&>", "build.log", true)}, nil},
 		{`cat >| "$OUT"`, []string{"cat"}, redirs{r(-1, ">|", "$OUT", false)}, nil},
-		{"a2>x", []string{"a2"}, redirs{r(-1, ">", "x", true)}, nil},      // digits must be a word of their own
-		{"'2'>x", []string{"2"}, redirs{r(-1, ">", "x", true)}, nil},      // a quoted 2 is a word
+		{"a2>x", []string{"a2"}, redirs{r(-1, ">", "x", true)}, nil}, // digits must be a word of their own
+		{"'2'>x", []string{"2"}, redirs{r(-1, ">", "x", true)}, nil}, // a quoted 2 is a word
 		{"cat <<< 'here string'", []string{"cat"}, redirs{r(-1, "<<<", "here string", true)}, nil},
 		{"cat <<'EOF' > /tmp/a.md\n# Title\n\nSome $text\nEOF\nls",
 			[]string{"cat"}, redirs{r(-1, "<<", "# Title\n\nSome $text\n", true), r(-1, ">", "/tmp/a.md", true)}, [][][]string{{{"ls"}}}},
