@@ -212,3 +212,4 @@ func (s *Store) InterruptWrite(ctx context.Context) error {
 
 // RemovedPaths is removedPaths.
 var RemovedPaths = removedPaths
+

@@ -36,8 +36,11 @@ type FileChange struct {
 	Failed    bool       `json:"failed"` // an edit of it failed or was rejected
 }
 
-// FileEdit is one edit step on a file. Old and New are left out when the
-// session's edits are longer than MaxChangeBytes (Cut).
+// FileEdit is one edit step on a file, or a command whose line writes it
+// (Command; CommandFiles): its New is what the line says it wrote, when
+// it says (cat or tee given a here-document), else New is left out and
+// what the file holds after it is not known. Old and New are left out
+// when the session's edits are longer than MaxChangeBytes (Cut).
 type FileEdit struct {
 	Seq       int64   `json:"seq"`
 	FullWrite bool    `json:"full_write"`
@@ -45,11 +48,12 @@ type FileEdit struct {
 	Old       *string `json:"old,omitempty"`
 	New       *string `json:"new,omitempty"`
 	Cut       bool    `json:"cut,omitempty"`
+	Command   bool    `json:"command,omitempty"`
 }
 
-// FileChanges returns the files a session created, edited, or removed
-// after reading or editing them, in order of the first such step, or
-// ErrNotFound.
+// FileChanges returns the files a session created, edited (commands that
+// wrote them included), or removed after reading or editing them, in
+// order of the first such step, or ErrNotFound.
 func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error) {
 	var out []FileChange
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
@@ -117,6 +121,22 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 	texts := make(map[int64][2]*string, len(known))
 	var pks []int64
 	for i, r := range rows {
+		if r.typ == TypeCommand {
+			// What a command wrote is in its line, already read.
+			n := 0
+			for j, f := range r.files {
+				if f.Content != nil && (j == 0 || f.Content != r.files[j-1].Content) {
+					n += len(*f.Content)
+				}
+			}
+			if n <= budget {
+				budget -= n
+				withText[i] = true
+			} else {
+				budget = 0
+			}
+			continue
+		}
 		if r.typ != TypeEdit {
 			continue
 		}
@@ -154,6 +174,23 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 				read[r.path] = true
 			}
 		case TypeCommand:
+			for _, cf := range r.files {
+				if !cf.Write {
+					if files[cf.Path] == nil {
+						read[cf.Path] = true
+					}
+					continue
+				}
+				e := FileEdit{Seq: r.seq, FullWrite: cf.Whole, Command: true}
+				if cf.Content != nil {
+					e.New, e.Cut = cf.Content, !withText[i]
+					if e.Cut {
+						e.New = nil
+					}
+				}
+				f := file(cf.Path)
+				f.Edits = append(f.Edits, e)
+			}
 			// Only files the session read or edited: rm -rf of a build
 			// folder is not a change to review here.
 			for _, gone := range removedPaths(r.command, r.cwd, root) {
@@ -214,7 +251,7 @@ func (f *FileChange) net(readFirst bool) {
 		switch {
 		case e.Failed:
 			continue
-		case e.Cut:
+		case e.Cut, e.Command && e.New == nil: // not known
 			return
 		case e.FullWrite:
 			content = deref(e.New)

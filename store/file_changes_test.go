@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // editStep is an edit of path at seq: a full write of newText when old is
@@ -182,5 +185,97 @@ func TestRemovedPaths(t *testing.T) {
 		if got := store.RemovedPaths(c.command, c.cwd, "/root"); !slices.Equal(got, c.want) {
 			t.Errorf("RemovedPaths(%q, %q) = %q; want %q", c.command, c.cwd, got, c.want)
 		}
+	}
+}
+
+// The Codex sample writes a file with a here-document, reads it with cat,
+// changes a line with apply_patch and removes it with rm. Its Changes
+// show the file created by the command with what the here-document
+// held, the patch applied to it, and the removal; its report counts the
+// command's write and read. What is expected is read from the raw
+// rollout: the here-document between its first line and EOF, the patch's
+// - and + lines.
+func TestFileChangesOfAFileWrittenByACommand(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "samples", "codex", "agentlogs_crud_rollout.jsonl"))
+	if err != nil {
+		t.Skipf("no Codex sample: %v", err)
+	}
+	var heredoc, patch string
+	for _, line := range strings.Split(string(raw), "\n") {
+		var rec struct {
+			Payload struct{ Type, Name, Arguments, Input string }
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch p := rec.Payload; {
+		case p.Name == "exec_command" && strings.Contains(p.Arguments, "<<'EOF'"):
+			var args struct{ Cmd string }
+			if err := json.Unmarshal([]byte(p.Arguments), &args); err != nil {
+				t.Fatal(err)
+			}
+			heredoc = args.Cmd
+		case p.Name == "apply_patch":
+			patch = p.Input
+		}
+	}
+	first, rest, _ := strings.Cut(heredoc, "\n")
+	file := strings.TrimSpace(first[strings.LastIndex(first, ">")+1:])
+	content := strings.TrimSuffix(rest, "EOF") // each line of the body ends in a new line
+	var minus, plus string
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "-"):
+			minus = l[1:]
+		case strings.HasPrefix(l, "+"):
+			plus = l[1:]
+		}
+	}
+	if file == "" || !strings.Contains(content, minus) || minus == "" {
+		t.Fatalf("the sample is not the one this test reads: file %q, content %q, patch %q", file, content, patch)
+	}
+
+	s := mustOpen(t)
+	var sid string
+	var rmSeq int64
+	for _, b := range storetest.AgentSamples(t) {
+		if b.Session.Agent.Kind != "codex" {
+			continue
+		}
+		for _, st := range b.Steps {
+			if c := st.Payload.Command; st.Type == store.TypeCommand && c != nil && *c == "rm "+file {
+				sid, rmSeq = b.Session.ID, st.Seq
+			}
+		}
+		if sid == b.Session.ID {
+			if _, err := s.Apply(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if sid == "" {
+		t.Fatal("no Codex sample session removes the file")
+	}
+	changes, err := s.FileChanges(context.Background(), sid)
+	if err != nil || len(changes) != 1 {
+		t.Fatalf("FileChanges = %+v, %v; want one file", changes, err)
+	}
+	f := changes[0]
+	after := strings.Replace(content, minus, plus, 1)
+	if f.Path != file || !f.Created || !f.Known || f.Before != "" || f.After != after || f.DeletedAt == nil || *f.DeletedAt != rmSeq {
+		t.Errorf("FileChanges()[0] = path %q created %v known %v before %q after %q deleted at %v; want %q created, known, after %q, deleted at %d",
+			f.Path, f.Created, f.Known, f.Before, f.After, f.DeletedAt, file, after, rmSeq)
+	}
+	if len(f.Edits) != 2 || !f.Edits[0].Command || !f.Edits[0].FullWrite || f.Edits[0].New == nil || *f.Edits[0].New != content || f.Edits[1].Command {
+		t.Errorf("FileChanges()[0].Edits = %+v; want the command's whole write of the here-document, then the patch", f.Edits)
+	}
+	d, err := s.Detail(context.Background(), sid, store.DetailQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.FileTouched{Path: file, Created: 1, Edited: 1, Read: 1, ByCommand: 2}
+	if len(d.Report.Files) != 1 || d.Report.Files[0] != want {
+		t.Errorf("Report.Files = %+v; want %+v (the here-document's write and cat's read by commands)", d.Report.Files, want)
 	}
 }

@@ -8,14 +8,18 @@ type Report struct {
 	Commands []CommandRun  `json:"commands"`
 }
 
-// FileTouched counts the edit and read steps on one path. A full write of
-// a path as the first step that touches it counts as created.
+// FileTouched counts the steps on one path: its edits and reads, and the
+// commands whose lines name it as a file they write (an edit) or read (a
+// read): a redirection's file, tee's, sed -i's, and the files of cat,
+// head, tail, nl and sed. A whole write of a path as the first step that
+// touches it counts as created.
 type FileTouched struct {
-	Path    string `json:"path"`
-	Created int    `json:"created"`
-	Edited  int    `json:"edited"`
-	Read    int    `json:"read"`
-	Failed  int    `json:"failed"` // of those steps, how many failed
+	Path      string `json:"path"`
+	Created   int    `json:"created"`
+	Edited    int    `json:"edited"`
+	Read      int    `json:"read"`
+	Failed    int    `json:"failed"`     // of those steps, how many failed
+	ByCommand int    `json:"by_command"` // of those steps, how many were commands
 }
 
 // CommandRun groups the runs of one distinct command line. A reference-only

@@ -35,7 +35,7 @@ type ShellRedirect struct {
 // a word begins a comment, and a here-document's body is read from the
 // lines after the one that asks for it. It is a reader's approximation,
 // enough to find a command's name, arguments and files (adapters' flags,
-// removedPaths, commandFiles). certain says the words are what the
+// removedPaths, CommandFiles). certain says the words are what the
 // command was given and that each simple command ran after the one
 // before it: false when a word would be expanded (see ShellCommand.Sure),
 // when the line redirects, pipes, runs a subshell or runs a command only

@@ -85,11 +85,15 @@ type stepBlock struct {
 	bytes    int
 }
 
-// fileTally is what a block's edit and read steps on one path add up to.
+// fileTally is what a block's steps on one path add up to: its edits and
+// reads, and the commands whose lines name it (CommandFiles), as edits
+// when they write it and reads when they read it.
 type fileTally struct {
-	first                int64 // seq of the first edit or read of the path
-	firstFull            bool  // that step is an edit that writes the whole file
+	first                int64 // seq of the first step on the path
+	firstAt              int   // the path's place among that step's files (a command may name several)
+	firstFull            bool  // that step writes the whole file
 	edits, reads, failed int
+	commands             int // of the edits and reads, the commands
 }
 
 // commandTally is what a block's runs of one command line add up to.
@@ -101,7 +105,8 @@ type commandTally struct {
 }
 
 // changeRow is a step FileChanges reads: an edit, a read, or a command
-// that may remove files. The edit's strings are read when needed, by pk.
+// that names files (CommandFiles) or may remove some. The edit's strings
+// are read when needed, by pk.
 type changeRow struct {
 	pk, seq      int64
 	typ          string
@@ -110,6 +115,7 @@ type changeRow struct {
 	full         bool
 	textLen      int // characters of old_string and new_string
 	command, cwd string
+	files        []CommandFile
 }
 
 // blockColumns are what sqliteBlocks.ReadSteps reads of each step: the counted
@@ -311,7 +317,7 @@ func (b *stepBlock) add(r BlockRow) {
 		full := r.Type == TypeEdit && r.FullWrite
 		t, seen := b.files[p]
 		if !seen || r.Seq < t.first {
-			t.first, t.firstFull = r.Seq, full
+			t.first, t.firstAt, t.firstFull = r.Seq, 0, full
 		}
 		if !seen {
 			b.bytes += len(p) + 64
@@ -347,11 +353,36 @@ func (b *stepBlock) add(r BlockRow) {
 		}
 		t.notInline = t.notInline || r.ReferenceOnly || r.OutputRef
 		b.commands[cmd] = t
-		// Only lines that may remove a file (as LIKE '%rm %' would
-		// match them): removedPaths reads them with the session's
-		// workspace root when the changes are put together.
-		if !r.Failed && strings.Contains(strings.ToLower(cmd), "rm ") {
-			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd})
+		files := CommandFiles(cmd, r.Cwd)
+		for at, f := range files {
+			t, seen := b.files[f.Path]
+			if !seen || r.Seq < t.first {
+				t.first, t.firstAt, t.firstFull = r.Seq, at, f.Whole
+			}
+			if !seen {
+				b.bytes += len(f.Path) + 64
+			}
+			if f.Write {
+				t.edits++
+			} else {
+				t.reads++
+			}
+			t.commands++
+			if r.Failed {
+				t.failed++
+			}
+			b.files[f.Path] = t
+			b.bytes += len(f.Path) + 48
+			if f.Content != nil {
+				b.bytes += len(*f.Content)
+			}
+		}
+		// Only lines that name files or may remove one (as LIKE '%rm %'
+		// would match them), and that did not fail: removedPaths reads
+		// them with the session's workspace root when the changes are
+		// put together.
+		if !r.Failed && (len(files) > 0 || strings.Contains(strings.ToLower(cmd), "rm ")) {
+			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd, files: files})
 			b.bytes += len(cmd) + len(r.Cwd) + 96
 		}
 	}
@@ -573,9 +604,9 @@ func (e *wholeEntry) report() Report {
 		for p, t := range b.files {
 			if m, ok := files[p]; ok {
 				if m.first < t.first {
-					t.first, t.firstFull = m.first, m.firstFull
+					t.first, t.firstAt, t.firstFull = m.first, m.firstAt, m.firstFull
 				}
-				t.edits, t.reads, t.failed = t.edits+m.edits, t.reads+m.reads, t.failed+m.failed
+				t.edits, t.reads, t.failed, t.commands = t.edits+m.edits, t.reads+m.reads, t.failed+m.failed, t.commands+m.commands
 			}
 			files[p] = t
 		}
@@ -595,14 +626,16 @@ func (e *wholeEntry) report() Report {
 		}
 	}
 	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands))}
-	paths := slices.SortedFunc(maps.Keys(files), func(a, b string) int { return cmp.Compare(files[a].first, files[b].first) })
+	paths := slices.SortedFunc(maps.Keys(files), func(a, b string) int {
+		return cmp.Or(cmp.Compare(files[a].first, files[b].first), cmp.Compare(files[a].firstAt, files[b].firstAt))
+	})
 	for _, p := range paths {
 		t := files[p]
 		created := 0
 		if t.firstFull {
 			created = 1
 		}
-		r.Files = append(r.Files, FileTouched{Path: p, Created: created, Edited: t.edits - created, Read: t.reads, Failed: t.failed})
+		r.Files = append(r.Files, FileTouched{Path: p, Created: created, Edited: t.edits - created, Read: t.reads, Failed: t.failed, ByCommand: t.commands})
 	}
 	lines := slices.SortedFunc(maps.Keys(commands), func(a, b string) int { return cmp.Compare(commands[a].first, commands[b].first) })
 	for _, c := range lines {

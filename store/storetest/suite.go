@@ -346,28 +346,43 @@ func wantReport(steps []store.Step) store.Report {
 		if st.Outcome == "failed" {
 			failed = 1
 		}
-		switch st.Type {
-		case store.TypeEdit, store.TypeRead:
-			i, seen := files[st.Payload.Path]
+		touch := func(path string, write, whole, command bool) {
+			i, seen := files[path]
 			if !seen {
 				i = len(r.Files)
-				files[st.Payload.Path] = i
-				r.Files = append(r.Files, store.FileTouched{Path: st.Payload.Path})
+				files[path] = i
+				r.Files = append(r.Files, store.FileTouched{Path: path})
 			}
 			f := &r.Files[i]
 			switch {
-			case st.Type == store.TypeRead:
+			case !write:
 				f.Read++
-			case !seen && *st.Payload.IsFullWrite:
+			case !seen && whole:
 				f.Created++
 			default:
 				f.Edited++
 			}
 			f.Failed += failed
+			if command {
+				f.ByCommand++
+			}
+		}
+		switch st.Type {
+		case store.TypeEdit, store.TypeRead:
+			touch(st.Payload.Path, st.Type == store.TypeEdit, st.Type == store.TypeEdit && *st.Payload.IsFullWrite, false)
 		case store.TypeCommand:
 			line := ""
 			if st.Payload.Command != nil {
 				line = *st.Payload.Command
+			}
+			// The files its line names (store.CommandFiles, which its own
+			// test checks line by line) count as its edits and reads.
+			cwd := ""
+			if st.Payload.Cwd != nil {
+				cwd = *st.Payload.Cwd
+			}
+			for _, f := range store.CommandFiles(line, cwd) {
+				touch(f.Path, f.Write, f.Whole, true)
 			}
 			i, seen := commands[line]
 			if !seen {

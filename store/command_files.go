@@ -1,0 +1,193 @@
+package store
+
+import (
+	"path"
+	"strings"
+)
+
+// A CommandFile is a file a command line names as one it reads or writes
+// (CommandFiles).
+type CommandFile struct {
+	Path  string
+	Write bool
+	// Whole: written from its start (>, tee without -a), so what it held
+	// before does not count.
+	Whole bool
+	// Content is what a whole write put in the file, when the line says
+	// for certain: cat or tee given a here-document as their own input.
+	Content *string
+}
+
+// CommandFiles are the files a command line names as ones it reads or
+// writes, each once (a file both read and written is written), made
+// absolute against cwd when that is an absolute path: the files of its
+// redirections (<, >, >|, &>, >>, &>>; not /dev/...), the files tee
+// writes, sed -i edits, and cat, head, tail, nl and sed read. A word that
+// would be expanded names no file. It is what the line says, not what
+// ran: a command that failed may have written nothing.
+func CommandFiles(line, cwd string) []CommandFile {
+	if !strings.ContainsAny(line, "<>") && !mayNameFiles(line) {
+		return nil // most lines: a cheap look first
+	}
+	pipelines, _ := ShellCommands(line)
+	var out []CommandFile
+	add := func(p string, f CommandFile) {
+		if p == "" || p == "-" || strings.HasPrefix(p, "/dev/") {
+			return
+		}
+		if !path.IsAbs(p) && path.IsAbs(cwd) {
+			p = path.Join(cwd, p)
+		}
+		f.Path = path.Clean(p)
+		for i := range out {
+			if out[i].Path == f.Path {
+				if f.Write && !out[i].Write {
+					out[i] = f
+				}
+				return
+			}
+		}
+		out = append(out, f)
+	}
+	for _, pipeline := range pipelines {
+		for k, c := range pipeline {
+			var heredoc *string // the command's own input, for certain
+			for _, r := range c.Redirects {
+				if (r.Op == "<<" || r.Op == "<<-") && r.Sure && k == 0 {
+					heredoc = &r.Word
+				}
+			}
+			name := ""
+			if len(c.Words) > 0 {
+				name = path.Base(c.Words[0])
+			}
+			for _, r := range c.Redirects {
+				if !r.Sure {
+					continue
+				}
+				switch r.Op {
+				case ">", ">|", "&>":
+					f := CommandFile{Write: true, Whole: true}
+					if name == "cat" && len(c.Words) == 1 && heredoc != nil {
+						f.Content = heredoc
+					}
+					add(r.Word, f)
+				case ">>", "&>>":
+					add(r.Word, CommandFile{Write: true})
+				case "<":
+					add(r.Word, CommandFile{})
+				}
+			}
+			if !c.Sure || name == "" {
+				continue
+			}
+			args := c.Words[1:]
+			switch name {
+			case "cat", "nl":
+				for _, a := range operands(args, "") {
+					add(a, CommandFile{})
+				}
+			case "head", "tail":
+				for _, a := range operands(args, "nc") {
+					add(a, CommandFile{})
+				}
+			case "tee":
+				appending := false
+				files := operands(args, "")
+				for _, a := range args {
+					appending = appending || a == "-a" || a == "--append"
+				}
+				for _, a := range files {
+					f := CommandFile{Write: true, Whole: !appending}
+					if !appending && heredoc != nil {
+						f.Content = heredoc
+					}
+					add(a, f)
+				}
+			case "sed":
+				files, inPlace := sedFiles(args)
+				for _, a := range files {
+					add(a, CommandFile{Write: inPlace})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// mayNameFiles says whether a line without redirections may name a file
+// CommandFiles reads: it has one of the commands it knows as a word.
+func mayNameFiles(line string) bool {
+	for _, name := range []string{"cat", "nl", "head", "tail", "tee", "sed"} {
+		for i := strings.Index(line, name); i >= 0; {
+			end := i + len(name)
+			if (i == 0 || strings.IndexByte(" \t\n;&|(/", line[i-1]) >= 0) && (end == len(line) || strings.IndexByte(" \t\n", line[end]) >= 0) {
+				return true
+			}
+			next := strings.Index(line[end:], name)
+			if next < 0 {
+				break
+			}
+			i = end + next
+		}
+	}
+	return false
+}
+
+// operands are a command's arguments that are not options: after the
+// options, and after --. withValue are the one-letter options whose value
+// may be the next argument (head -n 20).
+func operands(args []string, withValue string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i+1:]...)
+		case len(a) > 1 && a[0] == '-':
+			if len(a) == 2 && strings.IndexByte(withValue, a[1]) >= 0 {
+				i++ // -n 20
+			}
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sedFiles are the files of a sed command's arguments (after its script,
+// given with -e or -f or as the first operand) and whether it edits them
+// in place (-i).
+func sedFiles(args []string) (files []string, inPlace bool) {
+	script := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest := args[i+1:]
+			if !script && len(rest) > 0 {
+				rest = rest[1:]
+			}
+			return append(files, rest...), inPlace
+		case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
+			script = true
+			i++
+		case strings.HasPrefix(a, "--expression=") || strings.HasPrefix(a, "--file="):
+			script = true
+		case strings.HasPrefix(a, "--in-place") || strings.HasPrefix(a, "-i"):
+			inPlace = true // -i, -i.bak
+		case strings.HasPrefix(a, "--"): // --posix, --regexp-extended, ...
+		case len(a) > 1 && a[0] == '-':
+			inPlace = inPlace || strings.Contains(a, "i") // -ni, -Ei
+			if strings.HasSuffix(a, "e") || strings.HasSuffix(a, "f") {
+				script = true // -ne SCRIPT
+				i++
+			}
+		case !script:
+			script = true
+		default:
+			files = append(files, a)
+		}
+	}
+	return files, inPlace
+}

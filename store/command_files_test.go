@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/agentreview/service/store"
+)
+
+// A command line names the files its redirections, tee and sed -i write
+// and cat, head, tail, nl and sed read, relative ones in its working
+// folder; what cat or tee is given as a here-document is what it wrote.
+func TestCommandFiles(t *testing.T) {
+	text := func(s string) *string { return &s }
+	read := func(p string) store.CommandFile { return store.CommandFile{Path: p} }
+	whole := func(p string, content *string) store.CommandFile {
+		return store.CommandFile{Path: p, Write: true, Whole: true, Content: content}
+	}
+	edit := func(p string) store.CommandFile { return store.CommandFile{Path: p, Write: true} }
+	const ws = "/ws"
+	for _, c := range []struct {
+		line, cwd string
+		want      []store.CommandFile
+	}{
+		// The Codex sample's file, written whole from a quoted here-document.
+		{"cat <<'EOF' > /Users/philipp/dev/agentlogs/fixtures/JOKE.md\n# The Late Comedian\n\nFooter note.\nEOF", ws,
+			[]store.CommandFile{whole("/Users/philipp/dev/agentlogs/fixtures/JOKE.md", text("# The Late Comedian\n\nFooter note.\n"))}},
+		{"cat > notes.txt <<EOF\nplain text\nEOF", ws, []store.CommandFile{whole("/ws/notes.txt", text("plain text\n"))}},
+		{"cat <<EOF > a.sh\necho $HOME\nEOF", ws, []store.CommandFile{whole("/ws/a.sh", nil)}}, // expanded: content not known
+		{"tee out/b.txt <<'X'\nb\nX", ws, []store.CommandFile{whole("/ws/out/b.txt", text("b\n"))}},
+		{"tee -a log.txt <<'X'\nb\nX", ws, []store.CommandFile{edit("/ws/log.txt")}},
+		{"echo hi | tee c.txt", ws, []store.CommandFile{whole("/ws/c.txt", nil)}},
+		{"go test ./... > test.log 2>&1", ws, []store.CommandFile{whole("/ws/test.log", nil)}},
+		{"make >> build.log 2>/dev/null", ws, []store.CommandFile{edit("/ws/build.log")}},
+		{"cat main.go", ws, []store.CommandFile{read("/ws/main.go")}},
+		{"sed -n '1,80p' src/a.go && nl -ba src/b.go | head -n 20", ws, []store.CommandFile{read("/ws/src/a.go"), read("/ws/src/b.go")}},
+		{"head -n 5 x.txt; tail -20 y.txt", "/w2", []store.CommandFile{read("/w2/x.txt"), read("/w2/y.txt")}},
+		{"sed -i 's/a/b/' z.go", ws, []store.CommandFile{edit("/ws/z.go")}},
+		{"sed -i.bak -e 's/a/b/' -e 's/c/d/' z.go q.go", ws, []store.CommandFile{edit("/ws/z.go"), edit("/ws/q.go")}},
+		{"cat a.txt > a.txt", ws, []store.CommandFile{whole("/ws/a.txt", nil)}}, // read and written: written
+		{"wc -l < in.txt", ws, []store.CommandFile{read("/ws/in.txt")}},
+		{"cat ../up.txt", "relative/cwd", []store.CommandFile{read("../up.txt")}}, // no absolute folder to join
+		// Nothing for certain.
+		{"cat $F > \"$OUT\"", ws, nil},
+		{"cat *.go", ws, nil},
+		{"cat - < /dev/stdin > /dev/null", ws, nil},
+		{"go test ./...", ws, nil},
+		{"concatenate x; sedate y", ws, nil},
+	} {
+		if got := store.CommandFiles(c.line, c.cwd); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("CommandFiles(%q, %q) =\n%s\nwant\n%s", c.line, c.cwd, showCommandFiles(got), showCommandFiles(c.want))
+		}
+	}
+}
+
+func showCommandFiles(files []store.CommandFile) string {
+	s := ""
+	for _, f := range files {
+		content := "<nil>"
+		if f.Content != nil {
+			content = *f.Content
+		}
+		s += f.Path + " write=" + map[bool]string{true: "y", false: "n"}[f.Write] + " whole=" + map[bool]string{true: "y", false: "n"}[f.Whole] + " content=" + content + "\n"
+	}
+	return s
+}
