@@ -212,4 +212,3 @@ func (s *Store) InterruptWrite(ctx context.Context) error {
 
 // RemovedPaths is removedPaths.
 var RemovedPaths = removedPaths
-
