@@ -160,8 +160,9 @@ func changeView(i int, f store.FileChange) views.FileChangeView {
 			v.MoreEdits = len(f.Edits) - i
 			break
 		}
-		ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut}
-		if !f.Known && !e.Cut {
+		ev := views.EditChangeView{Seq: e.Seq, Href: "#" + stepDOMID(e.Seq), Failed: e.Failed, Cut: e.Cut,
+			Command: e.Command, Unknown: e.Command && e.New == nil && !e.Cut}
+		if !f.Known && !e.Cut && !ev.Unknown {
 			d := lineDiff(splitLines(deref(e.Old)), splitLines(deref(e.New)))
 			if e.Failed {
 				ev.Diff = trimContext(d, changeContext) // shown, but not counted: it changed nothing

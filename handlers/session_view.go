@@ -323,6 +323,7 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		r.Edited += f.Edited
 		r.Read += f.Read
 		r.Failed += f.Failed
+		r.ByCommand += f.ByCommand
 	}
 	return rows
 }

@@ -1,10 +1,13 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,5 +92,54 @@ func TestFilesTouchedLinkToTheirSteps(t *testing.T) {
 	rec := s.get("/api/sessions/a/export")
 	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `data-testid="file-steps"`) {
 		t.Errorf("GET the export = %d; want 200 and no link from its files", rec.Code)
+	}
+}
+
+// The Codex sample writes JOKE.md with a here-document, reads it with cat,
+// patches and removes it: Files touched says two of its steps are
+// commands, and Changes shows it created by the command and removed, with
+// its content after as added lines (worked out in the store's test from
+// the raw rollout; here, the lines of the here-document that the patch
+// leaves are among them).
+func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
+	raw, err := os.ReadFile("../adapters/codex/testdata/golden/agentlogs_crud_rollout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []obj
+	if err := json.Unmarshal(raw, &batches); err != nil || len(batches) != 1 {
+		t.Fatalf("golden: %v", err)
+	}
+	s := newTestService(t)
+	s.mustPush(batches[0], http.StatusCreated)
+	sid := batches[0]["session"].(map[string]any)["id"].(string)
+	var heredoc string
+	var rmSeq any
+	for _, st := range batches[0]["steps"].([]any) {
+		c, _ := st.(obj)["payload"].(obj)["command"].(string)
+		switch {
+		case strings.HasPrefix(c, "cat <<'EOF' > "):
+			heredoc = c
+		case strings.HasPrefix(c, "rm "):
+			rmSeq = st.(obj)["seq"]
+		}
+	}
+	first, body, _ := strings.Cut(heredoc, "\n")
+	file := strings.TrimPrefix(first, "cat <<'EOF' > ")
+
+	doc := mustDocument(t, s, "/session?id="+sid)
+	row := doc.Find(`[data-testid="files"] tbody tr`)
+	if row.Length() != 1 || row.Find("code").AttrOr("title", "") != file || strings.TrimSpace(row.Find(`[data-testid="file-by-command"]`).Text()) != "2 by commands" {
+		t.Errorf("Files touched = %d rows, %q, %q; want %s, 2 by commands", row.Length(), row.Find("code").AttrOr("title", ""), row.Find(`[data-testid="file-by-command"]`).Text(), file)
+	}
+	change := doc.Find(`[data-testid="change"]`)
+	if got, want := change.Find(`[data-testid="change-status"]`).Text(), fmt.Sprintf("created, removed at step %v", rmSeq); change.Length() != 1 || got != want {
+		t.Errorf("Changes = %d files, status %q; want one, %q", change.Length(), got, want)
+	}
+	added := change.Find(`[data-testid="change-diff"] .dl.add`).Map(func(_ int, l *goquery.Selection) string { return l.Text() })
+	for _, l := range strings.Split(strings.TrimSuffix(body, "\nEOF"), "\n")[:3] { // the title, a blank line, the joke
+		if !slices.Contains(added, "+"+l) {
+			t.Errorf("the diff's added lines %q lack the here-document's %q", added, l)
+		}
 	}
 }

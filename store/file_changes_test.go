@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/agentreview/service/store"
-	"github.com/agentreview/service/store/storetest"
 )
 
 // editStep is an edit of path at seq: a full write of newText when old is
@@ -196,9 +195,9 @@ func TestRemovedPaths(t *testing.T) {
 // rollout: the here-document between its first line and EOF, the patch's
 // - and + lines.
 func TestFileChangesOfAFileWrittenByACommand(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "samples", "codex", "agentlogs_crud_rollout.jsonl"))
+	raw, err := os.ReadFile(filepath.Join("..", "adapters", "codex", "testdata", "agentlogs_crud_rollout.jsonl"))
 	if err != nil {
-		t.Skipf("no Codex sample: %v", err)
+		t.Fatal(err)
 	}
 	var heredoc, patch string
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -235,27 +234,25 @@ func TestFileChangesOfAFileWrittenByACommand(t *testing.T) {
 		t.Fatalf("the sample is not the one this test reads: file %q, content %q, patch %q", file, content, patch)
 	}
 
+	// The adapter's batch of the rollout (its golden file).
+	golden, err := os.ReadFile(filepath.Join("..", "adapters", "codex", "testdata", "golden", "agentlogs_crud_rollout.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []*store.Batch
+	if err := json.Unmarshal(golden, &batches); err != nil || len(batches) != 1 {
+		t.Fatalf("golden: %d batches, %v; want one", len(batches), err)
+	}
 	s := mustOpen(t)
-	var sid string
-	var rmSeq int64
-	for _, b := range storetest.AgentSamples(t) {
-		if b.Session.Agent.Kind != "codex" {
-			continue
-		}
-		for _, st := range b.Steps {
-			if c := st.Payload.Command; st.Type == store.TypeCommand && c != nil && *c == "rm "+file {
-				sid, rmSeq = b.Session.ID, st.Seq
-			}
-		}
-		if sid == b.Session.ID {
-			if _, err := s.Apply(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-			break
+	b := batches[0]
+	sid, rmSeq := b.Session.ID, int64(0)
+	for _, st := range b.Steps {
+		if c := st.Payload.Command; st.Type == store.TypeCommand && c != nil && *c == "rm "+file {
+			rmSeq = st.Seq
 		}
 	}
-	if sid == "" {
-		t.Fatal("no Codex sample session removes the file")
+	if _, err := s.Apply(context.Background(), b); err != nil || rmSeq == 0 {
+		t.Fatalf("Apply = %v; the rm step's seq %d", err, rmSeq)
 	}
 	changes, err := s.FileChanges(context.Background(), sid)
 	if err != nil || len(changes) != 1 {

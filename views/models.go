@@ -188,6 +188,7 @@ type FileRow struct {
 	Name                          string // as shown: relative to the workspace when in it (InWorkspace)
 	Href                          string // a search of the session's steps with this path; "" for none
 	Created, Edited, Read, Failed int
+	ByCommand                     int // of those steps, the commands whose lines name the file
 }
 
 // CommandRow is one distinct command the session ran.

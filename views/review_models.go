@@ -95,4 +95,7 @@ type EditChangeView struct {
 	Failed bool
 	Diff   []DiffLine // empty when shown in the net diff, or cut
 	Cut    bool       // its text was past the bound: open the step
+	// A command whose line writes the file; Unknown: what it wrote is not
+	// in its line.
+	Command, Unknown bool
 }
