@@ -298,7 +298,8 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked
-// to a search of its steps (filePathHref): a file an agent recorded both
+// to a search of its steps (filePathHref; fileNameHref for a file only
+// commands name): a file an agent recorded both
 // by its whole path and by its path in the workspace (Gemini CLI reads
 // README.md, writes /home/wei/repo/bot/README.md) is one row, where it
 // was first touched, with the counts of both, the whole path as its title,
@@ -325,7 +326,26 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		r.Failed += f.Failed
 		r.ByCommand += f.ByCommand
 	}
+	for name, i := range at {
+		if r := &rows[i]; r.ByCommand == r.Created+r.Edited+r.Read {
+			// Only commands name it, and path: finds edits and reads:
+			// the search is for the words of its name instead.
+			r.Href = fileNameHref(id, name)
+		}
+	}
 	return rows
+}
+
+// fileNameHref is a search of session id's steps for the words of a
+// file's name, as a phrase ("notes/plan.md"), which finds the commands
+// that name it however they wrote its folder; "" when the query language
+// cannot say it.
+func fileNameHref(id, name string) string {
+	q := `"` + name + `"`
+	if strings.Contains(name, `"`) || len(q) > store.MaxQueryBytes {
+		return ""
+	}
+	return sessionSearchHref(id, q)
 }
 
 // filePathHref is a search of session id's steps whose path holds p (the

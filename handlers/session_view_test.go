@@ -142,4 +142,24 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 			t.Errorf("the diff's added lines %q lack the here-document's %q", added, l)
 		}
 	}
+
+	// A file only a command names links to a search that finds that
+	// command (path: would find no edit or read of it), and its change
+	// says what it wrote is not known.
+	b := newBatch("cmd")
+	b["steps"].(arr)[1].(obj)["payload"] = obj{"command": "go test ./... > test.log 2>&1", "exit_code": 0, "cwd": "/tmp/ws"}
+	s.mustPush(b, http.StatusCreated)
+	doc = mustDocument(t, s, "/session?id=cmd")
+	link := doc.Find(`[data-testid="files"] [data-testid="file-steps"]`).FilterFunction(func(_ int, l *goquery.Selection) bool {
+		return l.Find("code").AttrOr("title", "") == "/tmp/ws/test.log"
+	})
+	href, _ := link.Attr("href")
+	var hits []string
+	mustDocument(t, s, href).Find(`[data-testid="search-hit"]`).Each(func(_ int, h *goquery.Selection) { hits = append(hits, h.AttrOr("data-seq", "")) })
+	if link.Length() != 1 || strings.Join(hits, ",") != "2" {
+		t.Errorf("test.log's link %q finds steps %v; want the command, 2", href, hits)
+	}
+	if got := strings.TrimSpace(doc.Find(`[data-testid="change-edit-command"]`).Text()); got != "a command wrote it; what it wrote is not in its line" {
+		t.Errorf("test.log's change says %q; want that what the command wrote is not known", got)
+	}
 }
