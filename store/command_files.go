@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// A CommandFile is a file a command line names as one it reads or writes
-// (CommandFiles).
+// A CommandFile is a file a command line names as one it reads, writes
+// or removes (CommandFiles).
 type CommandFile struct {
 	Path  string
 	Write bool
@@ -16,31 +16,43 @@ type CommandFile struct {
 	// Content is what a whole write put in the file, when the line says
 	// for certain: cat or tee given a here-document as their own input.
 	Content *string
+	// Removed: rm or git rm names it, on a line read for certain
+	// (ShellCommands), so that it ran after the commands before it.
+	Removed bool
 }
 
-// CommandFiles are the files a command line names as ones it reads or
-// writes, each once (a file both read and written is written), made
-// absolute against cwd when that is an absolute path: the files of its
-// redirections (<, >, >|, &>, >>, &>>; not /dev/...), the files tee
-// writes, sed -i edits, and cat, head, tail, nl and sed read. A word that
-// would be expanded names no file. It is what the line says, not what
-// ran: a command that failed may have written nothing.
+// CommandFiles are the files a command line names as ones it reads,
+// writes or removes, each once for each (a file both read and written is
+// written): the files of its redirections (<, >, >|, &>, >>, &>>; not
+// /dev/...), the files tee writes, sed -i edits, cat, head, tail, nl and
+// sed read, and rm and git rm remove. A relative path is joined to cwd,
+// as a cd before it moves it, or kept relative when cwd is "" (the
+// caller's to place), and dropped after a cd to a folder the line does
+// not name. A word that would be expanded names no file. It is what the
+// line says, not what ran: a command that failed may have written
+// nothing.
 func CommandFiles(line, cwd string) []CommandFile {
 	if !strings.ContainsAny(line, "<>") && !mayNameFiles(line) {
 		return nil // most lines: a cheap look first
 	}
-	pipelines, _ := ShellCommands(line)
+	pipelines, certain := ShellCommands(line)
 	var out []CommandFile
+	lost := false // a cd went where the line does not say
 	add := func(p string, f CommandFile) {
 		if p == "" || p == "-" || strings.HasPrefix(p, "/dev/") {
 			return
 		}
-		if !path.IsAbs(p) && path.IsAbs(cwd) {
-			p = path.Join(cwd, p)
+		if !path.IsAbs(p) {
+			if lost {
+				return
+			}
+			if cwd != "" && !strings.Contains(cwd, `\`) {
+				p = path.Join(cwd, p)
+			}
 		}
 		f.Path = path.Clean(p)
 		for i := range out {
-			if out[i].Path == f.Path {
+			if out[i].Path == f.Path && out[i].Removed == f.Removed {
 				if f.Write && !out[i].Write {
 					out[i] = f
 				}
@@ -79,10 +91,35 @@ func CommandFiles(line, cwd string) []CommandFile {
 				}
 			}
 			if !c.Sure || name == "" {
+				lost = lost || name == "cd"
 				continue
 			}
 			args := c.Words[1:]
 			switch name {
+			case "cd":
+				switch {
+				case len(args) != 1 || args[0] == "-" || args[0] == "":
+					lost = true
+				case path.IsAbs(args[0]):
+					cwd, lost = path.Clean(args[0]), false
+				default:
+					cwd = path.Join(cwd, args[0])
+				}
+			case "rm", "git":
+				if name == "git" && (len(args) == 0 || args[0] != "rm") {
+					continue
+				}
+				if name == "git" {
+					args = args[1:]
+				}
+				if !certain {
+					continue
+				}
+				for _, a := range args {
+					if !strings.HasPrefix(a, "-") {
+						add(a, CommandFile{Removed: true})
+					}
+				}
 			case "cat", "nl":
 				for _, a := range operands(args, "") {
 					add(a, CommandFile{})
@@ -118,7 +155,7 @@ func CommandFiles(line, cwd string) []CommandFile {
 // mayNameFiles says whether a line without redirections may name a file
 // CommandFiles reads: it has one of the commands it knows as a word.
 func mayNameFiles(line string) bool {
-	for _, name := range []string{"cat", "nl", "head", "tail", "tee", "sed"} {
+	for _, name := range []string{"cat", "nl", "head", "tail", "tee", "sed", "rm"} {
 		for i := strings.Index(line, name); i >= 0; {
 			end := i + len(name)
 			if (i == 0 || strings.IndexByte(" \t\n;&|(/", line[i-1]) >= 0) && (end == len(line) || strings.IndexByte(" \t\n", line[end]) >= 0) {

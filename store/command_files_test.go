@@ -1,15 +1,17 @@
 package store_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/agentreview/service/store"
 )
 
-// A command line names the files its redirections, tee and sed -i write
-// and cat, head, tail, nl and sed read, relative ones in its working
-// folder; what cat or tee is given as a here-document is what it wrote.
+// A command line names the files its redirections, tee and sed -i write,
+// cat, head, tail, nl and sed read and rm removes, relative ones in its
+// working folder as a cd moves it; what cat or tee is given as a
+// here-document is what it wrote.
 func TestCommandFiles(t *testing.T) {
 	text := func(s string) *string { return &s }
 	read := func(p string) store.CommandFile { return store.CommandFile{Path: p} }
@@ -17,6 +19,7 @@ func TestCommandFiles(t *testing.T) {
 		return store.CommandFile{Path: p, Write: true, Whole: true, Content: content}
 	}
 	edit := func(p string) store.CommandFile { return store.CommandFile{Path: p, Write: true} }
+	removed := func(p string) store.CommandFile { return store.CommandFile{Path: p, Removed: true} }
 	const ws = "/ws"
 	for _, c := range []struct {
 		line, cwd string
@@ -39,7 +42,16 @@ func TestCommandFiles(t *testing.T) {
 		{"sed -i.bak -e 's/a/b/' -e 's/c/d/' z.go q.go", ws, []store.CommandFile{edit("/ws/z.go"), edit("/ws/q.go")}},
 		{"cat a.txt > a.txt", ws, []store.CommandFile{whole("/ws/a.txt", nil)}}, // read and written: written
 		{"wc -l < in.txt", ws, []store.CommandFile{read("/ws/in.txt")}},
-		{"cat ../up.txt", "relative/cwd", []store.CommandFile{read("../up.txt")}}, // no absolute folder to join
+		{"cat ../up.txt", "", []store.CommandFile{read("../up.txt")}}, // no folder to join: the caller's to place
+		// A cd moves the folder; to one the line does not name, relative
+		// paths after it name nothing.
+		{"cd sub && sed -n 1,5p a.go", ws, []store.CommandFile{read("/ws/sub/a.go")}},
+		{"cd /abs; cat x > y", ws, []store.CommandFile{whole("/abs/y", nil), read("/abs/x")}},
+		{"cd \"$D\" && cat x /etc/hosts", ws, []store.CommandFile{read("/etc/hosts")}},
+		{"cd && cat x", ws, nil},
+		// Removed by rm or git rm, on a line read for certain.
+		{"cat a.txt && rm a.txt; git rm -q b.txt", ws, []store.CommandFile{read("/ws/a.txt"), removed("/ws/a.txt"), removed("/ws/b.txt")}},
+		{"rm a.txt > /dev/null", ws, nil},
 		// Nothing for certain.
 		{"cat $F > \"$OUT\"", ws, nil},
 		{"cat *.go", ws, nil},
@@ -60,7 +72,7 @@ func showCommandFiles(files []store.CommandFile) string {
 		if f.Content != nil {
 			content = *f.Content
 		}
-		s += f.Path + " write=" + map[bool]string{true: "y", false: "n"}[f.Write] + " whole=" + map[bool]string{true: "y", false: "n"}[f.Whole] + " content=" + content + "\n"
+		s += fmt.Sprintf("%s write=%v whole=%v removed=%v content=%q\n", f.Path, f.Write, f.Whole, f.Removed, content)
 	}
 	return s
 }

@@ -210,5 +210,8 @@ func (s *Store) InterruptWrite(ctx context.Context) error {
 	})
 }
 
-// RemovedPaths is removedPaths.
-var RemovedPaths = removedPaths
+// RemovedPaths are the files the command line removes, as Changes places
+// them (removedIn of CommandFiles).
+func RemovedPaths(command, cwd, root string) []string {
+	return removedIn(CommandFiles(command, cwd), root)
+}

@@ -175,6 +175,9 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 			}
 		case TypeCommand:
 			for _, cf := range r.files {
+				if cf.Removed {
+					continue
+				}
 				if !cf.Write {
 					if files[cf.Path] == nil {
 						read[cf.Path] = true
@@ -193,7 +196,7 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 			}
 			// Only files the session read or edited: rm -rf of a build
 			// folder is not a change to review here.
-			for _, gone := range removedPaths(r.command, r.cwd, root) {
+			for _, gone := range removedIn(r.files, root) {
 				if files[gone] == nil && !read[gone] {
 					continue
 				}
@@ -274,48 +277,18 @@ func deref(s *string) string {
 	return *s
 }
 
-// removedPaths are the files a command line removes with rm or git rm,
-// made absolute against its working directory (else the workspace root),
-// as a cd before them moves it. A line whose words are not certain
-// (ShellCommands), or that goes to a folder it does not name, gives none.
-func removedPaths(command, cwd, root string) []string {
-	pipelines, certain := ShellCommands(command)
-	if !certain {
-		return nil
-	}
-	if cwd == "" {
-		cwd = root
-	}
+// removedIn are the paths of the files that are removed, a relative one
+// (of a command with no working folder recorded) placed in the workspace
+// root.
+func removedIn(files []CommandFile, root string) []string {
 	var out []string
-	for _, pipeline := range pipelines {
-		args := pipeline[0].Words // certain: no pipes, so each pipeline is one command
+	for _, f := range files {
 		switch {
-		case len(args) == 0:
-			continue
-		case args[0] == "cd":
-			if len(args) != 2 || args[1] == "-" || args[1] == "" {
-				return nil
-			}
-			cwd = path.Join(cwd, args[1])
-			if path.IsAbs(args[1]) {
-				cwd = path.Clean(args[1])
-			}
-			continue
-		case args[0] == "rm":
-			args = args[1:]
-		case len(args) > 1 && args[0] == "git" && args[1] == "rm":
-			args = args[2:]
+		case !f.Removed:
+		case path.IsAbs(f.Path):
+			out = append(out, f.Path)
 		default:
-			continue
-		}
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") || a == "" {
-				continue
-			}
-			if !path.IsAbs(a) {
-				a = path.Join(cwd, a)
-			}
-			out = append(out, path.Clean(a))
+			out = append(out, path.Join(root, f.Path))
 		}
 	}
 	return out

@@ -35,9 +35,8 @@ type ShellRedirect struct {
 // a word begins a comment, and a here-document's body is read from the
 // lines after the one that asks for it. It is a reader's approximation,
 // enough to find a command's name, arguments and files (adapters' flags,
-// removedPaths, CommandFiles). certain says the words are what the
-// command was given and that each simple command ran after the one
-// before it: false when a word would be expanded (see ShellCommand.Sure),
+// CommandFiles). certain says the words are what the command was given
+// and that each simple command ran after the one before it: false when a word would be expanded (see ShellCommand.Sure),
 // when the line redirects, pipes, runs a subshell or runs a command only
 // if one failed (||), or when a quote is left open.
 func ShellCommands(line string) (pipelines [][]ShellCommand, certain bool) {

@@ -355,6 +355,9 @@ func (b *stepBlock) add(r BlockRow) {
 		b.commands[cmd] = t
 		files := CommandFiles(cmd, r.Cwd)
 		for at, f := range files {
+			if f.Removed {
+				continue // Changes' to show, not a step on the file
+			}
 			t, seen := b.files[f.Path]
 			if !seen || r.Seq < t.first {
 				t.first, t.firstAt, t.firstFull = r.Seq, at, f.Whole
@@ -377,11 +380,10 @@ func (b *stepBlock) add(r BlockRow) {
 				b.bytes += len(*f.Content)
 			}
 		}
-		// Only lines that name files or may remove one (as LIKE '%rm %'
-		// would match them), and that did not fail: removedPaths reads
-		// them with the session's workspace root when the changes are
-		// put together.
-		if !r.Failed && (len(files) > 0 || strings.Contains(strings.ToLower(cmd), "rm ")) {
+		// Only lines that name files, and that did not fail: the changes
+		// put together place a relative path removed in the session's
+		// workspace root.
+		if !r.Failed && len(files) > 0 {
 			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd, files: files})
 			b.bytes += len(cmd) + len(r.Cwd) + 96
 		}

@@ -382,7 +382,9 @@ func wantReport(steps []store.Step) store.Report {
 				cwd = *st.Payload.Cwd
 			}
 			for _, f := range store.CommandFiles(line, cwd) {
-				touch(f.Path, f.Write, f.Whole, true)
+				if !f.Removed { // a removal is Changes', not a step on the file
+					touch(f.Path, f.Write, f.Whole, true)
+				}
 			}
 			i, seen := commands[line]
 			if !seen {
