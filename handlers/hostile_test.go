@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // hostileServer serves the router with the production server settings on
@@ -180,5 +184,64 @@ func TestManyConnectionsAtOnce(t *testing.T) {
 	}
 	if l, err := s.store.List(context.Background(), store.ListQuery{}); err != nil || l.Total.Sessions != 20 {
 		t.Errorf("after 20 pushes beside 1,000 idle connections: %d sessions, %v", l.Total.Sessions, err)
+	}
+}
+
+// Commands whose lines name thousands of short file names, and edits of
+// 600 files, do not make the session page many times the batch: Files
+// touched shows maxFileRows of the files, says how many more there are,
+// and each command names at most 16; the JSON report lists them all.
+func TestManyFilesTouchedStayBounded(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("files")
+	step := b["steps"].(arr)[1].(obj)
+	var steps arr
+	for i := range 200 {
+		line := "cat"
+		for j := range 1000 {
+			line += fmt.Sprintf(" f%d.%d", i, j)
+		}
+		c := obj{}
+		for k, v := range step {
+			c[k] = v
+		}
+		c["id"], c["seq"], c["payload"] = fmt.Sprintf("files-c%d", i), 10+i, obj{"command": line, "exit_code": 0, "cwd": "/tmp/ws"}
+		steps = append(steps, c)
+	}
+	edit := b["steps"].(arr)[2].(obj)
+	for i := range 600 {
+		e := obj{}
+		for k, v := range edit {
+			e[k] = v
+		}
+		e["id"], e["seq"], e["payload"] = fmt.Sprintf("files-e%d", i), 1000+i, obj{"path": fmt.Sprintf("/tmp/ws/e%d.go", i), "old_string": "a", "new_string": "b", "is_full_write": false}
+		steps = append(steps, e)
+	}
+	b["steps"] = append(b["steps"].(arr), steps...)
+	body := mustJSON(t, b)
+	s.mustPush(b, http.StatusCreated)
+
+	var d struct {
+		Report struct{ Files []store.FileTouched }
+	}
+	rec := s.get("/api/sessions/files")
+	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 200*16 + 600; len(d.Report.Files) != want { // main.go, 16 a command, the edits
+		t.Errorf("the report lists %d files; want %d", len(d.Report.Files), want)
+	}
+	page := s.get("/session?id=files")
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(page.Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := doc.Find(`[data-testid="files"] tbody tr`).Length()
+	more := strings.TrimSpace(doc.Find(`[data-testid="files-more"]`).Text())
+	if rows != maxFileRows || !strings.HasPrefix(more, fmt.Sprintf("… and %s more files", views.Number(int64(len(d.Report.Files)-maxFileRows)))) {
+		t.Errorf("Files touched = %d rows, %q; want %d and the rest counted", rows, more, maxFileRows)
+	}
+	if page.Body.Len() > 2*len(body) {
+		t.Errorf("the page is %d bytes for a batch of %d; want at most twice", page.Body.Len(), len(body))
 	}
 }

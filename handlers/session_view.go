@@ -62,6 +62,9 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		}
 	}
 	v.Files = fileRows(d.ID, d.Workspace.Root, d.Report.Files)
+	if n := len(v.Files); n > maxFileRows {
+		v.Files, v.FilesMore = v.Files[:maxFileRows], n-maxFileRows
+	}
 	for _, c := range d.Report.Commands {
 		codes := make([]string, len(c.ExitCodes))
 		for i, code := range c.ExitCodes {
@@ -295,6 +298,10 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 	}
 	return v
 }
+
+// maxFileRows bounds the rows of Files touched; the JSON report lists
+// every file.
+const maxFileRows = 500
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked

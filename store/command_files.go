@@ -21,6 +21,11 @@ type CommandFile struct {
 	Removed bool
 }
 
+// maxCommandFiles bounds the files a command line names as read or
+// written (CommandFiles): each is a row of Files touched, and a line of
+// many short names would make the page many times its size.
+const maxCommandFiles = 16
+
 // CommandFiles are the files a command line names as ones it reads,
 // writes or removes, each once for each (a file both read and written is
 // written): the files of its redirections (<, >, >|, &>, >>, &>>; not
@@ -28,8 +33,9 @@ type CommandFile struct {
 // sed read, and rm and git rm remove. A relative path is joined to cwd,
 // as a cd before it moves it, or kept relative when cwd is "" (the
 // caller's to place), and dropped after a cd to a folder the line does
-// not name. A word that would be expanded names no file. It is what the
-// line says, not what ran: a command that failed may have written
+// not name. A word that would be expanded names no file; past
+// maxCommandFiles files read or written, no more are named. It is what
+// the line says, not what ran: a command that failed may have written
 // nothing.
 func CommandFiles(line, cwd string) []CommandFile {
 	if !strings.ContainsAny(line, "<>") && !mayNameFiles(line) {
@@ -37,9 +43,15 @@ func CommandFiles(line, cwd string) []CommandFile {
 	}
 	pipelines, certain := ShellCommands(line)
 	var out []CommandFile
-	lost := false // a cd went where the line does not say
+	type key struct {
+		path    string
+		removed bool
+	}
+	at := map[key]int{} // out's index of each file
+	named := 0          // files read or written
+	lost := false       // a cd went where the line does not say
 	add := func(p string, f CommandFile) {
-		if p == "" || p == "-" || strings.HasPrefix(p, "/dev/") {
+		if p == "" || p == "-" || strings.HasPrefix(p, "/dev/") || (!f.Removed && named == maxCommandFiles) {
 			return
 		}
 		if !path.IsAbs(p) {
@@ -51,15 +63,18 @@ func CommandFiles(line, cwd string) []CommandFile {
 			}
 		}
 		f.Path = path.Clean(p)
-		for i := range out {
-			if out[i].Path == f.Path && out[i].Removed == f.Removed {
-				if f.Write && !out[i].Write {
-					out[i] = f
-				}
-				return
+		k := key{f.Path, f.Removed}
+		if i, ok := at[k]; ok {
+			if f.Write && !out[i].Write {
+				out[i] = f
 			}
+			return
 		}
+		at[k] = len(out)
 		out = append(out, f)
+		if !f.Removed {
+			named++
+		}
 	}
 	for _, pipeline := range pipelines {
 		for k, c := range pipeline {

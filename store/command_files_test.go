@@ -3,9 +3,11 @@ package store_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // A command line names the files its redirections, tee and sed -i write,
@@ -75,4 +77,51 @@ func showCommandFiles(files []store.CommandFile) string {
 		s += fmt.Sprintf("%s write=%v whole=%v removed=%v content=%q\n", f.Path, f.Write, f.Whole, f.Removed, content)
 	}
 	return s
+}
+
+// BenchmarkCommandFiles reads the files of every command line of the
+// agents' samples, as the report does for each command step it counts
+// (docs/performance.md, "Files named by commands").
+func BenchmarkCommandFiles(b *testing.B) {
+	type line struct{ command, cwd string }
+	var lines []line
+	for _, batch := range storetest.AgentSamples(b) {
+		for _, st := range batch.Steps {
+			if st.Type == store.TypeCommand && st.Payload.Command != nil {
+				l := line{command: *st.Payload.Command}
+				if st.Payload.Cwd != nil {
+					l.cwd = *st.Payload.Cwd
+				}
+				lines = append(lines, l)
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			store.CommandFiles(l.command, l.cwd)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+	b.ReportMetric(float64(len(lines)), "lines")
+}
+
+// A line naming thousands of files names maxCommandFiles of them as read
+// or written (each would be a row of Files touched); a removal of
+// thousands is read whole, each file once.
+func TestCommandFilesOfAHostileLine(t *testing.T) {
+	var writes, removes strings.Builder
+	writes.WriteString("cat")
+	removes.WriteString("rm -f")
+	for i := range 20000 {
+		fmt.Fprintf(&writes, " r%d >w%d", i, i)
+		fmt.Fprintf(&removes, " x%d x%d", i, i)
+	}
+	if got := store.CommandFiles(writes.String(), "/ws"); len(got) != 16 {
+		t.Errorf("CommandFiles(a line naming 40,000 files) names %d; want 16", len(got))
+	}
+	got := store.CommandFiles(removes.String(), "/ws")
+	if len(got) != 20000 || !got[19999].Removed || got[19999].Path != "/ws/x19999" {
+		t.Errorf("CommandFiles(rm of 20,000 files, each twice) = %d files, the last %+v; want 20,000, /ws/x19999 removed", len(got), got[len(got)-1])
+	}
 }

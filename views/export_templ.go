@@ -142,7 +142,7 @@ func Export(p ExportPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FilesTouched(p.Session.Files).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FilesTouched(p.Session.Files, p.Session.FilesMore).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -175,6 +175,7 @@ type SessionView struct {
 	Owner        string
 	CapturedOn   string
 	Files        []FileRow
+	FilesMore    int // files past those in Files, in the JSON report only
 	Commands     []CommandRow
 	Turns        []TurnView
 	Actors       []ActorOption // the subagents, for the timeline's filter

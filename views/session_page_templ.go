@@ -224,7 +224,7 @@ func Session(p SessionPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = FilesTouched(p.Session.Files).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = FilesTouched(p.Session.Files, p.Session.FilesMore).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1153,7 +1153,7 @@ func Updates(s SessionView, turns []TurnView, changes ChangesView) templ.Compone
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FilesTouched(s.Files).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FilesTouched(s.Files, s.FilesMore).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
