@@ -105,17 +105,16 @@ type commandTally struct {
 }
 
 // changeRow is a step FileChanges reads: an edit, a read, or a command
-// that names files (CommandFiles) or may remove some. The edit's strings
-// are read when needed, by pk.
+// whose line names files it reads, writes or removes (CommandFiles). The
+// edit's strings are read when needed, by pk.
 type changeRow struct {
-	pk, seq      int64
-	typ          string
-	failed       bool // failed or rejected: the file was not changed
-	path         string
-	full         bool
-	textLen      int // characters of old_string and new_string
-	command, cwd string
-	files        []CommandFile
+	pk, seq int64
+	typ     string
+	failed  bool // failed or rejected: the file was not changed
+	path    string
+	full    bool
+	textLen int // characters of old_string and new_string
+	files   []CommandFile
 }
 
 // blockColumns are what sqliteBlocks.ReadSteps reads of each step: the counted
@@ -375,17 +374,19 @@ func (b *stepBlock) add(r BlockRow) {
 				t.failed++
 			}
 			b.files[f.Path] = t
-			b.bytes += len(f.Path) + 48
-			if f.Content != nil {
-				b.bytes += len(*f.Content)
-			}
 		}
 		// Only lines that name files, and that did not fail: the changes
 		// put together place a relative path removed in the session's
 		// workspace root.
 		if !r.Failed && len(files) > 0 {
-			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, command: cmd, cwd: r.Cwd, files: files})
-			b.bytes += len(cmd) + len(r.Cwd) + 96
+			b.changes = append(b.changes, changeRow{pk: r.PK, seq: r.Seq, typ: r.Type, files: files})
+			b.bytes += 96
+			for _, f := range files {
+				b.bytes += len(f.Path) + 48
+				if f.Content != nil {
+					b.bytes += len(*f.Content)
+				}
+			}
 		}
 	}
 }
