@@ -210,8 +210,14 @@ func (s *Store) InterruptWrite(ctx context.Context) error {
 	})
 }
 
-// RemovedPaths are the files the command line removes, as Changes places
-// them (removedIn of CommandFiles).
+// RemovedPaths are the files the command line removes (CommandFiles), as
+// Changes places them (inRoot).
 func RemovedPaths(command, cwd, root string) []string {
-	return removedIn(CommandFiles(command, cwd), root)
+	var out []string
+	for _, f := range CommandFiles(command, cwd) {
+		if f.Removed {
+			out = append(out, inRoot(root, f.Path))
+		}
+	}
+	return out
 }

@@ -53,7 +53,8 @@ type FileEdit struct {
 
 // FileChanges returns the files a session created, edited (commands that
 // wrote them included), or removed after reading or editing them, in
-// order of the first such step, or ErrNotFound.
+// order of the first such step, each by its path placed in the workspace
+// root (inRoot), or ErrNotFound.
 func (s *Store) FileChanges(ctx context.Context, id string) ([]FileChange, error) {
 	var out []FileChange
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
@@ -170,17 +171,18 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 	for i, r := range rows {
 		switch r.typ {
 		case TypeRead:
-			if files[r.path] == nil {
-				read[r.path] = true
+			if p := inRoot(root, r.path); files[p] == nil {
+				read[p] = true
 			}
 		case TypeCommand:
 			for _, cf := range r.files {
+				p := inRoot(root, cf.Path)
 				if cf.Removed {
 					continue
 				}
 				if !cf.Write {
-					if files[cf.Path] == nil {
-						read[cf.Path] = true
+					if files[p] == nil {
+						read[p] = true
 					}
 					continue
 				}
@@ -191,13 +193,14 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 						e.New = nil
 					}
 				}
-				f := file(cf.Path)
+				f := file(p)
 				f.Edits = append(f.Edits, e)
 			}
 			// Only files the session read or edited: rm -rf of a build
 			// folder is not a change to review here.
-			for _, gone := range removedIn(r.files, root) {
-				if files[gone] == nil && !read[gone] {
+			for _, cf := range r.files {
+				gone := inRoot(root, cf.Path)
+				if !cf.Removed || (files[gone] == nil && !read[gone]) {
 					continue
 				}
 				if f := file(gone); f.DeletedAt == nil {
@@ -205,7 +208,7 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 				}
 			}
 		case TypeEdit:
-			f := file(r.path)
+			f := file(inRoot(root, r.path))
 			e := FileEdit{Seq: r.seq, FullWrite: r.full, Failed: r.failed}
 			if withText[i] {
 				t := texts[r.pk]
@@ -277,21 +280,17 @@ func deref(s *string) string {
 	return *s
 }
 
-// removedIn are the paths of the files that are removed, a relative one
-// (of a command with no working folder recorded) placed in the workspace
-// root.
-func removedIn(files []CommandFile, root string) []string {
-	var out []string
-	for _, f := range files {
-		switch {
-		case !f.Removed:
-		case path.IsAbs(f.Path):
-			out = append(out, f.Path)
-		default:
-			out = append(out, path.Join(root, f.Path))
-		}
+// inRoot places a relative path in the workspace root, when that is a
+// path of this kind (/...): an agent that records some paths relative to
+// it (Gemini CLI reads README.md, writes its whole path), or a command
+// whose working folder was not recorded. So a file recorded both ways is
+// one entry of Changes, and its removal is found. Any other path is as
+// recorded.
+func inRoot(root, p string) string {
+	if path.IsAbs(p) || !path.IsAbs(root) {
+		return p
 	}
-	return out
+	return path.Join(root, p)
 }
 
 // cloneChanges copies the slices callers may change; the strings are

@@ -276,3 +276,31 @@ func TestFileChangesOfAFileWrittenByACommand(t *testing.T) {
 		t.Errorf("Report.Files = %+v; want %+v (the here-document's write and cat's read by commands)", d.Report.Files, want)
 	}
 }
+
+// A path recorded relative to the workspace is placed in its root: a file
+// edited by its relative path and by its whole path is one entry, and a
+// rm with no working folder recorded removes the file read by its
+// relative path.
+func TestFileChangesPlaceRelativePaths(t *testing.T) {
+	s := mustOpen(t)
+	sid := "rel" // root /tmp/ws-rel
+	b := newBatch(sid)
+	b["steps"] = arr{
+		step(sid, 1, "message"),
+		editStep(sid, 2, "src/a.go", nil, "package a\n"),
+		editStep(sid, 3, "/tmp/ws-rel/src/a.go", ptr("package a"), "package b"),
+		readStep(sid, 4, "notes.md"),
+		commandStep(sid, 5, "rm notes.md", ""),
+	}
+	mustApply(t, s, b)
+	got, err := s.FileChanges(context.Background(), sid)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("FileChanges = %+v, %v; want two files", got, err)
+	}
+	if a := got[0]; a.Path != "/tmp/ws-rel/src/a.go" || len(a.Edits) != 2 || !a.Known || a.After != "package b\n" {
+		t.Errorf("FileChanges()[0] = %+v; want /tmp/ws-rel/src/a.go with both edits, after package b", a)
+	}
+	if n := got[1]; n.Path != "/tmp/ws-rel/notes.md" || n.DeletedAt == nil || *n.DeletedAt != 5 {
+		t.Errorf("FileChanges()[1] = %+v; want /tmp/ws-rel/notes.md removed at step 5", n)
+	}
+}
