@@ -198,6 +198,33 @@ func between(start string, end time.Time) string {
 	return views.Duration(end.Sub(t))
 }
 
+// commandFiles adds the fields of the files a command's line writes,
+// reads and removes (store.CommandFiles), named as Files touched names
+// them.
+func commandFiles(line, cwd, root string, field func(label string, value *string)) {
+	var writes, reads, removes []string
+	for _, f := range store.CommandFiles(line, cwd) {
+		name := inWorkspace(root, f.Path)
+		switch {
+		case f.Removed:
+			removes = append(removes, name)
+		case f.Write:
+			writes = append(writes, name)
+		default:
+			reads = append(reads, name)
+		}
+	}
+	for _, l := range []struct {
+		label string
+		names []string
+	}{{"Writes", writes}, {"Reads", reads}, {"Removes", removes}} {
+		if len(l.names) > 0 {
+			names := strings.Join(l.names, ", ")
+			field(l.label, &names)
+		}
+	}
+}
+
 // stepView is a step as the review app shows it, each recorded value cut
 // to limit characters (0: whole), its line naming a file in the session's
 // workspace root by its path in it. Texts the store already cut
@@ -261,6 +288,9 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 	case store.TypeCommand:
 		field("Command", p.Command)
 		field("Working directory", p.Cwd)
+		if _, cut := s.Cut["command"]; !cut && p.Command != nil {
+			commandFiles(*p.Command, deref(p.Cwd), root, field)
+		}
 		if p.ExitCode != nil {
 			code := strconv.FormatInt(*p.ExitCode, 10)
 			field("Exit code", &code)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -114,12 +115,12 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 	s.mustPush(batches[0], http.StatusCreated)
 	sid := batches[0]["session"].(map[string]any)["id"].(string)
 	var heredoc string
-	var rmSeq any
+	var writeSeq, rmSeq any
 	for _, st := range batches[0]["steps"].([]any) {
 		c, _ := st.(obj)["payload"].(obj)["command"].(string)
 		switch {
 		case strings.HasPrefix(c, "cat <<'EOF' > "):
-			heredoc = c
+			heredoc, writeSeq = c, st.(obj)["seq"]
 		case strings.HasPrefix(c, "rm "):
 			rmSeq = st.(obj)["seq"]
 		}
@@ -140,6 +141,23 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSuffix(body, "\nEOF"), "\n")[:3] { // the title, a blank line, the joke
 		if !slices.Contains(added, "+"+l) {
 			t.Errorf("the diff's added lines %q lack the here-document's %q", added, l)
+		}
+	}
+
+	// The command's opened step names the file it writes, by its path in
+	// the workspace, and the rm's the file it removes.
+	for seq, want := range map[string]string{fmt.Sprint(writeSeq): "Writes " + path.Base(file), fmt.Sprint(rmSeq): "Removes " + path.Base(file)} {
+		st := doc.Find(`[data-testid="step"][data-seq="` + seq + `"]`)
+		detail := st.Find(`[data-testid="step-detail"]`)
+		if u := st.AttrOr("data-body-url", ""); u != "" {
+			detail = mustDocument(t, s, u).Find(`[data-testid="step-detail"]`)
+		}
+		var fields []string
+		detail.Find("dt").Each(func(_ int, dt *goquery.Selection) {
+			fields = append(fields, dt.Text()+" "+strings.TrimSpace(dt.Next().Text()))
+		})
+		if !slices.Contains(fields, want) {
+			t.Errorf("step %s's fields %q; want %q", seq, fields, want)
 		}
 	}
 
