@@ -223,7 +223,7 @@ func readHeredocs(line string, at int, heredocs []heredocAt, pipelines [][]Shell
 		}
 		r := &pipelines[h.pipeline][h.command].Redirects[h.redirect]
 		r.Word = body.String()
-		r.Sure = ended && (h.literal || strings.IndexAny(r.Word, "$`\\") < 0)
+		r.Sure = ended && (h.literal || !strings.ContainsAny(r.Word, "$`\\"))
 	}
 	return at
 }
