@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,4 +125,31 @@ func TestCommandFilesOfAHostileLine(t *testing.T) {
 	if len(got) != 20000 || !got[19999].Removed || got[19999].Path != "/ws/x19999" {
 		t.Errorf("CommandFiles(rm of 20,000 files, each twice) = %d files, the last %+v; want 20,000, /ws/x19999 removed", len(got), got[len(got)-1])
 	}
+}
+
+// Whatever the line, the files it names are clean paths, none of them
+// standard input or a device, at most maxCommandFiles read or written,
+// and only a whole write has a content; nothing makes it panic.
+func FuzzCommandFiles(f *testing.F) {
+	for _, s := range []string{"cat <<'EOF' > a.md\nx\nEOF", "cd sub && sed -n 1,5p a.go | head -n 3 > out", "tee -a log <<X\n$y\nX",
+		"rm -f a b; git rm c", "cat - < /dev/stdin > /dev/null", "sed -i.bak -e s/a/b/ -- f", "cd /x; cat ../y"} {
+		f.Add(s, "/ws")
+	}
+	f.Fuzz(func(t *testing.T, line, cwd string) {
+		named := 0
+		for _, c := range store.CommandFiles(line, cwd) {
+			if c.Path == "" || c.Path == "-" || c.Path != path.Clean(c.Path) || strings.HasPrefix(c.Path, "/dev/") {
+				t.Fatalf("CommandFiles(%q, %q) names %q", line, cwd, c.Path)
+			}
+			if c.Content != nil && (!c.Write || !c.Whole || c.Removed) {
+				t.Fatalf("CommandFiles(%q, %q) = %+v: a content for what is not a whole write", line, cwd, c)
+			}
+			if !c.Removed {
+				named++
+			}
+		}
+		if named > 16 {
+			t.Fatalf("CommandFiles(%q, %q) names %d files read or written; want at most 16", line, cwd, named)
+		}
+	})
 }
