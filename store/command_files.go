@@ -51,7 +51,7 @@ func CommandFiles(line, cwd string) []CommandFile {
 	named := 0          // files read or written
 	lost := false       // a cd went where the line does not say
 	add := func(p string, f CommandFile) {
-		if p == "" || p == "-" || strings.HasPrefix(p, "/dev/") || (!f.Removed && named == maxCommandFiles) {
+		if p == "" || p == "-" || (!f.Removed && named == maxCommandFiles) {
 			return
 		}
 		if !path.IsAbs(p) {
@@ -62,7 +62,9 @@ func CommandFiles(line, cwd string) []CommandFile {
 				p = path.Join(cwd, p)
 			}
 		}
-		f.Path = path.Clean(p)
+		if f.Path = path.Clean(p); strings.HasPrefix(f.Path, "/dev/") {
+			return // //dev/null, a cwd of /dev
+		}
 		k := key{f.Path, f.Removed}
 		if i, ok := at[k]; ok {
 			if f.Write && !out[i].Write {
