@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -474,13 +475,23 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 		}
 		if argv := argStrings(obj, "command"); len(argv) > 0 {
 			if argv[0] == "apply_patch" && len(argv) > 1 {
-				p.patch(callID, argv[1], at)
+				p.patch(callID, argv[1], p.cwd, at)
 				return
 			}
 			cmd = shellCommand(argv)
 		}
+		cwd := cmp.Or(argString(obj, "workdir"), p.cwd)
+		if patch, dir, ok := heredocPatch(cmd); ok {
+			if path.IsAbs(dir) || (dir != "" && cwd == "") {
+				cwd = dir
+			} else if dir != "" {
+				cwd = path.Join(cwd, dir)
+			}
+			p.patch(callID, patch, cwd, at)
+			return
+		}
 		if cmd != "" || obj != nil {
-			p.command(callID, cmd, cmp.Or(argString(obj, "workdir"), p.cwd), at)
+			p.command(callID, cmd, cwd, at)
 			return
 		}
 	case "apply_patch":
@@ -489,7 +500,7 @@ func (p *parser) toolCall(callID, name, args string, custom bool, at adapters.Ti
 			patch = argString(obj, "input")
 		}
 		if len(adapters.PatchFiles(patch)) > 0 {
-			p.patch(callID, patch, at)
+			p.patch(callID, patch, p.cwd, at)
 			return
 		}
 	case "view_image":
@@ -516,18 +527,49 @@ func (p *parser) command(callID, cmd, cwd string, at adapters.Time) {
 	p.call(callID, p.s.Add(nil, st, at))
 }
 
+// heredocPatch reads a shell line that is apply_patch (or applypatch)
+// given its patch as a here-document, after a cd or not, as Codex itself
+// reads it: `apply_patch <<'EOF' ... EOF`, `cd sub && apply_patch <<EOF
+// ...`. It returns the patch and the folder of the cd ("" for none); ok
+// is false for any other line, or a patch with no file.
+func heredocPatch(line string) (patch, dir string, ok bool) {
+	if !strings.Contains(line, "patch") || !strings.Contains(line, "<<") {
+		return "", "", false
+	}
+	pipelines, _ := store.ShellCommands(line)
+	if n := len(pipelines); n == 2 {
+		cd := pipelines[0]
+		if len(cd) != 1 || len(cd[0].Words) != 2 || cd[0].Words[0] != "cd" || !cd[0].Sure || len(cd[0].Redirects) > 0 {
+			return "", "", false
+		}
+		dir, pipelines = cd[0].Words[1], pipelines[1:]
+	}
+	if len(pipelines) != 1 || len(pipelines[0]) != 1 {
+		return "", "", false
+	}
+	c := pipelines[0][0]
+	if len(c.Words) != 1 || (c.Words[0] != "apply_patch" && c.Words[0] != "applypatch") || len(c.Redirects) != 1 {
+		return "", "", false
+	}
+	r := c.Redirects[0]
+	if (r.Op != "<<" && r.Op != "<<-") || !r.Sure || len(adapters.PatchFiles(r.Word)) == 0 {
+		return "", "", false
+	}
+	return r.Word, dir, true
+}
+
 // patch adds one edit step per file of an apply_patch patch, its path
-// resolved against the turn's working folder (PatchFile.Edit). Each is
+// resolved against cwd, the folder it ran in (PatchFile.Edit). Each is
 // the call's as soon as it is added: the builder may spill a step once
 // the next one comes, unless it waits for a result.
-func (p *parser) patch(callID, patch string, at adapters.Time) {
+func (p *parser) patch(callID, patch, cwd string, at adapters.Time) {
 	for i, f := range adapters.PatchFiles(patch) {
 		id := callID
 		if i > 0 {
 			id = fmt.Sprintf("%s#%d", callID, i)
 		}
 		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
-			Payload: f.Edit(p.cwd)}
+			Payload: f.Edit(cwd)}
 		p.b.Call(callID, p.s.Add(nil, st, at))
 	}
 	p.pending = append(p.pending, callID)

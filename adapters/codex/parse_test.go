@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -215,6 +216,65 @@ func TestRolloutsApplyTwice(t *testing.T) {
 					t.Fatalf("round %d Apply(%s) = %+v, %v", round, s.ID, res, err)
 				}
 			}
+		}
+	}
+}
+
+// A model may run apply_patch as a shell command given its patch as a
+// here-document, after a cd, which Codex reads as the patch: the real
+// rollout with its apply_patch call written that way (the patch's path
+// made relative to the cd's folder) gives the same edit step as the
+// rollout itself.
+func TestApplyPatchAsAShellHeredoc(t *testing.T) {
+	const sid, callID = "019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b", "call_jNxPfZXnxjqCPQxUeOy07aR1"
+	raw, err := os.ReadFile("testdata/agentlogs_crud_rollout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	var patch string
+	for i, l := range lines {
+		var rec struct {
+			Payload struct {
+				Type, Input string
+				CallID      string `json:"call_id"`
+			}
+		}
+		json.Unmarshal([]byte(l), &rec)
+		if rec.Payload.CallID != callID {
+			continue
+		}
+		switch rec.Payload.Type {
+		case "custom_tool_call":
+			patch = rec.Payload.Input
+			root, rel, _ := strings.Cut(patch, "*** Update File: ")
+			dir, file := path.Split(rel[:strings.IndexByte(rel, '\n')])
+			script := "cd " + dir + " && apply_patch <<'EOF'\n" + root + "*** Update File: " + file + rel[strings.IndexByte(rel, '\n'):] + "\nEOF\n"
+			args, _ := json.Marshal(map[string]any{"command": []string{"bash", "-lc", script}})
+			call, _ := json.Marshal(map[string]any{"type": "function_call", "name": "shell", "call_id": callID, "arguments": string(args)})
+			lines[i] = `{"timestamp":"2026-01-25T10:32:08.476Z","type":"response_item","payload":` + string(call) + `}`
+		case "custom_tool_call_output":
+			lines[i] = strings.Replace(l, `"type":"custom_tool_call_output"`, `"type":"function_call_output"`, 1)
+		}
+	}
+	if patch == "" {
+		t.Fatal("the sample has no apply_patch call")
+	}
+	shell := filepath.Join(t.TempDir(), "rollout-shell.jsonl")
+	if err := os.WriteFile(shell, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := gather(adapterstest.ParseRoots(t, Agent, "testdata/agentlogs_crud_rollout.jsonl")[sid]).step(t, callID)
+	got := gather(adapterstest.ParseRoots(t, Agent, shell)[sid]).step(t, callID)
+	g, w := got.Payload, want.Payload // their structured_patch holds the patch as written
+	if got.Type != store.TypeEdit || g.Path != w.Path || deref(g.OldString) != deref(w.OldString) || deref(g.NewString) != deref(w.NewString) ||
+		*g.IsFullWrite != *w.IsFullWrite || got.Outcome != want.Outcome {
+		t.Errorf("the shell's patch = %s %s %q → %q (%s); want the edit of %s %q → %q (%s)", got.Type, g.Path, deref(g.OldString), deref(g.NewString), got.Outcome,
+			w.Path, deref(w.OldString), deref(w.NewString), want.Outcome)
+	}
+	for _, line := range []string{"apply_patch < p.diff", "cat <<'EOF' > x\n" + patch + "\nEOF", "cd a && cd b && apply_patch <<'EOF'\n" + patch + "\nEOF"} {
+		if _, _, ok := heredocPatch(line); ok {
+			t.Errorf("heredocPatch(%q) is a patch; want not", line)
 		}
 	}
 }
