@@ -198,10 +198,10 @@ func between(start string, end time.Time) string {
 	return views.Duration(end.Sub(t))
 }
 
-// commandFiles adds the fields of the files a command's line writes,
+// commandFileFields adds the fields of the files a command's line writes,
 // reads and removes (store.CommandFiles), named as Files touched names
 // them.
-func commandFiles(line, cwd, root string, field func(label string, value *string)) {
+func commandFileFields(line, cwd, root string, field func(label string, value *string)) {
 	var writes, reads, removes []string
 	for _, f := range store.CommandFiles(line, cwd) {
 		name := inWorkspace(root, f.Path)
@@ -289,7 +289,7 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 		field("Command", p.Command)
 		field("Working directory", p.Cwd)
 		if _, cut := s.Cut["command"]; !cut && p.Command != nil {
-			commandFiles(*p.Command, deref(p.Cwd), root, field)
+			commandFileFields(*p.Command, deref(p.Cwd), root, field)
 		}
 		if p.ExitCode != nil {
 			code := strconv.FormatInt(*p.ExitCode, 10)
@@ -335,12 +335,12 @@ const maxFileRows = 500
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked
-// to a search of its steps (filePathHref; fileNameHref for a file only
-// commands name): a file an agent recorded both
-// by its whole path and by its path in the workspace (Gemini CLI reads
-// README.md, writes /home/wei/repo/bot/README.md) is one row, where it
-// was first touched, with the counts of both, the whole path as its title,
-// and a search of the path in the workspace, which both hold.
+// to a search of its steps with its path (quotedHref; of its name for a
+// file only commands name): a file an agent recorded both by its whole
+// path and by its path in the workspace (Gemini CLI reads README.md,
+// writes /home/wei/repo/bot/README.md) is one row, where it was first
+// touched, with the counts of both, the whole path as its title, and a
+// search of the path in the workspace, which both hold.
 func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 	var rows []views.FileRow
 	at := map[string]int{}
@@ -349,9 +349,9 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		i, ok := at[name]
 		if !ok {
 			i, at[name] = len(rows), len(rows)
-			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: filePathHref(id, f.Path)})
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: quotedHref(id, "path:", f.Path)})
 		} else {
-			rows[i].Href = filePathHref(id, name)
+			rows[i].Href = quotedHref(id, "path:", name)
 			if name != f.Path {
 				rows[i].Path = shorten(f.Path, headChars)
 			}
@@ -367,30 +367,20 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		if r := &rows[i]; r.ByCommand == r.Created+r.Edited+r.Read {
 			// Only commands name it, and path: finds edits and reads:
 			// the search is for the words of its name instead.
-			r.Href = fileNameHref(id, name)
+			r.Href = quotedHref(id, "", name)
 		}
 	}
 	return rows
 }
 
-// fileNameHref is a search of session id's steps for the words of a
-// file's name, as a phrase ("notes/plan.md"), which finds the commands
-// that name it however they wrote its folder; "" when the query language
-// cannot say it.
-func fileNameHref(id, name string) string {
-	q := `"` + name + `"`
-	if strings.Contains(name, `"`) || len(q) > store.MaxQueryBytes {
-		return ""
-	}
-	return sessionSearchHref(id, q)
-}
-
-// filePathHref is a search of session id's steps whose path holds p (the
-// path: filter, p in quotes), or "" when the query language cannot say p
-// (a " in it, or longer than a query may be).
-func filePathHref(id, p string) string {
-	q := `path:"` + p + `"`
-	if strings.Contains(p, `"`) || len(q) > store.MaxQueryBytes {
+// quotedHref is a search of session id's steps for prefix and value in
+// quotes: a path: filter's value (path:"src/a b.go"), or a phrase of a
+// file's name, which finds the commands that name it however they wrote
+// its folder; "" when the query language cannot say value (a " in it,
+// or longer than a query may be).
+func quotedHref(id, prefix, value string) string {
+	q := prefix + `"` + value + `"`
+	if strings.Contains(value, `"`) || len(q) > store.MaxQueryBytes {
 		return ""
 	}
 	return sessionSearchHref(id, q)
