@@ -131,6 +131,21 @@ func ShellCommands(line string) (pipelines [][]ShellCommand, certain bool) {
 			}
 		case c == ' ' || c == '\t':
 			endWord()
+		case c == '(' && i+1 < len(line) && line[i+1] == '(' && !inWord:
+			// (( arithmetic )): its < and > compare numbers; read as
+			// one word that is not sure, to the closing )).
+			endWord()
+			end := strings.Index(line[i:], "))")
+			if end < 0 {
+				end = len(line) - i
+			}
+			word.WriteString(line[i:min(i+end+2, len(line))])
+			inWord, wordSure = true, false
+			i += end + 1
+		case (c == '>' || c == '<') && inTest(cmd.Words):
+			// [[ a < b ]] compares strings.
+			word.WriteByte(c)
+			inWord = true
 		case c == '>' || c == '<' || (c == '&' && i+1 < len(line) && line[i+1] == '>'):
 			fd := -1
 			if n, ok := descriptor(word.String()); inWord && !quoted && ok && c != '&' {
@@ -184,6 +199,12 @@ func ShellCommands(line string) (pipelines [][]ShellCommand, certain bool) {
 		certain = false
 	}
 	return pipelines, certain
+}
+
+// inTest says whether words are those of a [[ test not closed yet, where
+// < and > compare rather than redirect.
+func inTest(words []string) bool {
+	return len(words) > 0 && words[0] == "[[" && words[len(words)-1] != "]]"
 }
 
 // heredocAt is a here-document asked for on the line being read: where

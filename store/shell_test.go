@@ -87,6 +87,9 @@ func TestShellRedirects(t *testing.T) {
 		{"cat <<A; cat <<B\none\nA\ntwo\nB\necho # not a body", []string{"cat"}, redirs{r(-1, "<<", "one\n", true)}, [][][]string{{{"cat"}}, {{"echo"}}}},
 		{"cat <<EOF", []string{"cat"}, redirs{r(-1, "<<", "", false)}, nil},
 		{"cat >", []string{"cat"}, redirs{r(-1, ">", "", false)}, nil},
+		// < and > that compare: no redirection.
+		{"[[ $a > b ]] && cat x > y", []string{"[[", "$a", ">", "b", "]]"}, nil, [][][]string{{{"cat", "x"}}}},
+		{"if (( n > 10 )); then ls > out; fi", []string{"if", "(( n > 10 ))"}, nil, [][][]string{{{"then", "ls"}}, {{"fi"}}}},
 	} {
 		got, certain := store.ShellCommands(c.line)
 		if certain {
