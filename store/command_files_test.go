@@ -61,7 +61,8 @@ func TestCommandFiles(t *testing.T) {
 		{"cat - < /dev/stdin > /dev/null", ws, nil},
 		{"go test ./...", ws, nil},
 		{"concatenate x; sedate y", ws, nil},
-		{"if (( n > 10 )); then echo many; fi; [[ a < b ]] && echo less", ws, nil}, // < and > that compare
+		{"if (( n > 10 )); then echo many; fi; if [[ a < b ]]; then echo less; fi", ws, nil}, // < and > that compare
+		{"[[ -f a ]] && cat b > c", ws, []store.CommandFile{whole("/ws/c", nil), read("/ws/b")}},
 	} {
 		if got := store.CommandFiles(c.line, c.cwd); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("CommandFiles(%q, %q) =\n%s\nwant\n%s", c.line, c.cwd, showCommandFiles(got), showCommandFiles(c.want))

@@ -201,10 +201,18 @@ func ShellCommands(line string) (pipelines [][]ShellCommand, certain bool) {
 	return pipelines, certain
 }
 
-// inTest says whether words are those of a [[ test not closed yet, where
-// < and > compare rather than redirect.
+// inTest says whether words are in a [[ test not closed yet (if [[ a < b
+// ...), where < and > compare rather than redirect.
 func inTest(words []string) bool {
-	return len(words) > 0 && words[0] == "[[" && words[len(words)-1] != "]]"
+	for i := len(words) - 1; i >= 0; i-- {
+		switch words[i] {
+		case "]]":
+			return false
+		case "[[":
+			return true
+		}
+	}
+	return false
 }
 
 // heredocAt is a here-document asked for on the line being read: where
