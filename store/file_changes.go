@@ -125,8 +125,8 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 		if r.typ == TypeCommand {
 			// What a command wrote is in its line, already read.
 			n := 0
-			for j, f := range r.files {
-				if f.Content != nil && (j == 0 || f.Content != r.files[j-1].Content) {
+			for _, f := range r.files {
+				if f.Content != nil {
 					n += len(*f.Content)
 				}
 			}
@@ -177,21 +177,22 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 		case TypeCommand:
 			for _, cf := range r.files {
 				p := inRoot(root, cf.Path)
-				if cf.Removed {
+				switch {
+				case cf.Removed:
 					continue
-				}
-				if !cf.Write {
+				case !cf.Write:
 					if files[p] == nil {
 						read[p] = true
 					}
 					continue
 				}
 				e := FileEdit{Seq: r.seq, FullWrite: cf.Whole, Command: true}
-				if cf.Content != nil {
-					e.New, e.Cut = cf.Content, !withText[i]
-					if e.Cut {
-						e.New = nil
-					}
+				switch {
+				case cf.Content == nil: // not in its line
+				case withText[i]:
+					e.New = cf.Content
+				default:
+					e.Cut = true
 				}
 				f := file(p)
 				f.Edits = append(f.Edits, e)
