@@ -335,8 +335,8 @@ const maxFileRows = 500
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked
-// to a search of its steps with its path (quotedHref; of its name for a
-// file only commands name): a file an agent recorded both by its whole
+// to a search of its steps with its path (pathHref: the edits, reads
+// and commands that name it): a file an agent recorded both by its whole
 // path and by its path in the workspace (Gemini CLI reads README.md,
 // writes /home/wei/repo/bot/README.md) is one row, where it was first
 // touched, with the counts of both, the whole path as its title, and a
@@ -349,9 +349,9 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		i, ok := at[name]
 		if !ok {
 			i, at[name] = len(rows), len(rows)
-			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: quotedHref(id, "path:", f.Path)})
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: pathHref(id, f.Path)})
 		} else {
-			rows[i].Href = quotedHref(id, "path:", name)
+			rows[i].Href = pathHref(id, name)
 			if name != f.Path {
 				rows[i].Path = shorten(f.Path, headChars)
 			}
@@ -363,24 +363,15 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		r.Failed += f.Failed
 		r.ByCommand += f.ByCommand
 	}
-	for name, i := range at {
-		if r := &rows[i]; r.ByCommand == r.Created+r.Edited+r.Read {
-			// Only commands name it, and path: finds edits and reads:
-			// the search is for the words of its name instead.
-			r.Href = quotedHref(id, "", name)
-		}
-	}
 	return rows
 }
 
-// quotedHref is a search of session id's steps for prefix and value in
-// quotes: a path: filter's value (path:"src/a b.go"), or a phrase of a
-// file's name, which finds the commands that name it however they wrote
-// its folder; "" when the query language cannot say value (a " in it,
-// or longer than a query may be).
-func quotedHref(id, prefix, value string) string {
-	q := prefix + `"` + value + `"`
-	if strings.Contains(value, `"`) || len(q) > store.MaxQueryBytes {
+// pathHref is a search of session id's steps with path p (path:"src/a
+// b.go"); "" when the query language cannot say p (a " in it, or longer
+// than a query may be).
+func pathHref(id, p string) string {
+	q := `path:"` + p + `"`
+	if strings.Contains(p, `"`) || len(q) > store.MaxQueryBytes {
 		return ""
 	}
 	return sessionSearchHref(id, q)

@@ -161,9 +161,9 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 		}
 	}
 
-	// A file only a command names links to a search that finds that
-	// command (path: would find no edit or read of it), and its change
-	// says what it wrote is not known.
+	// A file only a command names links to the search of its path, which
+	// finds that command (migration 021), and its change says what it
+	// wrote is not known.
 	b := newBatch("cmd")
 	b["steps"].(arr)[1].(obj)["payload"] = obj{"command": "go test ./... > test.log 2>&1", "exit_code": 0, "cwd": "/tmp/ws"}
 	s.mustPush(b, http.StatusCreated)
@@ -174,8 +174,8 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 	href, _ := link.Attr("href")
 	var hits []string
 	mustDocument(t, s, href).Find(`[data-testid="search-hit"]`).Each(func(_ int, h *goquery.Selection) { hits = append(hits, h.AttrOr("data-seq", "")) })
-	if link.Length() != 1 || strings.Join(hits, ",") != "2" {
-		t.Errorf("test.log's link %q finds steps %v; want the command, 2", href, hits)
+	if u, _ := url.Parse(href); link.Length() != 1 || u == nil || u.Query().Get("q") != `path:"/tmp/ws/test.log"` || strings.Join(hits, ",") != "2" {
+		t.Errorf("test.log's link %q finds steps %v; want path:\"/tmp/ws/test.log\", the command, 2", href, hits)
 	}
 	if got := strings.TrimSpace(doc.Find(`[data-testid="change-edit-command"]`).Text()); got != "a command wrote it; what it wrote is not in its line" {
 		t.Errorf("test.log's change says %q; want that what the command wrote is not known", got)

@@ -321,15 +321,16 @@ func upserted(conn *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
 
 const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
 	  decision, outcome, content_status, role, flag_count, error, channels, flags, updated_at, payload,
-	  stdout, stderr, text, old_string, new_string)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	  stdout, stderr, text, old_string, new_string, command_files)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (session_pk, id) DO UPDATE SET
 	  seq = excluded.seq, segment_index = excluded.segment_index, turn_id = excluded.turn_id,
 	  actor_id = excluded.actor_id, at = excluded.at, type = excluded.type, decision = excluded.decision,
 	  outcome = excluded.outcome, content_status = excluded.content_status, role = excluded.role,
 	  flag_count = excluded.flag_count, error = excluded.error, channels = excluded.channels,
 	  flags = excluded.flags, updated_at = excluded.updated_at, payload = excluded.payload, stdout = excluded.stdout, stderr = excluded.stderr,
-	  text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string
+	  text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string,
+	  command_files = excluded.command_files
 	WHERE (seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status, role,
 	       error, channels, flags, payload, stdout, stderr, text, old_string, new_string)
 	  IS NOT (excluded.seq, excluded.segment_index, excluded.turn_id, excluded.actor_id, excluded.at,
@@ -337,11 +338,13 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	       excluded.error, excluded.channels, excluded.flags, excluded.payload, excluded.stdout,
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
 
-// StepColumns is the JSON columns of a step, as every backend stores them.
-// The large text fields and the message role leave the payload JSON for
-// columns of their own. An empty ErrorJSON is NULL.
+// StepColumns is the JSON columns of a step, as every backend stores them,
+// and the files a command's line names (CommandFilesColumn, for the
+// search's path: filter). The large text fields and the message role
+// leave the payload JSON for columns of their own. An empty ErrorJSON or
+// CommandFiles is NULL.
 type StepColumns struct {
-	ErrorJSON, Channels, Flags, Payload string
+	ErrorJSON, Channels, Flags, Payload, CommandFiles string
 }
 
 const emptyArray = "[]"
@@ -377,6 +380,9 @@ func SplitStep(st *Step) (StepColumns, error) {
 	}
 	if cap(b) <= 1<<20 { // a huge payload's buffer is not kept
 		*buf = b
+	}
+	if st.Type == TypeCommand && p.Command != nil {
+		r.CommandFiles = CommandFilesColumn(*p.Command, deref(p.Cwd))
 	}
 	return r, nil
 }
@@ -414,6 +420,7 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error
 			stmt.BindNull(19 + i)
 		}
 	}
+	bindOptional(stmt, 24, r.CommandFiles)
 	return upserted(conn, stmt)
 }
 

@@ -1,8 +1,12 @@
 package store
 
 import (
+	"encoding/json"
 	"path"
+	"slices"
 	"strings"
+
+	"zombiezen.com/go/sqlite"
 )
 
 // A CommandFile is a file a command line names as one it reads, writes
@@ -244,4 +248,53 @@ func sedFiles(args []string) (files []string, inPlace bool) {
 		}
 	}
 	return files, inPlace
+}
+
+// maxColumnFiles bounds the files of a step's CommandFilesColumn: the
+// maxCommandFiles read or written, and as many removed (an rm of many
+// names, each joined to the working folder, would otherwise store many
+// times its line).
+const maxColumnFiles = 2 * maxCommandFiles
+
+// CommandFilesColumn is what a command step stores of the files its line
+// names (CommandFiles, at most maxColumnFiles), for the search's path:
+// filter: each path once, one a line; "" when it names none. A change to
+// CommandFiles changes it only for the steps written after: rows stored
+// before keep what they were given until a migration fills the column
+// again (store/migrations/021).
+func CommandFilesColumn(line, cwd string) string {
+	var names []string
+	for _, f := range CommandFiles(line, cwd) {
+		if len(names) < maxColumnFiles && !slices.Contains(names, f.Path) {
+			names = append(names, f.Path) // read, written or removed: one name
+		}
+	}
+	return strings.Join(names, "\n")
+}
+
+// StoredCommandFiles is CommandFilesColumn of a command step's payload as
+// stored (its command and cwd), "" when it has no command: what a
+// migration fills the column of the steps stored before it with, on
+// either backend.
+func StoredCommandFiles(payload string) string {
+	var p struct{ Command, Cwd *string }
+	if json.Unmarshal([]byte(payload), &p) != nil || p.Command == nil {
+		return ""
+	}
+	return CommandFilesColumn(*p.Command, deref(p.Cwd))
+}
+
+// registerCommandFiles makes StoredCommandFiles the SQL function
+// step_command_files(payload) of the connection, NULL for "": migration
+// 021 fills the column of the steps stored before it with it.
+func registerCommandFiles(conn *sqlite.Conn) error {
+	return conn.CreateFunction("step_command_files", &sqlite.FunctionImpl{
+		NArgs: 1, Deterministic: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			if files := StoredCommandFiles(a[0].Text()); files != "" {
+				return sqlite.TextValue(files), nil
+			}
+			return sqlite.Value{}, nil // NULL
+		},
+	})
 }

@@ -171,8 +171,8 @@ type query struct {
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = ?",
 	"status":    "st.outcome = ?",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))", // flag:* any kind
-	"path":      "st.type IN ('edit', 'read') AND instr(json_extract(st.payload, '$.path'), ?) > 0",                                 // the steps with a path
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                               // flag:* any kind
+	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0", // edits, reads and commands that name files (migration 021)
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
 	"type":      "st.type IN (SELECT value FROM json_each(?))",

@@ -359,10 +359,20 @@ func oldStore(t *testing.T, path string, version int) (steps int64, src string) 
 	if err := store.CreateAtVersion(ctx, path, version); err != nil {
 		t.Fatalf("CreateAtVersion(%s, %d) = %v", path, version, err)
 	}
-	mustExec(t, path, "ATTACH '"+from.Path()+"' AS src",
-		"INSERT INTO sessions SELECT * FROM src.sessions",
-		"INSERT INTO steps SELECT * FROM src.steps",
-		"DETACH src").Close()
+	conn := mustExec(t, path, "ATTACH '"+from.Path()+"' AS src", "INSERT INTO sessions SELECT * FROM src.sessions")
+	// The columns of the old version's steps (a later migration adds one).
+	var cols string
+	err := sqlitex.ExecuteTransient(conn, "SELECT group_concat(name, ', ') FROM pragma_table_info('steps', 'main')", &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error { cols = st.ColumnText(0); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{"INSERT INTO steps (" + cols + ") SELECT " + cols + " FROM src.steps", "DETACH src"} {
+		if err := sqlitex.ExecuteTransient(conn, sql, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
 	return steps, from.Path()
 }
 

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -531,5 +532,78 @@ func TestSnippetWithoutWords(t *testing.T) {
 		if got != c.want || len(matches) != 0 {
 			t.Errorf("SearchSnippet(%.40q, no words) = %q, %v; want %q and no matches", c.text, got, matches, c.want)
 		}
+	}
+}
+
+// Migration 021 fills the files of the command steps stored before it,
+// so path: finds them in an old store as in a new one: a file written by
+// a here-document, one read by sed in a folder cd named, one removed; a
+// line that names no file stays NULL.
+func TestSearchMigrationFindsOldCommandsFiles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	if err := store.CreateAtVersion(ctx, path, 20); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		"cat <<'EOF' > notes/plan.md\nstep one\nEOF",
+		"cd handlers && sed -n 1,40p auth.go",
+		"rm -f /tmp/build.log",
+		"go test ./...",
+	}
+	const cwd = "/src/app"
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteScript(conn, `
+		INSERT INTO sessions (pk, id, agent_kind, agent_version, workspace_root, started_at, started_ns, source, owner_id, captured_on, updated_at)
+		  VALUES (1, 'old', 'testagent', '1', '/src/app', '2026-01-02T10:00:00Z', 0, 'push:testagent', 'local', 'host', 1);`, nil)
+	for i, line := range lines {
+		if err != nil {
+			break
+		}
+		payload, _ := json.Marshal(map[string]string{"command": line, "cwd": cwd})
+		err = sqlitex.Execute(conn, `INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type, decision,
+			  outcome, content_status, flag_count, channels, flags, updated_at, payload)
+			VALUES (1, ?, ?, 0, 't', 'r', '2026-01-02T10:00:01Z', 'command', 'accepted', 'ok', 'inline', 0, '[]', '[]', 1, ?)`,
+			&sqlitex.ExecOptions{Args: []any{fmt.Sprint("s", i+1), i + 1, string(payload)}})
+	}
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpenPath(t, path)
+	checked := 0
+	for i, line := range lines {
+		for _, f := range store.CommandFiles(line, cwd) {
+			for _, v := range []string{f.Path, filepath.Base(f.Path)} {
+				want := []hitKey{}
+				for j, other := range lines {
+					if slices.ContainsFunc(store.CommandFiles(other, cwd), func(g store.CommandFile) bool { return strings.Contains(g.Path, v) }) {
+						want = append(want, hitKey{"old", int64(j + 1)})
+					}
+				}
+				if got := hitKeys(mustSearch(t, s, `path:"`+v+`"`)); !reflect.DeepEqual(got, want) {
+					t.Errorf("Search(path:%s) after migrating, line %d = %v; want %v", v, i+1, got, want)
+				}
+				checked++
+			}
+		}
+	}
+	if checked != 6 {
+		t.Errorf("searched %d paths; want 6, two of each of the three lines that name a file", checked)
+	}
+	// The row of the line that names no file keeps its NULL.
+	ro, err := sqlite.OpenConn(path, sqlite.OpenReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var nulls []int64
+	err = sqlitex.Execute(ro, `SELECT seq FROM steps WHERE command_files IS NULL`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error { nulls = append(nulls, st.ColumnInt64(0)); return nil }})
+	if err != nil || !reflect.DeepEqual(nulls, []int64{4}) {
+		t.Errorf("steps without command files = %v, %v; want step 4 (go test ./...)", nulls, err)
 	}
 }

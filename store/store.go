@@ -273,6 +273,9 @@ func prepareConn(conn *sqlite.Conn, index string) error {
 	if err := registerSearchText(conn); err != nil { // the search views call it
 		return fmt.Errorf("register search functions: %w", err)
 	}
+	if err := registerCommandFiles(conn); err != nil { // migration 021 calls it
+		return fmt.Errorf("register step_command_files: %w", err)
+	}
 	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
 		return fmt.Errorf("attach %s: %w", index, err)
 	}

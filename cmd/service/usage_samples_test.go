@@ -388,8 +388,10 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// user_version 6: migrations 001-006 applied; 007 and those after it
-	// run again (008 rebuilds the search index from scratch).
-	err = sqlitex.ExecScript(conn, "DROP TABLE usage_hours; DROP TABLE usage_records; PRAGMA user_version = 6;")
+	// run again (008 rebuilds the search index from scratch; 021 adds
+	// steps.command_files).
+	err = sqlitex.ExecScript(conn, "DROP TABLE usage_hours; DROP TABLE usage_records; "+
+		"DROP INDEX steps_paths; ALTER TABLE steps DROP COLUMN command_files; PRAGMA user_version = 6;")
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)

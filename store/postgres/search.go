@@ -20,7 +20,7 @@ var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
-	"path":      "st.path IS NOT NULL AND strpos(st.path, $) > 0",                                                                  // edits and reads (migration 007)
+	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",    // edits, reads and commands that name files (migrations 007, 012)
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",

@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -131,4 +134,65 @@ func BenchmarkRewriteSearchWords(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(steps), "steps")
+}
+
+// A store from before migration 012 gets the files of its commands when
+// opened: the column holds for every command step of the real samples
+// what Apply writes, and path: finds a file only a command names.
+func TestOpenFillsCommandFiles(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range storetest.AgentSamples(t) {
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[int64]string{}
+	rows, _ := s.pool.Query(ctx, `SELECT pk, command_files FROM steps WHERE command_files IS NOT NULL`)
+	var pk int64
+	var files string
+	if _, err := pgx.ForEachRow(rows, []any{&pk, &files}, func() error { want[pk] = files; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 {
+		t.Fatal("no command of the samples names a file")
+	}
+	// The store as migration 011 left it.
+	_, err = s.pool.Exec(ctx, `DROP INDEX steps_paths; ALTER TABLE steps DROP COLUMN command_files;
+		CREATE INDEX steps_paths ON steps (session_pk, seq) INCLUDE (path, type, outcome, pk) WHERE path IS NOT NULL;
+		DELETE FROM schema_migrations WHERE name = 'migrations/012_step_command_files.sql'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := map[int64]string{}
+	rows, _ = s.pool.Query(ctx, `SELECT pk, command_files FROM steps WHERE command_files IS NOT NULL`)
+	if _, err := pgx.ForEachRow(rows, []any{&pk, &files}, func() error { got[pk] = files; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("command_files after migrating = %v; want what Apply wrote, %v", got, want)
+	}
+	for pk, files := range want {
+		name := strings.SplitN(files, "\n", 2)[0]
+		var sid string
+		var seq int64
+		if err := s.pool.QueryRow(ctx, `SELECT s.id, st.seq FROM steps st JOIN sessions s ON s.pk = st.session_pk WHERE st.pk = $1`, pk).Scan(&sid, &seq); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Search(ctx, store.SearchQuery{Q: `path:"` + name + `"`, Session: sid, Limit: store.MaxSearchLimit})
+		if err != nil || !slices.ContainsFunc(r.Hits, func(h store.SearchHit) bool { return h.Seq == seq }) {
+			t.Errorf("Search(path:%q) in %s = %+v, %v; want step %d", name, sid, r.Hits, err, seq)
+		}
+	}
 }

@@ -111,14 +111,57 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			if err != nil || tag.RowsAffected() == 0 {
 				return err // applied already
 			}
-			_, err = tx.Exec(ctx, string(sql))
-			return err
+			if _, err = tx.Exec(ctx, string(sql)); err != nil || migrationsInGo[name] == nil {
+				return err
+			}
+			return migrationsInGo[name](ctx, tx)
 		})
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", name, err)
 		}
 	}
 	return rewriteSearchDocs(ctx, conn)
+}
+
+// migrationsInGo are the parts of migrations SQL cannot do, each run in
+// its migration's transaction after its SQL.
+var migrationsInGo = map[string]func(context.Context, pgx.Tx) error{
+	"migrations/012_step_command_files.sql": fillCommandFiles,
+}
+
+// fillCommandFiles fills the command_files column of the command steps
+// stored before migration 012 (store.StoredCommandFiles), rewriteSpan
+// step pks a query, writing only the rows whose line names a file.
+func fillCommandFiles(ctx context.Context, tx pgx.Tx) error {
+	var last int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(pk), 0) FROM steps`).Scan(&last); err != nil {
+		return err
+	}
+	for lo := int64(0); lo < last; lo += rewriteSpan {
+		rows, _ := tx.Query(ctx, `SELECT pk, payload FROM steps WHERE type = 'command' AND pk > $1 AND pk <= $2`, lo, lo+rewriteSpan)
+		var pks []int64
+		var files []string
+		var pk int64
+		var payload string
+		_, err := pgx.ForEachRow(rows, []any{&pk, &payload}, func() error {
+			if f := store.StoredCommandFiles(payload); f != "" {
+				pks, files = append(pks, pk), append(files, f)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the commands: %w", err)
+		}
+		if len(pks) == 0 {
+			continue
+		}
+		_, err = tx.Exec(ctx, `UPDATE steps SET command_files = f.files
+			FROM unnest($1::bigint[], $2::text[]) AS f(pk, files) WHERE steps.pk = f.pk`, pks, files)
+		if err != nil {
+			return fmt.Errorf("write the commands' files: %w", err)
+		}
+	}
+	return nil
 }
 
 // migrationNames are the migration files in the order they apply.

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"SearchFields", testSearchFields},
 		{"SearchFilters", testSearchFilters},
+		{"SearchPathOfCommands", testSearchPathOfCommands},
 		{"SearchFiltersSnippet", testSearchFiltersSnippet},
 		{"SearchJSONInAString", testSearchJSONInAString},
 		{"SearchRefused", testSearchRefused},

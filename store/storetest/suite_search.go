@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -544,4 +545,59 @@ func testSearchWithoutSpaces(t *testing.T, s store.Backend) {
 			}
 		})
 	}
+}
+
+// The path: filter finds the steps that touched a file as Files touched
+// counts them: the edits and reads with the path, and the commands whose
+// line names it (store.CommandFiles: Codex writes a file with cat and a
+// here-document and reads one with sed -n). Every file a command of the
+// real samples names is searched in its session, by its whole path as
+// Files touched links it and by its base name.
+func testSearchPathOfCommands(t *testing.T, s store.Backend) {
+	batches := AgentSamples(t)
+	for _, b := range batches {
+		mustApply(t, s, b)
+	}
+	commands := 0
+	for _, b := range batches {
+		steps := mergeSteps(b)
+		named := map[string][]string{} // a command step's id: the files its line names
+		var values []string
+		for _, st := range steps {
+			if st.Type != store.TypeCommand || st.Payload.Command == nil {
+				continue
+			}
+			cwd := ""
+			if st.Payload.Cwd != nil {
+				cwd = *st.Payload.Cwd
+			}
+			for _, f := range store.CommandFiles(*st.Payload.Command, cwd) {
+				named[st.ID] = append(named[st.ID], f.Path)
+				values = append(values, f.Path, path.Base(f.Path))
+			}
+		}
+		commands += len(named)
+		slices.Sort(values)
+		for _, v := range slices.Compact(values) {
+			if strings.Contains(v, `"`) {
+				continue // the query language cannot say it
+			}
+			want := []hitKey{}
+			for _, st := range steps {
+				touched := slices.ContainsFunc(named[st.ID], func(p string) bool { return strings.Contains(p, v) })
+				if (st.Type == store.TypeEdit || st.Type == store.TypeRead) && strings.Contains(st.Payload.Path, v) || touched {
+					want = append(want, hitKey{b.Session.ID, st.Seq})
+				}
+			}
+			q := `path:"` + v + `"`
+			r := mustSearch(t, s, store.SearchQuery{Q: q, Session: b.Session.ID, Limit: store.MaxSearchLimit})
+			if got := hitKeys(r); !reflect.DeepEqual(got, want) {
+				t.Errorf("Search(%s) in %s (%s) = %v; want %v", q, b.Session.ID, b.Session.Agent.Kind, got, want)
+			}
+		}
+	}
+	if commands == 0 {
+		t.Fatal("no command of the samples names a file")
+	}
+	t.Logf("%d commands of the samples name files", commands)
 }
