@@ -30,6 +30,13 @@ type CommandFile struct {
 // many short names would make the page many times its size.
 const maxCommandFiles = 16
 
+// commandFilesSlack is what the paths a command line names may hold
+// beyond twice the line and its cwd (CommandFiles): each relative name is
+// joined to the cwd, so without a bound a line of many short names in a
+// long folder names many times its size, which Files touched, Changes and
+// the stored column (CommandFilesColumn) would hold.
+const commandFilesSlack = 1024
+
 // CommandFiles are the files a command line names as ones it reads,
 // writes or removes, each once for each (a file both read and written is
 // written): the files of its redirections (<, >, >|, &>, >>, &>>; not
@@ -38,9 +45,10 @@ const maxCommandFiles = 16
 // as a cd before it moves it, or kept relative when cwd is "" (the
 // caller's to place), and dropped after a cd to a folder the line does
 // not name. A word that would be expanded names no file; past
-// maxCommandFiles files read or written, no more are named. It is what
-// the line says, not what ran: a command that failed may have written
-// nothing.
+// maxCommandFiles files read or written, or once their paths together
+// would hold more than twice the line and its cwd and commandFilesSlack
+// bytes, no more are named. It is what the line says, not what ran: a
+// command that failed may have written nothing.
 func CommandFiles(line, cwd string) []CommandFile {
 	if !strings.ContainsAny(line, "<>") && !mayNameFiles(line) {
 		return nil // most lines: a cheap look first
@@ -54,6 +62,7 @@ func CommandFiles(line, cwd string) []CommandFile {
 	at := map[key]int{} // out's index of each file
 	named := 0          // files read or written
 	lost := false       // a cd went where the line does not say
+	room := 2*(len(line)+len(cwd)) + commandFilesSlack
 	add := func(p string, f CommandFile) {
 		if p == "" || p == "-" || (!f.Removed && named == maxCommandFiles) {
 			return
@@ -76,6 +85,10 @@ func CommandFiles(line, cwd string) []CommandFile {
 			}
 			return
 		}
+		if len(f.Path) > room {
+			return
+		}
+		room -= len(f.Path)
 		at[k] = len(out)
 		out = append(out, f)
 		if !f.Removed {
@@ -250,23 +263,24 @@ func sedFiles(args []string) (files []string, inPlace bool) {
 	return files, inPlace
 }
 
-// maxColumnFiles bounds the files of a step's CommandFilesColumn: the
-// maxCommandFiles read or written, and as many removed (an rm of many
-// names, each joined to the working folder, would otherwise store many
-// times its line).
-const maxColumnFiles = 2 * maxCommandFiles
-
 // CommandFilesColumn is what a command step stores of the files its line
-// names (CommandFiles, at most maxColumnFiles), for the search's path:
-// filter: each path once, one a line; "" when it names none. A change to
+// names (CommandFiles), for the search's path: filter: each path once,
+// one a line; "" when it names none. A change to
 // CommandFiles changes it only for the steps written after: rows stored
 // before keep what they were given until a migration fills the column
 // again (store/migrations/021).
 func CommandFilesColumn(line, cwd string) string {
-	var names []string
-	for _, f := range CommandFiles(line, cwd) {
-		if len(names) < maxColumnFiles && !slices.Contains(names, f.Path) {
-			names = append(names, f.Path) // read, written or removed: one name
+	files := CommandFiles(line, cwd)
+	var named []string // read or written: at most maxCommandFiles, each once
+	for _, f := range files {
+		if !f.Removed {
+			named = append(named, f.Path)
+		}
+	}
+	names := slices.Clone(named)
+	for _, f := range files {
+		if f.Removed && !slices.Contains(named, f.Path) {
+			names = append(names, f.Path)
 		}
 	}
 	return strings.Join(names, "\n")

@@ -127,10 +127,23 @@ func TestCommandFilesOfAHostileLine(t *testing.T) {
 	if len(got) != 20000 || !got[19999].Removed || got[19999].Path != "/ws/x19999" {
 		t.Errorf("CommandFiles(rm of 20,000 files, each twice) = %d files, the last %+v; want 20,000, /ws/x19999 removed", len(got), got[len(got)-1])
 	}
+	// In a long folder, each relative name is joined to it: the paths
+	// together hold at most twice the line and its folder, and 1 KiB.
+	cwd := "/" + strings.Repeat("d", 64<<10)
+	for _, line := range []string{writes.String(), removes.String(), "cat a b c d e f g h i j k l m n o p"} {
+		n := 0
+		for _, f := range store.CommandFiles(line, cwd) {
+			n += len(f.Path)
+		}
+		if limit := 2*(len(line)+len(cwd)) + 1024; n > limit || n == 0 {
+			t.Errorf("CommandFiles(%.20q…, a folder of %d bytes): paths of %d bytes; want some, at most %d", line, len(cwd), n, limit)
+		}
+	}
 }
 
 // Whatever the line, the files it names are clean paths, none of them a
-// device, at most maxCommandFiles read or written, and only a whole write
+// device, at most maxCommandFiles read or written, their paths at most
+// twice the line and its cwd and commandFilesSlack, and only a whole write
 // has a content; nothing makes it panic. (cat's - for its input is
 // TestCommandFiles'; a file may be named "-" as a redirection's.)
 func FuzzCommandFiles(f *testing.F) {
@@ -139,8 +152,9 @@ func FuzzCommandFiles(f *testing.F) {
 		f.Add(s, "/ws")
 	}
 	f.Fuzz(func(t *testing.T, line, cwd string) {
-		named := 0
+		named, size := 0, 0
 		for _, c := range store.CommandFiles(line, cwd) {
+			size += len(c.Path)
 			if c.Path == "" || c.Path != path.Clean(c.Path) || strings.HasPrefix(c.Path, "/dev/") {
 				t.Fatalf("CommandFiles(%q, %q) names %q", line, cwd, c.Path)
 			}
@@ -153,6 +167,9 @@ func FuzzCommandFiles(f *testing.F) {
 		}
 		if named > 16 {
 			t.Fatalf("CommandFiles(%q, %q) names %d files read or written; want at most 16", line, cwd, named)
+		}
+		if limit := 2*(len(line)+len(cwd)) + 1024; size > limit {
+			t.Fatalf("CommandFiles(%q, %q) names paths of %d bytes; want at most %d", line, cwd, size, limit)
 		}
 	})
 }
