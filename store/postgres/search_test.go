@@ -102,7 +102,7 @@ var searchQueries = []string{
 	"JOKE.md", "creme brulee", "Crème", "deepphrase tail", `"hugeend marker"`, "u99999v", "u9999*", `"repeat finale"`, `"word4999 word0"`, "word12*",
 	"test -auth", "go -test", "error -failed", "the", "file", "read", "bash", "git", "README",
 	"agent:claude-code", "agent:codex go", "type:command", "type:edit|read auth", "status:failed", "status:failed -error",
-	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "workspace:billing", "workspace:/home",
+	"flag:dangerous_command", "flag:failed", "path:handlers/", "path:auth go", "path:JOKE.md", "path:fixtures/ type:command", "workspace:billing", "workspace:/home",
 	"verdict:approved", "verdict:approved the", "verdict:maybe", `verdict:"needs work" go`, "owner:alice", "owner:local go", "owner:nobody",
 	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
 	"-test agent:claude-code", "billing -alice", "proj* -home", "alice*",
