@@ -265,10 +265,9 @@ func sedFiles(args []string) (files []string, inPlace bool) {
 
 // CommandFilesColumn is what a command step stores of the files its line
 // names (CommandFiles), for the search's path: filter: each path once,
-// one a line; "" when it names none. A change to
-// CommandFiles changes it only for the steps written after: rows stored
-// before keep what they were given until a migration fills the column
-// again (store/migrations/021).
+// one a line; "" when it names none. A change to CommandFiles reaches
+// only the steps written after it: those stored before keep their column
+// until a migration fills it again (as store/migrations/021 did).
 func CommandFilesColumn(line, cwd string) string {
 	files := CommandFiles(line, cwd)
 	var named []string // read or written: at most maxCommandFiles, each once
