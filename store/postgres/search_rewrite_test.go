@@ -183,6 +183,12 @@ func TestOpenFillsCommandFiles(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("command_files after migrating = %v; want what Apply wrote, %v", got, want)
 	}
+	// The planner knows the new column (without its statistics it read
+	// every step of each session for path:).
+	var stats int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stats WHERE tablename = 'steps' AND attname = 'command_files'`).Scan(&stats); err != nil || stats != 1 {
+		t.Errorf("statistics of steps.command_files after migrating: %d rows, %v; want 1", stats, err)
+	}
 	for pk, files := range want {
 		name := strings.SplitN(files, "\n", 2)[0]
 		var sid string
