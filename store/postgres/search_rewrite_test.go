@@ -40,23 +40,8 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	}
 	// This build's words of every row, then a store of version 2: the
 	// words gone, as if made by a rule that found none of them.
-	want := map[int64]string{}
-	rows, _ := s.pool.Query(ctx, `SELECT rid, coalesce(doc::text, '') FROM search_docs`)
-	var rid int64
-	var doc string
-	if _, err := pgx.ForEachRow(rows, []any{&rid, &doc}, func() error { want[rid] = doc; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, `UPDATE search_docs SET doc = NULL; UPDATE search_text_version SET version = 2`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	s, err = Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	want := textByKey(t, s, `SELECT rid, coalesce(doc::text, '') FROM search_docs`)
+	s = reopened(t, s, dsn, `UPDATE search_docs SET doc = NULL; UPDATE search_text_version SET version = 2`)
 	var version int
 	if err := s.pool.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil || version != store.SearchTextVersion {
 		t.Fatalf("search_text_version = %d, %v; want %d", version, err, store.SearchTextVersion)
@@ -64,10 +49,11 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	// Version 3 changed the words of a step with JSON in a string;
 	// version 4 those of a step with a character that is a word of its own.
 	json, split := regexp.MustCompile(textMayBeJSONInAString), regexp.MustCompile(store.SplitRunesPattern())
-	rows, _ = s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags,
+	rows, _ := s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags,
 		  concat_ws(' ', st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string), st.payload LIKE '%web_search%'
 		FROM steps st JOIN search_docs d ON d.rid = st.pk`)
-	var text, columns string
+	var rid int64
+	var doc, text, columns string
 	var search bool
 	rewritten, searches, splits := 0, 0, 0
 	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &columns, &search}, func() error {
@@ -151,35 +137,16 @@ func TestOpenFillsCommandFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[int64]string{}
-	rows, _ := s.pool.Query(ctx, `SELECT pk, command_files FROM steps WHERE command_files IS NOT NULL`)
-	var pk int64
-	var files string
-	if _, err := pgx.ForEachRow(rows, []any{&pk, &files}, func() error { want[pk] = files; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	const filled = `SELECT pk, command_files FROM steps WHERE command_files IS NOT NULL`
+	want := textByKey(t, s, filled)
 	if len(want) == 0 {
 		t.Fatal("no command of the samples names a file")
 	}
 	// The store as migration 011 left it.
-	_, err = s.pool.Exec(ctx, `DROP INDEX steps_paths; ALTER TABLE steps DROP COLUMN command_files;
+	s = reopened(t, s, dsn, `DROP INDEX steps_paths; ALTER TABLE steps DROP COLUMN command_files;
 		CREATE INDEX steps_paths ON steps (session_pk, seq) INCLUDE (path, type, outcome, pk) WHERE path IS NOT NULL;
 		DELETE FROM schema_migrations WHERE name = 'migrations/012_step_command_files.sql'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	s, err = Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got := map[int64]string{}
-	rows, _ = s.pool.Query(ctx, `SELECT pk, command_files FROM steps WHERE command_files IS NOT NULL`)
-	if _, err := pgx.ForEachRow(rows, []any{&pk, &files}, func() error { got[pk] = files; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	got := textByKey(t, s, filled)
 	if !maps.Equal(got, want) {
 		t.Errorf("command_files after migrating = %v; want what Apply wrote, %v", got, want)
 	}
@@ -201,4 +168,33 @@ func TestOpenFillsCommandFiles(t *testing.T) {
 			t.Errorf("Search(path:%q) in %s = %+v, %v; want step %d", name, sid, r.Hits, err, seq)
 		}
 	}
+}
+
+// textByKey is the rows of a query of two columns, a key and a text.
+func textByKey(t *testing.T, s *Store, query string) map[int64]string {
+	t.Helper()
+	out := map[int64]string{}
+	rows, _ := s.pool.Query(context.Background(), query)
+	var k int64
+	var text string
+	if _, err := pgx.ForEachRow(rows, []any{&k, &text}, func() error { out[k] = text; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// reopened runs sql on s's database and opens it again, closing s: a
+// store an earlier build left, opened by this one.
+func reopened(t *testing.T, s *Store, dsn, sql string) *Store {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
