@@ -192,6 +192,39 @@ func TestPatchFiles(t *testing.T) {
 	}
 }
 
+// A patch's relative paths are made absolute against the working folder,
+// but a patch of many short names in a long folder keeps the paths past
+// twice its size and the folder's (and 1 KiB) as the patch wrote them:
+// every file is still an edit, and the paths stay a small multiple of
+// the patch (those made absolute within that bound, the rest the patch's
+// own names).
+func TestPatchEditsOfALongFolder(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("*** Begin Patch\n")
+	for i := range 10000 {
+		fmt.Fprintf(&b, "*** Add File: f%d\n+x\n", i)
+	}
+	b.WriteString("*** End Patch")
+	patch := b.String()
+	for _, cwd := range []string{"/w", "/" + strings.Repeat("d", 64<<10)} {
+		edits := adapters.PatchEdits(patch, cwd)
+		size, joined := 0, 0 // the bytes and count of the paths made absolute
+		for _, e := range edits {
+			if strings.HasPrefix(e.Path, cwd+"/") {
+				size += len(e.Path)
+				joined++
+			}
+		}
+		if limit := 2*(len(patch)+len(cwd)) + 1024; len(edits) != 10000 || size > limit || joined == 0 {
+			t.Errorf("PatchEdits(10,000 files, a folder of %d bytes) = %d edits, %d joined to it, paths of %d bytes; want 10,000, some joined, at most %d",
+				len(cwd), len(edits), joined, size, limit)
+		}
+		if cwd == "/w" && joined != 10000 {
+			t.Errorf("PatchEdits(10,000 files in /w): %d joined to it; want all", joined)
+		}
+	}
+}
+
 func TestReadLines(t *testing.T) {
 	var got []string
 	problems := adapters.ReadLines(adapters.File{Path: "f.jsonl", Body: strings.NewReader("a\r\n\nb\nc")}, func(n int, line []byte, term bool) {

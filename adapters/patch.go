@@ -115,6 +115,29 @@ func (f PatchFile) Hunks() []PatchHunk {
 	return out
 }
 
+// PatchEdits are the payloads of the edit steps of a patch (PatchFiles,
+// each its Edit against cwd) while the paths made absolute hold at most
+// twice the patch and cwd and 1 KiB; past that a relative path stays as
+// the patch wrote it, which the review app places in the workspace root.
+// A patch of many short names in a long folder would otherwise name many
+// times its size.
+func PatchEdits(patch, cwd string) []store.Payload {
+	room := 2*(len(patch)+len(cwd)) + 1024
+	var out []store.Payload
+	for _, f := range PatchFiles(patch) {
+		dir := cwd
+		if len(cwd)+1+len(f.Path) > room { // the joined path's length before it is cleaned
+			dir = ""
+		}
+		e := f.Edit(dir)
+		if e.Path != f.Path { // made absolute
+			room -= len(e.Path)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // Edit is the payload of an edit step for one file of a patch: its path
 // made absolute against cwd (the turn's working folder) when it is
 // relative, so one file has one name whichever agent touched it; an added

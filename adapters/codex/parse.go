@@ -563,13 +563,13 @@ func heredocPatch(line string) (patch, dir string, ok bool) {
 // the call's as soon as it is added: the builder may spill a step once
 // the next one comes, unless it waits for a result.
 func (p *parser) patch(callID, patch, cwd string, at adapters.Time) {
-	for i, f := range adapters.PatchFiles(patch) {
+	for i, e := range adapters.PatchEdits(patch, cwd) {
 		id := callID
 		if i > 0 {
 			id = fmt.Sprintf("%s#%d", callID, i)
 		}
 		st := store.Step{ID: id, Type: store.TypeEdit, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
-			Payload: f.Edit(cwd)}
+			Payload: e}
 		p.b.Call(callID, p.s.Add(nil, st, at))
 	}
 	p.pending = append(p.pending, callID)

@@ -95,12 +95,12 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		}
 		steps = append(steps, st)
 	case "apply_patch", "patch":
-		for i, f := range adapters.PatchFiles(in.PatchText) {
+		for i, e := range adapters.PatchEdits(in.PatchText, p.cwd) {
 			st := base
 			if i > 0 {
 				st.ID = fmt.Sprintf("%s#%d", pt.ID, i)
 			}
-			st.Type, st.Payload = store.TypeEdit, f.Edit(p.cwd)
+			st.Type, st.Payload = store.TypeEdit, e
 			steps = append(steps, st)
 		}
 	}
