@@ -158,7 +158,8 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 	}
 	files := map[string]*FileChange{}
 	var order []string
-	read := map[string]bool{} // paths read before any edit of them
+	read := map[string]bool{}          // paths read before any edit of them
+	place := newRootPlacer(root).place // inRoot, bounded
 	file := func(p string) *FileChange {
 		f := files[p]
 		if f == nil {
@@ -171,12 +172,12 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 	for i, r := range rows {
 		switch r.typ {
 		case TypeRead:
-			if p := inRoot(root, r.path); files[p] == nil {
+			if p := place(r.path); files[p] == nil {
 				read[p] = true
 			}
 		case TypeCommand:
 			for _, cf := range r.files {
-				p := inRoot(root, cf.Path)
+				p := place(cf.Path)
 				switch {
 				case cf.Removed:
 					continue
@@ -200,7 +201,7 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 			// Only files the session read or edited: rm -rf of a build
 			// folder is not a change to review here.
 			for _, cf := range r.files {
-				gone := inRoot(root, cf.Path)
+				gone := place(cf.Path)
 				if !cf.Removed || (files[gone] == nil && !read[gone]) {
 					continue
 				}
@@ -209,7 +210,7 @@ func changesOf(rows []changeRow, root string, known map[int64][2]*string, readTe
 				}
 			}
 		case TypeEdit:
-			f := file(inRoot(root, r.path))
+			f := file(place(r.path))
 			e := FileEdit{Seq: r.seq, FullWrite: r.full, Failed: r.failed}
 			if withText[i] {
 				t := texts[r.pk]
@@ -292,6 +293,36 @@ func inRoot(root, p string) string {
 		return p
 	}
 	return path.Join(root, p)
+}
+
+// rootPlacer is inRoot for the paths of one session's Changes, with a
+// bound: the paths it places in the root hold at most rootRoom bytes for
+// each path it is given and twice that path, and 1 KiB; past that a
+// relative path stays as recorded. Each is joined to the root, and a
+// session of many short relative names in a long root would make Changes
+// many times the rows it reads.
+type rootPlacer struct {
+	root string
+	room int
+}
+
+// rootRoom is what each path given to a rootPlacer adds to its room
+// beyond twice its own length: a session whose root is no longer than
+// this has every relative path placed.
+const rootRoom = 256
+
+func newRootPlacer(root string) *rootPlacer { return &rootPlacer{root: root, room: 1024} }
+
+func (r *rootPlacer) place(p string) string {
+	r.room += rootRoom + 2*len(p)
+	if len(r.root)+1+len(p) > r.room { // the joined path's length before it is cleaned
+		return p
+	}
+	placed := inRoot(r.root, p)
+	if placed != p {
+		r.room -= len(placed)
+	}
+	return placed
 }
 
 // cloneChanges copies the slices callers may change; the strings are

@@ -304,3 +304,43 @@ func TestFileChangesPlaceRelativePaths(t *testing.T) {
 		t.Errorf("FileChanges()[1] = %+v; want /tmp/ws-rel/notes.md removed at step 5", n)
 	}
 }
+
+// Relative paths are placed in the workspace root, but not without
+// bound: 2,000 edits of short relative names in a root of 64 KiB give
+// Changes paths of a small multiple of the batch, not 2,000 times the
+// root; in a root of ordinary length every one is placed.
+func TestFileChangesOfManyRelativePathsStayBounded(t *testing.T) {
+	s := mustOpen(t)
+	for _, root := range []string{"/" + strings.Repeat("r", 64<<10), "/tmp/ws"} {
+		sid := fmt.Sprintf("rel%d", len(root))
+		b := newBatch(sid)
+		set(b, "session.workspace.root", root)
+		steps := arr{step(sid, 1, "message")}
+		for i := range 2000 {
+			steps = append(steps, editStep(sid, i+2, fmt.Sprintf("f%d.go", i), nil, "x"))
+		}
+		b["steps"] = steps
+		mustApply(t, s, b)
+		body, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.FileChanges(context.Background(), sid)
+		if err != nil || len(got) != 2000 {
+			t.Fatalf("FileChanges(root of %d bytes) = %d files, %v; want 2,000", len(root), len(got), err)
+		}
+		size, placed := 0, 0
+		for _, f := range got {
+			size += len(f.Path)
+			if strings.HasPrefix(f.Path, root+"/") {
+				placed++
+			}
+		}
+		if size > 2*len(body) {
+			t.Errorf("FileChanges(root of %d bytes): paths of %d bytes; want at most twice the batch, %d", len(root), size, 2*len(body))
+		}
+		if root == "/tmp/ws" && placed != 2000 {
+			t.Errorf("FileChanges(root /tmp/ws): %d of 2,000 placed in it; want all", placed)
+		}
+	}
+}
