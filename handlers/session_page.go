@@ -95,6 +95,12 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 	for i := range s.Images {
 		s.Images[i].Src, s.Images[i].Data = imageURL(u.id, s.Seq, s.Images[i].N), ""
 	}
+	for i := range s.Fields {
+		for j := range s.Fields[i].Files {
+			f := &s.Fields[i].Files[j]
+			f.Href = pathHref(u.id, f.Path)
+		}
+	}
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every

@@ -198,30 +198,49 @@ func between(start string, end time.Time) string {
 	return views.Duration(end.Sub(t))
 }
 
-// commandFileFields adds the fields of the files a command's line writes,
+// commandFileFields are the fields of the files a command's line writes,
 // reads and removes (store.CommandFiles), named as Files touched names
 // them.
-func commandFileFields(line, cwd, root string, field func(label string, value *string)) {
-	var writes, reads, removes []string
+func commandFileFields(line, cwd, root string) []views.Field {
+	var writes, reads, removes []views.FileLink
 	for _, f := range store.CommandFiles(line, cwd) {
-		name := inWorkspace(root, f.Path)
+		l := fileLink(root, f.Path)
 		switch {
 		case f.Removed:
-			removes = append(removes, name)
+			removes = append(removes, l)
 		case f.Write:
-			writes = append(writes, name)
+			writes = append(writes, l)
 		default:
-			reads = append(reads, name)
+			reads = append(reads, l)
 		}
 	}
+	var out []views.Field
 	for _, l := range []struct {
 		label string
-		names []string
+		files []views.FileLink
 	}{{"Writes", writes}, {"Reads", reads}, {"Removes", removes}} {
-		if len(l.names) > 0 {
-			names := strings.Join(l.names, ", ")
-			field(l.label, &names)
+		if len(l.files) > 0 {
+			names := make([]string, len(l.files))
+			for i, f := range l.files {
+				names[i] = f.Name
+			}
+			out = append(out, views.Field{Label: l.label, Value: views.Text{Shown: strings.Join(names, ", ")}, Files: l.files})
 		}
+	}
+	return out
+}
+
+// fileLink is a file a step's field names, as Files touched names it;
+// linkStep links it.
+func fileLink(root, p string) views.FileLink {
+	return views.FileLink{Name: shorten(inWorkspace(root, p), headChars), Path: p}
+}
+
+// fileField adds an edit's or a read's File: the path as recorded, and
+// the file to link.
+func fileField(v *views.StepView, p, root string, cut func(string) views.Text) {
+	if p != "" {
+		v.Fields = append(v.Fields, views.Field{Label: "File", Value: cut(p), Files: []views.FileLink{{Name: shorten(p, headChars), Path: p}}})
 	}
 }
 
@@ -289,7 +308,7 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 		field("Command", p.Command)
 		field("Working directory", p.Cwd)
 		if _, cut := s.Cut["command"]; !cut && p.Command != nil {
-			commandFileFields(*p.Command, deref(p.Cwd), root, field)
+			v.Fields = append(v.Fields, commandFileFields(*p.Command, deref(p.Cwd), root)...)
 		}
 		if p.ExitCode != nil {
 			code := strconv.FormatInt(*p.ExitCode, 10)
@@ -299,14 +318,14 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 		block("stdout", "stdout", p.Stdout)
 		block("stderr", "stderr", p.Stderr)
 	case store.TypeEdit:
-		field("File", &p.Path)
+		fileField(&v, p.Path, root, cut)
 		_, oldCut := s.Cut["old_string"]
 		_, newCut := s.Cut["new_string"]
 		v.Diff, v.DiffCut = editDiff(p, limit)
 		v.DiffFile = p.Path
 		v.DiffCut = v.DiffCut || oldCut || newCut
 	case store.TypeRead:
-		field("File", &p.Path)
+		fileField(&v, p.Path, root, cut)
 		if p.Range != nil {
 			r := fmt.Sprintf("lines %d–%d", p.Range[0], p.Range[1])
 			field("Range", &r)

@@ -159,6 +159,18 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 		if !slices.Contains(fields, want) {
 			t.Errorf("step %s's fields %q; want %q", seq, fields, want)
 		}
+		// Its file links to the steps with its path, as its row of Files
+		// touched does: the same search.
+		link := detail.Find(`[data-testid="field-file"]`)
+		if href, _ := link.Attr("href"); link.Length() != 1 || href != row.Find(`[data-testid="file-steps"]`).AttrOr("href", "-") {
+			t.Errorf("step %s's file link %q (%d links); want Files touched's %q", seq, href, link.Length(), row.Find(`[data-testid="file-steps"]`).AttrOr("href", ""))
+		}
+	}
+
+	// An export names a step's file without a link: it is read away from
+	// the service.
+	if body := s.get("/api/sessions/" + sid + "/export").Body.String(); strings.Contains(body, `data-testid="field-file"`) || !strings.Contains(body, "<dt>File</dt>") {
+		t.Errorf("the export links a step's file, or names none")
 	}
 
 	// A file only a command names links to the search of its path, which

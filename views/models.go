@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -295,10 +296,25 @@ type FlagView struct {
 	Reason         Text
 }
 
-// Field is a short labelled value of a step.
+// Field is a short labelled value of a step; a value that names files
+// (a command's Writes, an edit's File) has them in Files too.
 type Field struct {
 	Label string
 	Value Text
+	Files []FileLink
+}
+
+// FileLink is a file a step's field names: shown by Name, its whole Path
+// on hover, linked to the search of the session's steps with that path
+// when Href is set (the session page sets it; an export does not).
+type FileLink struct {
+	Name, Path, Href string
+}
+
+// Linked reports whether the field is shown as its files, linked where
+// they can be: the session page's, not an export's.
+func (f Field) Linked() bool {
+	return slices.ContainsFunc(f.Files, func(l FileLink) bool { return l.Href != "" })
 }
 
 // Block is a long labelled text of a step, shown preformatted, or as
