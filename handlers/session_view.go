@@ -238,7 +238,7 @@ func fileLink(root, p string) views.FileLink {
 
 // fileField adds an edit's or a read's File: the path as recorded, and
 // the file to link.
-func fileField(v *views.StepView, p, root string, cut func(string) views.Text) {
+func fileField(v *views.StepView, p string, cut func(string) views.Text) {
 	if p != "" {
 		v.Fields = append(v.Fields, views.Field{Label: "File", Value: cut(p), Files: []views.FileLink{{Name: shorten(p, headChars), Path: p}}})
 	}
@@ -318,14 +318,14 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 		block("stdout", "stdout", p.Stdout)
 		block("stderr", "stderr", p.Stderr)
 	case store.TypeEdit:
-		fileField(&v, p.Path, root, cut)
+		fileField(&v, p.Path, cut)
 		_, oldCut := s.Cut["old_string"]
 		_, newCut := s.Cut["new_string"]
 		v.Diff, v.DiffCut = editDiff(p, limit)
 		v.DiffFile = p.Path
 		v.DiffCut = v.DiffCut || oldCut || newCut
 	case store.TypeRead:
-		fileField(&v, p.Path, root, cut)
+		fileField(&v, p.Path, cut)
 		if p.Range != nil {
 			r := fmt.Sprintf("lines %d–%d", p.Range[0], p.Range[1])
 			field("Range", &r)
