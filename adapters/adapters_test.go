@@ -194,10 +194,9 @@ func TestPatchFiles(t *testing.T) {
 
 // A patch's relative paths are made absolute against the working folder,
 // but a patch of many short names in a long folder keeps the paths past
-// twice its size and the folder's (and 1 KiB) as the patch wrote them:
-// every file is still an edit, and the paths stay a small multiple of
-// the patch (those made absolute within that bound, the rest the patch's
-// own names).
+// the session's bound (Builder.Folder: twice what was read and 64 KiB of
+// folders copied) as the patch wrote them: every file is still an edit,
+// and the paths stay a small multiple of the patch.
 func TestPatchEditsOfALongFolder(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("*** Begin Patch\n")
@@ -207,7 +206,9 @@ func TestPatchEditsOfALongFolder(t *testing.T) {
 	b.WriteString("*** End Patch")
 	patch := b.String()
 	for _, cwd := range []string{"/w", "/" + strings.Repeat("d", 64<<10)} {
-		edits := adapters.PatchEdits(patch, cwd)
+		bld := adapters.NewBuilder(adapters.Unit{ID: "s"})
+		bld.Read(len(patch) + len(cwd)) // the patch's line and the folder's
+		edits := bld.PatchEdits(patch, cwd)
 		size, joined := 0, 0 // the bytes and count of the paths made absolute
 		for _, e := range edits {
 			if strings.HasPrefix(e.Path, cwd+"/") {
@@ -215,7 +216,7 @@ func TestPatchEditsOfALongFolder(t *testing.T) {
 				joined++
 			}
 		}
-		if limit := 2*(len(patch)+len(cwd)) + 1024; len(edits) != 10000 || size > limit || joined == 0 {
+		if limit := 3*(len(patch)+len(cwd)) + 64<<10; len(edits) != 10000 || size > limit || joined == 0 {
 			t.Errorf("PatchEdits(10,000 files, a folder of %d bytes) = %d edits, %d joined to it, paths of %d bytes; want 10,000, some joined, at most %d",
 				len(cwd), len(edits), joined, size, limit)
 		}

@@ -58,6 +58,13 @@ const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
 //     rejected step not_run, whoever set the decision: the agent's files
 //     or its telemetry).
 //   - flags: FlagStep and FlagDeadEnds, applied by Split to every step.
+//   - folders: a working folder an agent records once, for a turn or the
+//     session, goes into each command step that ran in it (Payload.Cwd)
+//     and before each relative path a step names (Folder): all of these
+//     copies of a session stay within twice what was read of its files
+//     (Read) and folderSlack, so a file of many short steps in a long
+//     folder cannot store many times its size. Past that a step records
+//     no folder and a relative path stays as the agent wrote it.
 //
 // How an adapter uses it:
 //
@@ -117,6 +124,7 @@ type Builder struct {
 	streams  []*Stream
 	calls    map[string][]*Step
 	nsteps   int
+	folders  int // bytes of folders copied into steps (Folder)
 
 	spillOn    bool
 	spillAfter int
@@ -360,6 +368,9 @@ func (s *Stream) Add(a *Actor, st store.Step, at Time) *Step {
 	}
 	st.ContentStatus = store.ContentInline
 	st.Channels = b.channels
+	if cwd := st.Payload.Cwd; cwd != nil && *cwd != "" && b.Folder(*cwd) == "" {
+		st.Payload.Cwd = nil
+	}
 	step := &Step{St: &st, At: at, stream: s.idx, actor: a}
 	if a == nil {
 		if b.turn == nil {
@@ -380,6 +391,25 @@ func (s *Stream) Add(a *Actor, st store.Step, at Time) *Step {
 	s.steps = append(s.steps, step)
 	b.nsteps++
 	return step
+}
+
+// folderSlack is the bytes of folders a session's steps may copy beyond
+// twice what was read of its files (Folder): 64 KiB, so that no session
+// of real files loses one (a 100-byte folder in 650 steps of no output).
+const folderSlack = 64 << 10
+
+// Folder counts one more copy of the working folder cwd into a step (its
+// Payload.Cwd, which Add counts, or a relative path made absolute against
+// it) and returns cwd, or "" when the copies of the session's folders
+// would pass twice the bytes read (Read) and folderSlack: a folder
+// recorded once and copied into each of many short steps would make a
+// file's steps many times its size.
+func (b *Builder) Folder(cwd string) string {
+	if b.folders+len(cwd) > 2*b.read+folderSlack {
+		return ""
+	}
+	b.folders += len(cwd)
+	return cwd
 }
 
 // Message adds a message step.

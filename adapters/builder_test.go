@@ -1,10 +1,13 @@
 package adapters_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentreview/service/adapters"
+	"github.com/agentreview/service/adapters/adapterstest"
 	"github.com/agentreview/service/store"
 )
 
@@ -188,5 +191,48 @@ func TestBuilderSegmentInsideTurn(t *testing.T) {
 		if got := stepByID(t, batch, c.id); got.TurnID != c.turn || got.SegmentIndex != c.seg {
 			t.Errorf("step %s in %s segment %d; want %s segment %d", c.id, got.TurnID, got.SegmentIndex, c.turn, c.seg)
 		}
+	}
+}
+
+// TestFoldersCopiedStayBounded: a folder copied into each of many steps
+// (a turn's, which Codex records once) is kept while the session's copies
+// stay within twice what was read and 64 KiB; past that a step records
+// none. Steps of real size, a line each and a folder of 100 bytes, all
+// keep theirs.
+func TestFoldersCopiedStayBounded(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		folder     int // bytes
+		lineBytes  int // read for each step
+		wantAllCwd bool
+	}{
+		{"real", 100, 150, true},
+		{"real, nothing read", 100, 0, false},
+		{"a 64 KiB folder", 64 << 10, 150, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const steps = 5000
+			b := adapters.NewBuilder(adapters.Unit{ID: "s"}, "test")
+			s := b.Stream("")
+			folder := "/" + strings.Repeat("d", c.folder-1)
+			b.Read(len(folder)) // the record that names it
+			read := len(folder)
+			for i := range steps {
+				b.Read(c.lineBytes)
+				read += c.lineBytes
+				s.Add(nil, store.Step{ID: fmt.Sprint("c", i), Type: store.TypeCommand, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+					Payload: store.Payload{Command: adapters.Text("ls"), Cwd: adapters.Text(folder)}}, adapters.Time{})
+			}
+			b.Header.Agent = store.Agent{Kind: "test", Version: "1"}
+			b.Header.Workspace = store.Workspace{Root: "/w"}
+			b.Header.Source = "import:test"
+			cwdBytes, _, withCwd := adapterstest.Folders(t, b.Finish())
+			if limit := 2*read + 64<<10; cwdBytes > limit || withCwd == 0 {
+				t.Errorf("%d steps in a %d-byte folder, %d bytes read: %d keep it (%d bytes); want some, at most %d bytes", steps, c.folder, read, withCwd, cwdBytes, limit)
+			}
+			if c.wantAllCwd && withCwd != steps {
+				t.Errorf("%d of %d steps keep their %d-byte folder; want all", withCwd, steps, c.folder)
+			}
+		})
 	}
 }

@@ -116,24 +116,18 @@ func (f PatchFile) Hunks() []PatchHunk {
 }
 
 // PatchEdits are the payloads of the edit steps of a patch (PatchFiles,
-// each its Edit against cwd) while the paths made absolute hold at most
-// twice the patch and cwd and 1 KiB; past that a relative path stays as
-// the patch wrote it, which the review app places in the workspace root.
-// A patch of many short names in a long folder would otherwise name many
-// times its size.
-func PatchEdits(patch, cwd string) []store.Payload {
-	room := 2*(len(patch)+len(cwd)) + 1024
+// each its Edit against cwd, the folder it ran in), its relative paths
+// made absolute while the session's copies of folders stay within their
+// bound (Folder); past it a relative path stays as the patch wrote it,
+// which the review app places in the workspace root.
+func (b *Builder) PatchEdits(patch, cwd string) []store.Payload {
 	var out []store.Payload
 	for _, f := range PatchFiles(patch) {
-		dir := cwd
-		if len(cwd)+1+len(f.Path) > room { // the joined path's length before it is cleaned
-			dir = ""
+		dir := ""
+		if !path.IsAbs(f.Path) && path.IsAbs(cwd) {
+			dir = b.Folder(cwd)
 		}
-		e := f.Edit(dir)
-		if e.Path != f.Path { // made absolute
-			room -= len(e.Path)
-		}
-		out = append(out, e)
+		out = append(out, f.Edit(dir))
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -548,5 +549,66 @@ func TestLargeSessionSplits(t *testing.T) {
 	}
 	if seqs, _ := st.StepSeqs(context.Background(), "big"); len(seqs) != calls+1 {
 		t.Errorf("stored %d steps; want %d", len(seqs), calls+1)
+	}
+}
+
+// TestLongFolderOfManyCalls derives a variant of the real transcript whose
+// lines name a 64 KiB working folder and whose Bash call's message holds
+// 3,000 more Bash calls: each is still a command step, but the folder its
+// line names once is copied into them only while the copies stay within
+// twice the file and 64 KiB (adapters.Builder.Folder), not 3,000 times.
+func TestLongFolderOfManyCalls(t *testing.T) {
+	const calls = 3000
+	folder := "/" + strings.Repeat("d", 64<<10)
+	lines := sampleLines(t, "agentlogs_crud.jsonl")
+	var ids []string
+	for i, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rec["cwd"]; ok {
+			rec["cwd"] = folder
+		}
+		if msg, _ := rec["message"].(map[string]any); ids == nil && strings.Contains(l, `"name":"Bash"`) {
+			content := msg["content"].([]any)
+			call := content[0].(map[string]any)
+			for k := range calls {
+				c := maps.Clone(call)
+				c["id"] = fmt.Sprint("many_", k)
+				content = append(content, c)
+				ids = append(ids, c["id"].(string))
+			}
+			msg["content"] = content
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[i] = string(b)
+	}
+	if ids == nil {
+		t.Fatal("agentlogs_crud.jsonl: no Bash call")
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	writeFile(t, path, lines...)
+	sessions := adapterstest.ParseRoots(t, Agent, path)
+	if len(sessions) != 1 {
+		t.Fatalf("%d sessions; want the sample's one", len(sessions))
+	}
+	var s *adapters.Session
+	for _, s = range sessions {
+	}
+	mustValid(t, s)
+	a := gather(s)
+	for _, id := range ids {
+		if st := a.step(t, id); st.Type != store.TypeCommand {
+			t.Fatalf("%s: a %s step; want a command", id, st.Type)
+		}
+	}
+	size := len(strings.Join(lines, "\n"))
+	cwdBytes, _, withCwd := adapterstest.Folders(t, s)
+	if limit := 2*size + 64<<10; cwdBytes > limit || withCwd == 0 {
+		t.Errorf("a %d-byte transcript: %d steps record the folder, %d bytes; want some, at most %d", size, withCwd, cwdBytes, limit)
 	}
 }

@@ -97,13 +97,15 @@ type taskMetadata struct {
 	} `json:"environment_history"`
 }
 
-// decodeFile reads a whole JSON file into v. A file that is not valid JSON
-// is reported with the line of the first error.
-func decodeFile(f adapters.File, v any) *adapters.Problem {
+// decodeFile reads a whole JSON file into v, counting its bytes read
+// (Builder.Read). A file that is not valid JSON is reported with the line
+// of the first error.
+func (p *parser) decodeFile(f adapters.File, v any) *adapters.Problem {
 	b, err := adapters.ReadDocument(f.Body)
 	if err != nil {
 		return &adapters.Problem{Path: f.Path, Message: err.Error()}
 	}
+	p.b.Read(len(b))
 	if len(bytes.TrimSpace(b)) == 0 {
 		return &adapters.Problem{Path: f.Path, Message: "empty file"}
 	}

@@ -105,7 +105,7 @@ func ParseTask(t Task) *adapters.Session {
 	if f := t.APIHistory; f != nil {
 		paths = append(paths, f.Path)
 		var raws []json.RawMessage
-		if prob := decodeFile(*f, &raws); prob != nil {
+		if prob := p.decodeFile(*f, &raws); prob != nil {
 			p.problems(*prob)
 		}
 		msgs = decodeMessages(raws)
@@ -114,7 +114,7 @@ func ParseTask(t Task) *adapters.Session {
 	if f := t.UIMessages; f != nil {
 		paths = append(paths, f.Path)
 		var raws []json.RawMessage
-		if prob := decodeFile(*f, &raws); prob != nil {
+		if prob := p.decodeFile(*f, &raws); prob != nil {
 			p.problems(*prob)
 		}
 		for _, r := range raws {
@@ -127,7 +127,7 @@ func ParseTask(t Task) *adapters.Session {
 	var meta taskMetadata
 	if f := t.Metadata; f != nil {
 		paths = append(paths, f.Path)
-		if prob := decodeFile(*f, &meta); prob != nil {
+		if prob := p.decodeFile(*f, &meta); prob != nil {
 			p.problems(*prob)
 		}
 	}
@@ -212,7 +212,7 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 	var man manifest
 	if f := s.Manifest; f != nil {
 		p.b.Files(f.Path)
-		if prob := decodeFile(*f, &man); prob != nil {
+		if prob := p.decodeFile(*f, &man); prob != nil {
 			p.problems(*prob)
 		}
 	}
@@ -234,7 +234,7 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 	read := func(f adapters.File, c *conv) {
 		p.b.Files(f.Path)
 		var mf messagesFile
-		if prob := decodeFile(f, &mf); prob != nil {
+		if prob := p.decodeFile(f, &mf); prob != nil {
 			p.problems(*prob)
 			return
 		}
@@ -662,7 +662,7 @@ func (p *parser) toolCall(c *conv, id, name string, args map[string]string, inpu
 	}
 	cl := &call{name: name, args: args, input: input}
 	st := store.Step{ID: id}
-	startTool(&st, cl, p.cwd)
+	startTool(p.b, &st, cl, p.cwd)
 	s := c.s.Add(c.actor, st, at)
 	s.Call = cl
 	p.b.Call(id, s)

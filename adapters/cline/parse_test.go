@@ -298,3 +298,59 @@ func TestHandmadeApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestLongFolderOfManyCalls derives a variant of the real task whose
+// working folder is 64 KiB long and whose first reply makes 3,000 more
+// read_file calls of relative paths and 3,000 execute_command calls:
+// each call is still a step, but the folder Cline wrote once is joined to
+// the paths and copied into the commands only while the copies stay
+// within twice the files and 64 KiB (adapters.Builder.Folder).
+func TestLongFolderOfManyCalls(t *testing.T) {
+	const calls = 3000
+	dir := filepath.Join("testdata", "tasks", "1770913324799")
+	body, err := os.ReadFile(filepath.Join(dir, apiHistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []map[string]any
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	cwd := cwdRE.FindStringSubmatch(string(body))
+	if cwd == nil || len(msgs) < 2 || msgs[1]["role"] != "assistant" {
+		t.Fatalf("%s: no working folder, or no reply second", dir)
+	}
+	folder := "/" + strings.Repeat("d", 64<<10)
+	blocks := msgs[1]["content"].([]any)
+	for i := range calls {
+		blocks = append(blocks,
+			map[string]any{"type": "tool_use", "id": fmt.Sprint("read_", i), "name": "read_file", "input": map[string]any{"path": fmt.Sprint("f", i)}},
+			map[string]any{"type": "tool_use", "id": fmt.Sprint("cmd_", i), "name": "execute_command", "input": map[string]any{"command": "ls"}})
+	}
+	msgs[1]["content"] = blocks
+	variant, err := json.Marshal(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant = bytes.ReplaceAll(variant, []byte("("+cwd[1]+")"), []byte("("+folder+")"))
+	meta := file(t, filepath.Join(dir, metadataFile))
+	s := ParseTask(Task{ID: "1770913324799", APIHistory: &adapters.File{Path: apiHistoryFile, Body: bytes.NewReader(variant)}, Metadata: meta})
+	mustValid(t, s)
+	a := gather(s)
+	if a.header.Workspace.Root != folder {
+		t.Fatalf("workspace root %.40q; want the 64 KiB folder", a.header.Workspace.Root)
+	}
+	for i := range calls {
+		if a.step(t, fmt.Sprint("read_", i)).Type != store.TypeRead || a.step(t, fmt.Sprint("cmd_", i)).Type != store.TypeCommand {
+			t.Fatalf("calls %d: not a read and a command", i)
+		}
+	}
+	size := len(variant) + int(meta.Body.(*bytes.Reader).Size())
+	cwdBytes, pathBytes, withCwd := adapterstest.Folders(t, s)
+	if limit := 2*size + 64<<10; cwdBytes > limit || withCwd == 0 {
+		t.Errorf("a %d-byte task: %d steps record the folder, %d bytes; want some, at most %d", size, withCwd, cwdBytes, limit)
+	}
+	if limit := 3*size + 64<<10; pathBytes > limit || !strings.HasPrefix(a.step(t, "read_0").Payload.Path, folder+"/") {
+		t.Errorf("a %d-byte task: paths of %d bytes, the first %.20q…; want at most %d, the first in the folder", size, pathBytes, a.step(t, "read_0").Payload.Path, limit)
+	}
+}

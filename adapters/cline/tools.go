@@ -26,15 +26,15 @@ var talkTools = map[string]string{
 	"ask_followup_question": "question",
 }
 
-// startTool fills a step from a tool call.
-func startTool(st *store.Step, c *call, cwd string) {
+// startTool fills a step from a tool call, in working folder cwd.
+func startTool(b *adapters.Builder, st *store.Step, c *call, cwd string) {
 	if field, ok := talkTools[c.name]; ok {
 		st.Type, st.Decision, st.Outcome = store.TypeMessage, adapters.DecisionNone, adapters.OutcomeOK
 		st.Payload = store.Payload{Role: "assistant", Text: adapters.Text(c.args[field])}
 		return
 	}
 	st.Decision, st.Outcome = adapters.DecisionUnknown, adapters.OutcomeUnknown
-	file := filePath(c.args["path"], cwd)
+	file := filePath(b, c.args["path"], cwd)
 	switch {
 	case c.name == "execute_command":
 		st.Type = store.TypeCommand
@@ -68,8 +68,8 @@ func startTool(st *store.Step, c *call, cwd string) {
 	case c.name == "apply_patch":
 		if files := adapters.PatchFiles(cmp.Or(c.args["input"], c.args["patch"])); len(files) == 1 {
 			st.Type = store.TypeEdit
-			st.Payload = files[0].Edit(cwd)
-			st.Payload.Path = filePath(files[0].Path, cwd)
+			st.Payload = files[0].Edit("")
+			st.Payload.Path = filePath(b, files[0].Path, cwd)
 			return
 		}
 	}
@@ -78,13 +78,18 @@ func startTool(st *store.Step, c *call, cwd string) {
 }
 
 // filePath makes a path Cline gave relative to the working folder
-// absolute, so the files touched by different agents read alike.
-func filePath(p, cwd string) string {
+// absolute, so the files touched by different agents read alike, while
+// the session's copies of its folder stay within their bound
+// (Builder.Folder).
+func filePath(b *adapters.Builder, p, cwd string) string {
 	p = strings.TrimSpace(p)
 	if p == "" || path.IsAbs(p) || !strings.HasPrefix(cwd, "/") {
 		return p
 	}
-	return path.Join(cwd, p)
+	if dir := b.Folder(cwd); dir != "" {
+		return path.Join(dir, p)
+	}
+	return p
 }
 
 func otherRaw(c *call, result *string) json.RawMessage {

@@ -563,7 +563,7 @@ func heredocPatch(line string) (patch, dir string, ok bool) {
 // the call's as soon as it is added: the builder may spill a step once
 // the next one comes, unless it waits for a result.
 func (p *parser) patch(callID, patch, cwd string, at adapters.Time) {
-	for i, e := range adapters.PatchEdits(patch, cwd) {
+	for i, e := range p.b.PatchEdits(patch, cwd) {
 		id := callID
 		if i > 0 {
 			id = fmt.Sprintf("%s#%d", callID, i)

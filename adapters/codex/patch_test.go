@@ -2,6 +2,8 @@ package codex
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,5 +193,66 @@ func TestCompactionAndAbortedTurn(t *testing.T) {
 	slow := a.step(t, "call_slow")
 	if slow.Outcome != "failed" || slow.Error == nil || slow.Error.Type != "aborted" || slow.SegmentIndex != 1 {
 		t.Errorf("aborted command = %s %+v in segment %d; want failed, aborted, in segment 1", slow.Outcome, slow.Error, slow.SegmentIndex)
+	}
+}
+
+// TestLongFolderOfManyCalls derives a variant of the real rollout whose
+// turns ran in a 64 KiB folder and whose last turn makes 3,000 more
+// exec_command calls and 3,000 apply_patch calls of a relative file: each
+// call is still a step, but the folder the turn recorded once is copied
+// into them only while the copies stay within twice the file and 64 KiB
+// (adapters.Builder.Folder), so the steps hold a small multiple of the
+// file, not 6,000 copies of the folder (384 MB).
+func TestLongFolderOfManyCalls(t *testing.T) {
+	const calls = 3000
+	lines := readRollout(t, crudSample)
+	folder, _ := json.Marshal("/" + strings.Repeat("d", 64<<10))
+	var exec, patch rolloutLine
+	for i, ln := range lines {
+		switch {
+		case ln.Type == "session_meta" || ln.Type == "turn_context":
+			lines[i].Payload["cwd"] = folder
+		case payloadString(ln, "name") == "exec_command" && exec.Payload == nil:
+			exec = ln
+		case payloadString(ln, "name") == "apply_patch":
+			patch = ln
+		}
+	}
+	if exec.Payload == nil || patch.Payload == nil {
+		t.Fatalf("%s: no exec_command or apply_patch call", crudSample)
+	}
+	with := func(ln rolloutLine, key string, v any) rolloutLine {
+		p := maps.Clone(ln.Payload)
+		p[key], _ = json.Marshal(v)
+		ln.Payload = p
+		return ln
+	}
+	for i := range calls {
+		id := fmt.Sprintf("call_many_%d", i)
+		lines = append(lines,
+			with(with(exec, "arguments", `{"cmd":"ls"}`), "call_id", id),
+			with(with(patch, "input", fmt.Sprintf("*** Begin Patch\n*** Add File: f%d\n+x\n*** End Patch", i)), "call_id", id+"p"))
+	}
+	path := writeRollout(t, lines)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := adapterstest.ParseUnit(t, Agent, adapters.Unit{Paths: []string{path}})
+	mustValid(t, s)
+	a := gather(s)
+	for i := range calls {
+		id := fmt.Sprintf("call_many_%d", i)
+		if a.step(t, id).Type != "command" || a.step(t, id+"p").Type != "edit" {
+			t.Fatalf("call %d: not a command and an edit", i)
+		}
+	}
+	size := int(fi.Size())
+	cwdBytes, pathBytes, withCwd := adapterstest.Folders(t, s)
+	if limit := 2*size + 64<<10; cwdBytes > limit || withCwd == 0 {
+		t.Errorf("a %d-byte rollout: %d steps record the folder, %d bytes; want some, at most %d", size, withCwd, cwdBytes, limit)
+	}
+	if limit := 3*size + 64<<10; pathBytes > limit {
+		t.Errorf("a %d-byte rollout: paths of %d bytes; want at most %d", size, pathBytes, limit)
 	}
 }

@@ -158,6 +158,7 @@ func (p *parser) add(path, where string, m message) {
 // last line without its newline marks the file as still being written.
 func (p *parser) readLines(f adapters.File) {
 	problems := adapters.ReadLines(f, func(n int, line []byte, terminated bool) {
+		p.b.Read(len(line) + 1)
 		if len(bytes.TrimSpace(line)) == 0 {
 			return
 		}
@@ -187,6 +188,7 @@ func (p *parser) readDocument(f adapters.File) {
 		p.b.Problem(adapters.Problem{Path: f.Path, Message: err.Error()})
 		return
 	}
+	p.b.Read(len(body))
 	var c conversation
 	if err := adapters.DecodeObject(body, &c); err != nil {
 		line := 0

@@ -159,6 +159,7 @@ func rowJSON(b *adapters.Builder, path, table, id string, s *sqlite.Stmt, v any)
 		return false
 	}
 	data := []byte(s.ColumnText(2))
+	b.Read(len(data))
 	if p := decode(path, data, v); p != nil {
 		b.Problem(rowProblem(path, table, id, p.Message))
 		return false

@@ -130,6 +130,7 @@ func readFiles(b *adapters.Builder, files []adapters.File) *record {
 			b.Problem(adapters.Problem{Path: f.Path, Message: err.Error()})
 			continue
 		}
+		b.Read(len(body))
 		switch storageKind(f.Path) {
 		case "message":
 			var m messageInfo

@@ -95,7 +95,7 @@ func (p *parser) tool(pt *part, at adapters.Time) {
 		}
 		steps = append(steps, st)
 	case "apply_patch", "patch":
-		for i, e := range adapters.PatchEdits(in.PatchText, p.cwd) {
+		for i, e := range p.b.PatchEdits(in.PatchText, p.cwd) {
 			st := base
 			if i > 0 {
 				st.ID = fmt.Sprintf("%s#%d", pt.ID, i)
