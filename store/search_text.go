@@ -61,11 +61,23 @@ func StepDocOf(st *Step) (StepDoc, error) {
 // string value of the payload (or the payload as written when it is not
 // JSON SQLite reads), the role, the large text columns and the strings of
 // the error and the flags, joined by new lines, leaving out what is NULL.
-func (d StepDoc) SearchText() string {
+func (d StepDoc) SearchText() string { return d.text("") }
+
+// LeadText is the text whose beginning a hit of filters alone shows (a
+// snippet without words): SearchText without the payload's working
+// folder, which stood between a command and its output and took most of
+// the snippet's 16 words (/Users/me/dev/project/sub is five). A word
+// search still finds and shows the folder: the index holds SearchText.
+func (d StepDoc) LeadText() string { return d.text("cwd") }
+
+// text is SearchText, leaving out the payload's top-level field named
+// skip when skip is not empty.
+func (d StepDoc) text(skip string) string {
 	m := getTextMaker()
 	defer m.put()
-	b := m.buf[:0]
-	b = m.appendJSONPart(b, d.Payload, true)
+	m.skip = skip
+	b := m.appendJSONPart(m.buf[:0], d.Payload, true)
+	m.skip = ""
 	for _, p := range []*string{d.Role, d.Text, d.Stdout, d.Stderr, d.OldString, d.NewString} {
 		if p != nil {
 			b = appendPart(b, *p)
@@ -111,6 +123,7 @@ type textMaker struct {
 	rd    strings.Reader
 	buf   []byte
 	inner *textMaker // reads a string value that is JSON itself (appendNested)
+	skip  string     // a top-level field left out (LeadText)
 }
 
 var textMakers = sync.Pool{New: func() any { return new(textMaker) }}
@@ -236,10 +249,10 @@ func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []
 	strs, values := 0, 0
 	for {
 		var err error
-		isString := dec.PeekKind() == '"'
+		isString, isName := dec.PeekKind() == '"', false
 		if isString {
 			if kind, n := dec.StackIndex(dec.StackDepth()); kind == '{' && n%2 == 0 {
-				isString = false // an object's name
+				isString, isName = false, true // an object's name
 			}
 		}
 		if isString {
@@ -255,7 +268,11 @@ func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []
 				b = m.appendNested(b, at, level)
 			}
 		} else {
-			_, err = dec.ReadToken()
+			var tok jsontext.Token
+			tok, err = dec.ReadToken()
+			if isName && err == nil && m.skip != "" && level == 0 && dec.StackDepth() == 1 && tok.String() == m.skip {
+				err = dec.SkipValue()
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -283,6 +300,8 @@ func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []
 // backends. The index is contentless: a row leaves it only when FTS5 is
 // given the text it was indexed with, so any change to what these return
 // must raise SearchTextVersion, which rebuilds every index.
+// search_step_lead, with the same arguments, is StepDoc.LeadText, for the
+// snippets of a page of filters alone (rowSnippets); nothing indexes it.
 func registerSearchText(conn *sqlite.Conn) error {
 	text := func(v sqlite.Value) *string {
 		if v.Type() == sqlite.TypeNull {
@@ -291,12 +310,22 @@ func registerSearchText(conn *sqlite.Conn) error {
 		s := v.Text()
 		return &s
 	}
+	doc := func(a []sqlite.Value) StepDoc {
+		return StepDoc{Payload: a[0].Text(), Role: text(a[1]), Text: text(a[2]), Stdout: text(a[3]), Stderr: text(a[4]),
+			OldString: text(a[5]), NewString: text(a[6]), Err: text(a[7]), Flags: a[8].Text()}
+	}
 	if err := conn.CreateFunction("search_step_text", &sqlite.FunctionImpl{
 		NArgs: 9, Deterministic: true, AllowIndirect: true,
 		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
-			d := StepDoc{Payload: a[0].Text(), Role: text(a[1]), Text: text(a[2]), Stdout: text(a[3]), Stderr: text(a[4]),
-				OldString: text(a[5]), NewString: text(a[6]), Err: text(a[7]), Flags: a[8].Text()}
-			return sqlite.TextValue(FTSText(d.SearchText())), nil
+			return sqlite.TextValue(FTSText(doc(a).SearchText())), nil
+		},
+	}); err != nil {
+		return err
+	}
+	if err := conn.CreateFunction("search_step_lead", &sqlite.FunctionImpl{
+		NArgs: 9, Deterministic: true, AllowIndirect: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			return sqlite.TextValue(doc(a).LeadText()), nil
 		},
 	}); err != nil {
 		return err

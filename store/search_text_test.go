@@ -494,3 +494,33 @@ func BenchmarkFTSText(b *testing.B) {
 		})
 	}
 }
+
+// The lead of a step, whose beginning a hit of filters alone shows, is
+// its searched text without its working folder: for every step of the
+// real samples, the text of the same step with no cwd.
+func TestLeadTextIsTheTextWithoutTheFolder(t *testing.T) {
+	folders := 0
+	for _, b := range storetest.SampleBatches(t) {
+		for _, st := range b.Steps {
+			d, err := store.StepDocOf(&st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Payload.Cwd != nil {
+				folders++
+			}
+			without := st
+			without.Payload.Cwd = nil
+			w, err := store.StepDocOf(&without)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := d.LeadText(), w.SearchText(); got != want {
+				t.Errorf("%s step %d: LeadText = %.80q; want %.80q", b.Session.ID, st.Seq, got, want)
+			}
+		}
+	}
+	if folders == 0 {
+		t.Fatal("no sample step has a working folder")
+	}
+}

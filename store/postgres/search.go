@@ -435,8 +435,8 @@ func wrapPage(base string, cursor bool, nargs int) string {
 
 // checkRows reads the text of every row of a page, drops the rows whose
 // text does not match (those to check in Go), and makes the snippets: of
-// the query's words, or with filters alone the text's beginning, as
-// FTS5's snippet gives it. Each text is let go once its row is done, so a
+// the query's words, or with filters alone the beginning of a step's
+// LeadText, as FTS5's snippet gives it. Each text is let go once its row is done, so a
 // page holds one of its texts at a time.
 func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
 	type checked struct {
@@ -455,9 +455,14 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		}
 	}
 	done := map[int64]checked{}
-	check := func(rid int64, text, tool string) {
+	// check matches a row's text; with no words to show, its snippet is
+	// of lead's text (a step's LeadText, past its working folder).
+	check := func(rid int64, text string, lead func() string, tool string) {
 		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded), tool: tool}
 		if c.match {
+			if len(pq.Words) == 0 && lead != nil {
+				text = lead()
+			}
 			c.snippet, c.matches = store.SearchSnippet(text, pq.Words)
 		}
 		done[rid] = c
@@ -468,7 +473,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { check(pk, d.SearchText(), store.ToolNameOf(d.Payload)); return nil })
+			func() error { check(pk, d.SearchText(), d.LeadText, store.ToolNameOf(d.Payload)); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -479,7 +484,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var agent, root string
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
-			func() error { check(-pk, store.SessionSearchText(agent, root, repo), ""); return nil })
+			func() error { check(-pk, store.SessionSearchText(agent, root, repo), nil, ""); return nil })
 		if err != nil {
 			return nil, err
 		}
