@@ -52,9 +52,15 @@ func StepDocOf(st *Step) (StepDoc, error) {
 	if err != nil {
 		return StepDoc{}, err
 	}
+	return r.Doc(st), nil
+}
+
+// Doc is the StepDoc of st, whose JSON columns r are (SplitStep): a
+// writer that has split a step indexes it without splitting it again.
+func (r StepColumns) Doc(st *Step) StepDoc {
 	p := &st.Payload
 	return StepDoc{Payload: r.Payload, Role: &p.Role, Text: p.Text, Stdout: p.Stdout, Stderr: p.Stderr,
-		OldString: p.OldString, NewString: p.NewString, Err: &r.ErrorJSON, Flags: r.Flags}, nil
+		OldString: p.OldString, NewString: p.NewString, Err: &r.ErrorJSON, Flags: r.Flags}
 }
 
 // SearchText is what a step row indexes, as search_step_docs: every

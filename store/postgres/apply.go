@@ -193,12 +193,14 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch, stor
 		queueTurn(&q, pk, &b.Turns[i], stamp).Exec(upserted)
 	}
 	counts := tallies{}
+	docs := make([]store.StepDoc, len(b.Steps)) // what each indexes (indexWrite)
 	for i := range b.Steps {
 		st := &b.Steps[i]
-		qq, err := queueStep(&q, pk, st, stamp)
+		qq, doc, err := queueStep(&q, pk, st, stamp)
 		if err != nil {
 			return false, 0, err
 		}
+		docs[i] = doc
 		qq.Exec(func(cmd pgconn.CommandTag) error {
 			if cmd.RowsAffected() > 0 {
 				written++
@@ -229,7 +231,7 @@ func applyRecords(ctx context.Context, tx pgx.Tx, pk int64, b *store.Batch, stor
 	if _, err := tx.Exec(ctx, `UPDATE sessions SET updated_at = $1 WHERE pk = $2`, stamp, pk); err != nil {
 		return false, 0, err
 	}
-	if err := indexWrite(ctx, tx, pk, b, stamp); err != nil { // search_index.go
+	if err := indexWrite(ctx, tx, pk, b, docs, stamp); err != nil { // search_index.go
 		return false, 0, err
 	}
 	return true, written, commitStamp(ctx, tx, stamp)
@@ -392,15 +394,17 @@ func (t tallies) write(ctx context.Context, tx pgx.Tx, pk int64) error {
 	return err
 }
 
-func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.QueuedQuery, error) {
+// queueStep queues the upsert of a step and returns what the step
+// indexes, from the same split (StepColumns.Doc).
+func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.QueuedQuery, store.StepDoc, error) {
 	r, err := store.SplitStep(st)
 	if err != nil {
-		return nil, err
+		return nil, store.StepDoc{}, err
 	}
 	p := &st.Payload
 	return q.Queue(upsertStepSQL, pk, st.ID, st.Seq, st.SegmentIndex, st.TurnID, st.ActorID, st.At, st.Type,
 		st.Decision, st.Outcome, st.ContentStatus, store.Nullable(p.Role), int64(len(st.Flags)), store.Nullable(r.ErrorJSON),
-		r.Channels, r.Flags, stamp, r.Payload, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString, store.Nullable(r.CommandFiles)), nil
+		r.Channels, r.Flags, stamp, r.Payload, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString, store.Nullable(r.CommandFiles)), r.Doc(st), nil
 }
 
 // queueUsage writes one usage record as SQLite's writeUsage does: a

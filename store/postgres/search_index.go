@@ -21,9 +21,10 @@ const (
 )
 
 // indexWrite indexes what a write changed, in the write's own transaction:
-// the steps of b that it stamped (steps.updated_at = stamp) and the
-// session's own row. Apply calls it once per batch that changed something.
-func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch, stamp int64) error {
+// the steps of b that it stamped (steps.updated_at = stamp), docs[i] what
+// b.Steps[i] indexes, and the session's own row. Apply calls it once per
+// batch that changed something.
+func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch, docs []store.StepDoc, stamp int64) error {
 	rows, _ := tx.Query(ctx, `SELECT id, pk FROM steps WHERE session_pk = $1 AND updated_at = $2`, sessionPK, stamp)
 	changed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
 		ID string
@@ -37,22 +38,18 @@ func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch,
 		pks[c.ID] = c.PK
 	}
 	var rids []int64
-	var docs []*string
+	var vectors []*string
 	var exact []bool
 	add := func(rid int64, text string) {
-		doc, ex := tsvectorOf(text)
-		rids, docs, exact = append(rids, rid), append(docs, doc), append(exact, ex)
+		v, ex := tsvectorOf(text)
+		rids, vectors, exact = append(rids, rid), append(vectors, v), append(exact, ex)
 	}
 	for i := range b.Steps {
 		pk, ok := pks[b.Steps[i].ID]
 		if !ok {
 			continue
 		}
-		doc, err := store.StepDocOf(&b.Steps[i])
-		if err != nil {
-			return fmt.Errorf("index: %w", err)
-		}
-		add(pk, doc.SearchText())
+		add(pk, docs[i].SearchText())
 	}
 	var agent, root string
 	var repo *string
@@ -63,7 +60,7 @@ func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch,
 	add(-sessionPK, store.SessionSearchText(agent, root, repo))
 	_, err = tx.Exec(ctx, `INSERT INTO search_docs (rid, session_pk, doc, exact)
 		SELECT rid, $1, doc::tsvector, exact FROM unnest($2::bigint[], $3::text[], $4::boolean[]) AS u (rid, doc, exact)
-		ON CONFLICT (rid) DO UPDATE SET doc = excluded.doc, exact = excluded.exact`, sessionPK, rids, docs, exact)
+		ON CONFLICT (rid) DO UPDATE SET doc = excluded.doc, exact = excluded.exact`, sessionPK, rids, vectors, exact)
 	if err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
