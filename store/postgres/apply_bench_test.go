@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
 
@@ -25,4 +26,24 @@ func BenchmarkApply5000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/step")
+}
+
+// BenchmarkTSVector5000 makes the tsvector of each step of a 5,000-step
+// push (tsvectorOf), what indexWrite adds to every push.
+func BenchmarkTSVector5000(b *testing.B) {
+	batch := storetest.Batch("live", 0, 5000)
+	texts := make([]string, len(batch.Steps))
+	for i := range batch.Steps {
+		d, err := store.StepDocOf(&batch.Steps[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts[i] = d.SearchText()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range texts {
+			tsvectorOf(t)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/agentreview/service/store"
 	"github.com/jackc/pgx/v5"
@@ -69,58 +68,81 @@ func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch,
 
 // tsvectorOf is the tsvector (as text) of an indexed text: its words
 // (store.SearchTokens) with their positions, from 1, when they fit
-// (exact); the words alone when not; nil when not even those fit.
+// (exact); the words alone when not; nil when not even those fit. Each
+// word is held once, its positions chained through next, and the text is
+// written into one buffer sized for it: a map of position slices, a
+// string per word and per number made 26 KB of garbage a step and were
+// 40% of a 5,000-step push's Go CPU (docs/performance.md, "PostgreSQL's
+// words of a push").
 func tsvectorOf(text string) (doc *string, exact bool) {
 	tokens := store.SearchTokens(text)
-	positions := map[string][]int{}
-	var order []string
-	size := 0
-	fits := true
+	type word struct {
+		term        string
+		first, last int32 // its first and last token; next chains the rest
+		n           int
+	}
+	var words []word
+	index := make(map[string]int32, len(tokens)/4+1)
+	next := make([]int32, len(tokens))
+	size, fits := 0, true // size: of the text with positions, as PostgreSQL counts it
 	for i, t := range tokens {
 		if len(t.Term) > maxTSWordBytes {
 			return nil, false
 		}
-		if _, ok := positions[t.Term]; !ok {
-			order = append(order, t.Term)
+		next[i] = -1
+		k, seen := index[t.Term]
+		if !seen {
+			k = int32(len(words))
+			index[t.Term] = k
+			words = append(words, word{term: t.Term, first: int32(i), last: int32(i)})
 			size += len(t.Term) + 8
+		} else {
+			next[words[k].last], words[k].last = int32(i), int32(i)
 		}
-		positions[t.Term] = append(positions[t.Term], i+1)
+		words[k].n++
 		size += 2
-		fits = fits && i+1 <= maxTSPosition && len(positions[t.Term]) <= maxTSPositions
+		fits = fits && i+1 <= maxTSPosition && words[k].n <= maxTSPositions
 	}
-	var b strings.Builder
-	for _, term := range order {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(tsLexeme(term))
-		if !fits {
-			continue
-		}
-		for i, p := range positions[term] {
-			if i == 0 {
-				b.WriteByte(':')
-			} else {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Itoa(p))
-		}
-	}
-	if b.Len() > maxTSBytes || (fits && size > maxTSBytes) {
+	if fits && size > maxTSBytes {
 		return nil, false
 	}
-	s := b.String()
+	room := len(words) * 4 // a space and quotes a word
+	for _, w := range words {
+		room += len(w.term)
+	}
+	if fits {
+		room += len(tokens) * 6 // a separator and up to five digits a position
+	}
+	b := make([]byte, 0, min(room, maxTSBytes+1))
+	for j, w := range words {
+		if j > 0 {
+			b = append(b, ' ')
+		}
+		b = appendLexeme(b, w.term)
+		for p, sep := w.first, byte(':'); fits && p >= 0; p, sep = next[p], ',' {
+			b = strconv.AppendInt(append(b, sep), int64(p)+1, 10)
+		}
+		if len(b) > maxTSBytes {
+			return nil, false
+		}
+	}
+	s := string(b)
 	return &s, fits
 }
 
 // tsLexeme quotes a word for tsvector and tsquery input (a word has no
 // quote or backslash, being letters and digits, but a quoted one would
 // still be read right).
-func tsLexeme(term string) string {
-	if strings.ContainsAny(term, `'\`) {
-		term = lexemeEscaper.Replace(term)
-	}
-	return "'" + term + "'"
-}
+func tsLexeme(term string) string { return string(appendLexeme(nil, term)) }
 
-var lexemeEscaper = strings.NewReplacer(`'`, `''`, `\`, `\\`)
+// appendLexeme appends term quoted as tsLexeme quotes it.
+func appendLexeme(b []byte, term string) []byte {
+	b = append(b, '\'')
+	for i := 0; i < len(term); i++ {
+		if c := term[i]; c == '\'' || c == '\\' {
+			b = append(b, c)
+		}
+		b = append(b, term[i])
+	}
+	return append(b, '\'')
+}
