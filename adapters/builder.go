@@ -287,8 +287,10 @@ func (b *Builder) SetStartReason(reason string) bool {
 	return true
 }
 
-// SegmentFile lists a file as a source of the current segment, for a file
-// that started it without a step in it yet.
+// SegmentFile lists a file as a source of the current segment only: a
+// file that started it without a step in it yet, or one of many files
+// each of which holds records of one segment (opencode's message files),
+// which Files would list in every segment.
 func (b *Builder) SegmentFile(path string) {
 	if path != "" {
 		b.current().files[path] = true

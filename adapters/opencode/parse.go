@@ -43,8 +43,11 @@ func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
 	} else {
 		rec = readFiles(b, files)
 		for _, f := range files {
-			if storageKind(f.Path) != "part" {
-				b.Files(f.Path) // part files are many; their messages name them
+			// Part files are many and their messages name them; a message
+			// file is a source of the segment its steps went to
+			// (parser.message), not of every segment.
+			if k := storageKind(f.Path); k != "part" && k != "message" {
+				b.Files(f.Path)
 			}
 		}
 	}
@@ -87,6 +90,7 @@ func (p *parser) message(m *message) {
 	default:
 		p.b.Skip("message:" + cmp.Or(in.Role, "?"))
 	}
+	p.b.SegmentFile(m.file)
 }
 
 // prompt starts a turn with the user's text parts and the images attached.

@@ -3,6 +3,7 @@ package opencode
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,5 +268,76 @@ func TestDatabaseColumnsDropped(t *testing.T) {
 	}
 	if root := s.Batches[0].Session.Workspace.Root; root != "/Users/philipp/dev/agentlogs" {
 		t.Errorf("workspace root = %q; want the messages' path.root", root)
+	}
+}
+
+// TestMessageFilesListedOnce derives from the real storage sample a
+// session of 300 more compactions, each a user message with a
+// compaction part and a prompt: each segment lists the session's file and
+// the message files of its own records, so every message file is listed
+// by one segment. Listed by every segment, as before, the 300 segments
+// named 90,000 files.
+func TestMessageFilesListedOnce(t *testing.T) {
+	const compactions = 300
+	root := copyStorage(t)
+	msgDir := filepath.Join(root, "message", sampleSession)
+	entries, err := os.ReadDir(msgDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64 // the latest message's time
+	for _, e := range entries {
+		var m struct {
+			Time struct{ Created int64 } `json:"time"`
+		}
+		opencodetest.MustJSON(t, filepath.Join(msgDir, e.Name()), &m)
+		last = max(last, m.Time.Created)
+	}
+	write := func(path string, v any) {
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(path), 0o700)
+		}
+		if err == nil {
+			err = os.WriteFile(path, b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range compactions {
+		id := fmt.Sprintf("msg_zz%05d", i)
+		write(filepath.Join(msgDir, id+".json"), map[string]any{"id": id, "sessionID": sampleSession, "role": "user",
+			"time": map[string]any{"created": last + int64(i+1)*1000}, "agent": "build"})
+		for k, part := range []map[string]any{{"type": "compaction"}, {"type": "text", "text": fmt.Sprintf("go on %d", i)}} {
+			pid := fmt.Sprintf("prt_zz%05d_%d", i, k)
+			part["id"], part["sessionID"], part["messageID"] = pid, sampleSession, id
+			write(filepath.Join(root, "part", id, pid+".json"), part)
+		}
+	}
+	batches := mustBatches(t, filepath.Dir(root))
+	segs := batches[0].Segments
+	if len(segs) != compactions+1 {
+		t.Fatalf("%d segments; want %d", len(segs), compactions+1)
+	}
+	listed := map[string]int{}
+	for _, g := range segs {
+		for _, f := range g.SourceFiles {
+			listed[f]++
+		}
+	}
+	messages := 0
+	for f, n := range listed {
+		switch kind := storageKind(f); {
+		case kind == "message" && n != 1:
+			t.Errorf("%s listed by %d segments; want 1", f, n)
+		case kind == "session" && n != len(segs):
+			t.Errorf("%s listed by %d segments; want every one (%d)", f, n, len(segs))
+		case kind == "message":
+			messages++
+		}
+	}
+	if want := len(entries) + compactions; messages != want {
+		t.Errorf("%d message files listed; want %d", messages, want)
 	}
 }

@@ -93,6 +93,7 @@ type toolState struct {
 type message struct {
 	Info  messageInfo `json:"info"`
 	Parts []part      `json:"parts"`
+	file  string      // the storage file that holds it; "" in an export or a database
 }
 
 // record is one session as all three layouts hold it (the shape of
@@ -141,7 +142,7 @@ func readFiles(b *adapters.Builder, files []adapters.File) *record {
 			m.ID = cmp.Or(m.ID, strings.TrimSuffix(filepath.Base(f.Path), ".json"))
 			if _, dup := byID[m.ID]; !dup {
 				byID[m.ID] = len(rec.Messages)
-				rec.Messages = append(rec.Messages, message{Info: m})
+				rec.Messages = append(rec.Messages, message{Info: m, file: f.Path})
 			}
 		case "part":
 			var p part
