@@ -1,7 +1,10 @@
 package adapters
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/store"
@@ -58,6 +61,9 @@ const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
 //     rejected step not_run, whoever set the decision: the agent's files
 //     or its telemetry).
 //   - flags: FlagStep and FlagDeadEnds, applied by Split to every step.
+//   - ids: a session's, turn's or subagent's id, copied into each of its
+//     steps and usage records, is kept as written up to maxIDBytes;
+//     longer, it is cut and a hash of the whole added (boundedID).
 //   - folders: a working folder an agent records once, for a turn or the
 //     session, goes into each command step that ran in it (Payload.Cwd)
 //     and before each relative path a step names (Folder): all of these
@@ -308,11 +314,12 @@ func (b *Builder) current() *segment {
 	return b.segments[len(b.segments)-1]
 }
 
-// NewTurn opens a turn of the root actor, with the id "turn-"+id, in the
-// current segment; mode is the one the agent recorded for it, or "".
+// NewTurn opens a turn of the root actor, with the id "turn-"+id
+// (boundedID), in the current segment; mode is the one the agent recorded
+// for it, or "".
 func (b *Builder) NewTurn(id, mode string, at Time) *Turn {
 	t := &Turn{Turn: store.Turn{
-		ID: "turn-" + id, SegmentIndex: b.current().Index, ActorID: RootActor,
+		ID: "turn-" + boundedID(id), SegmentIndex: b.current().Index, ActorID: RootActor,
 		Index: int64(len(b.turns) + 1), Mode: mode,
 	}, At: at}
 	b.turns = append(b.turns, t)
@@ -324,12 +331,12 @@ func (b *Builder) NewTurn(id, mode string, at Time) *Turn {
 func (b *Builder) Turn() *Turn { return b.turn }
 
 // Subagent returns the subagent actor with this id, adding it the first
-// time.
+// time; the actor's ID is boundedID(id).
 func (b *Builder) Subagent(id string) *Actor {
 	if a := b.byActor[id]; a != nil {
 		return a
 	}
-	a := &Actor{ID: id}
+	a := &Actor{ID: boundedID(id)}
 	b.byActor[id] = a
 	b.actors = append(b.actors, a)
 	return a
@@ -393,6 +400,24 @@ func (s *Stream) Add(a *Actor, st store.Step, at Time) *Step {
 	s.steps = append(s.steps, step)
 	b.nsteps++
 	return step
+}
+
+// maxIDBytes is the longest id of a session, turn or subagent the
+// builder keeps as the agent wrote it (real ones are uuids and the like,
+// under 100 bytes): each is copied into every step and usage record of
+// its own, so a long one in a hostile file, once, would be stored once a
+// step.
+const maxIDBytes = 256
+
+// boundedID is id when it is at most maxIDBytes long, else its first 64
+// bytes (cut at a character) and a hash of the whole: the same id for the
+// same files, so a session read again is the same session.
+func boundedID(id string) string {
+	if len(id) <= maxIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return strings.ToValidUTF8(id[:64], "") + "~" + hex.EncodeToString(sum[:12])
 }
 
 // folderSlack is the bytes of folders a session's steps may copy beyond

@@ -14,6 +14,7 @@ import (
 func (b *Builder) Finish() *Session {
 	b.sealPending()
 	sess := b.sess
+	b.Header.ID = boundedID(b.Header.ID)
 	sess.ID = b.Header.ID
 	if b.nsteps == 0 || sess.ID == "" {
 		b.spill.Close()

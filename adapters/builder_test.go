@@ -236,3 +236,52 @@ func TestFoldersCopiedStayBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestLongIDsStayBounded: a session's, a turn's and a subagent's ids are
+// copied into each of their steps, so an id of 64 KiB in a hostile file
+// is cut to at most 256 bytes with a hash of the whole: the same for the
+// same files, and two ids that differ only past the cut stay two.
+func TestLongIDsStayBounded(t *testing.T) {
+	long := func(last string) string { return strings.Repeat("i", 64<<10) + last }
+	build := func(session, turn, agent string) *store.Batch {
+		b := adapters.NewBuilder(adapters.Unit{ID: session}, "test")
+		s := b.Stream("")
+		b.NewTurn(turn, "", adapters.Time{})
+		sub := b.Subagent(agent)
+		for i := range 1000 {
+			a := sub
+			if i%2 == 0 {
+				a = nil
+			}
+			s.Add(a, store.Step{ID: fmt.Sprint("s", i), Type: store.TypeCommand, Decision: adapters.DecisionUnknown, Outcome: adapters.OutcomeUnknown,
+				Payload: store.Payload{Command: adapters.Text("ls")}}, adapters.Time{})
+		}
+		_, batch := built(t, b)
+		return batch
+	}
+	one, again, other := build(long("a"), long("t"), long("x")), build(long("a"), long("t"), long("x")), build(long("b"), long("u"), long("y"))
+	for _, st := range one.Steps {
+		if n := len(st.SessionID) + len(st.TurnID) + len(st.ActorID); n > 3*(256+len("turn-")) {
+			t.Fatalf("step %s: ids of %d bytes; want each at most 256", st.ID, n)
+		}
+	}
+	subStep := func(b *store.Batch) store.Step {
+		for _, st := range b.Steps {
+			if st.ActorID != adapters.RootActor {
+				return st
+			}
+		}
+		t.Fatal("no subagent step")
+		return store.Step{}
+	}
+	s1, s2, s3 := subStep(one), subStep(again), subStep(other)
+	if s1.SessionID != s2.SessionID || s1.TurnID != s2.TurnID || s1.ActorID != s2.ActorID {
+		t.Errorf("ids of the same files differ: %q %q %q, then %q %q %q", s1.SessionID, s1.TurnID, s1.ActorID, s2.SessionID, s2.TurnID, s2.ActorID)
+	}
+	if s1.SessionID == s3.SessionID || s1.TurnID == s3.TurnID || s1.ActorID == s3.ActorID {
+		t.Errorf("ids that differ past the cut are the same: %q %q %q", s1.SessionID, s1.TurnID, s1.ActorID)
+	}
+	if short := subStep(build("s1", "p1", "agent-1")); short.SessionID != "s1" || short.TurnID != "turn-p1" || short.ActorID != "agent-1" {
+		t.Errorf("short ids = %q %q %q; want them as written", short.SessionID, short.TurnID, short.ActorID)
+	}
+}

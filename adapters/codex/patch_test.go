@@ -256,3 +256,29 @@ func TestLongFolderOfManyCalls(t *testing.T) {
 		t.Errorf("a %d-byte rollout: paths of %d bytes; want at most %d", size, pathBytes, limit)
 	}
 }
+
+// TestLongSessionID derives a variant of the real rollout whose
+// session_meta names a 64 KiB id: the session is still read, and its id,
+// which every step and usage record carries, is cut to at most 256 bytes
+// (adapters' boundedID), the same each time the file is read.
+func TestLongSessionID(t *testing.T) {
+	lines := readRollout(t, crudSample)
+	long, _ := json.Marshal(strings.Repeat("0", 64<<10))
+	for i, ln := range lines {
+		if ln.Type == "session_meta" {
+			lines[i].Payload["id"] = long
+		}
+	}
+	path := writeRollout(t, lines)
+	s := adapterstest.ParseUnit(t, Agent, adapters.Unit{Paths: []string{path}})
+	mustValid(t, s)
+	again := adapterstest.ParseUnit(t, Agent, adapters.Unit{Paths: []string{path}})
+	if len(s.ID) > 256 || s.ID != again.ID || len(s.Batches) == 0 {
+		t.Fatalf("session id of %d bytes (%q, then %q), %d batches; want at most 256, the same twice, and batches", len(s.ID), s.ID, again.ID, len(s.Batches))
+	}
+	for _, st := range gather(s).steps {
+		if st.SessionID != s.ID {
+			t.Fatalf("step %s: session %.40q; want %q", st.ID, st.SessionID, s.ID)
+		}
+	}
+}
