@@ -61,6 +61,8 @@ const SubagentsOnlyLabel = "main (transcript missing: subagents only)"
 //     rejected step not_run, whoever set the decision: the agent's files
 //     or its telemetry).
 //   - flags: FlagStep and FlagDeadEnds, applied by Split to every step.
+//   - modes: a turn's mode is kept up to maxModeBytes, since turns without
+//     one carry it.
 //   - ids: a session's, turn's or subagent's id, copied into each of its
 //     steps and usage records, is kept as written up to maxIDBytes;
 //     longer, it is cut and a hash of the whole added (boundedID).

@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentreview/service/store"
@@ -139,8 +140,23 @@ func (b *Builder) finishTurns(start Time) {
 		if t.Mode == "" {
 			t.Mode = mode
 		}
+		t.Mode = boundedMode(t.Mode)
 		mode = t.Mode
 	}
+}
+
+// maxModeBytes is the longest turn mode kept whole (real ones are words:
+// plan, act, acceptEdits, bypassPermissions): a turn without one carries
+// the mode before it, so a long one recorded once would be stored once a
+// turn.
+const maxModeBytes = 256
+
+// boundedMode is mode cut to maxModeBytes, at a character.
+func boundedMode(mode string) string {
+	if len(mode) <= maxModeBytes {
+		return mode
+	}
+	return strings.ToValidUTF8(mode[:maxModeBytes], "")
 }
 
 // place puts a subagent under the call that spawned it: its steps join

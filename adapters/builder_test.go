@@ -285,3 +285,31 @@ func TestLongIDsStayBounded(t *testing.T) {
 		t.Errorf("short ids = %q %q %q; want them as written", short.SessionID, short.TurnID, short.ActorID)
 	}
 }
+
+// TestLongModeStaysBounded: a turn without a mode carries the one before,
+// so a 64 KiB mode recorded once is cut to 256 bytes, not stored whole by
+// each of 1,000 turns after it; a real mode is kept as written.
+func TestLongModeStaysBounded(t *testing.T) {
+	for _, mode := range []string{"acceptEdits", strings.Repeat("é", 32<<10)} {
+		b := adapters.NewBuilder(adapters.Unit{ID: "s"}, "test")
+		s := b.Stream("")
+		for i := range 1000 {
+			m := ""
+			if i == 0 {
+				m = mode
+			}
+			b.NewTurn(fmt.Sprint("p", i), m, adapters.Time{})
+			s.Message(nil, fmt.Sprint("p", i), "user", "go on", adapters.Time{})
+		}
+		_, batch := built(t, b)
+		want := mode
+		if len(mode) > 256 {
+			want = strings.Repeat("é", 128)
+		}
+		for _, turn := range batch.Turns {
+			if turn.Mode != want {
+				t.Fatalf("turn %s: mode of %d bytes; want %.20q… of %d", turn.ID, len(turn.Mode), want, len(want))
+			}
+		}
+	}
+}
