@@ -187,9 +187,48 @@ func TestManyConnectionsAtOnce(t *testing.T) {
 	}
 }
 
+// A session of more distinct commands than Commands run shows lists the
+// first maxReportRows run and counts the rest; the JSON report lists them
+// all.
+func TestManyCommandsRunStayBounded(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("cmds")
+	step := b["steps"].(arr)[1].(obj)
+	for i := range maxReportRows + 200 {
+		c := obj{}
+		for k, v := range step {
+			c[k] = v
+		}
+		c["id"], c["seq"], c["payload"] = fmt.Sprintf("cmds-c%d", i), 10+i, obj{"command": fmt.Sprintf("echo %d", i), "exit_code": 0}
+		b["steps"] = append(b["steps"].(arr), c)
+	}
+	s.mustPush(b, http.StatusCreated)
+	var d struct {
+		Report struct{ Commands []store.CommandRun }
+	}
+	if err := json.Unmarshal(s.get("/api/sessions/cmds").Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + maxReportRows + 200; len(d.Report.Commands) != want {
+		t.Fatalf("the report lists %d commands; want %d", len(d.Report.Commands), want)
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=cmds").Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := doc.Find(`[data-testid="commands"] tbody tr`)
+	more := strings.TrimSpace(doc.Find(`[data-testid="commands-more"]`).Text())
+	last := strings.TrimSpace(rows.Last().Find("code").Text())
+	if rows.Length() != maxReportRows || last != d.Report.Commands[maxReportRows-1].Command ||
+		!strings.HasPrefix(more, fmt.Sprintf("… and %s more commands", views.Number(int64(len(d.Report.Commands)-maxReportRows)))) {
+		t.Errorf("Commands run = %d rows, the last %q, %q; want %d, the last %q, and the rest counted",
+			rows.Length(), last, more, maxReportRows, d.Report.Commands[maxReportRows-1].Command)
+	}
+}
+
 // Commands whose lines name thousands of short file names, and edits of
 // 600 files, do not make the session page many times the batch: Files
-// touched shows maxFileRows of the files, says how many more there are,
+// touched shows maxReportRows of the files, says how many more there are,
 // and each command names at most 16; the JSON report lists them all.
 func TestManyFilesTouchedStayBounded(t *testing.T) {
 	s := newTestService(t)
@@ -238,8 +277,8 @@ func TestManyFilesTouchedStayBounded(t *testing.T) {
 	}
 	rows := doc.Find(`[data-testid="files"] tbody tr`).Length()
 	more := strings.TrimSpace(doc.Find(`[data-testid="files-more"]`).Text())
-	if rows != maxFileRows || !strings.HasPrefix(more, fmt.Sprintf("… and %s more files", views.Number(int64(len(d.Report.Files)-maxFileRows)))) {
-		t.Errorf("Files touched = %d rows, %q; want %d and the rest counted", rows, more, maxFileRows)
+	if rows != maxReportRows || !strings.HasPrefix(more, fmt.Sprintf("… and %s more files", views.Number(int64(len(d.Report.Files)-maxReportRows)))) {
+		t.Errorf("Files touched = %d rows, %q; want %d and the rest counted", rows, more, maxReportRows)
 	}
 	if page.Body.Len() > 2*len(body) {
 		t.Errorf("the page is %d bytes for a batch of %d; want at most twice", page.Body.Len(), len(body))

@@ -62,10 +62,14 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		}
 	}
 	v.Files = fileRows(d.ID, d.Workspace.Root, d.Report.Files)
-	if n := len(v.Files); n > maxFileRows {
-		v.Files, v.FilesMore = v.Files[:maxFileRows], n-maxFileRows
+	if n := len(v.Files); n > maxReportRows {
+		v.Files, v.FilesMore = v.Files[:maxReportRows], n-maxReportRows
 	}
-	for _, c := range d.Report.Commands {
+	commands := d.Report.Commands
+	if n := len(commands); n > maxReportRows {
+		commands, v.CommandsMore = commands[:maxReportRows], n-maxReportRows
+	}
+	for _, c := range commands {
 		codes := make([]string, len(c.ExitCodes))
 		for i, code := range c.ExitCodes {
 			codes[i] = strconv.FormatInt(code, 10)
@@ -348,9 +352,9 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 	return v
 }
 
-// maxFileRows bounds the rows of Files touched; the JSON report lists
-// every file.
-const maxFileRows = 500
+// maxReportRows bounds the rows of Files touched and of Commands run
+// (the first commands run); the JSON report lists every file and command.
+const maxReportRows = 500
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked

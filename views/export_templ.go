@@ -146,7 +146,7 @@ func Export(p ExportPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = CommandsRun(p.Session.Commands).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = CommandsRun(p.Session.Commands, p.Session.CommandsMore).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

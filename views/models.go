@@ -178,6 +178,7 @@ type SessionView struct {
 	Files        []FileRow
 	FilesMore    int // files past those in Files, in the JSON report only
 	Commands     []CommandRow
+	CommandsMore int // commands past those in Commands, in the JSON report only
 	Turns        []TurnView
 	Actors       []ActorOption // the subagents, for the timeline's filter
 	Verdict      *VerdictView

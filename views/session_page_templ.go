@@ -228,7 +228,7 @@ func Session(p SessionPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = CommandsRun(p.Session.Commands).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = CommandsRun(p.Session.Commands, p.Session.CommandsMore).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1161,7 +1161,7 @@ func Updates(s SessionView, turns []TurnView, changes ChangesView) templ.Compone
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = CommandsRun(s.Commands).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = CommandsRun(s.Commands, s.CommandsMore).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
