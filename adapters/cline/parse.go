@@ -231,8 +231,9 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 		msgs []apiMessage
 	}
 	var convs []loaded
+	// Each messages file is a stream of its own path, so a segment lists
+	// the files its steps came from, not every subagent's of the session.
 	read := func(f adapters.File, c *conv) {
-		p.b.Files(f.Path)
 		var mf messagesFile
 		if prob := p.decodeFile(f, &mf); prob != nil {
 			p.problems(*prob)
@@ -248,13 +249,13 @@ func ParseSDKSession(s SDKSession) *adapters.Session {
 		convs = append(convs, loaded{c, msgs})
 	}
 	if s.Messages != nil {
-		read(*s.Messages, &conv{s: p.b.Stream(""), prefix: "m"})
+		read(*s.Messages, &conv{s: p.b.Stream(s.Messages.Path), prefix: "m"})
 	}
 	for _, f := range s.Subagents {
 		stem := strings.TrimSuffix(filepath.Base(f.Path), messagesSuffix)
 		a := p.b.Subagent("agent-" + stem)
 		a.Label = "subagent"
-		read(f, &conv{s: p.b.Stream(""), actor: a, prefix: stem + ":m"})
+		read(f, &conv{s: p.b.Stream(f.Path), actor: a, prefix: stem + ":m"})
 	}
 	if p.start.IsZero() {
 		for _, l := range convs {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -352,5 +353,78 @@ func TestLongFolderOfManyCalls(t *testing.T) {
 	}
 	if limit := 3*size + 64<<10; pathBytes > limit || !strings.HasPrefix(a.step(t, "read_0").Payload.Path, folder+"/") {
 		t.Errorf("a %d-byte task: paths of %d bytes, the first %.20q…; want at most %d, the first in the folder", size, pathBytes, a.step(t, "read_0").Payload.Path, limit)
+	}
+}
+
+// TestSubagentFilesListedOnce: a session of 50 resumptions and 50
+// subagents, each a messages file of its own (derived from the handmade
+// Cline 4 session): each file is a source of the segments its steps are
+// in, the manifest of every segment; listed by every segment, as before,
+// the files grew as the segments times the subagents.
+func TestSubagentFilesListedOnce(t *testing.T) {
+	const n = 50
+	src := filepath.Join("testdata", "handmade", "sessions", "1769100000000_ab12c")
+	dir := filepath.Join(t.TempDir(), "1769100000000_ab12c")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) map[string]any {
+		var v map[string]any
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil || json.Unmarshal(b, &v) != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return v
+	}
+	write := func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), b, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1769100000000_ab12c.json", read("1769100000000_ab12c.json"))
+	main := read("1769100000000_ab12c.messages.json")
+	msgs := main["messages"].([]any)
+	helper := read("1769100000000_ab12c__helper.messages.json")
+	at := int64(1769100100000)
+	for i := range n {
+		at += 1000
+		msgs = append(msgs,
+			map[string]any{"id": fmt.Sprint("r", i), "role": "user", "ts": at, "content": "[TASK RESUMPTION] go on"},
+			map[string]any{"id": fmt.Sprint("a", i), "role": "assistant", "ts": at + 100, "content": "going on"})
+		h := maps.Clone(helper)
+		h["messages"] = []any{map[string]any{"id": fmt.Sprint("h", i), "role": "user", "ts": at + 200, "content": "help"}}
+		write(fmt.Sprintf("1769100000000_ab12c__h%d.messages.json", i), h)
+	}
+	main["messages"] = msgs
+	write("1769100000000_ab12c.messages.json", main)
+	write("1769100000000_ab12c__helper.messages.json", helper)
+
+	s := adapterstest.ParseRoots(t, Agent, filepath.Dir(dir))["1769100000000_ab12c"]
+	mustValid(t, s)
+	a := gather(s)
+	if len(a.segs) < n {
+		t.Fatalf("%d segments; want at least %d", len(a.segs), n)
+	}
+	segsOf := map[string]map[int64]bool{} // the segments each file's steps are in
+	for _, st := range a.steps {
+		f := filepath.Join(dir, "1769100000000_ab12c.messages.json")
+		if st.ActorID != adapters.RootActor {
+			f = filepath.Join(dir, strings.TrimPrefix(st.ActorID, "agent-")+".messages.json")
+		}
+		if segsOf[f] == nil {
+			segsOf[f] = map[int64]bool{}
+		}
+		segsOf[f][st.SegmentIndex] = true
+	}
+	for _, g := range a.segs {
+		for _, f := range g.SourceFiles {
+			if strings.HasSuffix(f, ".messages.json") && !segsOf[f][g.Index] {
+				t.Fatalf("segment %d lists %s, which has no step in it", g.Index, filepath.Base(f))
+			}
+		}
 	}
 }
