@@ -359,7 +359,12 @@ type SearchToken struct {
 func SearchTokens(text string) []SearchToken {
 	// About one word in six bytes of text: grown by append, the slices
 	// were a third of the time of a page's snippets (BenchmarkSearchSnippet).
-	tokens := make([]SearchToken, 0, len(text)/6+1)
+	return AppendSearchTokens(make([]SearchToken, 0, len(text)/6+1), text)
+}
+
+// AppendSearchTokens appends the words of text (SearchTokens) to tokens,
+// for a caller that reuses one slice for many texts.
+func AppendSearchTokens(tokens []SearchToken, text string) []SearchToken {
 	// A word whose runes index as they are written (most of them) is a
 	// slice of the text. The others are folded into one buffer, made one
 	// string at the end: folds[i] is where token folds[i].k's term is in it.

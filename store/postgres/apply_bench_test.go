@@ -29,7 +29,7 @@ func BenchmarkApply5000(b *testing.B) {
 }
 
 // BenchmarkTSVector5000 makes the tsvector of each step of a 5,000-step
-// push (tsvectorOf), what indexWrite adds to every push.
+// push (tsvectors.of), what indexWrite adds to every push.
 func BenchmarkTSVector5000(b *testing.B) {
 	batch := storetest.Batch("live", 0, 5000)
 	texts := make([]string, len(batch.Steps))
@@ -42,8 +42,9 @@ func BenchmarkTSVector5000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
+		var vs tsvectors
 		for _, t := range texts {
-			tsvectorOf(t)
+			vs.of(t)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/agentreview/service/store"
@@ -39,8 +40,9 @@ func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch,
 	var rids []int64
 	var vectors []*string
 	var exact []bool
+	var vs tsvectors
 	add := func(rid int64, text string) {
-		v, ex := tsvectorOf(text)
+		v, ex := vs.of(text)
 		rids, vectors, exact = append(rids, rid), append(vectors, v), append(exact, ex)
 	}
 	for i := range b.Steps {
@@ -66,35 +68,52 @@ func indexWrite(ctx context.Context, tx pgx.Tx, sessionPK int64, b *store.Batch,
 	return nil
 }
 
-// tsvectorOf is the tsvector (as text) of an indexed text: its words
-// (store.SearchTokens) with their positions, from 1, when they fit
-// (exact); the words alone when not; nil when not even those fit. Each
-// word is held once, its positions chained through next, and the text is
-// written into one buffer sized for it: a map of position slices, a
-// string per word and per number made 26 KB of garbage a step and were
-// 40% of a 5,000-step push's Go CPU (docs/performance.md, "PostgreSQL's
-// words of a push").
-func tsvectorOf(text string) (doc *string, exact bool) {
-	tokens := store.SearchTokens(text)
-	type word struct {
-		term        string
-		first, last int32 // its first and last token; next chains the rest
-		n           int
+// tsvectors makes the tsvector (as text) of one indexed text after
+// another (of), keeping its slices and map from one to the next: a push
+// makes one for each of its steps.
+type tsvectors struct {
+	tokens []store.SearchToken
+	next   []int32 // for each token, the next of the same word; -1 after its last
+	words  []tsWord
+	index  map[string]int32 // a word's place in words
+}
+
+// tsWord is a word of a text and where its tokens are.
+type tsWord struct {
+	term        string
+	first, last int32 // its first and last token; next chains the rest
+	n           int
+}
+
+// of is the tsvector of text: its words (store.SearchTokens) with their
+// positions, from 1, when they fit (exact); the words alone when not;
+// nil when not even those fit. Each word is held once, its positions
+// chained through next, and the text is written into one buffer sized
+// for it: a map of position slices, a string per word and per number made
+// 26 KB of garbage a step and were 40% of a 5,000-step push's Go CPU
+// (docs/performance.md, "PostgreSQL's words of a push").
+func (m *tsvectors) of(text string) (doc *string, exact bool) {
+	m.tokens = store.AppendSearchTokens(m.tokens[:0], text)
+	tokens := m.tokens
+	m.next = slices.Grow(m.next[:0], len(tokens))[:len(tokens)]
+	next := m.next
+	if m.index == nil {
+		m.index = map[string]int32{}
 	}
-	var words []word
-	index := make(map[string]int32, len(tokens)/4+1)
-	next := make([]int32, len(tokens))
+	clear(m.index)
+	words := m.words[:0]
+	defer func() { m.words = words }()
 	size, fits := 0, true // size: of the text with positions, as PostgreSQL counts it
 	for i, t := range tokens {
 		if len(t.Term) > maxTSWordBytes {
 			return nil, false
 		}
 		next[i] = -1
-		k, seen := index[t.Term]
+		k, seen := m.index[t.Term]
 		if !seen {
 			k = int32(len(words))
-			index[t.Term] = k
-			words = append(words, word{term: t.Term, first: int32(i), last: int32(i)})
+			m.index[t.Term] = k
+			words = append(words, tsWord{term: t.Term, first: int32(i), last: int32(i)})
 			size += len(t.Term) + 8
 		} else {
 			next[words[k].last], words[k].last = int32(i), int32(i)

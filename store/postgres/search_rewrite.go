@@ -82,9 +82,10 @@ func rewriteWords(ctx context.Context, conn *pgxpool.Conn, query string, args, d
 		var rids []int64
 		var docs []*string
 		var exact []bool
+		var vs tsvectors
 		_, err := pgx.ForEachRow(rows, dest, func() error {
 			rid, text := row()
-			doc, ex := tsvectorOf(text)
+			doc, ex := vs.of(text)
 			rids, docs, exact = append(rids, rid), append(docs, doc), append(exact, ex)
 			return nil
 		})
