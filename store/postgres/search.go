@@ -455,15 +455,23 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		}
 	}
 	done := map[int64]checked{}
-	// check matches a row's text; with no words to show, its snippet is
-	// of lead's text (a step's LeadText, past its working folder).
-	check := func(rid int64, text string, lead func() string, tool string) {
-		c := checked{match: !inGo[rid] || store.MatchesText(text, pq.Words, pq.Excluded), tool: tool}
+	// check matches a row's text (made only when the row is to be checked
+	// in Go or shown); with no words to show, its snippet is of lead's
+	// text (a step's LeadText, past its working folder).
+	check := func(rid int64, text, lead func() string, tool string) {
+		c, t := checked{match: true, tool: tool}, ""
+		if inGo[rid] {
+			t = text()
+			c.match = store.MatchesText(t, pq.Words, pq.Excluded)
+		}
 		if c.match {
-			if len(pq.Words) == 0 && lead != nil {
-				text = lead()
+			switch {
+			case len(pq.Words) == 0 && lead != nil:
+				t = lead()
+			case !inGo[rid]:
+				t = text()
 			}
-			c.snippet, c.matches = store.SearchSnippet(text, pq.Words)
+			c.snippet, c.matches = store.SearchSnippet(t, pq.Words)
 		}
 		done[rid] = c
 	}
@@ -473,7 +481,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { check(pk, d.SearchText(), d.LeadText, store.ToolNameOf(d.Payload)); return nil })
+			func() error { check(pk, d.SearchText, d.LeadText, store.ToolNameOf(d.Payload)); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -484,7 +492,10 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var agent, root string
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
-			func() error { check(-pk, store.SessionSearchText(agent, root, repo), nil, ""); return nil })
+			func() error {
+				check(-pk, func() string { return store.SessionSearchText(agent, root, repo) }, nil, "")
+				return nil
+			})
 		if err != nil {
 			return nil, err
 		}
