@@ -738,9 +738,8 @@ type snippet struct {
 // rowSnippets makes the snippet of each index row of a page (the step's,
 // or minus the session's) from the text it was indexed with, read from
 // the same views as the index, which keeps no copy of it; with no words
-// (filters alone), a step's from its LeadText, which leaves out its
-// working folder. Each text is let
-// go once its snippet is made, so a page holds one of its hits' texts at
+// (filters alone), the text's beginning. Each text is let go once its
+// snippet is made, so a page holds one of its hits' texts at
 // a time, not all of them. The snippet is made in Go, as on PostgreSQL:
 // FTS5's snippet() over a one-page index of the texts, as before,
 // tokenized each text twice and took 155 of a page's 166 ms when its hits
@@ -752,13 +751,8 @@ func rowSnippets(conn *sqlite.Conn, rids []int64, words []SearchPhrase) (map[int
 		return nil, err
 	}
 	snippets := make(map[int64]snippet, len(rids))
-	steps := `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
-		FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)`
-	if len(words) == 0 {
-		steps = `SELECT pk, search_step_lead(payload, role, text, stdout, stderr, old_string, new_string, error, flags), payload
-		FROM steps WHERE pk IN (SELECT value FROM json_each(?1) WHERE value > 0)`
-	}
-	err = sqlitex.Execute(conn, steps+`
+	err = sqlitex.Execute(conn, `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
+		FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
 		UNION ALL
 		SELECT -session_pk, body, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
 		&sqlitex.ExecOptions{

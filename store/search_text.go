@@ -32,11 +32,12 @@ import (
 // indexes (StepDoc.SearchText, SessionSearchText) and splits it into
 // words: 2, the text made in Go; 3, a string value that is JSON itself
 // read for its strings (appendNested); 4, a character of a script written
-// without spaces a word of its own (isSplitRune). Raising it makes
+// without spaces a word of its own (isSplitRune); 5, a step's working
+// folder at the end of its text (StepDoc.SearchText). Raising it makes
 // SQLite's index file again (its indexVersion) and rewrites PostgreSQL's
 // words of every row whose words may have changed
 // (postgres.rewriteSearchDocs).
-const SearchTextVersion = 4
+const SearchTextVersion = 5
 
 // StepDoc holds the stored columns of a step that search indexes; a nil
 // field is a NULL column. Payload, Error and Flags are JSON as stored.
@@ -66,24 +67,17 @@ func (r StepColumns) Doc(st *Step) StepDoc {
 // SearchText is what a step row indexes, as search_step_docs: every
 // string value of the payload (or the payload as written when it is not
 // JSON SQLite reads), the role, the large text columns and the strings of
-// the error and the flags, joined by new lines, leaving out what is NULL.
-func (d StepDoc) SearchText() string { return d.text("") }
-
-// LeadText is the text whose beginning a hit of filters alone shows (a
-// snippet without words): SearchText without the payload's working
-// folder, which stood between a command and its output and took most of
-// the snippet's 16 words (/Users/me/dev/project/sub is five). A word
-// search still finds and shows the folder: the index holds SearchText.
-func (d StepDoc) LeadText() string { return d.text("cwd") }
-
-// text is SearchText, leaving out the payload's top-level field named
-// skip when skip is not empty.
-func (d StepDoc) text(skip string) string {
+// the error and the flags, joined by new lines, leaving out what is NULL;
+// the payload's working folder (its top-level cwd) comes last. In its
+// place, between a command's line and its output, the folder took most
+// of a snippet's 16 words (/Users/me/dev/project/sub is five), so a hit
+// of a command showed its line, its folder and hardly any output.
+func (d StepDoc) SearchText() string {
 	m := getTextMaker()
 	defer m.put()
-	m.skip = skip
+	m.folder, m.holdFolder = m.folder[:0], true
 	b := m.appendJSONPart(m.buf[:0], d.Payload, true)
-	m.skip = ""
+	m.holdFolder = false
 	for _, p := range []*string{d.Role, d.Text, d.Stdout, d.Stderr, d.OldString, d.NewString} {
 		if p != nil {
 			b = appendPart(b, *p)
@@ -93,6 +87,7 @@ func (d StepDoc) text(skip string) string {
 		b = m.appendJSONPart(b, *d.Err, false)
 	}
 	b = m.appendJSONPart(b, d.Flags, false)
+	b = appendPart(b, m.folder)
 	m.buf = b
 	return string(b)
 }
@@ -109,8 +104,8 @@ func SessionSearchText(agentKind, workspaceRoot string, workspaceRepo *string) s
 
 // appendPart is SQLite's concat_ws(char(10), ...), one value at a time:
 // a value that is not empty goes after a new line, unless it is the first.
-func appendPart(b []byte, s string) []byte {
-	if s == "" {
+func appendPart[T string | []byte](b []byte, s T) []byte {
+	if len(s) == 0 {
 		return b
 	}
 	if len(b) > 0 {
@@ -129,7 +124,10 @@ type textMaker struct {
 	rd    strings.Reader
 	buf   []byte
 	inner *textMaker // reads a string value that is JSON itself (appendNested)
-	skip  string     // a top-level field left out (LeadText)
+	// With holdFolder, the strings of the top-level field cwd go to folder,
+	// not where the field stands (SearchText puts them last).
+	holdFolder bool
+	folder     []byte
 }
 
 var textMakers = sync.Pool{New: func() any { return new(textMaker) }}
@@ -244,6 +242,9 @@ func (m *textMaker) appendNested(b []byte, at, level int) []byte {
 func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []byte, found bool) {
 	start := len(b)
 	notJSON := func() ([]byte, bool) {
+		if m.holdFolder {
+			m.folder = m.folder[:0] // the text as written holds it
+		}
 		if raw {
 			return append(b[:start], j...), true
 		}
@@ -276,8 +277,16 @@ func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []
 		} else {
 			var tok jsontext.Token
 			tok, err = dec.ReadToken()
-			if isName && err == nil && m.skip != "" && level == 0 && dec.StackDepth() == 1 && tok.String() == m.skip {
-				err = dec.SkipValue()
+			if isName && err == nil && m.holdFolder && level == 0 && dec.StackDepth() == 1 && tok.String() == "cwd" && dec.PeekKind() == '"' {
+				var v jsontext.Value
+				if v, err = dec.ReadValue(); err == nil {
+					if len(m.folder) > 0 {
+						m.folder = append(m.folder, ' ')
+					}
+					at := len(m.folder)
+					m.folder, _ = jsontext.AppendUnquote(m.folder, v)
+					m.folder = m.appendNested(m.folder, at, level)
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -306,8 +315,6 @@ func (m *textMaker) appendStrings(b []byte, j string, raw bool, level int) (_ []
 // backends. The index is contentless: a row leaves it only when FTS5 is
 // given the text it was indexed with, so any change to what these return
 // must raise SearchTextVersion, which rebuilds every index.
-// search_step_lead, with the same arguments, is StepDoc.LeadText, for the
-// snippets of a page of filters alone (rowSnippets); nothing indexes it.
 func registerSearchText(conn *sqlite.Conn) error {
 	text := func(v sqlite.Value) *string {
 		if v.Type() == sqlite.TypeNull {
@@ -324,14 +331,6 @@ func registerSearchText(conn *sqlite.Conn) error {
 		NArgs: 9, Deterministic: true, AllowIndirect: true,
 		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
 			return sqlite.TextValue(FTSText(doc(a).SearchText())), nil
-		},
-	}); err != nil {
-		return err
-	}
-	if err := conn.CreateFunction("search_step_lead", &sqlite.FunctionImpl{
-		NArgs: 9, Deterministic: true, AllowIndirect: true,
-		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
-			return sqlite.TextValue(doc(a).LeadText()), nil
 		},
 	}); err != nil {
 		return err

@@ -495,10 +495,10 @@ func BenchmarkFTSText(b *testing.B) {
 	}
 }
 
-// The lead of a step, whose beginning a hit of filters alone shows, is
-// its searched text without its working folder: for every step of the
-// real samples, the text of the same step with no cwd.
-func TestLeadTextIsTheTextWithoutTheFolder(t *testing.T) {
+// A step's working folder comes last in its searched text, not between a
+// command's line and its output: for every step of the real samples, the
+// text of the same step with no cwd, then the folder on a line of its own.
+func TestTheFolderComesLast(t *testing.T) {
 	folders := 0
 	for _, b := range storetest.SampleBatches(t) {
 		for _, st := range b.Steps {
@@ -506,17 +506,19 @@ func TestLeadTextIsTheTextWithoutTheFolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Payload.Cwd != nil {
-				folders++
-			}
 			without := st
 			without.Payload.Cwd = nil
 			w, err := store.StepDocOf(&without)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := d.LeadText(), w.SearchText(); got != want {
-				t.Errorf("%s step %d: LeadText = %.80q; want %.80q", b.Session.ID, st.Seq, got, want)
+			want := w.SearchText()
+			if st.Payload.Cwd != nil && *st.Payload.Cwd != "" {
+				folders++
+				want = strings.TrimPrefix(want+"\n"+*st.Payload.Cwd, "\n")
+			}
+			if got := d.SearchText(); got != want {
+				t.Errorf("%s step %d: SearchText = %.80q…; want %.80q…", b.Session.ID, st.Seq, got, want)
 			}
 		}
 	}

@@ -435,8 +435,8 @@ func wrapPage(base string, cursor bool, nargs int) string {
 
 // checkRows reads the text of every row of a page, drops the rows whose
 // text does not match (those to check in Go), and makes the snippets: of
-// the query's words, or with filters alone the beginning of a step's
-// LeadText, as FTS5's snippet gives it. Each text is let go once its row is done, so a
+// the query's words, or with filters alone the text's beginning, as
+// FTS5's snippet gives it. Each text is let go once its row is done, so a
 // page holds one of its texts at a time.
 func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.ParsedQuery) ([]searchRow, error) {
 	type checked struct {
@@ -455,20 +455,16 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		}
 	}
 	done := map[int64]checked{}
-	// check matches a row's text (made only when the row is to be checked
-	// in Go or shown); with no words to show, its snippet is of lead's
-	// text (a step's LeadText, past its working folder).
-	check := func(rid int64, text, lead func() string, tool string) {
+	// check matches a row's text, made only when the row is to be checked
+	// in Go or shown.
+	check := func(rid int64, text func() string, tool string) {
 		c, t := checked{match: true, tool: tool}, ""
 		if inGo[rid] {
 			t = text()
 			c.match = store.MatchesText(t, pq.Words, pq.Excluded)
 		}
 		if c.match {
-			switch {
-			case len(pq.Words) == 0 && lead != nil:
-				t = lead()
-			case !inGo[rid]:
+			if !inGo[rid] {
 				t = text()
 			}
 			c.snippet, c.matches = store.SearchSnippet(t, pq.Words)
@@ -481,7 +477,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { check(pk, d.SearchText, d.LeadText, store.ToolNameOf(d.Payload)); return nil })
+			func() error { check(pk, d.SearchText, store.ToolNameOf(d.Payload)); return nil })
 		if err != nil {
 			return nil, err
 		}
@@ -493,7 +489,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
 			func() error {
-				check(-pk, func() string { return store.SessionSearchText(agent, root, repo) }, nil, "")
+				check(-pk, func() string { return store.SessionSearchText(agent, root, repo) }, "")
 				return nil
 			})
 		if err != nil {

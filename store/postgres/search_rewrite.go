@@ -28,7 +28,9 @@ const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?
 // time, each span in a transaction that holds the write lock (stampLock),
 // so no write comes between its read and its update; then those of the
 // sessions whose own row may have (version 4: a workspace written in a
-// script without spaces, store.SplitRunesPattern). migrate runs it under
+// script without spaces, store.SplitRunesPattern). Version 5 moved a
+// step's working folder to the end of its text: the steps whose payload
+// names a cwd (a raw's own cwd too, which only rewrites them unchanged). migrate runs it under
 // its lock, so two processes starting together rewrite once.
 func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	var version int
@@ -48,8 +50,9 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 			FROM steps WHERE pk > $1 AND pk <= $2
 			  AND ($3 AND (payload ~ $4 OR flags ~ $4 OR error ~ $4)
 			    OR $5 AND (payload ~ $6 OR flags ~ $6 OR error ~ $6 OR role ~ $6 OR text ~ $6 OR stdout ~ $6 OR stderr ~ $6
-			      OR old_string ~ $6 OR new_string ~ $6))`,
-			[]any{lo, lo + rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern()},
+			      OR old_string ~ $6 OR new_string ~ $6)
+			    OR $7 AND strpos(payload, '"cwd"') > 0)`,
+			[]any{lo, lo + rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern(), version < 5},
 			steps, func() (int64, string) { return pk, d.SearchText() })
 		if err != nil {
 			return fmt.Errorf("rewrite the search words: %w", err)

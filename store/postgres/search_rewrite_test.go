@@ -17,9 +17,9 @@ import (
 
 // A store whose words were made by an earlier text rule gets them made
 // again when opened: the words of each step whose text may have changed
-// (textMayBeJSONInAString, store.SplitRunesPattern) are this build's, the real Copilot CLI web
-// searches among them, the others are left as they were, and the version
-// is recorded.
+// (textMayBeJSONInAString, store.SplitRunesPattern, a working folder) are
+// this build's, the real Copilot CLI web searches and commands among them,
+// the others are left as they were, and the version is recorded.
 func TestOpenRewritesSearchWords(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
@@ -47,7 +47,8 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 		t.Fatalf("search_text_version = %d, %v; want %d", version, err, store.SearchTextVersion)
 	}
 	// Version 3 changed the words of a step with JSON in a string;
-	// version 4 those of a step with a character that is a word of its own.
+	// version 4 those of a step with a character that is a word of its own;
+	// version 5 those of a step with a working folder.
 	json, split := regexp.MustCompile(textMayBeJSONInAString), regexp.MustCompile(store.SplitRunesPattern())
 	rows, _ := s.pool.Query(ctx, `SELECT st.pk, coalesce(d.doc::text, ''), st.payload || coalesce(st.error, '') || st.flags,
 		  concat_ws(' ', st.role, st.text, st.stdout, st.stderr, st.old_string, st.new_string), st.payload LIKE '%web_search%'
@@ -55,11 +56,15 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	var rid int64
 	var doc, text, columns string
 	var search bool
-	rewritten, searches, splits := 0, 0, 0
+	rewritten, searches, splits, folders := 0, 0, 0, 0
 	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &columns, &search}, func() error {
-		may := json.MatchString(text) || split.MatchString(text+columns)
-		if !json.MatchString(text) && may {
+		folder := strings.Contains(text, `"cwd":`)
+		may := json.MatchString(text) || split.MatchString(text+columns) || folder
+		if !json.MatchString(text) && split.MatchString(text+columns) {
 			splits++
+		}
+		if folder {
+			folders++
 		}
 		switch {
 		case may && doc != want[rid]:
@@ -70,7 +75,7 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 				searches++
 			}
 		case doc != "":
-			t.Errorf("step %d, no JSON in a string, no character that is a word of its own: words %.80q; want them left as they were (none)", rid, doc)
+			t.Errorf("step %d, no JSON in a string, no character that is a word of its own, no folder: words %.80q; want them left as they were (none)", rid, doc)
 		}
 		return nil
 	})
@@ -88,8 +93,9 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rewritten == 0 || searches == 0 || splits == 0 || rewritten == len(want) {
-		t.Errorf("%d of %d steps rewritten, %d web searches and %d in Chinese among them; want some of each, not all", rewritten, len(want), searches, splits)
+	if rewritten == 0 || searches == 0 || splits == 0 || folders == 0 || rewritten == len(want) {
+		t.Errorf("%d of %d steps rewritten, %d web searches, %d in Chinese and %d with a folder among them; want some of each, not all",
+			rewritten, len(want), searches, splits, folders)
 	}
 }
 
