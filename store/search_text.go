@@ -139,7 +139,7 @@ const maxKeptText = 1 << 20
 func getTextMaker() *textMaker { return textMakers.Get().(*textMaker) }
 
 func (m *textMaker) put() {
-	if cap(m.buf) <= maxKeptText && m.rd.Size() <= maxKeptText {
+	if cap(m.buf) <= maxKeptText && cap(m.folder) <= maxKeptText && m.rd.Size() <= maxKeptText {
 		m.rd.Reset("")
 		textMakers.Put(m)
 	}

@@ -37,13 +37,12 @@ func Percent(live, room uint64) int {
 
 // Keep sets, after each collection, the collector's percentage (GOGC) so
 // that the heap may grow by about room before the next one (Percent of
-// the heap live after it). With the
-// default, a process whose live heap is 4 MB collects after every 4 MB
-// it allocates. A larger live heap keeps the default, so a process that
-// holds much for a while (an export of a long message) still collects
-// when its heap has doubled. GOGC set in the environment wins: Keep does
-// nothing then. Keep runs for the rest of the process; a second call does
-// nothing.
+// the heap live after it). With Go's default, a process whose live heap
+// is 4 MB collects after every 4 MB it allocates. A live heap larger than
+// room keeps the default, so a process that holds much for a while (an
+// export of a long message) still collects when its heap has doubled.
+// GOGC set in the environment wins: Keep does nothing then. Keep runs for
+// the rest of the process; a second call does nothing.
 func Keep(room uint64) {
 	if os.Getenv("GOGC") != "" {
 		return
