@@ -47,15 +47,6 @@ type StepDoc struct {
 	Flags                                                 string
 }
 
-// StepDocOf is the StepDoc of a step as Apply stores it (SplitStep).
-func StepDocOf(st *Step) (StepDoc, error) {
-	r, err := SplitStep(st)
-	if err != nil {
-		return StepDoc{}, err
-	}
-	return r.Doc(st), nil
-}
-
 // Doc is the StepDoc of st, whose JSON columns r are (SplitStep): a
 // writer that has split a step indexes it without splitting it again.
 func (r StepColumns) Doc(st *Step) StepDoc {

@@ -234,7 +234,7 @@ func mustSampleStore(t *testing.T) (*sqlite.Conn, []*store.Batch) {
 
 // What the views index of every stored step and session of the real
 // samples (and of generated batches) is the text of the step and session
-// as the batch had them (StepDocOf, SessionSearchText): Postgres indexes
+// as the batch had them (storetest.SearchText, SessionSearchText): Postgres indexes
 // the batch's, SQLite the stored columns', and the two must agree.
 func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 	conn, batches := mustSampleStore(t)
@@ -244,11 +244,7 @@ func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 	sessions, repos := map[string]string{}, map[string]string{}
 	for _, b := range batches {
 		for i := range b.Steps {
-			doc, err := store.StepDocOf(&b.Steps[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			applied[[2]string{b.Session.ID, b.Steps[i].ID}] = doc.SearchText()
+			applied[[2]string{b.Session.ID, b.Steps[i].ID}] = storetest.SearchText(t, &b.Steps[i])
 		}
 		if b.Session.Workspace.Repo != "" { // a batch without one keeps the stored repo
 			repos[b.Session.ID] = b.Session.Workspace.Repo
@@ -262,7 +258,7 @@ func TestSearchTextOfStoredRowsIsTheBatchs(t *testing.T) {
 		ResultFunc: func(st *sqlite.Stmt) error {
 			steps++
 			if got, want := st.ColumnText(0), store.FTSText(applied[[2]string{st.ColumnText(2), st.ColumnText(1)}]); got != want {
-				t.Errorf("step %s: search_step_docs has %.200q; FTSText(StepDocOf(step).SearchText()) = %.200q", st.ColumnText(1), got, want)
+				t.Errorf("step %s: search_step_docs has %.200q; FTSText(storetest.SearchText(step)) = %.200q", st.ColumnText(1), got, want)
 			}
 			return nil
 		}})
@@ -456,11 +452,7 @@ func BenchmarkSearchSnippet(b *testing.B) {
 	size := 0
 	for _, batch := range storetest.AgentSamples(b) {
 		for i := range batch.Steps {
-			d, err := store.StepDocOf(&batch.Steps[i])
-			if err != nil {
-				b.Fatal(err)
-			}
-			texts = append(texts, d.SearchText())
+			texts = append(texts, storetest.SearchText(b, &batch.Steps[i]))
 			size += len(texts[len(texts)-1])
 		}
 	}
@@ -502,22 +494,14 @@ func TestTheFolderComesLast(t *testing.T) {
 	folders := 0
 	for _, b := range storetest.SampleBatches(t) {
 		for _, st := range b.Steps {
-			d, err := store.StepDocOf(&st)
-			if err != nil {
-				t.Fatal(err)
-			}
 			without := st
 			without.Payload.Cwd = nil
-			w, err := store.StepDocOf(&without)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := w.SearchText()
+			want := storetest.SearchText(t, &without)
 			if st.Payload.Cwd != nil && *st.Payload.Cwd != "" {
 				folders++
 				want = strings.TrimPrefix(want+"\n"+*st.Payload.Cwd, "\n")
 			}
-			if got := d.SearchText(); got != want {
+			if got := storetest.SearchText(t, &st); got != want {
 				t.Errorf("%s step %d: SearchText = %.80q…; want %.80q…", b.Session.ID, st.Seq, got, want)
 			}
 		}

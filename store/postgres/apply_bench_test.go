@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/store/storetest"
 )
 
@@ -34,11 +33,7 @@ func BenchmarkTSVector5000(b *testing.B) {
 	batch := storetest.Batch("live", 0, 5000)
 	texts := make([]string, len(batch.Steps))
 	for i := range batch.Steps {
-		d, err := store.StepDocOf(&batch.Steps[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-		texts[i] = d.SearchText()
+		texts[i] = storetest.SearchText(b, &batch.Steps[i])
 	}
 	b.ReportAllocs()
 	for b.Loop() {

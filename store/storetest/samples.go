@@ -86,3 +86,15 @@ func AgentSamples(t testing.TB) []*store.Batch {
 	}
 	return out
 }
+
+// SearchText is what the index holds of st as Apply stores it
+// (store.SplitStep, then StepDoc.SearchText); it fails tb on a step that
+// Apply would refuse.
+func SearchText(tb testing.TB, st *store.Step) string {
+	tb.Helper()
+	r, err := store.SplitStep(st)
+	if err != nil {
+		tb.Fatalf("SplitStep(%s): %v", st.ID, err)
+	}
+	return r.Doc(st).SearchText()
+}
