@@ -26,17 +26,17 @@ var once sync.Once
 // of 100 KB would set a least goal of gigabytes.
 const heapMinimum = 4 << 20
 
-// Percent is the collector's percentage at which the next collection
+// percent is the collector's percentage at which the next collection
 // comes when a heap of live bytes has grown to live plus room (to between
 // room and live plus room while less than heapMinimum is live), or to
 // twice live when more than room is live: room over the live heap (or
 // over heapMinimum), and never under 100, Go's default.
-func Percent(live, room uint64) int {
+func percent(live, room uint64) int {
 	return int(max(100, room*100/max(live, heapMinimum)))
 }
 
 // Keep sets, after each collection, the collector's percentage (GOGC) so
-// that the heap may grow by about room before the next one (Percent of
+// that the heap may grow by about room before the next one (percent of
 // the heap live after it). With Go's default, a process whose live heap
 // is 4 MB collects after every 4 MB it allocates. A live heap larger than
 // room keeps the default, so a process that holds much for a while (an
@@ -53,7 +53,7 @@ func Keep(room uint64) {
 		arm = func() {
 			runtime.AddCleanup(new(mark), func(struct{}) {
 				metrics.Read(live)
-				debug.SetGCPercent(Percent(live[0].Value.Uint64(), room))
+				debug.SetGCPercent(percent(live[0].Value.Uint64(), room))
 				arm()
 			}, struct{}{})
 		}

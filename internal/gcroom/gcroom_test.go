@@ -9,7 +9,7 @@ import (
 )
 
 // sample reads the collector's percentage and the live heap.
-func sample() (percent, live uint64) {
+func sample() (pct, live uint64) {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64(), s[1].Value.Uint64()
@@ -18,21 +18,21 @@ func sample() (percent, live uint64) {
 // settled collects until the percentage Keep sets after a collection is
 // the one that live heap asks for, and returns both; it fails t when
 // that does not come within a few seconds.
-func settled(t *testing.T, room uint64) (percent, live uint64) {
+func settled(t *testing.T, room uint64) (pct, live uint64) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond) // the cleanup runs after the collection
-		percent, live = sample()
-		if percent == uint64(Percent(live, room)) {
-			return percent, live
+		pct, live = sample()
+		if pct == uint64(percent(live, room)) {
+			return pct, live
 		}
 	}
-	t.Fatalf("the collector's percentage is %d with %d bytes live; want %d", percent, live, Percent(live, room))
+	t.Fatalf("the collector's percentage is %d with %d bytes live; want %d", pct, live, percent(live, room))
 	return 0, 0
 }
 
-// Percent puts the heap's next goal at live plus room, or at twice live
+// percent puts the heap's next goal at live plus room, or at twice live
 // when more than room is live, counting Go's least goal, which grows with
 // the percentage (the goal is the larger of live grown by the percentage
 // and heapMinimum grown by it): never under room or twice live, never over
@@ -40,10 +40,10 @@ func settled(t *testing.T, room uint64) (percent, live uint64) {
 func TestPercentSetsTheGoal(t *testing.T) {
 	const room = 16 << 20
 	for _, live := range []uint64{1, 100 << 10, 3 << 20, heapMinimum, 10 << 20, room, 64 << 20, 1 << 30} {
-		p := uint64(Percent(live, room))
+		p := uint64(percent(live, room))
 		goal := max(live+live*p/100, heapMinimum*p/100)
 		if p < 100 || goal+live/100 < max(room, 2*live) || goal > live+max(live, room) {
-			t.Errorf("Percent(%d, %d) = %d: the heap's goal %d; want from %d to %d",
+			t.Errorf("percent(%d, %d) = %d: the heap's goal %d; want from %d to %d",
 				live, room, p, goal, max(room, 2*live), live+max(live, room))
 		}
 	}
@@ -58,22 +58,22 @@ func TestKeepGivesRoomToASmallHeap(t *testing.T) {
 	}
 	const room = 64 << 20
 	Keep(room)
-	percent, live := settled(t, room)
-	if live >= room || percent <= 100 {
-		t.Fatalf("with %d bytes live, the percentage is %d; want over 100", live, percent)
+	pct, live := settled(t, room)
+	if live >= room || pct <= 100 {
+		t.Fatalf("with %d bytes live, the percentage is %d; want over 100", live, pct)
 	}
-	t.Logf("%d bytes live: %d%%", live, percent)
+	t.Logf("%d bytes live: %d%%", live, pct)
 
 	held := make([]*[1 << 20]byte, 2*room>>20) // more live than room, in pieces the collector scans
 	for i := range held {
 		held[i] = new([1 << 20]byte)
 	}
-	if percent, live := settled(t, room); percent != 100 || live < 2*room {
-		t.Errorf("with %d bytes live, the percentage is %d; want Go's default, 100", live, percent)
+	if pct, live := settled(t, room); pct != 100 || live < 2*room {
+		t.Errorf("with %d bytes live, the percentage is %d; want Go's default, 100", live, pct)
 	}
 	runtime.KeepAlive(held)
 	held = nil
-	if percent, _ := settled(t, room); percent <= 100 {
-		t.Errorf("once the heap is small again, the percentage is %d; want over 100 again", percent)
+	if pct, _ := settled(t, room); pct <= 100 {
+		t.Errorf("once the heap is small again, the percentage is %d; want over 100 again", pct)
 	}
 }
