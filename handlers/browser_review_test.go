@@ -13,6 +13,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/agentreview/service/internal/browsertest"
+	"github.com/agentreview/service/store"
 	"github.com/chromedp/chromedp"
 )
 
@@ -26,6 +27,7 @@ func TestBrowserReview(t *testing.T) {
 		run  func(*testing.T, *browser)
 	}{
 		{"VerdictInOtherTabs", browserVerdictInOtherTabs},
+		{"VerdictInOneClick", browserVerdictInOneClick},
 		{"NoteSurvivesUpdateAndExports", browserNoteSurvivesUpdateAndExports},
 		{"ChangesOfASample", browserChangesOfASample},
 		{"MoreChanges", browserMoreChanges},
@@ -134,6 +136,38 @@ func browserVerdictInOtherTabs(t *testing.T, b *browser) {
 	reader.WaitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
 	writer.Click(`[data-testid="verdict-clear"]`)
 	reader.WaitFor("the other tab shows no verdict", `document.querySelector('[data-testid="verdict-none"]') !== null`)
+}
+
+// browserVerdictInOneClick: each common state's button saves it as the
+// verdict, with the note typed and the reviewer's name, though the verdict
+// field is empty (or holds another word); a second button replaces it.
+func browserVerdictInOneClick(t *testing.T, b *browser) {
+	s := newTestService(t)
+	s.mustPush(reviewFixture("quick-1", time.Now().UTC().Add(-time.Hour)), http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=quick-1")
+	p.WaitFor("the stream is live", `document.getElementById('live-pill').textContent === 'live'`)
+	p.typeInto(`[data-testid="reviewer-input"]`, "Cy")
+	p.typeInto(`[data-testid="verdict-note-input"]`, "tests pass now")
+	for i, state := range store.VerdictStates {
+		if i == 1 {
+			p.typeInto(`[data-testid="verdict-input"]`, "some other word")
+		}
+		p.Click(`[data-testid="verdict-quick"][data-state="` + state + `"]`)
+		p.WaitFor("the page shows the verdict "+state, `document.querySelector('[data-testid="verdict-state"]')?.textContent === `+browsertest.JSString(state))
+		var got struct {
+			Verdict struct{ State, Note, Reviewer string }
+		}
+		if err := json.Unmarshal(s.get("/api/sessions/quick-1").Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if v := got.Verdict; v.State != state || v.Note != "tests pass now" || v.Reviewer != "Cy" {
+			t.Errorf("after the %s button, the stored verdict = %+v", state, v)
+		}
+		if v := evalJS[string](p, `document.querySelector('[data-testid="verdict-input"]').value`); v != state {
+			t.Errorf("after the %s button, the verdict field holds %q", state, v)
+		}
+	}
 }
 
 // browserNoteSurvivesUpdateAndExports: a note written on a step shows

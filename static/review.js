@@ -55,6 +55,9 @@
     if (form.id !== 'verdict-form') return;
     e.preventDefault();
     const f = form.elements;
+    // A common state's button saves it as the verdict.
+    const quick = e.submitter && e.submitter.dataset.state;
+    if (quick) f.namedItem('state').value = quick;
     const body = { state: f.namedItem('state').value.trim() };
     if (f.namedItem('note').value.trim()) body.note = f.namedItem('note').value;
     const who = f.namedItem('reviewer') ? f.namedItem('reviewer').value.trim() : '';
