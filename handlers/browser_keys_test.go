@@ -117,6 +117,10 @@ func TestBrowserKeys(t *testing.T) {
 	p.key("n")
 	p.WaitFor("n opens the next session not reviewed", `location.pathname === '/session' && document.readyState === 'complete'
 		&& document.querySelector('[data-testid="session"]')?.dataset.sessionId === 'keys-older'`)
+	p.key("v")
+	p.WaitFor("v focuses the first verdict button", `document.activeElement === document.querySelector('[data-testid="verdict-quick"]')`)
+	p.key("\r")
+	p.WaitFor("Enter on it saves that verdict", `document.querySelector('[data-testid="verdict-state"]')?.textContent === document.querySelector('[data-testid="verdict-quick"]').dataset.state`)
 
 	p.key("g")
 	p.key("s")

@@ -1,8 +1,8 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
 // session's page), j/k move through list rows or timeline steps, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step, n the next session not reviewed, g then s
-// sessions, ? the list of shortcuts. None fires while typing
+// failed or flagged step, v the verdict's buttons, n the next session not
+// reviewed, g then s sessions, ? the list of shortcuts. None fires while typing
 // in a field, with a modifier held, or while a dialog is open.
 (function () {
   'use strict';
@@ -123,6 +123,13 @@
       case ']': turn(1); break;
       case 'e': problem(1); break;
       case 'E': problem(-1); break;
+      case 'v': {
+        const first = document.querySelector('[data-testid="verdict-quick"]');
+        if (!first) { done = false; break; }
+        first.focus({ preventScroll: true });
+        first.scrollIntoView({ block: 'center' });
+        break;
+      }
       case 'n': {
         const next = document.querySelector('[data-testid="next-unreviewed"] a');
         if (!next) { done = false; break; }
