@@ -442,3 +442,52 @@ func TestExportKeep(t *testing.T) {
 		t.Error("exports changed the store")
 	}
 }
+
+// TestExportShowsTheVerdict: the report says how the session was judged:
+// the verdict's state, reviewer and note, the note masked as notes are;
+// a session not judged says so.
+func TestExportShowsTheVerdict(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("judged"), http.StatusCreated)
+	s.mustPush(newBatch("open"), http.StatusCreated)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+	note := "rotate " + fakeAWS + " before merging"
+	body, _ := json.Marshal(obj{"state": "needs_attention", "reviewer": "Ann", "note": note})
+	if code, out := call(t, srv, http.MethodPut, "/api/sessions/judged/verdict", string(body), nil); code != http.StatusOK {
+		t.Fatalf("PUT verdict = %d %s", code, out)
+	}
+
+	rec := s.get("/api/sessions/judged/export")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export = %d %s", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), fakeAWS) {
+		t.Error("the export holds the secret of the verdict's note")
+	}
+	doc, err := goquery.NewDocumentFromReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := doc.Find(`[data-testid="export-review"]`)
+	if got := review.Find(`[data-testid="verdict-state"]`).Text(); got != "needs_attention" {
+		t.Errorf("verdict state = %q; want needs_attention", got)
+	}
+	if got := review.Find(`[data-testid="verdict-reviewer"]`).Text(); got != "Ann" {
+		t.Errorf("reviewer = %q; want Ann", got)
+	}
+	got := review.Find(`[data-testid="verdict-note"]`).Text()
+	before, after, _ := strings.Cut(note, fakeAWS)
+	if !strings.HasPrefix(got, before) || !strings.HasSuffix(got, after) || !redact.IsMaskPlaceholder(strings.TrimSuffix(strings.TrimPrefix(got, before), after)) {
+		t.Errorf("verdict note = %q; want %q with the key masked", got, note)
+	}
+
+	rec = s.get("/api/sessions/open/export")
+	doc, err = goquery.NewDocumentFromReader(rec.Body)
+	if err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("export = %d %v", rec.Code, err)
+	}
+	if got := doc.Find(`[data-testid="export-review"] [data-testid="verdict-none"]`).Text(); got != "Not reviewed yet." {
+		t.Errorf("the export of a session not judged says %q", got)
+	}
+}
