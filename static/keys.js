@@ -2,8 +2,8 @@
 // session's page), j/k move through list rows or timeline steps, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
 // failed or flagged step, v the verdict's buttons, n the next session not
-// reviewed, g then s sessions, ? the list of shortcuts. None fires while typing
-// in a field, with a modifier held, or while a dialog is open.
+// reviewed, g then s sessions, ? the list of shortcuts. None fires while
+// typing in a field, with a modifier held, or while a dialog is open.
 (function () {
   'use strict';
 
