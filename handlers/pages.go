@@ -28,7 +28,12 @@ func cost(m *store.Metrics) string {
 	return fmt.Sprintf("$%.2f", m.CostUSD)
 }
 
+// totalCost is the list's total of reported costs and how many sessions
+// it leaves out; when none reported one, it says so rather than "$0.00".
 func totalCost(t store.Total) string {
+	if t.Sessions > 0 && t.CostNotRecorded == t.Sessions {
+		return "cost not recorded"
+	}
 	s := fmt.Sprintf("$%.2f", t.CostUSD)
 	if t.CostNotRecorded > 0 {
 		s += fmt.Sprintf(" (%d not recorded)", t.CostNotRecorded)
