@@ -100,13 +100,7 @@
         box.select();
         break;
       }
-      case 'f': {
-        const box = document.querySelector('[data-testid="session-search-input"]');
-        if (!box) { done = false; break; }
-        box.focus({ preventScroll: true });
-        box.scrollIntoView({ block: 'center' });
-        break;
-      }
+      case 'f': done = focusOn('[data-testid="session-search-input"]'); break;
       case 'j': move(1); break;
       case 'k': move(-1); break;
       case 'Enter': {
@@ -123,13 +117,7 @@
       case ']': turn(1); break;
       case 'e': problem(1); break;
       case 'E': problem(-1); break;
-      case 'v': {
-        const first = document.querySelector('[data-testid="verdict-quick"]');
-        if (!first) { done = false; break; }
-        first.focus({ preventScroll: true });
-        first.scrollIntoView({ block: 'center' });
-        break;
-      }
+      case 'v': done = focusOn('[data-testid="verdict-quick"]'); break;
       case 'n': {
         const next = document.querySelector('[data-testid="next-unreviewed"] a');
         if (!next) { done = false; break; }
@@ -142,6 +130,16 @@
     }
     if (done) e.preventDefault();
   });
+
+  // focusOn focuses the first element sel matches and scrolls it to the
+  // middle of the screen; false when the page has none.
+  function focusOn(sel) {
+    const el = document.querySelector(sel);
+    if (!el) return false;
+    el.focus({ preventScroll: true });
+    el.scrollIntoView({ block: 'center' });
+    return true;
+  }
 
   function click(id) {
     const b = document.getElementById(id);
