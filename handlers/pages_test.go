@@ -41,8 +41,8 @@ func mustDocumentStatus(t *testing.T, s *testService, path string, status int) *
 func TestListPageEmptyAndBadFilters(t *testing.T) {
 	s := newTestService(t)
 	empty := func(doc *goquery.Document) string { return strings.TrimSpace(doc.Find(`[data-testid="empty"]`).Text()) }
-	if got := empty(mustDocument(t, s, "/")); !strings.HasPrefix(got, "No sessions yet.") {
-		t.Errorf("an empty store says %q; want no sessions yet", got)
+	if got := empty(mustDocument(t, s, "/")); !strings.HasPrefix(got, "No sessions yet.") || !strings.Contains(got, "service import claude-code") || !strings.Contains(got, "service capture") {
+		t.Errorf("an empty store says %q; want no sessions yet, and how to import and capture some", got)
 	}
 	s.mustPush(newBatch("one-session"), http.StatusCreated)
 	for _, path := range []string{"/?workspace=nowhere", "/?agent=nobody", "/?verdict=approved", "/?since=2100-01-01"} {

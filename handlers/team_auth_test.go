@@ -277,6 +277,21 @@ func TestTeamReadsNeedUser(t *testing.T) {
 	}
 }
 
+// TestTeamEmptyList: a team server without sessions says how they come
+// (shared by each member), not the local service's import and capture.
+func TestTeamEmptyList(t *testing.T) {
+	s := newTeamServer(t, Team{})
+	res, body := s.do(http.MethodGet, "/", nil, "X-Forwarded-User", "bob")
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET / = %d %v", res.StatusCode, err)
+	}
+	got := strings.TrimSpace(doc.Find(`[data-testid="empty"]`).Text())
+	if !strings.HasPrefix(got, "No sessions yet.") || !strings.Contains(got, "service share") || strings.Contains(got, "service import") {
+		t.Errorf("an empty team server says %q; want how members share sessions", got)
+	}
+}
+
 // TestTeamSignIn: with a sign-in of its own (OIDC's), a page without a
 // user goes there, /api stays 401, and the sign-in's /auth/ routes need no
 // user.
