@@ -95,6 +95,7 @@ func FuzzReviewWrites(f *testing.F) {
 	for _, b := range []string{
 		`{"state":"approved"}`, `{"state":"needs work","note":"# fix\n- a","reviewer":"ann"}`, `{"state":""}`, `{"state":"a\u0000b"}`,
 		`{"seq":1,"author":"ann","text":"look"}`, `{"seq":99,"text":"x"}`, `{"seq":-1}`, `{"text":"\ud800"}`, `[]`, `{`, "", `{"state":1}`,
+		`{"state":"approved","note":"rotate ` + fakeAWS + ` first","reviewer":"ann"}`, `{"seq":1,"text":"it printed ` + fakeGitHub + `"}`,
 	} {
 		for w := range 3 {
 			f.Add(uint8(w), b)
@@ -121,8 +122,21 @@ func FuzzReviewWrites(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, w uint8, body string) {
-		if what, rec := send(w, body); rec.Code >= 500 {
+		what, rec := send(w, body)
+		if rec.Code >= 500 {
 			t.Fatalf("%s %q = %d %.300s; want it stored or refused (4xx)", what, body, rec.Code, rec.Body)
+		}
+		if rec.Code >= 300 {
+			return
+		}
+		// What a reviewer wrote goes into the shared report, masked: the
+		// report is still made (not withheld for a secret left in it).
+		req := httptest.NewRequest(http.MethodGet, "/api/sessions/s1/export", nil)
+		req.Host = "127.0.0.1:1234"
+		exp := httptest.NewRecorder()
+		s.handler.ServeHTTP(exp, req) // not s.get: its Helper is f's
+		if exp.Code != http.StatusOK {
+			t.Fatalf("after %s %q, the export = %d %.300s; want the report", what, body, exp.Code, exp.Body)
 		}
 	})
 }
