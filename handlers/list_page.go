@@ -160,13 +160,23 @@ func flagParam(on bool) string {
 	return ""
 }
 
+// listVerdict is a row's verdict, its note (shown when the badge is
+// hovered) cut to a line's length: a page of 100 rows holds no note whole.
+func listVerdict(v *store.Verdict) *views.VerdictView {
+	w := verdictView(v)
+	if w != nil {
+		w.Note = shorten(w.Note, lineChars)
+	}
+	return w
+}
+
 func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 	r := views.SessionRow{
 		ID: s.ID, ShortID: shortID(s.ID), Href: "/session?id=" + url.QueryEscape(s.ID),
 		AgentKind: shorten(s.Agent.Kind, lineChars), AgentVersion: shorten(s.Agent.Version, lineChars), Title: oneLine(s.Summary.Title),
 		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
 		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
-		Cost: cost(s.Metrics), Verdict: verdictView(s.Verdict),
+		Cost: cost(s.Metrics), Verdict: listVerdict(s.Verdict),
 		FailedHref: sessionSearchHref(s.ID, "status:failed"), FlagsHref: sessionSearchHref(s.ID, "flag:*"),
 	}
 	if t, ok := store.ParseTimestamp(s.StartedAt); ok {

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -323,5 +325,26 @@ func TestFailedAndFlaggedLinkToTheirSteps(t *testing.T) {
 	}
 	if got := strings.TrimSpace(export.Find(`[data-testid="summary-failed"]`).Text()); got != fmt.Sprint(len(wantFailed)) || export.Find(`[data-testid="summary"] a[href*="/search"]`).Length() > 0 {
 		t.Errorf("the export's Failed = %q, with %d search links; want %d and none", got, export.Find(`[data-testid="summary"] a[href*="/search"]`).Length(), len(wantFailed))
+	}
+}
+
+// TestListVerdictBadgeSaysWhy: hovering a row's verdict shows who judged
+// the session and the first line's worth of their note, not all of it.
+func TestListVerdictBadgeSaysWhy(t *testing.T) {
+	s := newTestService(t)
+	s.mustPush(newBatch("judged"), http.StatusCreated)
+	note := "the failing test was skipped, not fixed; " + strings.Repeat("see step 2 ", 100)
+	body, _ := json.Marshal(obj{"state": "needs_attention", "reviewer": "Ann", "note": note})
+	req := httptest.NewRequest(http.MethodPut, "/api/sessions/judged/verdict", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	if rec := s.do(req); rec.Code != http.StatusOK {
+		t.Fatalf("PUT verdict = %d %s", rec.Code, rec.Body)
+	}
+	badge := mustDocument(t, s, "/").Find(`[data-testid="verdict-badge"]`)
+	title, _ := badge.Attr("title")
+	want := "by Ann: " + string([]rune(note)[:160]) + "…"
+	if badge.Text() != "needs_attention" || title != want {
+		t.Errorf("badge %q, title %q; want needs_attention, %q", badge.Text(), title, want)
 	}
 }

@@ -17,6 +17,18 @@ func (v VerdictView) StateClass() string {
 	return "verdict-custom"
 }
 
+// Hover is what a verdict's badge in the list shows when hovered: who
+// judged the session and why, as far as the verdict says.
+func (v VerdictView) Hover() string {
+	switch {
+	case v.Reviewer != "" && v.Note != "":
+		return "by " + v.Reviewer + ": " + v.Note
+	case v.Reviewer != "":
+		return "by " + v.Reviewer
+	}
+	return v.Note
+}
+
 // ReviewForms are the routes and defaults the verdict and note forms use.
 type ReviewForms struct {
 	VerdictURL string // PUT sets, DELETE clears
