@@ -30,8 +30,9 @@ const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?
 // sessions whose own row may have (version 4: a workspace written in a
 // script without spaces, store.SplitRunesPattern). Version 5 moved a
 // step's working folder to the end of its text: the steps whose payload
-// names a cwd (a raw's own cwd too, which only rewrites them unchanged). migrate runs it under
-// its lock, so two processes starting together rewrite once.
+// names a cwd (a raw's own cwd too, which only rewrites them unchanged).
+// migrate runs it under its lock, so two processes starting together
+// rewrite once.
 func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 	var version int
 	var last int64
