@@ -411,6 +411,24 @@ func TestUsagePage(t *testing.T) {
 	if !slices.Equal(legend, wantLegend) || !slices.Equal(bars, wantBars) {
 		t.Errorf("day chart's legend %q, model bars' colours %q; want %q and %q", legend, bars, wantLegend, wantBars)
 	}
+	// Under the day chart: its first and last day, and the day with the
+	// most tokens (the columns have no labels of their own).
+	var days UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=day&since=2026-03-01&until=2026-03-31").Body.Bytes(), &days); err != nil || len(days.Rows) < 2 {
+		t.Fatalf("GET /api/usage?group=day = %+v, %v; want two days or more", days.Rows, err)
+	}
+	peak := days.Rows[0]
+	for _, r := range days.Rows {
+		if r.Tokens.Input+r.Tokens.Output+r.Tokens.CacheRead+r.Tokens.CacheCreation > peak.Tokens.Input+peak.Tokens.Output+peak.Tokens.CacheRead+peak.Tokens.CacheCreation {
+			peak = r
+		}
+	}
+	axis := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-axis"] span`).Map(func(_ int, e *goquery.Selection) string { return e.Text() })
+	wantPeak := "Most tokens: " + views.Thousands(peak.Tokens.Input+peak.Tokens.Output+peak.Tokens.CacheRead+peak.Tokens.CacheCreation) + " on " + peak.Key
+	if want := []string{days.Rows[0].Key, days.Rows[len(days.Rows)-1].Key}; !slices.Equal(axis, want) ||
+		doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-peak"]`).Text() != wantPeak {
+		t.Errorf("day chart's axis %q, peak %q; want %q and %q", axis, doc.Find(`[data-testid="usage-peak"]`).Text(), want, wantPeak)
+	}
 	var rep UsageReport
 	if err := json.Unmarshal(s.get("/api/usage?group=session&titles=1").Body.Bytes(), &rep); err != nil || len(rep.Rows) != 3 ||
 		rep.Rows[0].Title == "" || rep.Rows[1].Title != "" {

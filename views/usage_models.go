@@ -80,6 +80,23 @@ func usageColumn(c UsageChart, i int) (x, w string) {
 	return svgUnits(float64(i)*bw + bw*0.1), svgUnits(bw * 0.8)
 }
 
+// usageAxis is what the day chart says under its columns: its first and
+// last day (the days without usage have no column, so the axis is not a
+// time scale) and the day with the most tokens, with them. ok is false
+// for a chart without columns.
+func usageAxis(c UsageChart) (first, last string, peak UsageBar, ok bool) {
+	if len(c.Bars) == 0 {
+		return "", "", UsageBar{}, false
+	}
+	peak = c.Bars[0]
+	for _, b := range c.Bars[1:] {
+		if b.Total > peak.Total {
+			peak = b
+		}
+	}
+	return c.Bars[0].Label, c.Bars[len(c.Bars)-1].Label, peak, true
+}
+
 // usageColumnRect is the x, y, width and height of column i of c.
 func usageColumnRect(c UsageChart, i int) (x, y, w, h string) {
 	bh := max(c.Bars[i].Frac*usageColumnsH, 1)
