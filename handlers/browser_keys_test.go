@@ -43,8 +43,8 @@ func (p *tab) key(k string) {
 // TestBrowserKeys drives every keyboard shortcut: ? lists them in a named
 // dialog, / focuses the top bar's search (and a key typed there stays
 // text), j/k move through the list's rows, the selection outlives a live
-// refresh and Enter opens it, j, o/O and
-// [/] work the timeline, g then s goes back to the sessions, and the top
+// refresh and Enter opens it, j, o/O and [/] work the timeline, g then u
+// goes to the usage page and g then s back to the sessions, and the top
 // bar's search box searches.
 func TestBrowserKeys(t *testing.T) {
 	b := startBrowser(t)
@@ -122,6 +122,9 @@ func TestBrowserKeys(t *testing.T) {
 	p.key("\r")
 	p.WaitFor("Enter on it saves that verdict", `document.querySelector('[data-testid="verdict-state"]')?.textContent === document.querySelector('[data-testid="verdict-quick"]').dataset.state`)
 
+	p.key("g")
+	p.key("u")
+	p.WaitFor("g u goes to the usage page", `location.pathname === '/usage' && document.readyState === 'complete'`)
 	p.key("g")
 	p.key("s")
 	p.WaitFor("g s goes to the sessions", onTheList)

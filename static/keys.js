@@ -88,8 +88,8 @@
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || document.querySelector('dialog[open]')) return;
     const g = pendingG;
     pendingG = false;
-    if (g && e.key === 's') {
-      location.href = '/';
+    if (g && (e.key === 's' || e.key === 'u')) {
+      location.href = e.key === 's' ? '/' : '/usage';
       return;
     }
     let done = true;
