@@ -158,19 +158,29 @@ func withReplies(id string, n int, text string) obj {
 	return b
 }
 
+// TestSearchPagePages: 60 hits in two sessions of 30 are a page of 50 (30
+// of the first session, 20 of the second) with a link to the last 10,
+// each page saying what it holds.
 func TestSearchPagePages(t *testing.T) {
+	const perSession, pageSize = 30, 50
 	s := newTestService(t)
 	for _, id := range []string{"a", "b"} {
-		s.mustPush(withReplies(id, 30, "paged word"), http.StatusCreated)
+		s.mustPush(withReplies(id, perSession, "paged word"), http.StatusCreated)
 	}
 	doc := mustDocument(t, s, "/search?q=paged")
 	next, _ := doc.Find(`[data-testid="search-more"]`).Attr("href")
-	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 50 || next == "" {
-		t.Fatalf("first page = %d hits, next %q; want 50 and a link", n, next)
+	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != pageSize || next == "" {
+		t.Fatalf("first page = %d hits, next %q; want %d and a link", n, next, pageSize)
+	}
+	if got, want := doc.Find(`[data-testid="search-count"]`).Text(), fmt.Sprintf("%d hits in 2 sessions on this page, newest first", pageSize); got != want {
+		t.Errorf("first page says %q; want %q", got, want)
 	}
 	doc = mustDocument(t, s, next)
-	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 10 || doc.Find(`[data-testid="search-more"]`).Length() != 0 {
-		t.Errorf("second page = %d hits; want the last 10 and no link", n)
+	if n := doc.Find(`[data-testid="search-hit"]`).Length(); n != 2*perSession-pageSize || doc.Find(`[data-testid="search-more"]`).Length() != 0 {
+		t.Errorf("second page = %d hits; want the last %d and no link", n, 2*perSession-pageSize)
+	}
+	if got, want := doc.Find(`[data-testid="search-count"]`).Text(), fmt.Sprintf("%d hits in 1 session, newest first", 2*perSession-pageSize); got != want {
+		t.Errorf("second page says %q; want %q", got, want)
 	}
 }
 

@@ -17,6 +17,20 @@ type SearchPage struct {
 	Demo           bool
 }
 
+// Summary says what the page shows: its hits and their sessions, newest
+// first, and, when more pages follow, that these are this page's.
+func (p SearchPage) Summary() string {
+	hits := 0
+	for _, g := range p.Groups {
+		hits += len(g.Hits)
+	}
+	s := Plural(hits, "hit") + " in " + Plural(len(p.Groups), "session")
+	if p.NextHref != "" {
+		s += " on this page"
+	}
+	return s + ", newest first"
+}
+
 // SearchExample is a query the search page offers to start from: the
 // query, its search and what it finds.
 type SearchExample struct {
