@@ -175,7 +175,7 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		ID: s.ID, ShortID: shortID(s.ID), Href: "/session?id=" + url.QueryEscape(s.ID),
 		AgentKind: shorten(s.Agent.Kind, lineChars), AgentVersion: shorten(s.Agent.Version, lineChars), Title: oneLine(s.Summary.Title),
 		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
-		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags,
+		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags, Notes: s.Summary.Notes,
 		Cost: cost(s.Metrics), Verdict: listVerdict(s.Verdict),
 		FailedHref: sessionSearchHref(s.ID, "status:failed"), FlagsHref: sessionSearchHref(s.ID, "flag:*"),
 	}

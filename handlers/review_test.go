@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -373,5 +374,33 @@ func TestNextUnreviewedLink(t *testing.T) {
 	}
 	if rec := s.get("/session/next?id=gone"); rec.Code != http.StatusNotFound {
 		t.Errorf("GET /session/next of an unknown session = %d; want 404", rec.Code)
+	}
+}
+
+// TestListRowCountsNotes: a session's row in the list says how many notes
+// its steps have, linked to the session page's notes, and the list's JSON
+// summary counts them too; a session without notes shows none.
+func TestListRowCountsNotes(t *testing.T) {
+	s, srv, _ := reviewService(t) // one note on s1
+	if code, body := call(t, srv, http.MethodPost, "/api/sessions/s1/notes", `{"seq":2,"author":"Bob","text":"and here"}`, nil); code != http.StatusCreated {
+		t.Fatalf("POST note = %d %s; want 201", code, body)
+	}
+	const want = 2
+	doc := mustDocument(t, s, "/")
+	row := doc.Find(`[data-testid="session-row"][data-session-id="s1"] [data-testid="notes-count"]`)
+	if row.Text() != strconv.Itoa(want)+" notes" || row.AttrOr("href", "") != "/session?id=s1#notes" {
+		t.Errorf("s1's row: notes %q linking to %q; want %q to /session?id=s1#notes", row.Text(), row.AttrOr("href", ""), strconv.Itoa(want)+" notes")
+	}
+	if n := doc.Find(`[data-testid="session-row"][data-session-id="gone"] [data-testid="notes-count"]`).Length(); n != 0 {
+		t.Errorf("a session without notes shows %d notes counts; want none", n)
+	}
+	var l store.SessionList
+	if err := json.Unmarshal(s.get("/api/sessions").Body.Bytes(), &l); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range l.Sessions {
+		if o.ID == "s1" && o.Summary.Notes != want || o.ID != "s1" && o.Summary.Notes != 0 {
+			t.Errorf("GET /api/sessions: %s's summary.notes = %d", o.ID, o.Summary.Notes)
+		}
 	}
 }

@@ -49,6 +49,8 @@ type Summary struct {
 	// LastStepAt is the time of the last step (by seq): the session's last
 	// activity. Empty without steps.
 	LastStepAt string `json:"last_step_at,omitempty"`
+	// Notes counts the reviewers' notes on the session's steps.
+	Notes int `json:"notes"`
 }
 
 // SessionOverview is a session with its summary: one row of the list.
@@ -117,8 +119,8 @@ const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_forma
 // session s: turn and segment counts, the row of the first prompt (its
 // row, 0 when it has no text; a session with no user prompt, a
 // subagent-only session, takes its first task prompt other than the
-// compaction summariser's, which says nothing of the work), and the last
-// step's time.
+// compaction summariser's, which says nothing of the work), the last
+// step's time and the count of notes.
 // titlePromptSQL is the step of session s's first prompt, whose text is
 // its title's (Title); 0 when it has none: the first user prompt (0 when
 // it has no text), without one the first task prompt but the compaction
@@ -133,7 +135,8 @@ const titlePromptSQL = `coalesce((SELECT iif(p.text IS NULL, 0, p.pk) FROM steps
 const summaryColumns = `(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
 	` + titlePromptSQL + `,
-	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1)`
+	(SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1),
+	(SELECT count(*) FROM notes n WHERE n.session_pk = s.pk)`
 
 // TitleChars is how much of the first prompt the title is taken from.
 const TitleChars = 1000
@@ -211,7 +214,7 @@ func (r *SessionRow) Overview() (SessionOverview, error) {
 // from the first prompt; the step counts are left at zero.
 func scanSummary(conn *sqlite.Conn, st *sqlite.Stmt, from int) (Summary, error) {
 	sum := NewSummary()
-	sum.Turns, sum.Segments, sum.LastStepAt = st.ColumnInt(from), st.ColumnInt(from+1), st.ColumnText(from+3)
+	sum.Turns, sum.Segments, sum.LastStepAt, sum.Notes = st.ColumnInt(from), st.ColumnInt(from+1), st.ColumnText(from+3), st.ColumnInt(from+4)
 	if prompt := st.ColumnInt64(from + 2); prompt != 0 {
 		text, err := readHead(conn, "text", prompt, TitleChars)
 		if err != nil {

@@ -124,6 +124,7 @@ type SessionRow struct {
 	Failed       int
 	RefOnly      int
 	Flags        int
+	Notes        int // the reviewers' notes on its steps, linked to the page's Notes
 	// FailedHref and FlagsHref search the session's failed and flagged
 	// steps (status:failed, flag:*).
 	FailedHref, FlagsHref string

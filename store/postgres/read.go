@@ -35,7 +35,8 @@ func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // (store.SessionRow), then the summary's turn and segment counts, the
 // first store.TitleChars characters of its first prompt (the first user
 // prompt's, "" when it has no text; without a user prompt, the first task
-// prompt but the compaction summariser's) and the last step's time.
+// prompt but the compaction summariser's), the last step's time and the
+// count of notes.
 // Identifiers and text are ordered with COLLATE "C" wherever order shows,
 // so PostgreSQL orders bytewise as SQLite does whatever the database's
 // collation.
@@ -46,7 +47,8 @@ var sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, coalesce(s.agen
 	(SELECT count(*) FROM turns t WHERE t.session_pk = s.pk),
 	(SELECT count(*) FROM segments g WHERE g.session_pk = s.pk),
 	` + titlePromptSQL + `,
-	coalesce((SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1), '')`
+	coalesce((SELECT p.at FROM steps p WHERE p.session_pk = s.pk ORDER BY p.seq DESC LIMIT 1), ''),
+	(SELECT count(*) FROM notes n WHERE n.session_pk = s.pk)`
 
 // titlePromptSQL is the head of session s's first prompt, its title's
 // text (store.Title): the first user prompt's, "" when it has no text;
@@ -71,7 +73,7 @@ func scanSession(row pgx.Row) (int64, store.SessionOverview, error) {
 	err := row.Scan(&pk, &r.ID, &r.AgentKind, &r.AgentVersion, &r.AgentFormatVersion,
 		&r.WorkspaceRoot, &r.WorkspaceRepo, &r.StartedAt, &r.EndedAt, &r.Source, &r.Metrics,
 		&r.OwnerID, &r.CapturedOn, &r.VerdictState, &r.VerdictNote, &r.VerdictReviewer, &r.UpdatedAt,
-		&sum.Turns, &sum.Segments, &prompt, &sum.LastStepAt)
+		&sum.Turns, &sum.Segments, &prompt, &sum.LastStepAt, &sum.Notes)
 	if err != nil {
 		return 0, store.SessionOverview{}, err
 	}

@@ -381,12 +381,23 @@ func testNotes(t *testing.T, s store.Backend) {
 		t.Helper()
 		return mustDetail(t, s, id).Notes
 	}
+	// The summary counts them, in the list and in the session.
+	counted := func(when string, want map[string]int) {
+		t.Helper()
+		for _, o := range mustList(t, s, store.ListQuery{}).Sessions {
+			if d := mustDetail(t, s, o.ID); o.Summary.Notes != want[o.ID] || d.Summary.Notes != want[o.ID] {
+				t.Errorf("%s: %s's summary counts %d notes in the list, %d in the session; want %d", when, o.ID, o.Summary.Notes, d.Summary.Notes, want[o.ID])
+			}
+		}
+	}
+	counted("before any note", nil)
 	n1 := add("a", store.NoteInput{Seq: 2, Author: "ann", Text: "why does this run the tests?\nAsk."})
 	n2 := add("a", store.NoteInput{Seq: 1, Author: "bob", Text: "good prompt"})
 	n3 := add("b", store.NoteInput{Seq: 2, Author: "ann", Text: "same here"})
 	if got, want := notes("a"), []store.Note{n2, n1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Detail(a).Notes = %+v; want %+v (in step order)", got, want)
 	}
+	counted("three notes added", map[string]int{"a": 2, "b": 1})
 
 	edited, err := s.EditNote(bg, "a", n1.ID, store.NoteInput{Author: "ann", Text: "fine after all"})
 	if err != nil {
@@ -404,6 +415,7 @@ func testNotes(t *testing.T, s store.Backend) {
 	if got, want := notes("a"), []store.Note{edited}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Detail(a).Notes after the delete = %+v; want %+v", got, want)
 	}
+	counted("a note deleted", map[string]int{"a": 1, "b": 1})
 	mustApply(t, s, smallBatch("a"))
 	b := smallBatch("a")
 	b.Steps[1].Payload.Stdout = genPtr("a new push")
