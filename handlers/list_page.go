@@ -78,7 +78,7 @@ func listProblem(err error) string {
 func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.ListPage {
 	p := views.ListPage{Agent: q.Agent, Verdict: q.Verdict, Total: l.Total.Sessions, Cost: totalCost(l.Total), Filter: views.ListFilter{
 		Agent: q.Agent, Verdict: q.Verdict, Unreviewed: q.Unreviewed, Owner: q.Owner, Workspace: q.Workspace, Since: q.Since, Until: q.Until,
-		Failed: q.Failed, Flagged: q.Flagged, Cost: q.Cost,
+		Failed: q.Failed, Flagged: q.Flagged, Noted: q.Noted, Cost: q.Cost,
 	}}
 	p.Filtered = p.Filter != views.ListFilter{}
 	// href is the list with the filters of q, changed by kv (an empty value drops one).

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/agentreview/service/store"
 )
 
@@ -379,9 +381,11 @@ func TestNextUnreviewedLink(t *testing.T) {
 
 // TestListRowCountsNotes: a session's row in the list says how many notes
 // its steps have, linked to the session page's notes, and the list's JSON
-// summary counts them too; a session without notes shows none.
+// summary counts them too; a session without notes shows none, and the
+// "with notes" filter (noted=1) leaves it out, on the page and in the API.
 func TestListRowCountsNotes(t *testing.T) {
 	s, srv, _ := reviewService(t) // one note on s1
+	s.mustPush(newBatch("plain"), http.StatusCreated)
 	if code, body := call(t, srv, http.MethodPost, "/api/sessions/s1/notes", `{"seq":2,"author":"Bob","text":"and here"}`, nil); code != http.StatusCreated {
 		t.Fatalf("POST note = %d %s; want 201", code, body)
 	}
@@ -391,7 +395,7 @@ func TestListRowCountsNotes(t *testing.T) {
 	if row.Text() != strconv.Itoa(want)+" notes" || row.AttrOr("href", "") != "/session?id=s1#notes" {
 		t.Errorf("s1's row: notes %q linking to %q; want %q to /session?id=s1#notes", row.Text(), row.AttrOr("href", ""), strconv.Itoa(want)+" notes")
 	}
-	if n := doc.Find(`[data-testid="session-row"][data-session-id="gone"] [data-testid="notes-count"]`).Length(); n != 0 {
+	if n := doc.Find(`[data-testid="session-row"][data-session-id="plain"] [data-testid="notes-count"]`).Length(); n != 0 {
 		t.Errorf("a session without notes shows %d notes counts; want none", n)
 	}
 	var l store.SessionList
@@ -402,5 +406,17 @@ func TestListRowCountsNotes(t *testing.T) {
 		if o.ID == "s1" && o.Summary.Notes != want || o.ID != "s1" && o.Summary.Notes != 0 {
 			t.Errorf("GET /api/sessions: %s's summary.notes = %d", o.ID, o.Summary.Notes)
 		}
+	}
+	if len(l.Sessions) != 2 {
+		t.Fatalf("GET /api/sessions = %d sessions; want s1 and plain", len(l.Sessions))
+	}
+	doc = mustDocument(t, s, "/?noted=1")
+	rows := doc.Find(`[data-testid="session-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-session-id", "") })
+	if len(rows) != 1 || rows[0] != "s1" || doc.Find(`[data-testid="filter-noted"]`).AttrOr("checked", "no") == "no" {
+		t.Errorf("/?noted=1 rows %q; want s1 alone, the box checked", rows)
+	}
+	var noted store.SessionList
+	if err := json.Unmarshal(s.get("/api/sessions?noted=1").Body.Bytes(), &noted); err != nil || len(noted.Sessions) != 1 || noted.Sessions[0].ID != "s1" {
+		t.Errorf("GET /api/sessions?noted=1 = %+v, %v; want s1 alone", noted.Sessions, err)
 	}
 }

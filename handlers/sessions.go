@@ -110,7 +110,7 @@ func listValues(q store.ListQuery) url.Values {
 	v := url.Values{}
 	for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "unreviewed": flagParam(q.Unreviewed), "owner": q.Owner,
 		"workspace": q.Workspace, "since": q.Since, "until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged),
-		"cost": q.Cost, "after": q.After} {
+		"noted": flagParam(q.Noted), "cost": q.Cost, "after": q.After} {
 		if val != "" {
 			v.Set(name, val)
 		}
@@ -122,7 +122,7 @@ func listValues(q store.ListQuery) url.Values {
 func parseListQuery(v url.Values) (store.ListQuery, error) {
 	q := store.ListQuery{
 		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Owner: v.Get("owner"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
-		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Cost: v.Get("cost"), After: v.Get("after"),
+		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Noted: v.Get("noted") != "", Cost: v.Get("cost"), After: v.Get("after"),
 		Unreviewed: v.Get("unreviewed") != "",
 	}
 	if s := v.Get("limit"); s != "" {

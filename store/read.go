@@ -353,6 +353,7 @@ type ListQuery struct {
 	Until     string // only sessions started before this date or time
 	Failed    bool   // only sessions with a failed step
 	Flagged   bool   // only sessions with a flagged step
+	Noted     bool   // only sessions with a note on a step
 	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
 	Limit     int    // at most this many sessions (0: all)
 	After     string // a Next cursor of an earlier page: the sessions after it
@@ -439,6 +440,7 @@ func (q ListQuery) Filters(b ListBounds, except string) []ListFilter {
 	add("workspace", q.Workspace != "", q.Workspace)
 	add("failed", q.Failed, nil)
 	add("flagged", q.Flagged, nil)
+	add("noted", q.Noted, nil)
 	add("cost", q.Cost != "", q.Cost)
 	return fs
 }
@@ -456,6 +458,7 @@ var sqliteListConds = map[string]string{
 	// which SQLite does not choose by itself: it read every step's entry.
 	"failed":  "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_failed WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
 	"flagged": "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_flagged WHERE p.session_pk = s.pk AND p.flag_count > 0)",
+	"noted":   "EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk)",
 	// A cost is recorded when the agent reported the session's (metrics)
 	// or its requests' (usage records), as Total counts it.
 	"cost": `(json_extract(s.metrics, '$.cost_usd') IS NOT NULL

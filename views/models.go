@@ -93,7 +93,7 @@ type ListPage struct {
 // form keeps the agent and verdict the chips chose.
 type ListFilter struct {
 	Agent, Verdict, Owner, Workspace, Since, Until string
-	Unreviewed, Failed, Flagged                    bool
+	Unreviewed, Failed, Flagged, Noted             bool
 	Cost                                           string // "", "recorded" or "not_recorded"
 	// ShowOwner offers the owner filter: a team server's sessions have
 	// several owners, the local service's are all "local".

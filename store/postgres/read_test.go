@@ -484,7 +484,7 @@ func pgDSN(t *testing.T, s *Store) string {
 // Every filter store.ListQuery.Filters can name has a PostgreSQL condition.
 func TestListConditions(t *testing.T) {
 	since, until := int64(1), int64(2)
-	q := store.ListQuery{Agent: "a", Verdict: "v", Unreviewed: true, Owner: "o", Workspace: "w", Failed: true, Flagged: true, Cost: "recorded"}
+	q := store.ListQuery{Agent: "a", Verdict: "v", Unreviewed: true, Owner: "o", Workspace: "w", Failed: true, Flagged: true, Noted: true, Cost: "recorded"}
 	fs := q.Filters(store.ListBounds{Since: &since, Until: &until}, "")
 	for _, f := range fs {
 		if listConds[f.Name] == "" {

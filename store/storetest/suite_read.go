@@ -25,6 +25,7 @@ type listed struct {
 	cost                   *float64 // nil: no metrics
 	failed, flagged        bool
 	verdict                string
+	noted                  bool // a note on its first step
 }
 
 func (l listed) batch() *store.Batch {
@@ -54,7 +55,7 @@ func queryName(q store.ListQuery) string {
 		{"agent", q.Agent, q.Agent != ""}, {"verdict", q.Verdict, q.Verdict != ""}, {"unreviewed", q.Unreviewed, q.Unreviewed},
 		{"workspace", q.Workspace, q.Workspace != ""},
 		{"since", q.Since, q.Since != ""}, {"until", q.Until, q.Until != ""}, {"failed", q.Failed, q.Failed},
-		{"flagged", q.Flagged, q.Flagged}, {"cost", q.Cost, q.Cost != ""}, {"limit", q.Limit, q.Limit != 0}, {"page-only", q.PageOnly, q.PageOnly},
+		{"flagged", q.Flagged, q.Flagged}, {"noted", q.Noted, q.Noted}, {"cost", q.Cost, q.Cost != ""}, {"limit", q.Limit, q.Limit != 0}, {"page-only", q.PageOnly, q.PageOnly},
 	} {
 		if f.set {
 			parts = append(parts, fmt.Sprintf("%s=%v", f.name, f.value))
@@ -76,9 +77,9 @@ func (l listed) started() time.Time {
 
 var listSessions = []listed{
 	{id: "a", agent: "claude-code", start: "2026-03-01T10:00:00Z", root: "/home/dev/alpha", cost: genPtr(1.5), failed: true, flagged: true, verdict: "approved"},
-	{id: "b", agent: "cline", start: "2026-03-05T09:00:00+02:00", root: "/home/dev/beta", flagged: true},
+	{id: "b", agent: "cline", start: "2026-03-05T09:00:00+02:00", root: "/home/dev/beta", flagged: true, noted: true},
 	{id: "c", agent: "claude-code", start: "2026-03-05T07:00:00Z", root: "/home/dev/gamma", cost: genPtr(0.5)}, // same start as b
-	{id: "d", agent: "codex", start: "2026-02-20T00:00:00Z", root: "/srv/alpha-two", cost: genPtr(0.25), failed: true, verdict: "needs_attention"},
+	{id: "d", agent: "codex", start: "2026-02-20T00:00:00Z", root: "/srv/alpha-two", cost: genPtr(0.25), failed: true, verdict: "needs_attention", noted: true},
 	{id: "e", agent: "cline", start: "2026-03-10T12:00:00.5Z", root: "/home/dev/delta", cost: genPtr(2.0), verdict: "approved"},
 }
 
@@ -89,6 +90,11 @@ func pushListSessions(t *testing.T, s store.Backend) {
 		if l.verdict != "" {
 			if err := s.SetVerdict(bg, l.id, store.Verdict{State: l.verdict}); err != nil {
 				t.Fatalf("SetVerdict(%s) = %v", l.id, err)
+			}
+		}
+		if l.noted {
+			if _, err := s.AddNote(bg, l.id, store.NoteInput{Seq: 1, Author: "ann", Text: "look"}); err != nil {
+				t.Fatalf("AddNote(%s) = %v", l.id, err)
 			}
 		}
 	}
@@ -148,7 +154,7 @@ func keepFor(q store.ListQuery) func(l listed, except string) bool {
 			(q.Workspace == "" || strings.Contains(l.root, q.Workspace)) &&
 			(q.Since == "" || !l.started().Before(day(q.Since))) &&
 			(q.Until == "" || l.started().Before(day(q.Until))) &&
-			(!q.Failed || l.failed) && (!q.Flagged || l.flagged) &&
+			(!q.Failed || l.failed) && (!q.Flagged || l.flagged) && (!q.Noted || l.noted) &&
 			(q.Cost == "" || (q.Cost == "recorded") == (l.cost != nil))
 	}
 }
@@ -173,6 +179,8 @@ func testList(t *testing.T, s store.Backend) {
 		{Since: "2026-03-01", Until: "2026-03-06"},
 		{Failed: true},
 		{Flagged: true},
+		{Noted: true},
+		{Noted: true, Agent: "codex", Failed: true},
 		{Cost: "recorded"},
 		{Cost: "not_recorded"},
 		{Agent: "claude-code", Verdict: "approved"},
@@ -206,7 +214,11 @@ func testList(t *testing.T, s store.Backend) {
 	for _, o := range mustList(t, s, store.ListQuery{}).Sessions {
 		i := slices.IndexFunc(listSessions, func(l listed) bool { return l.id == o.ID })
 		b := listSessions[i].batch()
-		if want := wantSummary(mergeSteps(b), len(b.Turns), len(b.Segments)); !reflect.DeepEqual(o.Summary, want) {
+		want := wantSummary(mergeSteps(b), len(b.Turns), len(b.Segments))
+		if listSessions[i].noted {
+			want.Notes = 1
+		}
+		if !reflect.DeepEqual(o.Summary, want) {
 			t.Errorf("List: %s summary = %+v; want %+v", o.ID, o.Summary, want)
 		}
 		if o.Agent != b.Session.Agent || o.StartedAt != b.Session.StartedAt || !reflect.DeepEqual(o.Metrics, b.Session.Metrics) {
