@@ -2,8 +2,9 @@
 // session's page), j/k move through list rows or timeline steps, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
 // failed or flagged step, v the verdict's buttons, n the next session not
-// reviewed, g then s sessions, ? the list of shortcuts. None fires while
-// typing in a field, with a modifier held, or while a dialog is open.
+// reviewed, g then s sessions, g then u usage, ? the list of shortcuts.
+// None fires while typing in a field, with a modifier held, or while a
+// dialog is open.
 (function () {
   'use strict';
 
@@ -83,13 +84,15 @@
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
 
+  // The pages g then a key goes to.
+  const goTo = { s: '/', u: '/usage' };
   let pendingG = false;
   document.addEventListener('keydown', function (e) {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || document.querySelector('dialog[open]')) return;
     const g = pendingG;
     pendingG = false;
-    if (g && (e.key === 's' || e.key === 'u')) {
-      location.href = e.key === 's' ? '/' : '/usage';
+    if (g && goTo[e.key]) {
+      location.href = goTo[e.key];
       return;
     }
     let done = true;
