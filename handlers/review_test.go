@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // call makes a request to a real server with a JSON body (if any) and the
@@ -419,4 +422,57 @@ func TestListRowCountsNotes(t *testing.T) {
 	if err := json.Unmarshal(s.get("/api/sessions?noted=1").Body.Bytes(), &noted); err != nil || len(noted.Sessions) != 1 || noted.Sessions[0].ID != "s1" {
 		t.Errorf("GET /api/sessions?noted=1 = %+v, %v; want s1 alone", noted.Sessions, err)
 	}
+}
+
+// A search's hit shows its step's notes under its snippet, escaped, each
+// cut to noteChars, the first store.MaxHitNotes with a link to the rest;
+// note:* finds every step with a note.
+func TestSearchHitShowsNotes(t *testing.T) {
+	s, srv, _ := reviewService(t) // "look here" by Ann on s1's step 1
+	long := strings.Repeat("word ", noteChars)
+	written := map[int][]string{1: {"look here"}, 2: {"<b>not bold</b>", long, "third", "fourth", "fifth"}}
+	for _, text := range written[2] {
+		body, _ := json.Marshal(map[string]any{"seq": 2, "author": "Bob", "text": text})
+		if code, out := call(t, srv, http.MethodPost, "/api/sessions/s1/notes", string(body), nil); code != http.StatusCreated {
+			t.Fatalf("POST note = %d %s; want 201", code, out)
+		}
+	}
+	doc := mustDocument(t, s, "/search?q="+url.QueryEscape("note:*"))
+	hits := doc.Find(`[data-testid="search-hit"]`)
+	if hits.Length() != len(written) {
+		t.Fatalf("note:* = %d hits; want the %d steps with notes", hits.Length(), len(written))
+	}
+	hits.Each(func(_ int, h *goquery.Selection) {
+		seq, _ := strconv.Atoi(h.AttrOr("data-seq", ""))
+		all := written[seq]
+		var want []string
+		for _, text := range all[:min(len(all), store.MaxHitNotes)] {
+			if r := []rune(text); len(r) > noteChars {
+				text = string(r[:noteChars]) + "…"
+			}
+			want = append(want, text)
+		}
+		notes := h.Find(`[data-testid="search-hit-notes"] li`)
+		var got []string
+		notes.Each(func(_ int, n *goquery.Selection) {
+			if !n.HasClass("muted") {
+				got = append(got, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(n.Text()), n.Find(".hit-note-author").Text())))
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("step %d's notes = %q; want %q", seq, got, want)
+		}
+		if h.Find(`[data-testid="search-hit-notes"] b`).Length() > 0 {
+			t.Errorf("step %d: a note's HTML was rendered, not escaped", seq)
+		}
+		more := notes.Filter(".muted")
+		if rest := len(all) - len(want); rest > 0 {
+			link := h.Find(`[data-testid="search-hit-link"]`).AttrOr("href", "")
+			if more.Text() != views.Plural(rest, "more note") || more.Find("a").AttrOr("href", "") != link {
+				t.Errorf("step %d: %q linking to %q; want %q linking to the step, %q", seq, more.Text(), more.Find("a").AttrOr("href", ""), views.Plural(rest, "more note"), link)
+			}
+		} else if more.Length() != 0 {
+			t.Errorf("step %d shows %q; want no more notes", seq, more.Text())
+		}
+	})
 }

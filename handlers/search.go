@@ -128,11 +128,15 @@ var searchExamples = []struct{ query, finds string }{
 	{"flag:*", "flagged steps"},
 	{"type:command status:failed", "failed commands"},
 	{"type:edit", "edits"},
+	{"note:*", "steps with a reviewer's note"},
 	{`"rm -rf"`, "a phrase, in any step"},
 }
 
 // pageHits is how many hits a page of /search shows.
 const pageHits = 50
+
+// noteChars is how much of a note a hit shows (the step shows it whole).
+const noteChars = 300
 
 // searchGroups puts consecutive hits of one session together (the store
 // orders them by session).
@@ -152,7 +156,10 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		g := &gs[len(gs)-1]
 		snippet, matches := h.SnippetPastRole()
 		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Label: shorten(h.Label(), lineChars), Status: h.Status, Href: g.Href,
-			Snippet: snippetParts(snippet, matches)}
+			Snippet: snippetParts(snippet, matches), MoreNotes: h.NoteCount - len(h.Notes)}
+		for _, n := range h.Notes {
+			row.Notes = append(row.Notes, views.HitNote{Author: shorten(n.Author, lineChars), Text: shorten(n.Text, noteChars)})
+		}
 		if h.Seq > 0 {
 			row.Href += matchedParam(snippet, matches) + "#step-" + strconv.FormatInt(h.Seq, 10)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -290,6 +291,8 @@ func TestSearchOutOfTime(t *testing.T) {
 // session's steps are not found when the page searches one session).
 func TestSearchPageExamples(t *testing.T) {
 	s := newTestService(t)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
 	for _, sid := range []string{"examples-a", "examples-b"} {
 		b := newBatch(sid)
 		for _, st := range b["steps"].(arr) {
@@ -301,6 +304,9 @@ func TestSearchPageExamples(t *testing.T) {
 			}
 		}
 		s.mustPush(b, http.StatusCreated)
+		if code, body := call(t, srv, http.MethodPost, "/api/sessions/"+sid+"/notes", `{"seq":2,"author":"Ann","text":"why rm -rf?"}`, nil); code != http.StatusCreated {
+			t.Fatalf("POST note = %d %s; want 201", code, body)
+		}
 	}
 	for _, page := range []string{"/search", "/search?session=examples-a"} {
 		links := mustDocument(t, s, page).Find(`[data-testid="search-examples"] a`)

@@ -59,6 +59,41 @@ type SearchHit struct {
 	Status    string   `json:"status"`
 	Snippet   string   `json:"snippet"`
 	Matches   [][2]int `json:"matches"`
+	// The step's notes, oldest first (at most MaxHitNotes of them), and
+	// how many it has: a reviewer's word on the step, beside what the
+	// agent recorded. Empty on a step without notes.
+	Notes     []HitNote `json:"notes,omitempty"`
+	NoteCount int       `json:"note_count,omitempty"`
+}
+
+// HitNote is a note of a hit's step: who wrote it and what.
+type HitNote struct {
+	Author string `json:"author"`
+	Text   string `json:"text"`
+}
+
+// MaxHitNotes is how many of its step's notes a hit holds.
+const MaxHitNotes = 3
+
+// hitNotesSQL reads the first MaxHitNotes notes of each step of a page
+// and how many each has, oldest first (?1, a JSON array of the steps'
+// pks; $1 on PostgreSQL, an array): SQLite's and PostgreSQL's statement,
+// but for how the pks are given.
+func hitNotesSQL(pks string) string {
+	return `SELECT step_pk, author, text, n FROM (
+		  SELECT step_pk, author, text, id, row_number() OVER (PARTITION BY step_pk ORDER BY id) AS r,
+		    count(*) OVER (PARTITION BY step_pk) AS n
+		  FROM notes WHERE step_pk IN (` + pks + `)) AS x
+		WHERE r <= ` + strconv.Itoa(MaxHitNotes) + ` ORDER BY step_pk, id`
+}
+
+// HitNotesSQL is hitNotesSQL for PostgreSQL.
+var HitNotesSQL = hitNotesSQL("SELECT unnest($1::bigint[])")
+
+// AddHitNote adds a note read by HitNotesSQL (its author, text and the
+// step's count of notes) to the hit.
+func AddHitNote(h *SearchHit, author, text string, count int) {
+	h.Notes, h.NoteCount = append(h.Notes, HitNote{author, text}), count
 }
 
 // Label is what a view shows after a hit's type: a message's role, or
@@ -151,7 +186,7 @@ type SearchFilter struct {
 }
 
 // SearchFilterKeys are the filters of the query language (ParseQuery).
-var SearchFilterKeys = []string{"agent", "status", "flag", "path", "workspace", "verdict", "type", "after", "before", "owner"}
+var SearchFilterKeys = []string{"agent", "status", "flag", "path", "note", "workspace", "verdict", "type", "after", "before", "owner"}
 
 // query is a parsed search as SQLite's FTS5 index runs it.
 type query struct {
@@ -171,8 +206,9 @@ type query struct {
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = ?",
 	"status":    "st.outcome = ?",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                               // flag:* any kind
-	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0", // edits, reads and commands that name files (migration 021)
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                                           // flag:* any kind
+	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0",             // edits, reads and commands that name files (migration 021)
+	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk) AND EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND instr(lower(n.text), lower(?)) > 0)", // ASCII case ignored; note:* binds "", any note; the session's EXISTS lets a walk skip sessions without notes
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
@@ -187,7 +223,8 @@ var searchFilters = map[string]string{
 // handlers/auth.go), "exact phrases", prefix*, -excluded, and filters
 // key:value that also work alone: agent:, type: (one of the step types,
 // several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
-// of a path), workspace: (part of the root), after: and before: (a date,
+// of a path), note: (part of a note on the step, ignoring ASCII case; * any
+// note), workspace: (part of the root), after: and before: (a date,
 // 2026-11-01, or an RFC 3339 time, on the session's start), verdict: (a
 // state, common or not, or none: not reviewed) and owner: (the session's
 // owner_id, a team server's user). A filter's value with spaces is quoted:
@@ -221,8 +258,8 @@ func ParseQuery(text string) (ParsedQuery, error) {
 	}
 	for _, t := range terms {
 		if key, value, ok := strings.Cut(t.text, ":"); ok && !t.quoted && !t.negated && slices.Contains(SearchFilterKeys, key) {
-			if key == "flag" && value == "" && t.prefix {
-				value = "*" // flag:*, a flag of any kind
+			if (key == "flag" || key == "note") && value == "" && t.prefix {
+				value = "*" // flag:*, a flag of any kind; note:*, any note
 			}
 			if value == "" {
 				bad("filter %s: has no value", key)
@@ -312,6 +349,10 @@ func filterArg(key, value string) (any, error) {
 		var c reviewProblems // any state a verdict may have (Verdict.Check), not only VerdictStates
 		if reviewText(&c, "state", value, MaxStateChars, true); len(c) > 0 {
 			return nil, fmt.Errorf("%q is not a verdict's state: %s", value, c[0].Message)
+		}
+	case "note":
+		if value == "*" {
+			return "", nil // any note: every text holds the empty string
 		}
 	case "after", "before":
 		t, err := parseSearchTime(value)
@@ -477,13 +518,20 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			for i, r := range rows {
 				rids[i] = r.rid
 			}
-			snippets, err := rowSnippets(conn, rids, q.words)
+			ids, err := json.Marshal(rids)
+			if err != nil {
+				return err
+			}
+			snippets, err := rowSnippets(conn, string(ids), q.words)
 			if err != nil {
 				return err
 			}
 			for i, r := range rows {
 				sn := snippets[r.rid]
 				rows[i].hit.Snippet, rows[i].hit.Matches, rows[i].hit.Tool = sn.text, sn.matches, sn.tool
+			}
+			if err := hitNotes(conn, rows, string(ids)); err != nil {
+				return err
 			}
 		}
 		for _, r := range rows {
@@ -735,8 +783,8 @@ type snippet struct {
 	tool    string
 }
 
-// rowSnippets makes the snippet of each index row of a page (the step's,
-// or minus the session's) from the text it was indexed with, read from
+// rowSnippets makes the snippet of each index row of a page (ids, a JSON
+// array of the step's pk, or minus the session's) from the text it was indexed with, read from
 // the same views as the index, which keeps no copy of it; with no words
 // (filters alone), the text's beginning. Each text is let go once its
 // snippet is made, so a page holds one of its hits' texts at
@@ -745,18 +793,14 @@ type snippet struct {
 // tokenized each text twice and took 155 of a page's 166 ms when its hits
 // were long outputs (docs/performance.md, "A sweep of the routes on a
 // real store").
-func rowSnippets(conn *sqlite.Conn, rids []int64, words []SearchPhrase) (map[int64]snippet, error) {
-	ids, err := json.Marshal(rids)
-	if err != nil {
-		return nil, err
-	}
-	snippets := make(map[int64]snippet, len(rids))
-	err = sqlitex.Execute(conn, `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
+func rowSnippets(conn *sqlite.Conn, ids string, words []SearchPhrase) (map[int64]snippet, error) {
+	snippets := map[int64]snippet{}
+	err := sqlitex.Execute(conn, `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
 		FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
 		UNION ALL
 		SELECT -session_pk, body, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
 		&sqlitex.ExecOptions{
-			Args: []any{string(ids)},
+			Args: []any{ids},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				s := snippet{tool: ToolNameOf(st.ColumnText(2))}
 				s.text, s.matches = SearchSnippet(st.ColumnText(1), words)
@@ -765,6 +809,23 @@ func rowSnippets(conn *sqlite.Conn, rids []int64, words []SearchPhrase) (map[int
 			},
 		})
 	return snippets, err
+}
+
+// hitNotes adds to the hits of a page their steps' notes (HitNotesSQL);
+// ids is the JSON array of the rows' index rows (a step's pk, or minus a
+// session's, which has no notes).
+func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string) error {
+	at := make(map[int64]int, len(rows))
+	for i, r := range rows {
+		at[r.rid] = i
+	}
+	return sqlitex.Execute(conn, hitNotesSQL("SELECT value FROM json_each(?1) WHERE value > 0"), &sqlitex.ExecOptions{
+		Args: []any{ids},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			AddHitNote(&rows[at[st.ColumnInt64(0)]].hit, st.ColumnText(1), st.ColumnText(2), st.ColumnInt(3))
+			return nil
+		},
+	})
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

@@ -57,6 +57,16 @@ type SearchHitRow struct {
 	Status  string
 	Href    string
 	Snippet []SnippetPart
+	// Notes are the step's first notes, each cut to a few lines;
+	// MoreNotes how many more it has.
+	Notes     []HitNote
+	MoreNotes int
+}
+
+// HitNote is a reviewer's note on a hit's step; its text is theirs,
+// rendered escaped.
+type HitNote struct {
+	Author, Text string
 }
 
 // SnippetPart is a run of a snippet's text, a match or not; the text is

@@ -58,6 +58,12 @@ func (c *SearchCmd) Run(e *env) error {
 		}
 		snippet, _ := h.SnippetPastRole()
 		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, kind, terminalSafe(h.Status), terminalSafe(snippet))
+		for _, n := range h.Notes {
+			fmt.Fprintf(e.stdout, "      note by %s: %s\n", terminalSafe(n.Author), terminalSafe(n.Text))
+		}
+		if more := h.NoteCount - len(h.Notes); more > 0 {
+			fmt.Fprintf(e.stdout, "      (and %d more on the step)\n", more)
+		}
 	}
 	switch {
 	case res.Partial:

@@ -125,4 +125,28 @@ func TestSearchCommandBesideServer(t *testing.T) {
 	if out, err := run("search", "unmended", "--db", db); err != nil || !strings.Contains(out, want) {
 		t.Errorf("service search unmended = %v\n%s\nwant the line %q", err, out, want)
 	}
+
+	// A step's notes print under its hit, the first store.MaxHitNotes of
+	// them, with how many more; note: finds the steps by them.
+	texts := []string{"Flaky \x1b[2J twice", "Second look", "Third", "Fourth", "Fifth"}
+	for _, text := range texts {
+		note, _ := json.Marshal(map[string]any{"seq": 1, "author": "Ann", "text": text})
+		req, _ := http.NewRequest(http.MethodPost, srv.base+"/api/sessions/s2/notes", bytes.NewReader(note))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST note = %v %v; want 201", resp, err)
+		}
+		resp.Body.Close()
+	}
+	out, err = run("search", "note:flaky", "--db", db)
+	for _, text := range texts[:store.MaxHitNotes] {
+		if want := "note by Ann: " + terminalSafe(text); !strings.Contains(out, want) {
+			t.Errorf("service search note:flaky = %v\n%s\nwant the line %q", err, out, want)
+		}
+	}
+	if want := fmt.Sprintf("(and %d more on the step)", len(texts)-store.MaxHitNotes); err != nil || !strings.Contains(out, want) ||
+		strings.Contains(out, texts[store.MaxHitNotes]) || !strings.HasPrefix(out, "s2 ") || strings.Contains(out, "\x1b") {
+		t.Errorf("service search note:flaky = %v\n%s\nwant s2's step alone, %q and no escape", err, out, want)
+	}
 }

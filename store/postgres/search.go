@@ -19,8 +19,9 @@ import (
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
-	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",    // edits, reads and commands that name files (migrations 007, 012)
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))",                                                                     // flag:* any kind
+	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",                                                                        // edits, reads and commands that name files (migrations 007, 012)
+	"note":      `EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk) AND EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND strpos(lower(n.text COLLATE "C"), lower($ COLLATE "C")) > 0)`, // ASCII case ignored, as by SQLite's lower()
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",
@@ -195,6 +196,9 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 			hits, err = readHits(ctx, tx, base, q.args, pq, from, limit+1)
 		}
 		if err != nil {
+			return err
+		}
+		if err := hitNotes(ctx, tx, hits); err != nil {
 			return err
 		}
 		return searchTitles(ctx, tx, hits)
@@ -508,6 +512,30 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		kept = append(kept, r)
 	}
 	return kept, nil
+}
+
+// hitNotes adds to the hits their steps' notes (store.HitNotesSQL).
+func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
+	at := make(map[int64]int, len(hits))
+	var pks []int64
+	for i, h := range hits {
+		if h.rid > 0 {
+			at[h.rid] = i
+			pks = append(pks, h.rid)
+		}
+	}
+	if len(pks) == 0 {
+		return nil
+	}
+	rows, _ := tx.Query(ctx, store.HitNotesSQL, pks)
+	var pk int64
+	var author, text string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&pk, &author, &text, &n}, func() error {
+		store.AddHitNote(&hits[at[pk]].hit, author, text, n)
+		return nil
+	})
+	return err
 }
 
 // searchTitles sets the title of each hit's session (sessionTitles).

@@ -34,6 +34,20 @@ func searchPair(t testing.TB) (*store.Store, *Store) {
 			t.Fatal(err)
 		}
 	}
+	for _, s := range []interface {
+		AddNote(context.Context, string, store.NoteInput) (store.Note, error)
+	}{lite, pg} {
+		for _, n := range []struct {
+			session string
+			seq     int64
+			text    string
+		}{{"search-code", 3, "Flaky: Ünïcode here"}, {"search-code", 3, "second"}, {"search-code", 3, "third"}, {"search-code", 3, "fourth"},
+			{"search-code", 10, "the go test ran twice"}, {"search-alice", 1, "FLAKY too"}} {
+			if _, err := s.AddNote(ctx, n.session, store.NoteInput{Seq: n.seq, Author: "ann", Text: n.text}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return lite, pg
 }
 
@@ -106,6 +120,7 @@ var searchQueries = []string{
 	"verdict:approved", "verdict:approved the", "verdict:maybe", `verdict:"needs work" go`, "owner:alice", "owner:local go", "owner:nobody",
 	"after:2026-01-01", "before:2026-01-01", "after:2025-01-01T00:00:00Z before:2027-01-01 test",
 	"-test agent:claude-code", "billing -alice", "proj* -home", "alice*",
+	"note:*", "note:flaky", "note:ünï", "note:ÜNÏ", "note:Ünï", `note:"go test"`, "note:* type:command", "go note:*", "note:nowhere",
 	// malformed
 	"", "   ", `"unclosed`, "-only", "...", "type:nope", "verdict:\"a\tb\"", "0\x00", "after:yesterday", "agent:", strings.Repeat("x ", 40),
 	strings.Repeat("y", 1001), "\xff",

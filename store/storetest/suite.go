@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"SearchFields", testSearchFields},
 		{"SearchFilters", testSearchFilters},
+		{"SearchHitNotes", testSearchHitNotes},
 		{"SearchPathOfCommands", testSearchPathOfCommands},
 		{"SearchFiltersSnippet", testSearchFiltersSnippet},
 		{"SearchJSONInAString", testSearchJSONInAString},

@@ -169,6 +169,11 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 	c := smallBatch("c")
 	c.Session.StartedAt = "2026-10-20T10:00:00Z"
 	verdicts := map[string]string{"b": "needs_attention", "c": "needs work"} // a state of one's own, with a space
+	notes := map[hitKey][]string{
+		{"a", 2}: {"Flaky: it ran the suite twice", "second look"},
+		{"b", 4}: {"check the KEY here"},
+		{"b", 5}: {"Ürün adı"}, // ASCII case is ignored, no other: ü is not Ü
+	}
 	for _, x := range []*store.Batch{a, b, c} {
 		mustApply(t, s, x)
 		if v := verdicts[x.Session.ID]; v != "" {
@@ -176,6 +181,28 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 				t.Fatal(err)
 			}
 		}
+	}
+	for k, texts := range notes {
+		for _, text := range texts {
+			if _, err := s.AddNote(bg, k.Session, store.NoteInput{Seq: k.Seq, Author: "ann", Text: text}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// noted keeps a step with a note holding v, as note: reads it: ASCII
+	// letters of either case are the same.
+	asciiLower := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if 'A' <= r && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return r
+		}, s)
+	}
+	noted := func(b *store.Batch, st store.Step, v string) bool {
+		return slices.ContainsFunc(notes[hitKey{b.Session.ID, st.Seq}], func(n string) bool {
+			return strings.Contains(asciiLower(n), asciiLower(v))
+		})
 	}
 	newestFirst := []*store.Batch{a, b, c}
 	slices.SortFunc(newestFirst, func(x, y *store.Batch) int {
@@ -240,6 +267,15 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 		}},
 		{`"go test" status:ok`, func(b *store.Batch, st store.Step) bool { return st.Seq == 2 }},
 		{"-failing type:message", func(b *store.Batch, st store.Step) bool { return false }},
+		{"note:*", func(b *store.Batch, st store.Step) bool { return noted(b, st, "") }},
+		{"note:flaky", func(b *store.Batch, st store.Step) bool { return noted(b, st, "flaky") }},
+		{"note:key", func(b *store.Batch, st store.Step) bool { return noted(b, st, "key") }},
+		{`note:"the suite"`, func(b *store.Batch, st store.Step) bool { return noted(b, st, "the suite") }},
+		{"note:ÜRÜN", func(b *store.Batch, st store.Step) bool { return noted(b, st, "ÜRÜN") }},
+		{"note:Ürün", func(b *store.Batch, st store.Step) bool { return noted(b, st, "Ürün") }},
+		{"note:* type:read", func(b *store.Batch, st store.Step) bool { return noted(b, st, "") && st.Type == store.TypeRead }},
+		{"note:nowhere", func(b *store.Batch, st store.Step) bool { return false }},
+		{"test note:*", func(b *store.Batch, st store.Step) bool { return noted(b, st, "") && (st.Seq == 1 || st.Seq == 2) }},
 	} {
 		t.Run(tc.q, func(t *testing.T) {
 			want := []hitKey{}
@@ -621,4 +657,39 @@ func testSearchPathOfCommands(t *testing.T, s store.Backend) {
 		t.Fatal("no command of the samples names a file")
 	}
 	t.Logf("%d commands of the samples name files", commands)
+}
+
+// A hit holds its step's first notes, oldest first, and how many it has;
+// a hit of a step without notes holds none.
+func testSearchHitNotes(t *testing.T, s store.Backend) {
+	b := smallBatch("hn")
+	mustApply(t, s, b)
+	written := map[int64][]store.HitNote{}
+	for i, seq := range []int64{2, 2, 4, 2, 2, 2} {
+		n := store.HitNote{Author: fmt.Sprintf("reviewer %d", i), Text: fmt.Sprintf("note %d on step %d", i, seq)}
+		if _, err := s.AddNote(bg, b.Session.ID, store.NoteInput{Seq: seq, Author: n.Author, Text: n.Text}); err != nil {
+			t.Fatal(err)
+		}
+		written[seq] = append(written[seq], n)
+	}
+	for _, q := range []string{"note:*", "type:command|read|edit"} {
+		r := mustSearch(t, s, store.SearchQuery{Q: q})
+		seen := 0
+		for _, h := range r.Hits {
+			all := written[h.Seq]
+			want := all[:min(len(all), store.MaxHitNotes)]
+			if len(want) == 0 {
+				want = nil
+			}
+			if !reflect.DeepEqual(h.Notes, want) || h.NoteCount != len(all) {
+				t.Errorf("Search(%q): step %d's notes = %v (%d); want %v (%d)", q, h.Seq, h.Notes, h.NoteCount, want, len(all))
+			}
+			if len(all) > 0 {
+				seen++
+			}
+		}
+		if seen != len(written) {
+			t.Errorf("Search(%q) found %d of the %d steps with notes", q, seen, len(written))
+		}
+	}
 }
