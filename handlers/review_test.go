@@ -426,7 +426,7 @@ func TestListRowCountsNotes(t *testing.T) {
 
 // A search's hit shows its step's notes under its snippet, escaped, each
 // cut to noteChars, the first store.MaxHitNotes with a link to the rest;
-// note:* finds every step with a note.
+// note:* finds every step with a note, and a session's notes link to it.
 func TestSearchHitShowsNotes(t *testing.T) {
 	s, srv, _ := reviewService(t) // "look here" by Ann on s1's step 1
 	long := strings.Repeat("word ", noteChars)
@@ -437,7 +437,12 @@ func TestSearchHitShowsNotes(t *testing.T) {
 			t.Fatalf("POST note = %d %s; want 201", code, out)
 		}
 	}
-	doc := mustDocument(t, s, "/search?q="+url.QueryEscape("note:*"))
+	// The session's notes link to every session's, the search of note:*.
+	everywhere := mustDocument(t, s, "/session?id=s1").Find(`[data-testid="notes"] [data-testid="notes-everywhere"]`).AttrOr("href", "")
+	if want := "/search?q=" + url.QueryEscape("note:*"); everywhere != want {
+		t.Fatalf("the session's notes link to %q; want %q", everywhere, want)
+	}
+	doc := mustDocument(t, s, everywhere)
 	hits := doc.Find(`[data-testid="search-hit"]`)
 	if hits.Length() != len(written) {
 		t.Fatalf("note:* = %d hits; want the %d steps with notes", hits.Length(), len(written))
