@@ -480,4 +480,9 @@ func TestSearchHitShowsNotes(t *testing.T) {
 			t.Errorf("step %d shows %q; want no more notes", seq, more.Text())
 		}
 	})
+	// note: marks what it matched in the notes, as a snippet its words.
+	doc = mustDocument(t, s, "/search?q="+url.QueryEscape("note:BOLD"))
+	if marks := doc.Find(`[data-testid="search-hit-notes"] mark`); marks.Length() != 1 || marks.Text() != "bold" {
+		t.Errorf("note:BOLD marks %d runs, %q; want the note's \"bold\"", marks.Length(), marks.Text())
+	}
 }

@@ -158,7 +158,7 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		row := views.SearchHitRow{Seq: h.Seq, Type: h.Type, Label: shorten(h.Label(), lineChars), Status: h.Status, Href: g.Href,
 			Snippet: snippetParts(snippet, matches), MoreNotes: h.NoteCount - len(h.Notes)}
 		for _, n := range h.Notes {
-			row.Notes = append(row.Notes, views.HitNote{Author: shorten(n.Author, lineChars), Text: shorten(n.Text, noteChars)})
+			row.Notes = append(row.Notes, views.HitNote{Author: shorten(n.Author, lineChars), Text: noteParts(n)})
 		}
 		if h.Seq > 0 {
 			row.Href += matchedParam(snippet, matches) + "#step-" + strconv.FormatInt(h.Seq, 10)
@@ -166,6 +166,23 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 		g.Hits = append(g.Hits, row)
 	}
 	return gs
+}
+
+// noteParts is a hit's note cut to noteChars (marked with "…" when cut),
+// in runs marked where the query matched it.
+func noteParts(n store.HitNote) []views.SnippetPart {
+	text, more := clip(n.Text, noteChars)
+	var ms [][2]int
+	for _, m := range n.Matches {
+		if m[1] <= len(text) {
+			ms = append(ms, m)
+		}
+	}
+	parts := snippetParts(text, ms)
+	if more > 0 {
+		parts = append(parts, views.SnippetPart{Text: "…"})
+	}
+	return parts
 }
 
 // matchedParam is "&q=" and the distinct words a hit's snippet matched,

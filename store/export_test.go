@@ -10,6 +10,9 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 )
 
+// NoteMatches is noteMatches, for TestNoteMatches.
+var NoteMatches = noteMatches
+
 // LockSetup takes the setup lock of the store at path, as another
 // process's Open does.
 var LockSetup = lockSetup

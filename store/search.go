@@ -66,10 +66,13 @@ type SearchHit struct {
 	NoteCount int       `json:"note_count,omitempty"`
 }
 
-// HitNote is a note of a hit's step: who wrote it and what.
+// HitNote is a note of a hit's step: who wrote it and what, with the
+// [start, end) byte offsets in Text of what the query's note: filters
+// matched (none for note:*).
 type HitNote struct {
-	Author string `json:"author"`
-	Text   string `json:"text"`
+	Author  string   `json:"author"`
+	Text    string   `json:"text"`
+	Matches [][2]int `json:"matches,omitempty"`
 }
 
 // MaxHitNotes is how many of its step's notes a hit holds.
@@ -91,9 +94,62 @@ func hitNotesSQL(pks string) string {
 var HitNotesSQL = hitNotesSQL("SELECT unnest($1::bigint[])")
 
 // AddHitNote adds a note read by HitNotesSQL (its author, text and the
-// step's count of notes) to the hit.
-func AddHitNote(h *SearchHit, author, text string, count int) {
-	h.Notes, h.NoteCount = append(h.Notes, HitNote{author, text}), count
+// step's count of notes) to the hit, with what the query's note: filters
+// (pq.NoteValues) match in it.
+func AddHitNote(h *SearchHit, author, text string, count int, values []string) {
+	h.Notes, h.NoteCount = append(h.Notes, HitNote{author, text, noteMatches(text, values)}), count
+}
+
+// NoteValues are the values of a query's note: filters that name text
+// (not note:*'s empty one).
+func (pq ParsedQuery) NoteValues() []string {
+	var vs []string
+	for _, f := range pq.Filters {
+		if v, ok := f.Value.(string); ok && f.Key == "note" && v != "" {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// noteMatches are where the values occur in a note's text as note: finds
+// them (ASCII letters of either case alike, as SQL's lower() folds them),
+// in order, overlapping ones joined.
+func noteMatches(text string, values []string) [][2]int {
+	var ms [][2]int
+	folded := asciiLower(text)
+	for _, v := range values {
+		v = asciiLower(v)
+		for at := 0; ; {
+			i := strings.Index(folded[at:], v)
+			if i < 0 {
+				break
+			}
+			ms = append(ms, [2]int{at + i, at + i + len(v)})
+			at += i + len(v)
+		}
+	}
+	slices.SortFunc(ms, func(a, b [2]int) int { return a[0] - b[0] })
+	var out [][2]int
+	for _, m := range ms {
+		if n := len(out); n > 0 && m[0] < out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], m[1])
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// asciiLower is s with its ASCII letters in lower case, as SQLite's
+// lower() and PostgreSQL's in the C collation make it.
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 // Label is what a view shows after a hit's type: a message's role, or
@@ -198,6 +254,7 @@ type query struct {
 	sessArgs []any    // and their arguments
 	hasWords bool
 	words    []SearchPhrase // the phrases of match, for the snippets and the sessions' own rows
+	notes    []string       // the values of the note: filters, for the hits' notes (ParsedQuery.NoteValues)
 	excluded []SearchPhrase // the phrases of exclude
 }
 
@@ -319,6 +376,7 @@ func parseQuery(sq SearchQuery) (query, error) {
 		}
 	}
 	q.match, q.exclude, q.hasWords, q.words, q.excluded = strings.Join(match, " AND "), strings.Join(exclude, " OR "), len(match) > 0, pq.Words, pq.Excluded
+	q.notes = pq.NoteValues()
 	return q, nil
 }
 
@@ -530,7 +588,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 				sn := snippets[r.rid]
 				rows[i].hit.Snippet, rows[i].hit.Matches, rows[i].hit.Tool = sn.text, sn.matches, sn.tool
 			}
-			if err := hitNotes(conn, rows, string(ids)); err != nil {
+			if err := hitNotes(conn, rows, string(ids), q.notes); err != nil {
 				return err
 			}
 		}
@@ -811,10 +869,10 @@ func rowSnippets(conn *sqlite.Conn, ids string, words []SearchPhrase) (map[int64
 	return snippets, err
 }
 
-// hitNotes adds to the hits of a page their steps' notes (HitNotesSQL);
-// ids is the JSON array of the rows' index rows (a step's pk, or minus a
+// hitNotes adds to the hits of a page their steps' notes (HitNotesSQL),
+// marked where the note: filters' values match; ids is the JSON array of the rows' index rows (a step's pk, or minus a
 // session's, which has no notes).
-func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string) error {
+func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string, values []string) error {
 	at := make(map[int64]int, len(rows))
 	for i, r := range rows {
 		at[r.rid] = i
@@ -822,7 +880,7 @@ func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string) error {
 	return sqlitex.Execute(conn, hitNotesSQL("SELECT value FROM json_each(?1) WHERE value > 0"), &sqlitex.ExecOptions{
 		Args: []any{ids},
 		ResultFunc: func(st *sqlite.Stmt) error {
-			AddHitNote(&rows[at[st.ColumnInt64(0)]].hit, st.ColumnText(1), st.ColumnText(2), st.ColumnInt(3))
+			AddHitNote(&rows[at[st.ColumnInt64(0)]].hit, st.ColumnText(1), st.ColumnText(2), st.ColumnInt(3), values)
 			return nil
 		},
 	})

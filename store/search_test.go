@@ -607,3 +607,24 @@ func TestSearchMigrationFindsOldCommandsFiles(t *testing.T) {
 		t.Errorf("steps without command files = %v, %v; want step 4 (go test ./...)", nulls, err)
 	}
 }
+
+// noteMatches marks every place of each value, ASCII case aside, joining
+// overlapping places; other letters keep their case.
+func TestNoteMatches(t *testing.T) {
+	for _, tc := range []struct {
+		text   string
+		values []string
+		want   [][2]int
+	}{
+		{"Flaky, flaky, FLAKY", []string{"flaky"}, [][2]int{{0, 5}, {7, 12}, {14, 19}}},
+		{"abcd", []string{"bc", "ab"}, [][2]int{{0, 3}}},
+		{"abcd", []string{"cd", "ab"}, [][2]int{{0, 2}, {2, 4}}},
+		{"Ürün ürün", []string{"ürün"}, [][2]int{{7, 13}}},
+		{"aaa", []string{"aa"}, [][2]int{{0, 2}}},
+		{"note", nil, nil},
+	} {
+		if got := store.NoteMatches(tc.text, tc.values); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("NoteMatches(%q, %q) = %v; want %v", tc.text, tc.values, got, tc.want)
+		}
+	}
+}

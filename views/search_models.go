@@ -63,10 +63,11 @@ type SearchHitRow struct {
 	MoreNotes int
 }
 
-// HitNote is a reviewer's note on a hit's step; its text is theirs,
-// rendered escaped.
+// HitNote is a reviewer's note on a hit's step, its text in runs marked
+// where a note: filter matched; the text is theirs, rendered escaped.
 type HitNote struct {
-	Author, Text string
+	Author string
+	Text   []SnippetPart
 }
 
 // SnippetPart is a run of a snippet's text, a match or not; the text is

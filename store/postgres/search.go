@@ -198,7 +198,7 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		if err != nil {
 			return err
 		}
-		if err := hitNotes(ctx, tx, hits); err != nil {
+		if err := hitNotes(ctx, tx, hits, pq.NoteValues()); err != nil {
 			return err
 		}
 		return searchTitles(ctx, tx, hits)
@@ -514,8 +514,9 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	return kept, nil
 }
 
-// hitNotes adds to the hits their steps' notes (store.HitNotesSQL).
-func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
+// hitNotes adds to the hits their steps' notes (store.HitNotesSQL),
+// marked where values match (store.AddHitNote).
+func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow, values []string) error {
 	at := make(map[int64]int, len(hits))
 	var pks []int64
 	for i, h := range hits {
@@ -532,7 +533,7 @@ func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow) error {
 	var author, text string
 	var n int
 	_, err := pgx.ForEachRow(rows, []any{&pk, &author, &text, &n}, func() error {
-		store.AddHitNote(&hits[at[pk]].hit, author, text, n)
+		store.AddHitNote(&hits[at[pk]].hit, author, text, n, values)
 		return nil
 	})
 	return err

@@ -692,4 +692,16 @@ func testSearchHitNotes(t *testing.T, s store.Backend) {
 			t.Errorf("Search(%q) found %d of the %d steps with notes", q, seen, len(written))
 		}
 	}
+	// A note: filter's value is marked in the notes shown, in either case.
+	const value = "On Step 2"
+	r := mustSearch(t, s, store.SearchQuery{Q: fmt.Sprintf("note:%q", value)})
+	if len(r.Hits) != 1 || r.Hits[0].Seq != 2 {
+		t.Fatalf("Search(note:%q) = %v; want step 2 alone", value, hitKeys(r))
+	}
+	for _, n := range r.Hits[0].Notes {
+		i := strings.Index(strings.ToLower(n.Text), strings.ToLower(value))
+		if want := [][2]int{{i, i + len(value)}}; i < 0 || !reflect.DeepEqual(n.Matches, want) {
+			t.Errorf("Search(note:%q): note %q marked at %v; want %v", value, n.Text, n.Matches, want)
+		}
+	}
 }
