@@ -43,7 +43,8 @@ func (p *tab) key(k string) {
 // TestBrowserKeys drives every keyboard shortcut: ? lists them in a named
 // dialog, / focuses the top bar's search (and a key typed there stays
 // text), j/k move through the list's rows, the selection outlives a live
-// refresh and Enter opens it, j, o/O and [/] work the timeline, g then u
+// refresh and Enter opens it, j, o/O and [/] work the timeline, a writes a
+// note on the selected step, g then u
 // goes to the usage page and g then s back to the sessions, and the top
 // bar's search box searches.
 func TestBrowserKeys(t *testing.T) {
@@ -107,6 +108,18 @@ func TestBrowserKeys(t *testing.T) {
 	p.WaitFor("[ moves back", turnOf+` === `+browsertest.JSString(first))
 	p.key("\r")
 	p.WaitFor("Enter opens the step", `document.querySelector('.kb-current').open`)
+	p.key("O")
+	p.key("a")
+	p.WaitFor("a opens the selected step and the note dialog on it", `document.getElementById('note-dialog').open && document.querySelector('.kb-current').open
+		&& document.getElementById('note-dialog-seq').textContent === document.querySelector('.kb-current').dataset.seq
+		&& document.activeElement === document.querySelector('[data-testid="note-text-input"]')`)
+	p.key("j")
+	if got := evalJS[string](p, `document.activeElement.value`); got != "j" {
+		t.Errorf("typed in the note: %q; want j as text", got)
+	}
+	p.typeInto(`[data-testid="note-author-input"]`, "Kay")
+	p.Click(`[data-testid="note-save"]`)
+	p.WaitFor("the note is saved on that step", `document.querySelector('[data-testid="step-notes"][data-seq="' + document.querySelector('.kb-current').dataset.seq + '"] [data-testid="note-text"]')?.textContent === 'j'`)
 	p.key("f")
 	p.WaitFor("f focuses the session's search box", `document.activeElement === document.querySelector('[data-testid="session-search-input"]')`)
 	p.key("j")

@@ -1,8 +1,9 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
 // session's page), j/k move through list rows or timeline steps, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step, v the verdict's buttons, n the next session not
-// reviewed, g then s sessions, g then u usage, ? the list of shortcuts.
+// failed or flagged step, v the verdict's buttons, a a note on the
+// selected step, n the next session not reviewed, g then s sessions, g
+// then u usage, ? the list of shortcuts.
 // None fires while typing in a field, with a modifier held, or while a
 // dialog is open.
 (function () {
@@ -121,6 +122,16 @@
       case 'e': problem(1); break;
       case 'E': problem(-1); break;
       case 'v': done = focusOn('[data-testid="verdict-quick"]'); break;
+      case 'a': {
+        // The step's Add note button (review.js opens its dialog), there
+        // when notes can be written; the step opens to show what is noted.
+        const c = current();
+        const add = c && c.matches('details.step') && document.querySelector('[data-testid="step-notes"][data-seq="' + c.dataset.seq + '"] .note-add');
+        if (!add) { done = false; break; }
+        c.open = true;
+        add.click();
+        break;
+      }
       case 'n': {
         const next = document.querySelector('[data-testid="next-unreviewed"] a');
         if (!next) { done = false; break; }
