@@ -458,7 +458,7 @@ var sqliteListConds = map[string]string{
 	// which SQLite does not choose by itself: it read every step's entry.
 	"failed":  "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_failed WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
 	"flagged": "EXISTS (SELECT 1 FROM steps p INDEXED BY steps_flagged WHERE p.session_pk = s.pk AND p.flag_count > 0)",
-	"noted":   "EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk)",
+	"noted":   NotedSessionSQL,
 	// A cost is recorded when the agent reported the session's (metrics)
 	// or its requests' (usage records), as Total counts it.
 	"cost": `(json_extract(s.metrics, '$.cost_usd') IS NOT NULL

@@ -41,6 +41,13 @@ func BenchmarkSearch(b *testing.B) {
 		if _, err := s.Apply(ctx, batch); err != nil {
 			b.Fatalf("Apply = %v", err)
 		}
+		if i == 0 { // notes in the oldest session alone: note: walks every other
+			for _, seq := range []int64{10, 2000, 4000} {
+				if _, err := s.AddNote(ctx, batch.Session.ID, store.NoteInput{Seq: seq, Author: "ann", Text: "flaky here"}); err != nil {
+					b.Fatalf("AddNote = %v", err)
+				}
+			}
+		}
 	}
 	b.Logf("%d steps added", sessions*benchSteps)
 	if err := s.CatchUpIndex(); err != nil { // the index follows in the background
@@ -58,6 +65,9 @@ func BenchmarkSearch(b *testing.B) {
 		{"filter", "type:command"},
 		{"filter-few", "flag:dangerous_command"},
 		{"filter-none", "path:no/such/dir"},
+		// Notes: three, in the oldest session (a store built before has none).
+		{"note", "note:flaky"},
+		{"word+note", "timeout note:*"},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			var times []time.Duration

@@ -21,7 +21,7 @@ var listConds = map[string]string{
 	"workspace":  "strpos(s.workspace_root, $?) > 0",
 	"failed":     "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.outcome = 'failed')",
 	"flagged":    "EXISTS (SELECT 1 FROM steps p WHERE p.session_pk = s.pk AND p.flag_count > 0)",
-	"noted":      "EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk)",
+	"noted":      store.NotedSessionSQL,
 	"cost": `((s.metrics::jsonb ->> 'cost_usd') IS NOT NULL
 		OR EXISTS (SELECT 1 FROM usage_hours h WHERE h.session_pk = s.pk AND h.reported = 1)) = ($?::text = 'recorded')`,
 }

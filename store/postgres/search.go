@@ -19,9 +19,9 @@ import (
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))",                                                                     // flag:* any kind
-	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",                                                                        // edits, reads and commands that name files (migrations 007, 012)
-	"note":      `EXISTS (SELECT 1 FROM notes n WHERE n.session_pk = s.pk) AND EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND strpos(lower(n.text COLLATE "C"), lower($ COLLATE "C")) > 0)`, // ASCII case ignored, as by SQLite's lower()
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))",        // flag:* any kind
+	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",           // edits, reads and commands that name files (migrations 007, 012)
+	"note":      `EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND strpos(lower(n.text COLLATE "C"), lower($ COLLATE "C")) > 0)`, // ASCII case ignored, as by SQLite's lower() (and store.SessionPartOf)
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",
@@ -160,6 +160,9 @@ func (s *Store) Search(ctx context.Context, sq store.SearchQuery) (store.SearchR
 		q.cond(searchFilters[f.Key], f.Value)
 		if store.IsSessionFilter(f.Key) {
 			w.sessions.cond(searchFilters[f.Key], f.Value)
+		}
+		if c := store.SessionPartOf(f.Key); c != "" {
+			q.where, w.sessions.where = append(q.where, c), append(w.sessions.where, c)
 		}
 	}
 	base += conditions(q.where)
