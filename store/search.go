@@ -120,7 +120,7 @@ func noteMatches(text string, values []string) [][2]int {
 	folded := asciiLower(text)
 	for _, v := range values {
 		v = asciiLower(v)
-		for at := 0; ; {
+		for at := 0; v != ""; {
 			i := strings.Index(folded[at:], v)
 			if i < 0 {
 				break

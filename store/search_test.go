@@ -622,6 +622,7 @@ func TestNoteMatches(t *testing.T) {
 		{"Ürün ürün", []string{"ürün"}, [][2]int{{7, 13}}},
 		{"aaa", []string{"aa"}, [][2]int{{0, 2}}},
 		{"note", nil, nil},
+		{"note", []string{""}, nil},
 	} {
 		if got := store.NoteMatches(tc.text, tc.values); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("NoteMatches(%q, %q) = %v; want %v", tc.text, tc.values, got, tc.want)
