@@ -69,7 +69,7 @@ func TestDemoServesReadOnlyExamples(t *testing.T) {
 		for _, n := range r.notes {
 			if slices.ContainsFunc(hits.Hits, func(h store.SearchHit) bool {
 				return h.SessionID == r.session && h.Type == store.TypeCommand && strings.HasPrefix(h.Snippet, n.command) &&
-					len(h.Notes) == 1 && h.Notes[0] == store.HitNote{Author: r.verdict.Reviewer, Text: n.text}
+					len(h.Notes) == 1 && h.Notes[0].Author == r.verdict.Reviewer && h.Notes[0].Text == n.text
 			}) {
 				found++
 			}
