@@ -59,7 +59,8 @@ type SearchHit struct {
 	Status    string   `json:"status"`
 	Snippet   string   `json:"snippet"`
 	Matches   [][2]int `json:"matches"`
-	// The step's notes, oldest first (at most MaxHitNotes of them), and
+	// The step's notes (at most MaxHitNotes of them: those the query's
+	// note: filters match first, then oldest first, HitNotesSQL), and
 	// how many it has: a reviewer's word on the step, beside what the
 	// agent recorded. Empty on a step without notes.
 	Notes     []HitNote `json:"notes,omitempty"`
@@ -78,20 +79,21 @@ type HitNote struct {
 // MaxHitNotes is how many of its step's notes a hit holds.
 const MaxHitNotes = 3
 
-// hitNotesSQL reads the first MaxHitNotes notes of each step of a page
-// and how many each has, oldest first (?1, a JSON array of the steps'
-// pks; $1 on PostgreSQL, an array): SQLite's and PostgreSQL's statement,
-// but for how the pks are given.
-func hitNotesSQL(pks string) string {
+// HitNotesSQL reads the first MaxHitNotes notes of each step of a page
+// and how many each has: those a note: filter's value matches first (so
+// a step with many notes shows the ones found), oldest first within each
+// (?1, a JSON array of the steps' pks, and ?2 of the note: filters'
+// values; $1 and $2 on PostgreSQL, arrays). pks and values are how each
+// backend lists them, and matches how it tests a note's text against a
+// value v (a column of values) as its note: filter does.
+func HitNotesSQL(pks, values, matches string) string {
 	return `SELECT step_pk, author, text, n FROM (
-		  SELECT step_pk, author, text, id, row_number() OVER (PARTITION BY step_pk ORDER BY id) AS r,
+		  SELECT step_pk, author, text, row_number() OVER (PARTITION BY step_pk
+		      ORDER BY CASE WHEN EXISTS (SELECT 1 FROM (` + values + `) AS f WHERE ` + matches + `) THEN 0 ELSE 1 END, id) AS r,
 		    count(*) OVER (PARTITION BY step_pk) AS n
 		  FROM notes WHERE step_pk IN (` + pks + `)) AS x
-		WHERE r <= ` + strconv.Itoa(MaxHitNotes) + ` ORDER BY step_pk, id`
+		WHERE r <= ` + strconv.Itoa(MaxHitNotes) + ` ORDER BY step_pk, r`
 }
-
-// HitNotesSQL is hitNotesSQL for PostgreSQL.
-var HitNotesSQL = hitNotesSQL("SELECT unnest($1::bigint[])")
 
 // AddHitNote adds a note read by HitNotesSQL (its author, text and the
 // step's count of notes) to the hit, with what the query's note: filters
@@ -265,7 +267,7 @@ var searchFilters = map[string]string{
 	"status":    "st.outcome = ?",
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                               // flag:* any kind
 	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0", // edits, reads and commands that name files (migration 021)
-	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND instr(lower(n.text), lower(?)) > 0)",                                                  // ASCII case ignored; note:* binds "", any note (and SessionPartOf)
+	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.text", "?") + ")",                                                    // ASCII case ignored; note:* binds "", any note (and SessionPartOf)
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
@@ -897,13 +899,24 @@ func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string, values []string) er
 	for i, r := range rows {
 		at[r.rid] = i
 	}
-	return sqlitex.Execute(conn, hitNotesSQL("SELECT value FROM json_each(?1) WHERE value > 0"), &sqlitex.ExecOptions{
-		Args: []any{ids},
+	vs, err := json.Marshal(append([]string{}, values...)) // [], not null, for none
+	if err != nil {
+		return err
+	}
+	return sqlitex.Execute(conn, HitNotesSQL("SELECT value FROM json_each(?1) WHERE value > 0", "SELECT value AS v FROM json_each(?2)",
+		noteHolds("text", "v")), &sqlitex.ExecOptions{
+		Args: []any{ids, string(vs)},
 		ResultFunc: func(st *sqlite.Stmt) error {
 			AddHitNote(&rows[at[st.ColumnInt64(0)]].hit, st.ColumnText(1), st.ColumnText(2), st.ColumnInt(3), values)
 			return nil
 		},
 	})
+}
+
+// noteHolds is the condition of a note's text holding a note: filter's
+// value, ASCII letters of either case alike (SQLite's lower()).
+func noteHolds(text, value string) string {
+	return "instr(lower(" + text + "), lower(" + value + ")) > 0"
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

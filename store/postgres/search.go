@@ -19,9 +19,9 @@ import (
 var searchFilters = map[string]string{
 	"agent":     "s.agent_kind = $",
 	"status":    "st.outcome = $",
-	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))",        // flag:* any kind
-	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",           // edits, reads and commands that name files (migrations 007, 012)
-	"note":      `EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND strpos(lower(n.text COLLATE "C"), lower($ COLLATE "C")) > 0)`, // ASCII case ignored, as by SQLite's lower() (and store.SessionPartOf)
+	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
+	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",    // edits, reads and commands that name files (migrations 007, 012)
+	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.text", "$") + ")",                     // and store.SessionPartOf
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",
@@ -517,7 +517,17 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	return kept, nil
 }
 
-// hitNotes adds to the hits their steps' notes (store.HitNotesSQL),
+// noteHolds is the condition of a note's text holding a note: filter's
+// value, ASCII letters of either case alike, as SQLite's lower() folds
+// them (lower in the C collation).
+func noteHolds(text, value string) string {
+	return "strpos(lower(" + text + ` COLLATE "C"), lower(` + value + ` COLLATE "C")) > 0`
+}
+
+// hitNotesSQL is store.HitNotesSQL for PostgreSQL.
+var hitNotesSQL = store.HitNotesSQL("SELECT unnest($1::bigint[])", "SELECT unnest($2::text[]) AS v", noteHolds("text", "v"))
+
+// hitNotes adds to the hits their steps' notes (hitNotesSQL),
 // marked where values match (store.AddHitNote).
 func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow, values []string) error {
 	at := make(map[int64]int, len(hits))
@@ -531,7 +541,7 @@ func hitNotes(ctx context.Context, tx pgx.Tx, hits []searchRow, values []string)
 	if len(pks) == 0 {
 		return nil
 	}
-	rows, _ := tx.Query(ctx, store.HitNotesSQL, pks)
+	rows, _ := tx.Query(ctx, hitNotesSQL, pks, values)
 	var pk int64
 	var author, text string
 	var n int

@@ -659,8 +659,9 @@ func testSearchPathOfCommands(t *testing.T, s store.Backend) {
 	t.Logf("%d commands of the samples name files", commands)
 }
 
-// A hit holds its step's first notes, oldest first, and how many it has;
-// a hit of a step without notes holds none.
+// A hit holds its step's first notes, oldest first (those a note: filter
+// matches first), and how many it has; a hit of a step without notes
+// holds none.
 func testSearchHitNotes(t *testing.T, s store.Backend) {
 	b := smallBatch("hn")
 	mustApply(t, s, b)
@@ -702,6 +703,39 @@ func testSearchHitNotes(t *testing.T, s store.Backend) {
 		i := strings.Index(strings.ToLower(n.Text), strings.ToLower(value))
 		if want := [][2]int{{i, i + len(value)}}; i < 0 || !reflect.DeepEqual(n.Matches, want) {
 			t.Errorf("Search(note:%q): note %q marked at %v; want %v", value, n.Text, n.Matches, want)
+		}
+	}
+	// The notes a note: filter matches come first, so a step with more
+	// notes than a hit holds shows the ones found, then the oldest.
+	for _, values := range [][]string{{"NOTE 5"}, {"4 on step 2"}, {"note 5", "note 4"}, {"note 1 on", "ON STEP 2"}} {
+		q := ""
+		for _, v := range values {
+			q += fmt.Sprintf("note:%q ", v)
+		}
+		r := mustSearch(t, s, store.SearchQuery{Q: q})
+		var found, rest []string
+		for _, n := range written[2] {
+			matched := false
+			for _, v := range values {
+				matched = matched || strings.Contains(strings.ToLower(n.Text), strings.ToLower(v))
+			}
+			if matched {
+				found = append(found, n.Text)
+			} else {
+				rest = append(rest, n.Text)
+			}
+		}
+		want := append(found, rest...)[:store.MaxHitNotes]
+		var got []string
+		for _, h := range r.Hits {
+			if h.Seq == 2 {
+				for _, n := range h.Notes {
+					got = append(got, n.Text)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(%q): step 2's notes = %q; want %q", q, got, want)
 		}
 	}
 }
