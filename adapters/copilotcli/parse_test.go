@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,6 +235,27 @@ func TestParseShutdowns(t *testing.T) {
 	s = parseText(strings.Join(lines, "\n") + "\n")
 	if h := s.Batches[0].Session; h.EndedAt != "2026-05-02T10:09:00.000Z" || s.Usage.Input != 250 || s.Usage.APIRequests != 2 {
 		t.Errorf("after the second shutdown: ended %q, usage %+v; want its time, input 250, 2 requests", h.EndedAt, s.Usage)
+	}
+}
+
+// TestShutdownInputWithoutCache: a shutdown's inputTokens include its
+// cached tokens, so the usage's input is what is left; an input smaller
+// than the cached tokens cannot include them and is kept as it is.
+func TestShutdownInputWithoutCache(t *testing.T) {
+	for _, c := range []struct{ input, read, write, want int64 }{
+		{186809, 151738, 0, 186809 - 151738},
+		{1000, 600, 100, 1000 - 600 - 100},
+		{700, 600, 100, 0},
+		{50, 600, 0, 50},
+		{40, 0, 0, 40},
+	} {
+		line := fmt.Sprintf(`{"type":"session.shutdown","data":{"modelMetrics":{"m":{"requests":{"count":1},`+
+			`"usage":{"inputTokens":%d,"outputTokens":5,"cacheReadTokens":%d,"cacheWriteTokens":%d}}}},"id":"x1","timestamp":"2026-05-01T10:05:00.000Z"}`,
+			c.input, c.read, c.write)
+		s := parseText(`{"type":"user.message","data":{"content":"hi"},"id":"u1","timestamp":"2026-05-01T10:00:00.000Z"}` + "\n" + line + "\n")
+		if u := s.Usage; u == nil || u.Input != c.want || u.CacheRead != c.read || u.CacheCreation != c.write || u.Output != 5 {
+			t.Errorf("input %d, cache read %d, written %d: usage %+v; want input %d and the cache's as reported", c.input, c.read, c.write, u, c.want)
+		}
 	}
 }
 

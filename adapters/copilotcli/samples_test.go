@@ -112,7 +112,13 @@ func scanEvents(t *testing.T, path string) rawCounts {
 			c.usage = &adapters.Usage{}
 			for _, m := range d.ModelMetrics {
 				c.usage.APIRequests += m.Requests.Count
-				c.usage.Input += m.Usage.InputTokens
+				// inputTokens counts every input token, the cached ones
+				// included (github/copilot-sdk#1160): the usage's input is
+				// the rest.
+				if m.Usage.InputTokens < m.Usage.CacheReadTokens+m.Usage.CacheWriteTokens {
+					t.Fatalf("%s: inputTokens %d under its cached tokens: not the total it should be", path, m.Usage.InputTokens)
+				}
+				c.usage.Input += m.Usage.InputTokens - m.Usage.CacheReadTokens - m.Usage.CacheWriteTokens
 				c.usage.Output += m.Usage.OutputTokens
 				c.usage.CacheRead += m.Usage.CacheReadTokens
 				c.usage.CacheCreation += m.Usage.CacheWriteTokens
