@@ -41,9 +41,11 @@ type message struct {
 		Timestamp   string `json:"timestamp"`
 	} `json:"thoughts"`
 	Tokens *struct {
-		Input  int64 `json:"input"`
-		Output int64 `json:"output"`
-		Cached int64 `json:"cached"`
+		Input    int64 `json:"input"`
+		Output   int64 `json:"output"`
+		Cached   int64 `json:"cached"`
+		Thoughts int64 `json:"thoughts"`
+		Tool     int64 `json:"tool"`
 	} `json:"tokens"`
 	ToolCalls []toolCall `json:"toolCalls"`
 	Model     string     `json:"model"`

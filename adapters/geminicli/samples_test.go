@@ -96,9 +96,17 @@ func scanSession(t *testing.T, path string) (map[string]int, adapters.Usage) {
 			}
 			if tok, ok := m["tokens"].(map[string]any); ok {
 				in, out, cached := tok["input"].(float64), tok["output"].(float64), tok["cached"].(float64)
+				thoughts, tool := tok["thoughts"].(float64), tok["tool"].(float64)
+				// The Gemini API's total is the prompt (cached tokens
+				// included), the candidates, the thoughts and a tool's
+				// prompt; thoughts are billed as output, a tool's prompt
+				// as input.
+				if in+out+thoughts+tool != tok["total"].(float64) {
+					t.Fatalf("%s: tokens %v do not add up to their total", path, tok)
+				}
 				u.APIRequests++
-				u.Input += int64(in - cached)
-				u.Output += int64(out)
+				u.Input += int64(in - cached + tool)
+				u.Output += int64(out + thoughts)
 				u.CacheRead += int64(cached)
 			}
 		}

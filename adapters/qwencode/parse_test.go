@@ -3,6 +3,7 @@ package qwencode
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -435,5 +436,31 @@ func TestRepeatedRecords(t *testing.T) {
 	}
 	if u := s.Usage; u == nil || *u != (adapters.Usage{APIRequests: 1, Input: 60, Output: 7, CacheRead: 40}) {
 		t.Errorf("Usage = %+v; want one response: input 100-40, output 7 without thoughts, cache read 40", u)
+	}
+}
+
+// TestThoughtsCountedApart: a response's thoughts are output tokens. An
+// OpenAI-compatible provider counts them among the candidates (the total is
+// prompt and candidates); Gemini's API counts them apart (the total adds
+// them), and then they are added to the output.
+func TestThoughtsCountedApart(t *testing.T) {
+	for _, c := range []struct {
+		prompt, candidates, thoughts, total, want int64
+	}{
+		{100, 7, 3, 107, 7},  // among the candidates
+		{100, 7, 3, 110, 10}, // apart
+		{100, 7, 0, 107, 7},  // none
+		{100, 7, 3, 0, 7},    // no total: as written
+		{100, 7, 3, 111, 7},  // a total that fits neither: as written
+	} {
+		meta := fmt.Sprintf(`"usageMetadata":{"promptTokenCount":%d,"candidatesTokenCount":%d,"thoughtsTokenCount":%d,"totalTokenCount":%d},"model"`,
+			c.prompt, c.candidates, c.thoughts, c.total)
+		dir := filepath.Join(t.TempDir(), "chats")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(prompt("u1", 1, "hi")+strings.Replace(reply("a1", 2, text("hello")), `"model"`, meta, 1)), 0o644)
+		s := adapterstest.ParseRoots(t, Agent, dir)["s1"]
+		if s == nil || s.Usage == nil || s.Usage.Output != c.want || s.Usage.Input != c.prompt {
+			t.Errorf("%+v: usage %+v; want output %d", c, s.Usage, c.want)
+		}
 	}
 }

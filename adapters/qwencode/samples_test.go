@@ -117,7 +117,12 @@ func scanSession(t *testing.T, path string) scanned {
 			if u, ok := m["usageMetadata"].(map[string]any); ok {
 				sc.usage.APIRequests++
 				sc.usage.Input += num(u, "promptTokenCount") - num(u, "cachedContentTokenCount")
+				// Thoughts are output; they are among the candidates unless
+				// the total counts them apart (Gemini's API).
 				sc.usage.Output += num(u, "candidatesTokenCount")
+				if th := num(u, "thoughtsTokenCount"); th > 0 && num(u, "totalTokenCount") == num(u, "promptTokenCount")+num(u, "candidatesTokenCount")+th {
+					sc.usage.Output += th
+				}
 				sc.usage.CacheRead += num(u, "cachedContentTokenCount")
 			}
 		case "tool_result":

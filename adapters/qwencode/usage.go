@@ -19,9 +19,11 @@ type usageMetadata struct {
 // addUsage records the tokens of one assistant record, under its uuid (the
 // response id, "chatcmpl-..." for OpenAI-compatible providers, may repeat).
 // The prompt count includes the cached tokens, so input is the uncached
-// rest; thoughts are not added to output (Gemini CLI's rule: for
-// OpenAI-compatible providers, which Qwen Code mostly talks to, the
-// candidates count holds the reasoning tokens already).
+// rest. Output is what was billed as output: for OpenAI-compatible
+// providers, which Qwen Code mostly talks to, the candidates count holds
+// the reasoning tokens already (the total is prompt and candidates); from
+// Gemini's API the thoughts are counted apart (the total adds them, as in
+// Gemini CLI's files) and are added to the candidates (candidatesOutput).
 func (p *parser) addUsage(r *record, a *adapters.Actor, at adapters.Time) {
 	u := r.Usage
 	if u == nil {
@@ -34,8 +36,17 @@ func (p *parser) addUsage(r *record, a *adapters.Actor, at adapters.Time) {
 		Actor: a,
 		Tokens: pricing.Tokens{
 			Input:     max(u.PromptTokenCount-u.CachedContentTokenCount, 0),
-			Output:    u.CandidatesTokenCount,
+			Output:    candidatesOutput(u),
 			CacheRead: u.CachedContentTokenCount,
 		},
 	})
+}
+
+// candidatesOutput is a response's output tokens: its candidates, and its
+// thoughts when the total shows they are not among them.
+func candidatesOutput(u *usageMetadata) int64 {
+	if u.ThoughtsTokenCount > 0 && u.TotalTokenCount == u.PromptTokenCount+u.CandidatesTokenCount+u.ThoughtsTokenCount {
+		return u.CandidatesTokenCount + u.ThoughtsTokenCount
+	}
+	return u.CandidatesTokenCount
 }

@@ -263,9 +263,10 @@ func rawCline(t *testing.T, root string) rawUsage {
 
 // rawGemini: gemini replies' tokens, by message id (the JSONL log writes a
 // message again when it changes; the last version counts); input counts
-// the cached tokens too.
+// the cached tokens too, thoughts are billed as output and a built-in
+// tool's prompt as input, each counted apart from the others.
 func rawGemini(t *testing.T, root string) rawUsage {
-	type tokens struct{ Input, Output, Cached int64 }
+	type tokens struct{ Input, Output, Cached, Thoughts, Tool int64 }
 	type msg struct {
 		ID, Type string
 		Tokens   *tokens
@@ -288,14 +289,14 @@ func rawGemini(t *testing.T, root string) rawUsage {
 			}
 		}
 		for _, k := range final {
-			u.add(k.Input-k.Cached, k.Output, k.Cached, 0)
+			u.add(k.Input-k.Cached+k.Tool, k.Output+k.Thoughts, k.Cached, 0)
 		}
 	}, ".jsonl", ".json")
 	return u
 }
 
 // rawCopilot: the last session.shutdown's totals per model (Copilot CLI
-// writes no usage per request).
+// writes no usage per request); its input counts the cached tokens too.
 func rawCopilot(t *testing.T, root string) rawUsage {
 	var u rawUsage
 	walk(t, root, func(path string) {
@@ -319,7 +320,7 @@ func rawCopilot(t *testing.T, root string) rawUsage {
 		}
 		for _, m := range last.Data.ModelMetrics {
 			k := m.Usage
-			u.tokens.Add(pricing.Tokens{Input: k.InputTokens, Output: k.OutputTokens, CacheRead: k.CacheReadTokens, CacheCreation: k.CacheWriteTokens})
+			u.tokens.Add(pricing.Tokens{Input: k.InputTokens - k.CacheReadTokens - k.CacheWriteTokens, Output: k.OutputTokens, CacheRead: k.CacheReadTokens, CacheCreation: k.CacheWriteTokens})
 			u.requests += max(m.Requests.Count, 1)
 		}
 	}, ".jsonl")
@@ -408,9 +409,12 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 }
 
 // rawQwen: each assistant record's usageMetadata, once per record uuid;
-// input is the prompt count less the cached tokens, which it includes.
+// input is the prompt count less the cached tokens, which it includes;
+// output the candidates, and the thoughts when the total counts them apart.
 func rawQwen(t *testing.T, root string) rawUsage {
-	type usage struct{ PromptTokenCount, CandidatesTokenCount, CachedContentTokenCount int64 }
+	type usage struct {
+		PromptTokenCount, CandidatesTokenCount, CachedContentTokenCount, ThoughtsTokenCount, TotalTokenCount int64
+	}
 	type rec struct {
 		UUID, Type    string
 		UsageMetadata *usage
@@ -422,7 +426,11 @@ func rawQwen(t *testing.T, root string) rawUsage {
 			if r.Type == "assistant" && r.UsageMetadata != nil && !seen[r.UUID] {
 				seen[r.UUID] = true
 				m := r.UsageMetadata
-				u.add(m.PromptTokenCount-m.CachedContentTokenCount, m.CandidatesTokenCount, m.CachedContentTokenCount, 0)
+				out := m.CandidatesTokenCount
+				if m.TotalTokenCount == m.PromptTokenCount+out+m.ThoughtsTokenCount {
+					out += m.ThoughtsTokenCount
+				}
+				u.add(m.PromptTokenCount-m.CachedContentTokenCount, out, m.CachedContentTokenCount, 0)
 			}
 		})
 	}, ".jsonl")
