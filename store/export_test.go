@@ -39,6 +39,9 @@ func CreateAtVersion(ctx context.Context, path string, n int) error {
 		return err
 	}
 	defer conn.Close()
+	if err := prepareConn(conn, IndexPath(path)); err != nil { // as Open's migrations run
+		return err
+	}
 	return sqlitemigration.Migrate(ctx, conn, schema)
 }
 

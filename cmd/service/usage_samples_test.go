@@ -408,6 +408,56 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 	}
 }
 
+// TestImportCorrectsUsageOfOldRules: a store whose Copilot CLI and Gemini
+// CLI usage was taken by the rules before migration 022 (a wrong count here
+// stands for it) has those agents' files read again by the next import,
+// once, which sets the usage to what the raw files say; other agents'
+// unchanged files are still skipped.
+func TestImportCorrectsUsageOfOldRules(t *testing.T) {
+	withHome(t)
+	if _, err := os.Stat(samplesDir); err != nil {
+		t.Skipf("no samples at %s: %v", samplesDir, err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	agents := []struct {
+		agent, dir string
+		count      func(t *testing.T, root string) rawUsage
+		again      bool // read again after the migration
+	}{
+		{"copilot-cli", "copilot-cli", rawCopilot, true},
+		{"gemini-cli", "gemini", rawGemini, true},
+		{"codex", "codex", rawCodex, false},
+	}
+	for _, a := range agents {
+		runImportCmd(t, a.agent, filepath.Join(samplesDir, a.dir), "--db", db)
+	}
+	conn, err := sqlite.OpenConn(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecScript(conn, "UPDATE usage_records SET input = input + 1000; PRAGMA user_version = 21;")
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents {
+		root := filepath.Join(samplesDir, a.dir)
+		out := runImportCmd(t, a.agent, root, "--db", db)
+		if skipped := strings.Contains(out, "0 updated"); skipped == a.again {
+			t.Errorf("import %s after the migration printed %q; want its files read again: %v", a.agent, out, a.again)
+		}
+		if !a.again {
+			continue
+		}
+		if got, want := storedUsage(t, db, a.agent), a.count(t, root); got != want {
+			t.Errorf("%s usage after the import = %+v; the raw files say %+v", a.agent, got, want)
+		}
+		if out := runImportCmd(t, a.agent, root, "--db", db); !strings.Contains(out, "0 steps") || !strings.Contains(out, "0 updated") {
+			t.Errorf("the %s import after that printed %q; want the unchanged files skipped", a.agent, out)
+		}
+	}
+}
+
 // rawQwen: each assistant record's usageMetadata, once per record uuid;
 // input is the prompt count less the cached tokens, which it includes;
 // output the candidates, and the thoughts when the total counts them apart.
