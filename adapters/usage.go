@@ -108,6 +108,7 @@ func (r Reported) Sane() Reported {
 	for _, n := range []*int64{&r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead, &r.Tokens.CacheCreation, &r.Requests} {
 		*n = min(max(*n, 0), most)
 	}
+	r.Tokens.CacheCreation1h = min(max(r.Tokens.CacheCreation1h, 0), r.Tokens.CacheCreation) // a part of it
 	if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD < 1e9) {
 		r.CostUSD = nil
 	}

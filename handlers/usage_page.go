@@ -184,7 +184,7 @@ func usageHref(v url.Values, kv ...string) string {
 
 // pricingNote names the price table an estimate comes from (a tooltip).
 func pricingNote(source, asOf string) string {
-	return fmt.Sprintf("Estimated from %s, prices as of %s", source, asOf)
+	return fmt.Sprintf("Estimated from %s, prices as of %s; %s", source, asOf, pricing.HourWriteRule)
 }
 
 // sessionUsage is a session's usage as its page shows it; nil without any.

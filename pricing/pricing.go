@@ -17,12 +17,15 @@ import (
 //go:embed prices.json
 var pricesJSON []byte
 
-// Tokens are the tokens of one API response.
+// Tokens are the tokens of one API response. CacheCreation1h is the part
+// of CacheCreation written to the cache for an hour rather than five
+// minutes (Claude's ephemeral_1h_input_tokens), which costs more.
 type Tokens struct {
-	Input         int64 `json:"input"`
-	Output        int64 `json:"output"`
-	CacheRead     int64 `json:"cache_read"`
-	CacheCreation int64 `json:"cache_creation"`
+	Input           int64 `json:"input"`
+	Output          int64 `json:"output"`
+	CacheRead       int64 `json:"cache_read"`
+	CacheCreation   int64 `json:"cache_creation"`
+	CacheCreation1h int64 `json:"cache_creation_1h,omitempty"`
 }
 
 // Add adds o's counts to t.
@@ -31,6 +34,7 @@ func (t *Tokens) Add(o Tokens) {
 	t.Output += o.Output
 	t.CacheRead += o.CacheRead
 	t.CacheCreation += o.CacheCreation
+	t.CacheCreation1h += o.CacheCreation1h
 }
 
 // prompt is the request's prompt size, which a long-context price goes by.
@@ -172,10 +176,22 @@ func (t *Table) estimate(modelName string, at time.Time, tok Tokens, prompt int6
 	return p.cost(tok, prompt), true
 }
 
+// HourWriteRule says how an estimate prices what the table has no price
+// for (hourWriteTimesInput), for the notes that name the table.
+const HourWriteRule = "cache writes of an hour at twice the input price"
+
+// hourWriteTimesInput is what a token written to the cache for an hour
+// costs, as a multiple of the input price: Anthropic's rule (its prompt
+// caching prices: five minutes 1.25 times the input, an hour 2 times). The
+// price table has the five-minute price only.
+const hourWriteTimesInput = 2
+
 // cost is what the tokens of one request cost at this price, in dollars.
 func (p *price) cost(tok Tokens, prompt int64) float64 {
+	hour := min(max(tok.CacheCreation1h, 0), tok.CacheCreation)
 	usd := float64(tok.Input)*p.Input.at(prompt) + float64(tok.Output)*p.Output.at(prompt) +
-		float64(tok.CacheRead)*p.CacheRead.at(prompt) + float64(tok.CacheCreation)*p.CacheWrite.at(prompt)
+		float64(tok.CacheRead)*p.CacheRead.at(prompt) + float64(tok.CacheCreation-hour)*p.CacheWrite.at(prompt) +
+		float64(hour)*hourWriteTimesInput*p.Input.at(prompt)
 	return usd / 1e6
 }
 

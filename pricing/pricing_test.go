@@ -26,6 +26,11 @@ func TestEstimate(t *testing.T) {
 		{"sonnet long context", "claude-sonnet-4-5", Tokens{Input: 250_000}, 250_000 * 6 / 1e6, true},
 		// Opus 4.6 has a long-context tier from 200k prompt tokens: $10 in.
 		{"long context tier", "claude-opus-4-6", Tokens{Input: 300_000}, 300_000 * 10 / 1e6, true},
+		// A cache write of an hour costs twice the input ($6), of five minutes 1.25 times.
+		{"hour's cache write", "claude-sonnet-4-5", Tokens{CacheCreation: 1000, CacheCreation1h: 600}, (400*3.75 + 600*6) / 1e6, true},
+		{"hour's cache write, long context", "claude-opus-4-6", Tokens{Input: 100_000, CacheCreation: 150_000, CacheCreation1h: 150_000},
+			(100_000*10 + 150_000*20) / 1e6, true},
+		{"more of an hour than written", "claude-sonnet-4-5", Tokens{CacheCreation: 1000, CacheCreation1h: 5000}, 1000 * 6 / 1e6, true},
 		{"unknown model", "no-such-model-xyz", Tokens{Input: 1}, 0, false},
 		{"empty model", "", Tokens{Input: 1}, 0, false},
 	}

@@ -99,6 +99,9 @@ func tokensRule(t pricing.Tokens) string {
 			return "token counts must be from 0 to 2^40"
 		}
 	}
+	if t.CacheCreation1h < 0 || t.CacheCreation1h > t.CacheCreation {
+		return "cache_creation_1h must be from 0 to cache_creation"
+	}
 	return ""
 }
 
@@ -132,14 +135,15 @@ func writeUsage(conn *sqlite.Conn, pk int64, recs []UsageRecord, stamp int64) (c
 	for _, k := range hours.Keys() {
 		h := hours[k]
 		err := sqlitex.Execute(conn, `INSERT INTO usage_hours (session_pk, hour_ns, model, prompt_range, source, reported,
-			  input, output, cache_read, cache_creation, requests, cost_usd, last_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			  input, output, cache_read, cache_creation, cache_creation_1h, requests, cost_usd, last_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO UPDATE SET input = input + excluded.input, output = output + excluded.output,
 			  cache_read = cache_read + excluded.cache_read, cache_creation = cache_creation + excluded.cache_creation,
+			  cache_creation_1h = cache_creation_1h + excluded.cache_creation_1h,
 			  requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd,
 			  last_ns = max(last_ns, excluded.last_ns)`, &sqlitex.ExecOptions{Args: []any{
 			pk, k.HourNS, k.Model, k.PromptRange, k.Source, k.Reported,
-			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.Requests, h.Cost, h.LastNS}})
+			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.CacheCreation1h, h.Requests, h.Cost, h.LastNS}})
 		if err != nil {
 			return false, err
 		}
@@ -217,6 +221,7 @@ func (hours UsageHours) Add(atNS int64, model string, t pricing.Tokens, source s
 	h.Output += sign * t.Output
 	h.CacheRead += sign * t.CacheRead
 	h.CacheCreation += sign * t.CacheCreation
+	h.CacheCreation1h += sign * t.CacheCreation1h
 	h.Requests += sign * requests
 	if cost != nil {
 		h.Cost += float64(sign) * *cost
@@ -236,11 +241,11 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, stamp int64, hours
 	}
 	atNS, requests := r.Normalized()
 	args := []any{pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID,
-		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, requests, cost, r.Source, stamp}
+		r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheCreation, r.Tokens.CacheCreation1h, requests, cost, r.Source, stamp}
 	err = sqlitex.Execute(conn, `DELETE FROM usage_records WHERE session_pk = ?1 AND id = ?2
-		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
-		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source`, &sqlitex.ExecOptions{
+		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, cache_creation_1h, requests, cost_usd, source)
+		  IS NOT (?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source, cache_creation_1h`, &sqlitex.ExecOptions{
 		Args: args[:len(args)-1], // not the stamp
 		ResultFunc: func(st *sqlite.Stmt) error {
 			var c *float64
@@ -248,7 +253,8 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, stamp int64, hours
 				v := st.ColumnFloat(7)
 				c = &v
 			}
-			t := pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5)}
+			t := pricing.Tokens{Input: st.ColumnInt64(2), Output: st.ColumnInt64(3), CacheRead: st.ColumnInt64(4), CacheCreation: st.ColumnInt64(5),
+				CacheCreation1h: st.ColumnInt64(9)}
 			hours.Add(st.ColumnInt64(0), st.ColumnText(1), t, st.ColumnText(8), st.ColumnInt64(6), c, -1)
 			removed = true
 			return nil
@@ -258,8 +264,8 @@ func upsertUsage(conn *sqlite.Conn, pk int64, r *UsageRecord, stamp int64, hours
 		return false, false, err
 	}
 	err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
-		  input, output, cache_read, cache_creation, requests, cost_usd, source, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
+		  input, output, cache_read, cache_creation, cache_creation_1h, requests, cost_usd, source, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: args})
 	if err != nil {
 		return false, false, err
 	}
@@ -324,12 +330,14 @@ func usageWrittenAfter(conn *sqlite.Conn, pk, after int64) ([]UsageRecord, error
 		}
 		return s
 	}
-	err := sqlitex.Execute(conn, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
+	err := sqlitex.Execute(conn, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id,
+		  cache_creation_1h
 		FROM usage_records WHERE session_pk = ? AND updated_at > ?`, &sqlitex.ExecOptions{
 		Args: []any{pk, after},
 		ResultFunc: func(st *sqlite.Stmt) error {
 			r := UsageRecord{ID: st.ColumnText(0), At: st.ColumnText(1), Model: name(st, 2), Source: name(st, 8), Requests: st.ColumnInt64(9), TurnID: name(st, 10),
-				Tokens: pricing.Tokens{Input: st.ColumnInt64(3), Output: st.ColumnInt64(4), CacheRead: st.ColumnInt64(5), CacheCreation: st.ColumnInt64(6)}}
+				Tokens: pricing.Tokens{Input: st.ColumnInt64(3), Output: st.ColumnInt64(4), CacheRead: st.ColumnInt64(5), CacheCreation: st.ColumnInt64(6),
+					CacheCreation1h: st.ColumnInt64(11)}}
 			if st.ColumnType(7) != sqlite.TypeNull {
 				c := st.ColumnFloat(7)
 				r.CostUSD = &c

@@ -109,7 +109,8 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 					tally.Add(UsageReportHour{
 						HourNS: st.ColumnInt64(0), Key: st.ColumnText(1), Model: st.ColumnText(2), PromptRange: st.ColumnInt64(3),
 						Reported: st.ColumnBool(4),
-						Tokens:   pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8)},
+						Tokens: pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8),
+							CacheCreation1h: st.ColumnInt64(12)},
 						Requests: st.ColumnInt64(9), CostUSD: st.ColumnFloat(10), LastNS: st.ColumnInt64(11),
 					})
 					return nil
@@ -395,7 +396,7 @@ func sessionTotalsQuery(id, sessions string) string {
 	return `SELECT s.started_ns, ` + id + `, '` + SessionTotalsModel + `', 0, 1,
 		  json_extract(s.metrics, '$.tokens.input'), json_extract(s.metrics, '$.tokens.output'),
 		  json_extract(s.metrics, '$.tokens.cache_read'), json_extract(s.metrics, '$.tokens.cache_creation'),
-		  json_extract(s.metrics, '$.api_requests'), json_extract(s.metrics, '$.cost_usd'), s.started_ns
+		  json_extract(s.metrics, '$.api_requests'), json_extract(s.metrics, '$.cost_usd'), s.started_ns, 0
 		FROM sessions s
 		WHERE s.started_ns >= :since AND s.started_ns < :until
 		  AND s.pk NOT IN (SELECT session_pk FROM usage_hours)
@@ -408,7 +409,7 @@ func sessionTotalsQuery(id, sessions string) string {
 // index usage_hours_by_time, not the table (migration 011).
 func usageHoursQuery(id, join, filter string) string {
 	return `SELECT h.hour_ns, ` + id + `, h.model, h.prompt_range, h.reported,
-		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h
 		FROM usage_hours h ` + join + `
 		WHERE h.hour_ns >= :since AND h.hour_ns < :until ` + filter + `
 		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`

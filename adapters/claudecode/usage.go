@@ -29,6 +29,7 @@ func (p *parser) addUsage(c ctx, ln *line, at adapters.Time) {
 		Tokens: pricing.Tokens{
 			Input: m.Usage.InputTokens, Output: m.Usage.OutputTokens,
 			CacheRead: m.Usage.CacheReadInputTokens, CacheCreation: m.Usage.CacheCreationInputTokens,
+			CacheCreation1h: m.Usage.CacheCreation.Hour,
 		},
 	})
 }

@@ -125,7 +125,7 @@ func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.U
 		_, err := fmt.Fprintln(w, "no usage recorded in this period")
 		return err
 	}
-	fmt.Fprintf(w, "≈ estimated from %s, prices as of %s; reported cost is shown as reported.\n", table.Source, table.AsOf)
+	fmt.Fprintf(w, "≈ estimated from %s, prices as of %s (%s); reported cost is shown as reported.\n", table.Source, table.AsOf, pricing.HourWriteRule)
 	if len(total.Unpriced) > 0 {
 		fmt.Fprintf(w, "* no price for: %s\n", strings.Join(total.Unpriced, ", "))
 	}

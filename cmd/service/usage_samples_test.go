@@ -161,7 +161,7 @@ func readJSON(t *testing.T, path string, v any) {
 // response written over several lines repeats its message id, and its last
 // line carries the final counts. Ids are counted once per session.
 func rawClaudeCode(t *testing.T, root string) rawUsage {
-	type usage struct{ Input, Output, Read, Write int64 }
+	type usage struct{ Input, Output, Read, Write, Hour int64 }
 	final := map[string]usage{}
 	walk(t, root, func(path string) {
 		type rec struct {
@@ -173,6 +173,10 @@ func rawClaudeCode(t *testing.T, root string) rawUsage {
 					Out   int64 `json:"output_tokens"`
 					Read  int64 `json:"cache_read_input_tokens"`
 					Write int64 `json:"cache_creation_input_tokens"`
+					// Of Write, written for an hour.
+					Cache struct {
+						Hour int64 `json:"ephemeral_1h_input_tokens"`
+					} `json:"cache_creation"`
 				}
 			}
 		}
@@ -188,12 +192,16 @@ func rawClaudeCode(t *testing.T, root string) rawUsage {
 			if id == "" {
 				id = r.UUID
 			}
-			final[r.SessionID+"/"+id] = usage{m.Usage.Input, m.Usage.Out, m.Usage.Read, m.Usage.Write}
+			final[r.SessionID+"/"+id] = usage{m.Usage.Input, m.Usage.Out, m.Usage.Read, m.Usage.Write, m.Usage.Cache.Hour}
 		})
 	}, ".jsonl")
 	var u rawUsage
 	for _, f := range final {
 		u.add(f.Input, f.Output, f.Read, f.Write)
+		u.tokens.CacheCreation1h += f.Hour
+	}
+	if u.tokens.CacheCreation1h == 0 {
+		t.Errorf("no response of %s writes the cache for an hour: the samples no longer test it", root)
 	}
 	return u
 }
@@ -410,9 +418,10 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 
 // TestImportCorrectsUsageOfOldRules: a store whose Copilot CLI and Gemini
 // CLI usage was taken by the rules before migration 022 (a wrong count here
-// stands for it) has those agents' files read again by the next import,
-// once, which sets the usage to what the raw files say; other agents'
-// unchanged files are still skipped.
+// stands for it), and whose Claude Code usage has no hour's cache writes
+// (before migration 023), has those agents' files read again by the next
+// import, once, which sets the usage to what the raw files say; other
+// agents' unchanged files are still skipped.
 func TestImportCorrectsUsageOfOldRules(t *testing.T) {
 	withHome(t)
 	if _, err := os.Stat(samplesDir); err != nil {
@@ -426,6 +435,7 @@ func TestImportCorrectsUsageOfOldRules(t *testing.T) {
 	}{
 		{"copilot-cli", "copilot-cli", rawCopilot, true},
 		{"gemini-cli", "gemini", rawGemini, true},
+		{"claude-code", "claude-code", rawClaudeCode, true},
 		{"codex", "codex", rawCodex, false},
 	}
 	for _, a := range agents {
@@ -435,7 +445,11 @@ func TestImportCorrectsUsageOfOldRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sqlitex.ExecScript(conn, "UPDATE usage_records SET input = input + 1000; PRAGMA user_version = 21;")
+	// user_version 21: migrations 022 and 023 run again (023 adds the hour's
+	// cache writes, so they go first; its index is made again).
+	err = sqlitex.ExecScript(conn, "UPDATE usage_records SET input = input + 1000; DROP INDEX usage_hours_by_time; "+
+		"ALTER TABLE usage_records DROP COLUMN cache_creation_1h; ALTER TABLE usage_hours DROP COLUMN cache_creation_1h; "+
+		"CREATE INDEX usage_hours_by_time ON usage_hours (hour_ns); PRAGMA user_version = 21;")
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)

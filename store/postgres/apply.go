@@ -413,12 +413,12 @@ func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.Queued
 func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, stamp int64, hours store.UsageHours, removed *bool, upserted func(pgconn.CommandTag) error) {
 	atNS, requests := r.Normalized()
 	q.Queue(`DELETE FROM usage_records WHERE session_pk = $1 AND id = $2
-		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source)
+		AND (at, model, actor_id, turn_id, input, output, cache_read, cache_creation, requests, cost_usd, source, cache_creation_1h)
 		  IS DISTINCT FROM ($3::text, $4::text, $5::text, $6::text, $7::bigint, $8::bigint, $9::bigint, $10::bigint,
-		    $11::bigint, $12::double precision, $13::text)
-		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source`,
+		    $11::bigint, $12::double precision, $13::text, $14::bigint)
+		RETURNING at_ns, model, input, output, cache_read, cache_creation, requests, cost_usd, source, cache_creation_1h`,
 		pk, r.ID, r.At, r.Model, r.ActorID, r.TurnID, r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead,
-		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source).Query(func(rows pgx.Rows) error {
+		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source, r.Tokens.CacheCreation1h).Query(func(rows pgx.Rows) error {
 		var old struct {
 			atNS, requests int64
 			model, source  string
@@ -426,7 +426,7 @@ func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, stamp int64, hours
 			cost           *float64
 		}
 		_, err := pgx.ForEachRow(rows, []any{&old.atNS, &old.model, &old.tokens.Input, &old.tokens.Output,
-			&old.tokens.CacheRead, &old.tokens.CacheCreation, &old.requests, &old.cost, &old.source}, func() error {
+			&old.tokens.CacheRead, &old.tokens.CacheCreation, &old.requests, &old.cost, &old.source, &old.tokens.CacheCreation1h}, func() error {
 			hours.Add(old.atNS, old.model, old.tokens, old.source, old.requests, old.cost, -1)
 			*removed = true
 			return nil
@@ -434,10 +434,10 @@ func queueUsage(q *pgx.Batch, pk int64, r *store.UsageRecord, stamp int64, hours
 		return err
 	})
 	q.Queue(`INSERT INTO usage_records (session_pk, id, at, at_ns, model, actor_id, turn_id,
-		  input, output, cache_read, cache_creation, requests, cost_usd, source, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING`,
+		  input, output, cache_read, cache_creation, requests, cost_usd, source, updated_at, cache_creation_1h)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`,
 		pk, r.ID, r.At, atNS, r.Model, r.ActorID, r.TurnID, r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead,
-		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source, stamp).Exec(func(cmd pgconn.CommandTag) error {
+		r.Tokens.CacheCreation, requests, r.CostUSD, r.Source, stamp, r.Tokens.CacheCreation1h).Exec(func(cmd pgconn.CommandTag) error {
 		if cmd.RowsAffected() > 0 {
 			hours.Add(atNS, r.Model, r.Tokens, r.Source, requests, r.CostUSD, 1)
 		}
@@ -455,15 +455,16 @@ func writeUsageHours(ctx context.Context, tx pgx.Tx, pk int64, hours store.Usage
 	for _, k := range hours.Keys() {
 		h := hours[k]
 		q.Queue(`INSERT INTO usage_hours AS h (session_pk, hour_ns, model, prompt_range, source, reported,
-			  input, output, cache_read, cache_creation, requests, cost_usd, last_ns)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			  input, output, cache_read, cache_creation, requests, cost_usd, last_ns, cache_creation_1h)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (session_pk, hour_ns, model, prompt_range, source, reported) DO UPDATE SET
 			  input = h.input + excluded.input, output = h.output + excluded.output,
 			  cache_read = h.cache_read + excluded.cache_read, cache_creation = h.cache_creation + excluded.cache_creation,
+			  cache_creation_1h = h.cache_creation_1h + excluded.cache_creation_1h,
 			  requests = h.requests + excluded.requests, cost_usd = h.cost_usd + excluded.cost_usd,
 			  last_ns = greatest(h.last_ns, excluded.last_ns)`,
 			pk, k.HourNS, k.Model, k.PromptRange, k.Source, k.Reported,
-			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.Requests, h.Cost, h.LastNS)
+			h.Input, h.Output, h.CacheRead, h.CacheCreation, h.Requests, h.Cost, h.LastNS, h.CacheCreation1h)
 	}
 	if removed {
 		q.Queue(`DELETE FROM usage_hours WHERE session_pk = $1 AND requests <= 0`, pk)

@@ -78,14 +78,15 @@ func readNotes(ctx context.Context, tx pgx.Tx, pk int64) ([]store.Note, error) {
 // after (all of them after 0), in any order (store.Tally.Usage).
 func usageWrittenAfter(ctx context.Context, tx pgx.Tx, pk, after int64) ([]store.UsageRecord, error) {
 	var recs []store.UsageRecord
-	rows, _ := tx.Query(ctx, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id
+	rows, _ := tx.Query(ctx, `SELECT id, at, model, input, output, cache_read, cache_creation, cost_usd, source, requests, turn_id,
+		  cache_creation_1h
 		FROM usage_records WHERE session_pk = $1 AND updated_at > $2`, pk, after)
 	var (
 		r   store.UsageRecord
 		tok pricing.Tokens
 	)
 	_, err := pgx.ForEachRow(rows, []any{&r.ID, &r.At, &r.Model, &tok.Input, &tok.Output, &tok.CacheRead, &tok.CacheCreation,
-		&r.CostUSD, &r.Source, &r.Requests, &r.TurnID}, func() error {
+		&r.CostUSD, &r.Source, &r.Requests, &r.TurnID, &tok.CacheCreation1h}, func() error {
 		r.Tokens = tok
 		recs = append(recs, r)
 		r.CostUSD = nil // the next row scans into a new value

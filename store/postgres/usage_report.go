@@ -51,14 +51,14 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 		totals = ` UNION ALL SELECT s.started_ns, ` + plan.SessionTotalsKey() + `, '` + store.SessionTotalsModel + `', 0, true,
 		  (m #>> '{tokens,input}')::bigint, (m #>> '{tokens,output}')::bigint,
 		  (m #>> '{tokens,cache_read}')::bigint, (m #>> '{tokens,cache_creation}')::bigint,
-		  (m ->> 'api_requests')::bigint, (m ->> 'cost_usd')::float8, s.started_ns
+		  (m ->> 'api_requests')::bigint, (m ->> 'cost_usd')::float8, s.started_ns, 0::bigint
 		FROM sessions s CROSS JOIN LATERAL (SELECT s.metrics::jsonb AS m) j
 		WHERE s.started_ns >= $1 AND s.started_ns < $2 AND s.metrics IS NOT NULL` + sessions + `
 		  AND NOT EXISTS (SELECT 1 FROM usage_hours u WHERE u.session_pk = s.pk)`
 	}
 	// Telemetry, where a session has it, stands for its files' records.
 	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, `+key+`, h.model, h.prompt_range, h.reported <> 0,
-		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h
 		FROM usage_hours h `+join+`
 		WHERE h.hour_ns >= $1 AND h.hour_ns < $2`+sessions+filter+`
 		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`+totals, args...)
@@ -66,7 +66,7 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	var h store.UsageReportHour
 	t := &h.Tokens
 	_, err = pgx.ForEachRow(rows, []any{&h.HourNS, &h.Key, &h.Model, &h.PromptRange, &h.Reported,
-		&t.Input, &t.Output, &t.CacheRead, &t.CacheCreation, &h.Requests, &h.CostUSD, &h.LastNS},
+		&t.Input, &t.Output, &t.CacheRead, &t.CacheCreation, &h.Requests, &h.CostUSD, &h.LastNS, &t.CacheCreation1h},
 		func() error { tally.Add(h); return nil })
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)

@@ -35,12 +35,12 @@ func testUsage(t *testing.T, s store.Backend) {
 		records    []store.UsageRecord
 	}{
 		{"a", "claude-code", []store.UsageRecord{
-			usageRecord("a", "1", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 200, CacheRead: 5000}, 1, nil, store.UsageFromFile),
+			usageRecord("a", "1", "2026-03-02T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 200, CacheRead: 5000, CacheCreation: 800, CacheCreation1h: 600}, 1, nil, store.UsageFromFile),
 			usageRecord("a", "2", "2026-03-02T13:30:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30, Output: 7}, 1, &half, store.UsageFromFile),
 			usageRecord("a", "3", "2026-03-03T12:00:00Z", "no-such-model", pricing.Tokens{Input: 7, CacheCreation: 3}, 1, nil, store.UsageFromFile),
 		}},
 		{"b", "cline", []store.UsageRecord{
-			usageRecord("b", "1", "2026-03-03T11:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 10, Output: 1}, 2, &quarter, store.UsageFromFile),
+			usageRecord("b", "1", "2026-03-03T11:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 10, Output: 1, CacheCreation: 50, CacheCreation1h: 20}, 2, &quarter, store.UsageFromFile),
 		}},
 		// OpenTelemetry records are authoritative: the file's are not counted.
 		{"c", "claude-code", []store.UsageRecord{
@@ -191,6 +191,26 @@ func testUsage(t *testing.T, s store.Backend) {
 		t.Errorf("Detail(b).Usage after its record changed = %+v; want %+v", u, final.Tokens)
 	}
 
+	// The estimates price an hour's cache writes too: the session's detail
+	// every request of a priced model (a's first two; its third has no
+	// price), the report the requests without a reported cost (the first).
+	var detailEstimate, reportEstimate float64
+	for _, r := range counted["a"][:2] {
+		at, _ := store.ParseTimestamp(r.At)
+		usd, _ := pricing.Default().Estimate(r.Model, at, r.Tokens)
+		detailEstimate += usd
+		if r.CostUSD == nil {
+			reportEstimate += usd
+		}
+	}
+	if u := mustDetail(t, s, "a").Usage; u == nil || u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-detailEstimate) > 1e-9 {
+		t.Errorf("Detail(a).Usage = %+v; want an estimate of %v", u, detailEstimate)
+	}
+	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a"}})
+	if err != nil || len(rows) != 1 || rows[0].EstimatedCostUSD == nil || math.Abs(*rows[0].EstimatedCostUSD-reportEstimate) > 1e-6 {
+		t.Errorf("UsageReport(session a) = %+v, %v; want an estimate of %v", rows, err, reportEstimate)
+	}
+
 	if err := s.Delete(bg, "a"); err != nil {
 		t.Fatalf("Delete(a) = %v", err)
 	}
@@ -199,7 +219,7 @@ func testUsage(t *testing.T, s store.Backend) {
 
 	// Titles: the first rows by session carry their first prompt's first
 	// line; the others, and other groups, none.
-	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
+	rows, err = s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
 	if err != nil || len(rows) != len(counted) {
 		t.Fatalf("UsageReport(by session, 1 title) = %d rows, %v; want %d", len(rows), err, len(counted))
 	}
