@@ -154,7 +154,8 @@ func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
 // usageBar is one row as shown: reported and estimated cost apart.
 func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	b := views.UsageBar{Label: r.Key, Title: r.Title, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
-		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, Total: r.Tokens.Total(), Requests: r.APIRequests,
+		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, CacheCreate1h: r.Tokens.CacheCreation1h,
+		Total: r.Tokens.Total(), Requests: r.APIRequests,
 		Unpriced: strings.Join(r.Unpriced, ", ")}
 	if b.Label == "" {
 		b.Label = "(unknown)"

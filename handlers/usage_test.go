@@ -30,7 +30,7 @@ func TestSessionDetailUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Usage = []store.UsageRecord{{ID: "msg_1", At: "2026-01-01T00:00:00Z", Model: "claude-sonnet-4-5", ActorID: "used-root", TurnID: "used-t1",
-		Tokens: pricing.Tokens{Input: 1000, Output: 2000, CacheRead: 3000, CacheCreation: 4000}, Source: store.UsageFromFile}}
+		Tokens: pricing.Tokens{Input: 1000, Output: 2000, CacheRead: 3000, CacheCreation: 4000, CacheCreation1h: 2500}, Source: store.UsageFromFile}}
 	if _, err := s.store.Apply(context.Background(), b); err != nil {
 		t.Fatalf("Apply = %v", err)
 	}
@@ -51,6 +51,7 @@ func TestSessionDetailUsage(t *testing.T) {
 				Output        int64 `json:"output"`
 				CacheRead     int64 `json:"cache_read"`
 				CacheCreation int64 `json:"cache_creation"`
+				Hour          int64 `json:"cache_creation_1h"`
 			} `json:"tokens"`
 			APIRequests int64 `json:"api_requests"`
 			Models      []struct {
@@ -74,6 +75,17 @@ func TestSessionDetailUsage(t *testing.T) {
 	}
 	if len(u.Models) != 1 || u.Models[0].Model != "claude-sonnet-4-5" || u.Models[0].EstimatedCostUSD == nil || u.EstimatedCostUSD == nil || u.Pricing.Source == "" || u.Pricing.AsOf == "" {
 		t.Errorf("usage = %s; want one priced model and the pricing source", rec.Body)
+	}
+	// The hour's cache writes: in the JSON, in the estimate (at twice the
+	// input price, $6 a million for Sonnet 4.5, the rest at $3.75), and
+	// on the page, under the cache write count.
+	want := (1000*3 + 2000*15 + 3000*0.3 + 1500*3.75 + 2500*6) / 1e6
+	if u.Tokens.Hour != 2500 || u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-want) > 1e-6 {
+		t.Errorf("usage = %s; want 2,500 of the cache writes for an hour and an estimate of %v", rec.Body, want)
+	}
+	page := s.get("/session?id=used").Body.String()
+	if !strings.Contains(page, `data-label="Cache write" title="2,500 of them written for an hour">4,000<`) {
+		t.Errorf("the session page does not show the hour's cache writes under the cache write count")
 	}
 }
 

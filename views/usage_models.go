@@ -46,6 +46,7 @@ type UsageBar struct {
 	Title                                 string // a session's, under its id (Label)
 	Models                                string
 	Input, Output, CacheRead, CacheCreate int64
+	CacheCreate1h                         int64 // of CacheCreate, written for an hour
 	Total, Requests                       int64
 	Reported                              string // "$1.20", empty when none was reported
 	Estimated                             string // "≈ $0.40 estimated", empty when none
