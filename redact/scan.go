@@ -108,42 +108,115 @@ func (e *engine) scan(text string) []Match {
 	var skipTo []int
 	lineEnd := -1 // end of the line holding the latest hit
 	k := e.keywords
+	var hits hits
 	row := int32(0)
-	for i := 0; i < len(text); i++ {
-		row = k.delta[row+int32(k.class[text[i]])]
-		if row < k.finalFrom {
-			continue
-		}
-		for _, kw := range k.out[row/int32(k.width)] {
-			word := k.words[kw]
-			at := i + 1 - len(word)
-			if k.exact[kw] && text[at:i+1] != word {
-				continue
-			}
-			if at >= lineEnd {
-				lineEnd = len(text)
-				if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
-					lineEnd = i + j
-				}
-			}
-			if skipTo == nil {
-				skipTo = make([]int, len(e.rules))
-			}
-			for _, ri := range e.owners[kw] {
-				if at < skipTo[ri] {
+	for start := 0; start < len(text); start += scanBlock {
+		row = k.find(text, start, min(start+scanBlock, len(text)), row, &hits)
+		for _, h := range hits.first {
+			i := h.at
+			for _, kw := range k.out[h.row/int32(k.width)] {
+				word := k.words[kw]
+				at := i + 1 - len(word)
+				if k.exact[kw] && text[at:i+1] != word {
 					continue
 				}
-				f, end, ok := e.try(text, at, lineEnd, ri)
-				if ok {
-					all = append(all, f)
+				if at >= lineEnd {
+					lineEnd = len(text)
+					if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+						lineEnd = i + j
+					}
 				}
-				if ok || end-at >= longMatch {
-					skipTo[ri] = end
+				if skipTo == nil {
+					skipTo = make([]int, len(e.rules))
+				}
+				for _, ri := range e.owners[kw] {
+					if at < skipTo[ri] {
+						continue
+					}
+					f, end, ok := e.try(text, at, lineEnd, ri)
+					if ok {
+						all = append(all, f)
+					}
+					if ok || end-at >= longMatch {
+						skipTo[ri] = end
+					}
 				}
 			}
 		}
 	}
 	return resolve(all)
+}
+
+// scanBlock is how much text the keyword pass reads between two rounds of
+// trying patterns, so the hits it holds stay bounded whatever the text.
+const scanBlock = 16 << 10
+
+// hit is a position where a keyword ends, with the matcher's row there.
+type hit struct {
+	at  int
+	row int32
+}
+
+// hits holds a block's hits in order (first), and room for find's second
+// pass (second).
+type hits struct {
+	first, second []hit
+}
+
+// find sets h.first to the keyword hits of text[start:end], in order, and
+// returns the row at end; row is the row at start.
+//
+// The automaton's next row depends on the one before, so one pass waits on
+// each lookup. find runs two passes at once instead, over the two halves of
+// the block. A row depends on the last maxLen bytes at most, so the second
+// pass, started from row 0 maxLen-1 bytes before the first pass ends, has
+// the true rows from there on; its hits before that are the first pass's.
+func (k *keywordMatcher) find(text string, start, end int, row int32, h *hits) int32 {
+	delta, class, final := k.delta, &k.class, k.finalFrom
+	h.first, h.second = h.first[:0], h.second[:0]
+	n := (end - start + k.maxLen) / 2 // each pass's length: 2n >= end-start+maxLen-1
+	if n < 4*k.maxLen {
+		for i := start; i < end; i++ {
+			row = int32(delta[row+int32(class[text[i]])])
+			if row >= final {
+				h.first = append(h.first, hit{i, row})
+			}
+		}
+		return row
+	}
+	a, b := text[start:start+n], text[end-n:end]
+	rb := int32(0)
+	for i := 0; i < n; i++ {
+		if i, row, rb = k.run2(a, b, i, row, rb); i == n {
+			break
+		}
+		if row >= final {
+			h.first = append(h.first, hit{start + i, row})
+		}
+		if rb >= final && end-n+i >= start+n {
+			h.second = append(h.second, hit{end - n + i, rb})
+		}
+	}
+	h.first = append(h.first, h.second...)
+	return rb
+}
+
+// run2 steps both passes of find from byte i of a and b (of equal length)
+// until either reaches a keyword's end, returning there (or len(a)) and the
+// two rows. Not inlined, so its rows stay in registers.
+//
+//go:noinline
+func (k *keywordMatcher) run2(a, b string, i int, ra, rb int32) (int, int32, int32) {
+	delta, class, final := k.delta, &k.class, k.finalFrom
+	b = b[:len(a)]
+	for ; i < len(a); i++ {
+		ra = int32(delta[ra+int32(class[a[i]])])
+		rb = int32(delta[rb+int32(class[b[i]])])
+		if ra >= final || rb >= final {
+			return i, ra, rb
+		}
+	}
+	return i, ra, rb
 }
 
 // try matches rule ri anchored at offset at. It returns the match's end (or
@@ -224,11 +297,14 @@ func resolve(all []found) []Match {
 // Aho-Corasick automaton over ASCII-folded bytes, with bytes that occur in no
 // keyword collapsed into one class so the table stays small.
 type keywordMatcher struct {
-	words []string
-	exact []bool // keyword has upper case, so the folded hit is re-checked
-	class [256]uint8
-	width int
-	delta []int32 // row offset of a state + class -> row offset of the next state
+	words  []string
+	maxLen int    // the longest keyword's length
+	exact  []bool // keyword has upper case, so the folded hit is re-checked
+	class  [256]uint8
+	width  int
+	// delta maps a state's row offset + class to the next state's row
+	// offset; 16 bits keep the table in a core's first-level cache.
+	delta []uint16
 	// finalFrom is the first row offset of the states where keywords end.
 	finalFrom int32
 	out       [][]int // state number (row offset / width) -> keywords ending there
@@ -239,6 +315,7 @@ func newKeywordMatcher(words []string) *keywordMatcher {
 	for i, w := range words {
 		lw := strings.ToLower(w)
 		k.exact[i] = lw != w
+		k.maxLen = max(k.maxLen, len(w))
 		for j := 0; j < len(lw); j++ {
 			c := lw[j]
 			if k.class[c] != 0 {
@@ -313,11 +390,14 @@ func newKeywordMatcher(words []string) *keywordMatcher {
 			k.finalFrom = int32(len(order) * k.width)
 		}
 	}
-	k.delta = make([]int32, 0, len(trie)*k.width)
+	if len(trie)*k.width > 1<<16 {
+		panic("redact: too many keywords for the matcher's 16-bit rows")
+	}
+	k.delta = make([]uint16, 0, len(trie)*k.width)
 	k.out = make([][]int, len(trie))
 	for n, s := range order {
 		for _, next := range trie[s] {
-			k.delta = append(k.delta, id[next]*int32(k.width))
+			k.delta = append(k.delta, uint16(id[next]*int32(k.width)))
 		}
 		k.out[n] = out[s]
 	}
