@@ -51,11 +51,13 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		// (Crush records nothing else): its tokens were not recorded.
 		v.APIRequests = views.Number(m.APIRequests)
 		v.Tokens = views.Number(m.Tokens.Input) + " / " + views.Number(m.Tokens.Output)
+		v.Cache, v.CacheTitle = cacheTokens(m.Tokens.CacheRead, m.Tokens.CacheCreation)
 	case u != nil:
 		// No totals reported, but the responses' usage was: their sum,
 		// said to be one, as the Token usage table below adds it up.
 		v.APIRequests = views.Number(u.APIRequests)
 		v.Tokens = views.Number(u.Tokens.Input) + " / " + views.Number(u.Tokens.Output)
+		v.Cache, v.CacheTitle = cacheTokens(u.Tokens.CacheRead, u.Tokens.CacheCreation)
 		v.AddedUp = "from the agent's files"
 		if u.Source == store.UsageFromOTel {
 			v.AddedUp = "from its telemetry"
@@ -188,6 +190,19 @@ func actorLabel(a store.Actor) string {
 		return shorten(a.Label, lineChars)
 	}
 	return "subagent " + shorten(a.ID, lineChars)
+}
+
+// cacheTokens is the summary's line of the input tokens that went through
+// the prompt cache, beside the input it shows, which leaves them out (every
+// agent's counts are stored so, as Anthropic's API counts them: a long
+// session would read "36 in" without it), and its title; both "" when
+// there were none.
+func cacheTokens(read, written int64) (line, title string) {
+	if read+written == 0 {
+		return "", ""
+	}
+	return "+ " + views.Number(read+written) + " cached",
+		views.Number(read) + " read from the cache, " + views.Number(written) + " written to it"
 }
 
 // between is the time from start to end, or "" when either is unknown or

@@ -96,17 +96,25 @@ func TestSessionDetailUsage(t *testing.T) {
 // neither shows nothing made up. The session list's Cost column says the
 // same, with the usage page's rule for a cost the responses reported: the
 // estimate covers only the requests without one (the summary's, as the
-// session's usage in the API, estimates every request beside it).
+// session's usage in the API, estimates every request beside it). Under
+// the tokens, the input read from and written to the cache, reported or
+// added up, when there is any.
 func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	s := newTestService(t)
 	recs := []store.UsageRecord{
 		{ID: "1", At: "2026-03-02T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: pricing.Tokens{Input: 1200, Output: 340, CacheRead: 5000}},
 		{ID: "2", At: "2026-03-02T12:01:00Z", Model: "claude-sonnet-4-5", Tokens: pricing.Tokens{Input: 800, Output: 1160, CacheCreation: 700}},
 	}
+	// The totals a session reports, with input read from and written to
+	// the cache.
+	reportedTokens := newBatch("x")["session"].(obj)["metrics"].(obj)["tokens"].(obj)
+	reportedTokens["cache_read"], reportedTokens["cache_creation"] = 9000, 250
 	apply := func(sid string, metrics bool, usage []store.UsageRecord) {
 		v := newBatch(sid)
 		if !metrics {
 			delete(v["session"].(obj), "metrics")
+		} else {
+			v["session"].(obj)["metrics"].(obj)["tokens"] = reportedTokens
 		}
 		b, err := store.ParseBatch(mustJSON(t, v))
 		if err != nil {
@@ -152,19 +160,29 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		estimate += usd
 	}
 	metrics := newBatch("x")["session"].(obj)["metrics"].(obj)
-	tokens := metrics["tokens"].(obj)
+	tokens := reportedTokens
 	estimated := fmt.Sprintf("≈ $%.2f estimated", estimate)
+	// The line of cached input under the tokens, and its title.
+	cache := func(read, written int64) [2]string {
+		if read+written == 0 {
+			return [2]string{}
+		}
+		return [2]string{fmt.Sprintf("+ %s cached", views.Number(read+written)),
+			fmt.Sprintf("%s read from the cache, %s written to it", views.Number(read), views.Number(written))}
+	}
+	reportedCache := cache(int64(tokens["cache_read"].(int)), int64(tokens["cache_creation"].(int)))
 	for _, c := range []struct {
 		sid, cost, costUsage, listUsage, requests, tokens, from string
+		cache                                                   [2]string
 	}{
 		{"added", "not recorded", estimated, estimated, fmt.Sprint(len(recs)),
-			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation)},
 		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", "", fmt.Sprint(metrics["api_requests"]),
-			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), ""},
-		{"bare", "not recorded", "", "", "not recorded", "not recorded", ""},
-		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", ""},
+			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), "", reportedCache},
+		{"bare", "not recorded", "", "", "not recorded", "not recorded", "", [2]string{}},
+		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", "", [2]string{}},
 		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
-			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files"},
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation)},
 	} {
 		row := mustDocument(t, s, "/").Find(`[data-testid="session-row"][data-session-id="` + c.sid + `"]`)
 		usage := strings.Join(strings.Fields(row.Find(`[data-testid="cost-usage"]`).Text()), " ")
@@ -195,6 +213,10 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		}
 		if got := text(`[data-testid="summary-tokens"]`); got != c.tokens {
 			t.Errorf("%s: tokens %q; want %q", c.sid, got, c.tokens)
+		}
+		line := doc.Find(`[data-testid="summary-cache"]`)
+		if got := [2]string{strings.TrimSpace(line.Text()), line.AttrOr("title", "")}; got != c.cache {
+			t.Errorf("%s: cached input %q; want %q", c.sid, got, c.cache)
 		}
 		if !slices.Equal(from, wantFrom) {
 			t.Errorf("%s: where the counts come from %q; want %q", c.sid, from, wantFrom)

@@ -155,6 +155,10 @@ type SessionView struct {
 	Cost         string // "not recorded" when the session has no metrics
 	APIRequests  string
 	Tokens       string // "in / out", or "not recorded"
+	// Cache is the input tokens read from and written to the agent's
+	// prompt cache beside Tokens' input, "" when none: CacheTitle says
+	// how many of each.
+	Cache, CacheTitle string
 	// AddedUp says where APIRequests and the tokens were added up from
 	// ("from the agent's files") when the session has no metrics, the
 	// totals its agent reported; empty for those totals.
