@@ -59,6 +59,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			{ID: "model", Title: "Tokens by model", Head: "Model"},
 			{ID: "agent", Title: "Tokens by agent", Head: "Agent"},
 			{ID: "project", Title: "Tokens by project", Head: "Project"},
+			{ID: "block", Title: "Tokens by 5-hour block, newest first", Head: "Block"},
 			{ID: "session"},
 		} {
 			q.Group, q.Titles = c.ID, 0
@@ -71,7 +72,12 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 				return
 			}
 			rows[c.ID] = rep.Rows
-			c.Bars, c.More = usageBars(rep.Rows, c.Vertical)
+			shown := rep.Rows
+			if c.ID == store.UsageByBlock {
+				shown = slices.Clone(shown)
+				slices.Reverse(shown)
+			}
+			c.Bars, c.More = usageBars(shown, c.Vertical)
 			switch c.ID {
 			case store.UsageByDay:
 				p.Total = usageBar(rep.Total, 0)
@@ -82,6 +88,10 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 				}
 				for _, r := range rep.Rows {
 					p.Agents = append(p.Agents, r.Key)
+				}
+			case store.UsageByBlock:
+				for i := range c.Bars {
+					c.Bars[i].Label = store.UsageBlockLabel(c.Bars[i].Label, time.Now())
 				}
 			case store.UsageBySession:
 				for i := range c.Bars {

@@ -327,6 +327,8 @@ func TestUsageAPI(t *testing.T) {
 		{"?group=agent", []string{"codex", "claude-code"}, 4607},
 		{"?group=project", []string{"/src/beta", "/src/alpha"}, 4607},
 		{"?group=session", []string{"ub", "ua", "uc"}, 4607},
+		// The 5-hour blocks start at each first record's hour: 13:00 is in 12:00's.
+		{"?group=block", []string{"2026-03-02T12:00:00Z", "2026-03-03T12:00:00Z", "2026-03-05T12:00:00Z"}, 4607},
 		{"?group=day&since=2026-03-03&until=2026-03-03", []string{"2026-03-03"}, 3507},
 		{"?group=day&since=2026-03-04", []string{"2026-03-05"}, 100},
 		{"?group=day&until=2026-03-02", []string{"2026-03-02"}, 1000},
@@ -374,7 +376,7 @@ func TestUsageAPI(t *testing.T) {
 func TestUsageAPIBadParameters(t *testing.T) {
 	s := newTestService(t)
 	for _, c := range []struct{ query, want string }{
-		{"?group=year", `query parameter group="year" is not valid: give one of day, week, month, session, model, agent, project`},
+		{"?group=year", `query parameter group="year" is not valid: give one of day, week, month, session, model, agent, project, block`},
 		{"?since=yesterday", `query parameter since="yesterday" is not valid: give a day as YYYY-MM-DD or YYYYMMDD`},
 		{"?until=2026-13-01", `query parameter until="2026-13-01" is not valid: give a day as YYYY-MM-DD or YYYYMMDD`},
 		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
@@ -462,6 +464,24 @@ func TestUsagePage(t *testing.T) {
 	if want := []string{days.Rows[0].Key, days.Rows[len(days.Rows)-1].Key}; !slices.Equal(axis, want) ||
 		doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-peak"]`).Text() != wantPeak {
 		t.Errorf("day chart's axis %q, peak %q; want %q and %q", axis, doc.Find(`[data-testid="usage-peak"]`).Text(), want, wantPeak)
+	}
+	// The 5-hour blocks, newest first, by their hours in local time.
+	var blocks UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=block&since=2026-03-01&until=2026-03-31").Body.Bytes(), &blocks); err != nil || len(blocks.Rows) < 2 {
+		t.Fatalf("GET /api/usage?group=block = %+v, %v; want two blocks or more", blocks.Rows, err)
+	}
+	var wantBlocks []string
+	for _, r := range slices.Backward(blocks.Rows) {
+		start, err := time.Parse(time.RFC3339, r.Key)
+		if err != nil {
+			t.Fatalf("block %q: %v", r.Key, err)
+		}
+		wantBlocks = append(wantBlocks, start.Local().Format("2006-01-02 15:04")+"–"+start.Add(5*time.Hour).Local().Format("15:04"))
+	}
+	if got := doc.Find(`[data-testid="usage-chart-block"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string {
+		return r.AttrOr("data-key", "")
+	}); !slices.Equal(got, wantBlocks) {
+		t.Errorf("block chart's rows %q; want %q", got, wantBlocks)
 	}
 	var rep UsageReport
 	if err := json.Unmarshal(s.get("/api/usage?group=session&titles=1").Body.Bytes(), &rep); err != nil || len(rep.Rows) != 3 ||

@@ -449,6 +449,15 @@ func roundMicros(usd *float64) *float64 {
 	return usd
 }
 
+// roundNanos takes the float noise of a sum off reported costs, kept to a
+// billionth of a dollar.
+func roundNanos(usd *float64) *float64 {
+	if usd != nil {
+		*usd = math.Round(*usd*1e9) / 1e9
+	}
+	return usd
+}
+
 func addCost(total *float64, usd float64) *float64 {
 	if total == nil {
 		return &usd

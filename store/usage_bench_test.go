@@ -28,6 +28,20 @@ func BenchmarkUsageReportDaily(b *testing.B) {
 	}
 }
 
+// BenchmarkUsageReportBlocks: the report by 5-hour block on the store of
+// BenchmarkUsageReportDaily (the usage page's chart of blocks).
+func BenchmarkUsageReportBlocks(b *testing.B) {
+	ctx := context.Background()
+	s := openUsageBench(b)
+	b.ResetTimer()
+	for b.Loop() {
+		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByBlock})
+		if err != nil || len(rows) < 80 {
+			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}
+
 // BenchmarkUsageReportListPage: the report by session of the 100
 // sessions of a list page (UsageQuery.Sessions), on the store of
 // BenchmarkUsageReportDaily: what the list adds to price the usage of

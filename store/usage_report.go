@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -24,10 +23,33 @@ const (
 	UsageByModel   = "model"
 	UsageByAgent   = "agent"   // the session's agent kind
 	UsageByProject = "project" // the session's workspace root
+	// UsageByBlock is by blocks of UsageBlock, as Claude's plans count
+	// their limits: a block starts at the hour of the first record after
+	// the block before ended, and holds the records until UsageBlock after
+	// it; its key is its start, in UTC (RFC 3339).
+	UsageByBlock = "block"
 )
 
+// UsageBlock is the length of a block of UsageByBlock.
+const UsageBlock = 5 * time.Hour
+
+// UsageBlockLabel is a block's key (its start, RFC 3339) as a person reads
+// it: its hours in local time, and "(now)" when it holds now.
+func UsageBlockLabel(key string, now time.Time) string {
+	start, err := time.Parse(time.RFC3339, key)
+	if err != nil {
+		return key
+	}
+	end := start.Add(UsageBlock)
+	s := start.Local().Format("2006-01-02 15:04") + "–" + end.Local().Format("15:04")
+	if !now.Before(start) && now.Before(end) {
+		s += " (now)"
+	}
+	return s
+}
+
 // UsageGroups lists every UsageQuery.Group, for callers that check one.
-var UsageGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageBySession, UsageByModel, UsageByAgent, UsageByProject}
+var UsageGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageBySession, UsageByModel, UsageByAgent, UsageByProject, UsageByBlock}
 
 // UsageQuery chooses the usage records a report adds up. Days are the
 // local time's, made of whole hours (a zone half an hour off UTC counts a
@@ -170,6 +192,7 @@ type UsagePlan struct {
 	// of the model SessionTotalsModel; not when it is for another model.
 	SessionTotals bool
 	keyOf         func(time.Time) string
+	blocks        bool // the hours' rows are gathered into blocks (UsageByBlock)
 }
 
 // SessionTotalsModel is the model a report gives a session's totals
@@ -199,11 +222,12 @@ func PlanUsage(q UsageQuery) (UsagePlan, error) {
 		UsageByModel:   nil,
 		UsageByAgent:   nil,
 		UsageByProject: nil,
+		UsageByBlock:   func(t time.Time) string { return t.UTC().Truncate(time.Hour).Format(time.RFC3339) }, // gathered by Rows
 	}[q.Group]
 	if !ok {
 		return UsagePlan{}, fmt.Errorf("unknown group %q", q.Group)
 	}
-	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1), keyOf: keyOf}
+	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1), keyOf: keyOf, blocks: q.Group == UsageByBlock}
 	if !q.Since.IsZero() {
 		p.Since = StartedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
 	}
@@ -237,6 +261,7 @@ type UsageReportHour struct {
 // localtime per row.
 type UsageTally struct {
 	keyOf    func(time.Time) string
+	blocks   bool
 	sums     map[usageSumKey]*usageSum
 	hourKeys map[int64]string
 }
@@ -248,7 +273,7 @@ type usageSumKey struct {
 
 // Tally starts adding up the plan's rows.
 func (p UsagePlan) Tally() *UsageTally {
-	return &UsageTally{keyOf: p.keyOf, sums: map[usageSumKey]*usageSum{}, hourKeys: map[int64]string{}}
+	return &UsageTally{keyOf: p.keyOf, blocks: p.blocks, sums: map[usageSumKey]*usageSum{}, hourKeys: map[int64]string{}}
 }
 
 // Add adds an hour row.
@@ -315,9 +340,7 @@ func (t *UsageTally) Rows() []UsageRow {
 	out := make([]UsageRow, 0, len(rows))
 	for _, r := range rows {
 		r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
-		if r.ReportedCostUSD != nil {
-			*r.ReportedCostUSD = math.Round(*r.ReportedCostUSD*1e9) / 1e9 // float noise of the sums
-		}
+		roundNanos(r.ReportedCostUSD)
 		slices.Sort(r.Models)
 		slices.Sort(r.Unpriced)
 		out = append(out, *r)
@@ -326,11 +349,44 @@ func (t *UsageTally) Rows() []UsageRow {
 	if t.keyOf == nil {
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 	}
+	if t.blocks {
+		return usageBlocks(out)
+	}
+	return out
+}
+
+// usageBlocks gathers the rows of hours, oldest first, into blocks of
+// UsageBlock (UsageByBlock): each row's costs are its hour's, priced
+// there, so a block's are their sums.
+func usageBlocks(hours []UsageRow) []UsageRow {
+	var out []UsageRow
+	var end time.Time
+	from := 0
+	gather := func(to int) {
+		if to > from {
+			b := UsageTotal(hours[from:to])
+			b.Key = hours[from].Key
+			out = append(out, b)
+		}
+		from = to
+	}
+	for i, h := range hours {
+		at, err := time.Parse(time.RFC3339, h.Key)
+		if err != nil {
+			panic("store: an hour's key is no time: " + h.Key)
+		}
+		if i == 0 || !at.Before(end) {
+			gather(i)
+			end = at.Add(UsageBlock)
+		}
+	}
+	gather(len(hours))
 	return out
 }
 
 // UsageTotal adds up a report's rows into one row keyed "Total": costs
-// stay apart, reported and estimated.
+// stay apart, reported and estimated, each without the float noise of
+// the sum.
 func UsageTotal(rows []UsageRow) UsageRow {
 	t := UsageRow{Key: "Total", Models: []string{}}
 	for _, r := range rows {
@@ -356,6 +412,8 @@ func UsageTotal(rows []UsageRow) UsageRow {
 	}
 	slices.Sort(t.Models)
 	slices.Sort(t.Unpriced)
+	roundMicros(t.EstimatedCostUSD)
+	roundNanos(t.ReportedCostUSD)
 	return t
 }
 

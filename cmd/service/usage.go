@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,9 +14,9 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// UsageCmd is `service usage [daily|weekly|monthly|session]`.
+// UsageCmd is `service usage [daily|weekly|monthly|session|blocks]`.
 type UsageCmd struct {
-	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session" default:"daily" help:"daily (the default), weekly (from Monday), monthly, or session (most tokens first)."`
+	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session,blocks" default:"daily" help:"daily (the default), weekly (from Monday), monthly, session (most tokens first), or blocks (of 5 hours, as Claude's plans count their limits)."`
 	Since  string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
 	Until  string `help:"Last day, included." placeholder:"DATE"`
 	Agent  string `help:"Only sessions of this agent (claude-code, codex, ...)."`
@@ -25,6 +26,7 @@ type UsageCmd struct {
 
 var usageGroups = map[string]string{
 	"daily": store.UsageByDay, "weekly": store.UsageByWeek, "monthly": store.UsageByMonth, "session": store.UsageBySession,
+	"blocks": store.UsageByBlock,
 }
 
 // Run prints the usage report from the store file.
@@ -64,6 +66,12 @@ func (c *UsageCmd) Run(e *env) error {
 		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
 		return err
 	}
+	if q.Group == store.UsageByBlock {
+		rows = slices.Clone(rows)
+		for i := range rows {
+			rows[i].Key = store.UsageBlockLabel(rows[i].Key, time.Now())
+		}
+	}
 	return printUsage(e.stdout, c.Report, rows, total, table)
 }
 
@@ -83,7 +91,7 @@ func parseDay(s, flag string) (time.Time, error) {
 // period and its models read from the left, one model a line; the
 // numbers from the right. The total names no models (the rows do).
 func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.UsageRow, table *pricing.Table) error {
-	head := map[string]string{"daily": "Date", "weekly": "Week", "monthly": "Month", "session": "Session"}[report]
+	head := map[string]string{"daily": "Date", "weekly": "Week", "monthly": "Month", "session": "Session", "blocks": "Block"}[report]
 	lines := [][]string{{head, "Models", "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Cost (USD)"}}
 	line := func(r store.UsageRow, models []string) {
 		first := ""

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -57,6 +59,53 @@ func TestUsageCommand(t *testing.T) {
 	if !strings.Contains(text, "Cache Create") || !strings.Contains(text, "2026-02-11") || strings.Contains(text, "2025-10-10") || !strings.Contains(text, "≈ $") {
 		t.Errorf("usage printed\n%s\nwant the one day in the period, costs marked ≈", text)
 	}
+	// Blocks of 5 hours: the same records, each block keyed by the UTC hour
+	// it starts at, 5 hours or more after the one before; the table shows
+	// each one's hours.
+	out.Reset()
+	if err := run(context.Background(), []string{"usage", "blocks", "--json", "--db", db}, &out, &errOut); err != nil {
+		t.Fatalf("usage blocks --json = %v; %s", err, errOut.String())
+	}
+	type total struct {
+		Tokens           pricing.Tokens
+		APIRequests      int64    `json:"api_requests"`
+		EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+	}
+	var blocks struct {
+		Rows []struct {
+			Key string `json:"key"`
+		}
+		Total total
+	}
+	if err := json.Unmarshal(out.Bytes(), &blocks); err != nil || len(blocks.Rows) == 0 {
+		t.Fatalf("usage blocks --json printed %s: %v", out.String(), err)
+	}
+	var daily struct{ Total total }
+	out.Reset()
+	if err := run(context.Background(), []string{"usage", "--json", "--db", db}, &out, &errOut); err != nil || json.Unmarshal(out.Bytes(), &daily) != nil {
+		t.Fatalf("usage --json = %v", err)
+	}
+	// Each row's estimate is rounded to a millionth of a dollar.
+	if b, d := blocks.Total, daily.Total; b.Tokens != d.Tokens || b.APIRequests != d.APIRequests ||
+		b.EstimatedCostUSD == nil || d.EstimatedCostUSD == nil || math.Abs(*b.EstimatedCostUSD-*d.EstimatedCostUSD) > 1e-5 {
+		t.Errorf("blocks' total %+v; want the days' %+v", b, d)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"usage", "blocks", "--db", db}, &out, &errOut); err != nil {
+		t.Fatalf("usage blocks = %v", err)
+	}
+	var end time.Time
+	for _, r := range blocks.Rows {
+		start, err := time.Parse(time.RFC3339, r.Key)
+		if err != nil || start.Location() != time.UTC || !start.Equal(start.Truncate(time.Hour)) || start.Before(end) {
+			t.Errorf("block %q: want a UTC hour at or after the last block's end %v", r.Key, end)
+		}
+		end = start.Add(store.UsageBlock)
+		if label := start.Local().Format("2006-01-02 15:04") + "–" + end.Local().Format("15:04"); !strings.Contains(out.String(), label) {
+			t.Errorf("usage blocks printed\n%s\nwant the block %s", out.String(), label)
+		}
+	}
+
 	if err := run(context.Background(), []string{"usage", "--db", db, "--since", "yesterday"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "YYYY-MM-DD") {
 		t.Errorf("usage --since yesterday = %v; want an error naming the format", err)
 	}

@@ -23,7 +23,7 @@ func usageRecord(sid, id, at, model string, tok pricing.Tokens, requests int64, 
 }
 
 // Usage records of a batch add up in the usage report by day, model,
-// session and agent; a session with OpenTelemetry records counts only
+// session, agent and 5-hour block; a session with OpenTelemetry records counts only
 // those; a session without records counts its metrics, at its start, as
 // the model store.SessionTotalsModel (a cost of no request, as Crush's,
 // too), and one without either nothing; a deleted session's records are
@@ -46,6 +46,13 @@ func testUsage(t *testing.T, s store.Backend) {
 		{"c", "claude-code", []store.UsageRecord{
 			usageRecord("c", "1", "2026-03-03T12:00:00Z", "claude-opus-4-1", pricing.Tokens{Input: 999_999}, 1, nil, store.UsageFromFile),
 			usageRecord("c", "otel-1", "2026-03-03T12:00:00Z", "claude-opus-4-1", pricing.Tokens{Input: 400, Output: 40}, 1, &half, store.UsageFromOTel),
+		}},
+		// The last second of the 5-hour block that b's record starts, the
+		// first of the next, and one later in that next block.
+		{"d", "codex", []store.UsageRecord{
+			usageRecord("d", "1", "2026-03-03T15:59:59Z", "claude-sonnet-4-5", pricing.Tokens{Input: 3, Output: 4}, 1, nil, store.UsageFromFile),
+			usageRecord("d", "2", "2026-03-03T16:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 5, Output: 6}, 1, nil, store.UsageFromFile),
+			usageRecord("d", "3", "2026-03-03T20:30:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 7, Output: 8}, 1, &quarter, store.UsageFromFile),
 		}},
 	}
 	agentOf := map[string]string{}
@@ -91,16 +98,49 @@ func testUsage(t *testing.T, s store.Backend) {
 		store.UsageBySession: func(sid string, _ store.UsageRecord) string { return sid },
 		store.UsageByAgent:   func(sid string, _ store.UsageRecord) string { return agentOf[sid] },
 	}
+	// blockKeys are the 5-hour blocks of the counted records keep holds, by
+	// session and record id: in time order, a record at or past its
+	// block's end starts the next, at its hour (UTC).
+	blockKeys := func(keep func(sid string, r store.UsageRecord) bool) map[string]string {
+		type held struct {
+			key string
+			at  time.Time
+		}
+		var all []held
+		for sid, rs := range counted {
+			for _, r := range rs {
+				if keep(sid, r) {
+					at, _ := store.ParseTimestamp(r.At)
+					all = append(all, held{sid + "/" + r.ID, at})
+				}
+			}
+		}
+		slices.SortFunc(all, func(a, b held) int { return a.at.Compare(b.at) })
+		keys := map[string]string{}
+		var start time.Time
+		for i, h := range all {
+			if i == 0 || !h.at.Before(start.Add(5*time.Hour)) {
+				start = h.at.UTC().Truncate(time.Hour)
+			}
+			keys[h.key] = start.Format(time.RFC3339)
+		}
+		return keys
+	}
 	// want adds up the counted records keep holds, by group: rows by key,
 	// then, for groups that are not times, by tokens, most first.
 	want := func(group string, keep func(sid string, r store.UsageRecord) bool) []store.UsageRow {
+		key := keyOf[group]
+		if group == store.UsageByBlock {
+			blocks := blockKeys(keep)
+			key = func(sid string, r store.UsageRecord) string { return blocks[sid+"/"+r.ID] }
+		}
 		rows := map[string]*store.UsageRow{}
 		for sid, rs := range counted {
 			for _, r := range rs {
 				if !keep(sid, r) {
 					continue
 				}
-				k := keyOf[group](sid, r)
+				k := key(sid, r)
 				row := rows[k]
 				if row == nil {
 					row = &store.UsageRow{Key: k}
@@ -123,7 +163,7 @@ func testUsage(t *testing.T, s store.Backend) {
 			out = append(out, *r)
 		}
 		slices.SortFunc(out, func(a, b store.UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-		if group != store.UsageByDay {
+		if group != store.UsageByDay && group != store.UsageByBlock {
 			slices.SortStableFunc(out, func(a, b store.UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
 		}
 		return out
@@ -150,8 +190,11 @@ func testUsage(t *testing.T, s store.Backend) {
 			}
 		}
 	}
-	for _, group := range []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent} {
+	for _, group := range []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByBlock} {
 		check(store.UsageQuery{Group: group}, want(group, all))
+	}
+	if blocks := want(store.UsageByBlock, all); len(blocks) < 4 {
+		t.Fatalf("the records make %d blocks; want some of several hours and one started by a record at another's end", len(blocks))
 	}
 	check(store.UsageQuery{Group: store.UsageByDay, Agent: "cline"}, want(store.UsageByDay, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "cline" }))
 	for _, model := range []string{"claude-sonnet-4-5", store.SessionTotalsModel} {
@@ -159,10 +202,12 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 	check(store.UsageQuery{Group: store.UsageBySession, Agent: "crush"}, want(store.UsageBySession, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "crush" }))
 	since, until := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local), time.Date(2026, 3, 4, 0, 0, 0, 0, time.Local)
-	check(store.UsageQuery{Group: store.UsageByModel, Since: since, Until: until}, want(store.UsageByModel, func(_ string, r store.UsageRecord) bool {
+	inRange := func(_ string, r store.UsageRecord) bool {
 		at, _ := store.ParseTimestamp(r.At)
 		return !at.Before(since) && at.Before(until)
-	}))
+	}
+	check(store.UsageQuery{Group: store.UsageByModel, Since: since, Until: until}, want(store.UsageByModel, inRange))
+	check(store.UsageQuery{Group: store.UsageByBlock, Since: since, Until: until}, want(store.UsageByBlock, inRange))
 	if _, err := s.UsageReport(bg, store.UsageQuery{Group: "fortnight"}); err == nil {
 		t.Errorf("UsageReport(group fortnight) = nil error; want the group refused")
 	}
