@@ -351,6 +351,12 @@ func TestUsageAPI(t *testing.T) {
 			t.Errorf("GET /api/usage%s = keys %v, input %d, total %d; want %v, %d", c.query, keys, input, rep.Total.Tokens.Input, c.keys, c.input)
 		}
 	}
+	// A report of nothing lists no rows, whatever its group.
+	for _, group := range store.UsageGroups {
+		if body := s.get("/api/usage?agent=nobody&group=" + group).Body.String(); !strings.Contains(body, `"rows":[]`) {
+			t.Errorf("GET /api/usage?agent=nobody&group=%s = %s; want an empty list of rows", group, body)
+		}
+	}
 	// session= keeps those sessions' rows, as the whole report has them;
 	// an id not stored adds nothing.
 	var all, some UsageReport

@@ -359,7 +359,7 @@ func (t *UsageTally) Rows() []UsageRow {
 // UsageBlock (UsageByBlock): each row's costs are its hour's, priced
 // there, so a block's are their sums.
 func usageBlocks(hours []UsageRow) []UsageRow {
-	var out []UsageRow
+	out := []UsageRow{} // no block is an empty list, as no day is
 	var end time.Time
 	from := 0
 	gather := func(to int) {
