@@ -108,11 +108,11 @@ func (e *engine) scan(text string) []Match {
 	var skipTo []int
 	lineEnd := -1 // end of the line holding the latest hit
 	k := e.keywords
-	var hits hits
+	var hits blockHits
 	row := int32(0)
 	for start := 0; start < len(text); start += scanBlock {
 		row = k.find(text, start, min(start+scanBlock, len(text)), row, &hits)
-		for _, h := range hits.first {
+		for _, h := range hits.all {
 			i := h.at
 			for _, kw := range k.out[h.row/int32(k.width)] {
 				word := k.words[kw]
@@ -157,13 +157,13 @@ type hit struct {
 	row int32
 }
 
-// hits holds a block's hits in order (first), and room for find's second
-// pass (second).
-type hits struct {
-	first, second []hit
+// blockHits holds a block's hits, in order, once find returns (all), and
+// the second pass's while it runs (second); both are reused block to block.
+type blockHits struct {
+	all, second []hit
 }
 
-// find sets h.first to the keyword hits of text[start:end], in order, and
+// find sets h.all to the keyword hits of text[start:end], in order, and
 // returns the row at end; row is the row at start.
 //
 // The automaton's next row depends on the one before, so one pass waits on
@@ -171,15 +171,15 @@ type hits struct {
 // the block. A row depends on the last maxLen bytes at most, so the second
 // pass, started from row 0 maxLen-1 bytes before the first pass ends, has
 // the true rows from there on; its hits before that are the first pass's.
-func (k *keywordMatcher) find(text string, start, end int, row int32, h *hits) int32 {
+func (k *keywordMatcher) find(text string, start, end int, row int32, h *blockHits) int32 {
 	delta, class, final := k.delta, &k.class, k.finalFrom
-	h.first, h.second = h.first[:0], h.second[:0]
+	h.all, h.second = h.all[:0], h.second[:0]
 	n := (end - start + k.maxLen) / 2 // each pass's length: 2n >= end-start+maxLen-1
 	if n < 4*k.maxLen {
 		for i := start; i < end; i++ {
 			row = int32(delta[row+int32(class[text[i]])])
 			if row >= final {
-				h.first = append(h.first, hit{i, row})
+				h.all = append(h.all, hit{i, row})
 			}
 		}
 		return row
@@ -191,13 +191,13 @@ func (k *keywordMatcher) find(text string, start, end int, row int32, h *hits) i
 			break
 		}
 		if row >= final {
-			h.first = append(h.first, hit{start + i, row})
+			h.all = append(h.all, hit{start + i, row})
 		}
 		if rb >= final && end-n+i >= start+n {
 			h.second = append(h.second, hit{end - n + i, rb})
 		}
 	}
-	h.first = append(h.first, h.second...)
+	h.all = append(h.all, h.second...)
 	return rb
 }
 

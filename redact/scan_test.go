@@ -51,11 +51,11 @@ func TestKeywordHitsInBlocks(t *testing.T) {
 				}
 			}
 		}
-		var h hits
+		var h blockHits
 		row := int32(0)
 		for start := 0; start < len(text); start += scanBlock {
 			row = k.find(text, start, min(start+scanBlock, len(text)), row, &h)
-			for _, x := range h.first {
+			for _, x := range h.all {
 				for _, kw := range k.out[x.row/int32(k.width)] {
 					got = append(got, end{x.at, kw})
 				}
