@@ -103,10 +103,13 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 	}
 	actors := actorsByID(d.Actors)
 	if d.Usage != nil {
+		note := pricingNote(d.Usage.Pricing.Source, d.Usage.Pricing.AsOf)
 		for _, u := range d.Usage.Turns {
 			if i, ok := byID[u.TurnID]; ok {
 				out[i].Tokens = &views.TurnTokens{Total: u.Tokens.Total(), Requests: u.APIRequests, Input: u.Tokens.Input,
-					Output: u.Tokens.Output, CacheRead: u.Tokens.CacheRead, CacheCreate: u.Tokens.CacheCreation}
+					Output: u.Tokens.Output, CacheRead: u.Tokens.CacheRead, CacheCreate: u.Tokens.CacheCreation,
+					Cost:    usageBar(store.UsageRow{ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD}, 0),
+					Pricing: note}
 			}
 		}
 	}

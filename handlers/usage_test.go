@@ -98,7 +98,8 @@ func TestSessionDetailUsage(t *testing.T) {
 // estimate covers only the requests without one (the summary's, as the
 // session's usage in the API, estimates every request beside it). Under
 // the tokens, the input read from and written to the cache, reported or
-// added up, when there is any.
+// added up, when there is any; each turn's header has its own cost, as
+// the summary's usage.
 func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	s := newTestService(t)
 	recs := []store.UsageRecord{
@@ -174,15 +175,17 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 	for _, c := range []struct {
 		sid, cost, costUsage, listUsage, requests, tokens, from string
 		cache                                                   [2]string
+		turnCost                                                string // the one turn's, in its header
 	}{
 		{"added", "not recorded", estimated, estimated, fmt.Sprint(len(recs)),
-			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation)},
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation), estimated},
 		{"reported", fmt.Sprintf("$%.2f", metrics["cost_usd"]), "", "", fmt.Sprint(metrics["api_requests"]),
-			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), "", reportedCache},
-		{"bare", "not recorded", "", "", "not recorded", "not recorded", "", [2]string{}},
-		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", "", [2]string{}},
+			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), "", reportedCache, estimated},
+		{"bare", "not recorded", "", "", "not recorded", "not recorded", "", [2]string{}, ""},
+		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", "", [2]string{}, ""},
 		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
-			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation)},
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation),
+			fmt.Sprintf("$%.2f reported %s", paidUSD, estimated)},
 	} {
 		row := mustDocument(t, s, "/").Find(`[data-testid="session-row"][data-session-id="` + c.sid + `"]`)
 		usage := strings.Join(strings.Fields(row.Find(`[data-testid="cost-usage"]`).Text()), " ")
@@ -213,6 +216,9 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		}
 		if got := text(`[data-testid="summary-tokens"]`); got != c.tokens {
 			t.Errorf("%s: tokens %q; want %q", c.sid, got, c.tokens)
+		}
+		if got := strings.Join(strings.Fields(text(`[data-testid="turn-cost"]`)), " "); got != c.turnCost {
+			t.Errorf("%s: the turn's cost %q; want %q", c.sid, got, c.turnCost)
 		}
 		line := doc.Find(`[data-testid="summary-cache"]`)
 		if got := [2]string{strings.TrimSpace(line.Text()), line.AttrOr("title", "")}; got != c.cache {

@@ -360,49 +360,31 @@ func SessionUsage(recs []UsageRecord) *Usage {
 		// A copy: the records are the caller's (Tally.Usage remembers them).
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r UsageRecord) bool { return r.Source != UsageFromOTel })
 	}
-	u := SumUsage(recs, pricing.Default())
-	u.Turns = sumTurns(recs)
-	return u
+	return SumUsage(recs, pricing.Default())
 }
 
-// TurnUsage is the usage of one turn: its tokens and API requests, and the
-// times of its first and last response.
+// TurnUsage is the usage of one turn: its tokens and API requests, their
+// costs as the session's (Usage), and the times of its first and last
+// response.
 type TurnUsage struct {
-	TurnID      string         `json:"turn_id"`
-	Tokens      pricing.Tokens `json:"tokens"`
-	APIRequests int64          `json:"api_requests"`
-	First       string         `json:"first_at"`
-	Last        string         `json:"last_at"`
+	TurnID           string         `json:"turn_id"`
+	Tokens           pricing.Tokens `json:"tokens"`
+	APIRequests      int64          `json:"api_requests"`
+	EstimatedCostUSD *float64       `json:"estimated_cost_usd"`
+	ReportedCostUSD  *float64       `json:"reported_cost_usd,omitempty"`
+	First            string         `json:"first_at"`
+	Last             string         `json:"last_at"`
 }
 
-// sumTurns adds up records (in time order) by turn, in the order of their
-// turns' first response; records without a turn are left out.
-func sumTurns(recs []UsageRecord) []TurnUsage {
-	var out []TurnUsage
-	at := map[string]int{}
-	for _, r := range recs {
-		if r.TurnID == "" {
-			continue
-		}
-		i, ok := at[r.TurnID]
-		if !ok {
-			i = len(out)
-			at[r.TurnID] = i
-			out = append(out, TurnUsage{TurnID: r.TurnID, First: r.At})
-		}
-		out[i].Tokens.Add(r.Tokens)
-		out[i].APIRequests += max(r.Requests, 1)
-		out[i].Last = r.At
-	}
-	return out
-}
-
-// SumUsage adds up usage records by model, estimating each request's cost
-// from the table (per request, so long-context tiers apply).
+// SumUsage adds up usage records (in time order) by model and by turn, in
+// the order of the turns' first response (records without a turn count
+// for their model alone), estimating each request's cost from the table
+// (per request, so long-context tiers apply).
 func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 	u := &Usage{Pricing: PricingInfo{Source: table.Source, AsOf: table.AsOf}, Source: UsageFromFile}
 	est := table.Estimator()
 	byModel := map[string]*ModelUsage{}
+	turnAt := map[string]int{}
 	for _, r := range recs {
 		if r.Source == UsageFromOTel {
 			u.Source = UsageFromOTel
@@ -412,18 +394,37 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 			m = &ModelUsage{Model: r.Model}
 			byModel[r.Model] = m
 		}
+		t := &TurnUsage{} // a record without a turn counts in none
+		if r.TurnID != "" {
+			i, ok := turnAt[r.TurnID]
+			if !ok {
+				i = len(u.Turns)
+				turnAt[r.TurnID] = i
+				u.Turns = append(u.Turns, TurnUsage{TurnID: r.TurnID, First: r.At})
+			}
+			t = &u.Turns[i]
+			t.Last = r.At
+		}
 		m.Tokens.Add(r.Tokens)
 		m.APIRequests += max(r.Requests, 1)
+		t.Tokens.Add(r.Tokens)
+		t.APIRequests += max(r.Requests, 1)
 		u.Tokens.Add(r.Tokens)
 		u.APIRequests += max(r.Requests, 1)
 		if r.CostUSD != nil {
 			u.ReportedCostUSD = addCost(u.ReportedCostUSD, *r.CostUSD)
+			t.ReportedCostUSD = addCost(t.ReportedCostUSD, *r.CostUSD)
 		}
 		at, _ := ParseTimestamp(r.At)
 		if usd, ok := est.Estimate(r.Model, at, r.Tokens); ok {
 			m.EstimatedCostUSD = addCost(m.EstimatedCostUSD, usd)
+			t.EstimatedCostUSD = addCost(t.EstimatedCostUSD, usd)
 			u.EstimatedCostUSD = addCost(u.EstimatedCostUSD, usd)
 		}
+	}
+	for i := range u.Turns {
+		roundMicros(u.Turns[i].EstimatedCostUSD)
+		roundNanos(u.Turns[i].ReportedCostUSD)
 	}
 	u.EstimatedCostUSD = roundMicros(u.EstimatedCostUSD)
 	for _, m := range byModel {

@@ -496,7 +496,7 @@ func (w *Tallies) usage(pk int64, e *wholeEntry, read func(after int64) ([]Usage
 	// records they replace.
 	n := 256 + recs.bytes() - e.prior.bytes()
 	if u != nil {
-		n += 96*len(u.Turns) + 96*len(u.Models) + 32*len(u.Unpriced)
+		n += 160*len(u.Turns) + 96*len(u.Models) + 32*len(u.Unpriced) // a turn with its two costs
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

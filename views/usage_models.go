@@ -182,10 +182,14 @@ func (u *SessionUsageView) Total() UsageBar { return u.Rows[len(u.Rows)-1] }
 func (b UsageBar) HasCost() bool { return b.Reported != "" || b.Estimated != "" || b.Unpriced != "" }
 
 // TurnTokens is a turn's usage in its header: the total tokens and API
-// requests, with the kinds of tokens in the tooltip.
+// requests, with the kinds of tokens in the tooltip, and its cost (Cost's
+// reported and estimated, as UsageCost shows them, the price table named
+// by Pricing).
 type TurnTokens struct {
 	Total, Requests                       int64
 	Input, Output, CacheRead, CacheCreate int64
+	Cost                                  UsageBar
+	Pricing                               string
 }
 
 // Line is "12,345 tokens · 3 requests".

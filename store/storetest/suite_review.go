@@ -251,6 +251,12 @@ func testUsage(t *testing.T, s store.Backend) {
 	if u := mustDetail(t, s, "a").Usage; u == nil || u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-detailEstimate) > 1e-9 {
 		t.Errorf("Detail(a).Usage = %+v; want an estimate of %v", u, detailEstimate)
 	}
+	// So does each turn: a's one turn, its records' estimate and the cost
+	// its second reported.
+	if u := mustDetail(t, s, "a").Usage; u == nil || len(u.Turns) != 1 || u.Turns[0].EstimatedCostUSD == nil ||
+		math.Abs(*u.Turns[0].EstimatedCostUSD-detailEstimate) > 1e-6 || valueOr(u.Turns[0].ReportedCostUSD) != *counted["a"][1].CostUSD {
+		t.Errorf("Detail(a).Usage.Turns = %+v; want one turn estimated at %v, %v reported", u.Turns, detailEstimate, *counted["a"][1].CostUSD)
+	}
 	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a"}})
 	if err != nil || len(rows) != 1 || rows[0].EstimatedCostUSD == nil || math.Abs(*rows[0].EstimatedCostUSD-reportEstimate) > 1e-6 {
 		t.Errorf("UsageReport(session a) = %+v, %v; want an estimate of %v", rows, err, reportEstimate)
