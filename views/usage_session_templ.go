@@ -105,7 +105,7 @@ func TurnTokensLine(t *TurnTokens) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if t.Cost.Reported != "" || t.Cost.Estimated != "" {
+			if t.Cost.HasCost() {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(" · ")
 				if templ_7745c5c3_Err != nil {
