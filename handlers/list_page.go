@@ -123,7 +123,7 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 // counts it: reported where the responses reported a cost, the other
 // requests estimated from the price table. One report over the page's
 // sessions (usage_hours: a few rows a session, however long it is).
-func priceUsage(ctx context.Context, src UsageReporter, sessions []store.SessionOverview, rows []views.SessionRow) error {
+func priceUsage(ctx context.Context, src store.UsageReporter, sessions []store.SessionOverview, rows []views.SessionRow) error {
 	var ids []string
 	for _, s := range sessions {
 		if s.Metrics == nil {
@@ -133,7 +133,7 @@ func priceUsage(ctx context.Context, src UsageReporter, sessions []store.Session
 	if len(ids) == 0 {
 		return nil
 	}
-	report, err := src.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
+	report, err := store.UsageReport(ctx, src, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type PageSource interface {
 	Review(ctx context.Context, id string) (Review, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 	Searcher
-	UsageReporter
+	store.UsageReporter
 }
 
 // storeSource serves the pages from the store itself.

@@ -18,7 +18,7 @@ type Reader interface {
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
 	Searcher
-	UsageReporter
+	store.UsageReporter
 }
 
 // listSessions is GET /api/sessions[?agent=<kind>][&verdict=<state>][&owner=<user>][&limit=N][&after=<next>]:

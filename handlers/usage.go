@@ -15,23 +15,18 @@ import (
 	"github.com/agentreview/service/store"
 )
 
-// UsageReporter is the store's usage report, shared by the CLI, GET
-// /api/usage and the /usage page.
-type UsageReporter interface {
-	UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
-}
-
 // UsageReport is the body of GET /api/usage: the rows of one group, their
 // total and the price table the estimates come from.
 type UsageReport struct {
-	Group   string            `json:"group"`
-	Since   string            `json:"since,omitempty"`
-	Until   string            `json:"until,omitempty"`
-	Agent   string            `json:"agent,omitempty"`
-	Model   string            `json:"model,omitempty"`
-	Rows    []store.UsageRow  `json:"rows"`
-	Total   store.UsageRow    `json:"total"`
-	Pricing store.PricingInfo `json:"pricing"`
+	Group     string            `json:"group"`
+	Breakdown string            `json:"breakdown,omitempty"`
+	Since     string            `json:"since,omitempty"`
+	Until     string            `json:"until,omitempty"`
+	Agent     string            `json:"agent,omitempty"`
+	Model     string            `json:"model,omitempty"`
+	Rows      []store.UsageRow  `json:"rows"`
+	Total     store.UsageRow    `json:"total"`
+	Pricing   store.PricingInfo `json:"pricing"`
 }
 
 // maxUsageName bounds the agent and model parameters (short names).
@@ -43,10 +38,10 @@ const maxUsageTitles = 200
 // maxUsageSessions bounds the session parameters: a page of the list.
 const maxUsageSessions = pageSessions
 
-// usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session
-// [&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&session=<id>...]: the usage report;
-// until is included. A bad parameter is 400 with a JSON error.
-func usageAPI(st UsageReporter, log *slog.Logger) http.Handler {
+// usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session|block
+// [&breakdown=model|agent][&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&session=<id>...]:
+// the usage report; until is included. A bad parameter is 400 with a JSON error.
+func usageAPI(st store.UsageReporter, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseUsageQuery(r.URL.Query(), store.UsageByDay)
 		if err != nil {
@@ -63,13 +58,13 @@ func usageAPI(st UsageReporter, log *slog.Logger) http.Handler {
 }
 
 // usageReport runs the store's report and adds its total.
-func usageReport(ctx context.Context, st UsageReporter, q usageQuery) (UsageReport, error) {
-	rows, err := st.UsageReport(ctx, q.UsageQuery)
+func usageReport(ctx context.Context, st store.UsageReporter, q usageQuery) (UsageReport, error) {
+	rows, err := store.UsageReport(ctx, st, q.UsageQuery)
 	if err != nil {
 		return UsageReport{}, err
 	}
 	table := pricing.Default()
-	return UsageReport{Group: q.Group, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Rows: rows,
+	return UsageReport{Group: q.Group, Breakdown: q.Breakdown, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Rows: rows,
 		Total: store.UsageTotal(rows), Pricing: store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, nil
 }
 
@@ -83,13 +78,17 @@ type usageQuery struct {
 // until included), agent, model, titles (store.UsageQuery.Titles) and
 // session, which may repeat (store.UsageQuery.Sessions).
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
-	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Agent: v.Get("agent"), Model: v.Get("model"), Sessions: v["session"]},
+	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Breakdown: v.Get("breakdown"), Agent: v.Get("agent"), Model: v.Get("model"),
+		Sessions: v["session"]},
 		since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
 		q.Group = def
 	}
 	if !slices.Contains(store.UsageGroups, q.Group) {
 		return q, badRequest("query parameter group=%q is not valid: give one of %s", q.Group, strings.Join(store.UsageGroups, ", "))
+	}
+	if q.Breakdown != "" && !slices.Contains(store.UsageBreakdowns, q.Breakdown) {
+		return q, badRequest("query parameter breakdown=%q is not valid: give one of %s", q.Breakdown, strings.Join(store.UsageBreakdowns, ", "))
 	}
 	if len(q.Agent) > maxUsageName {
 		return q, badRequest("query parameter agent is longer than %d bytes", maxUsageName)
@@ -138,9 +137,10 @@ func badRequest(format string, args ...any) error {
 	return &statusError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
 }
 
-// UsageReport is GET /api/usage with the query's parameters.
-func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]store.UsageRow, error) {
-	q := url.Values{"group": {uq.Group}}
+// UsageReports is GET /api/usage with the query's parameters, once for
+// q.Group and once for each of more.
+func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more ...string) ([][]store.UsageRow, error) {
+	q := url.Values{}
 	if !uq.Since.IsZero() {
 		q.Set("since", uq.Since.Format(time.DateOnly))
 	}
@@ -157,6 +157,18 @@ func (c CoreClient) UsageReport(ctx context.Context, uq store.UsageQuery) ([]sto
 		q.Set("titles", strconv.Itoa(uq.Titles))
 	}
 	q["session"] = uq.Sessions
-	var rep UsageReport
-	return rep.Rows, c.get(ctx, "/api/usage", q, &rep)
+	if uq.Breakdown != "" {
+		q.Set("breakdown", uq.Breakdown)
+	}
+	var reports [][]store.UsageRow
+	for _, g := range append([]string{uq.Group}, more...) {
+		q.Set("group", g)
+		var rep UsageReport
+		if err := c.get(ctx, "/api/usage", q, &rep); err != nil {
+			return nil, err
+		}
+		reports = append(reports, rep.Rows)
+		q.Del("breakdown") // of q.Group alone
+	}
+	return reports, nil
 }

@@ -27,7 +27,7 @@ const usageChartBars = 20
 // usage by day, model, agent and project, and the top sessions, from the
 // same report as GET /api/usage. A bad parameter is 400 with the page
 // saying what is wrong.
-func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
+func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.URL.Query()
 		if v.Get("since") == "" && v.Get("until") == "" {
@@ -38,14 +38,17 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 		table := pricing.Default()
 		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
 			Pricing: pricingNote(table.Source, table.AsOf)}
+		// The API's: the page's form has no such field (the list's rows ask
+		// for sessions; the stack is the days' breakdown).
 		v.Del("group")
-		v.Del("session") // the API's, for the list's rows: the page's form has no such field
+		v.Del("session")
+		v.Del("breakdown")
 		p.Stack = v.Get("stack")
 		if p.Stack == "" {
 			p.Stack = store.UsageByModel
 		}
 		q, err := parseUsageQuery(v, store.UsageByDay)
-		if err == nil && p.Stack != store.UsageByModel && p.Stack != store.UsageByAgent {
+		if err == nil && !slices.Contains(store.UsageBreakdowns, p.Stack) {
 			err = badRequest("query parameter stack=%q is not valid: give model or agent", p.Stack)
 		}
 		if err != nil {
@@ -53,26 +56,30 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			render(w, r, log, http.StatusBadRequest, views.Usage(p))
 			return
 		}
-		rows := map[string][]store.UsageRow{}
-		for _, c := range []views.UsageChart{
+		charts := []views.UsageChart{
 			{ID: "day", Title: "Tokens by day", Head: "Day", Vertical: true},
 			{ID: "model", Title: "Tokens by model", Head: "Model"},
 			{ID: "agent", Title: "Tokens by agent", Head: "Agent"},
 			{ID: "project", Title: "Tokens by project", Head: "Project"},
 			{ID: "block", Title: "Tokens by 5-hour block, newest first", Head: "Block"},
 			{ID: "session"},
-		} {
-			q.Group, q.Titles = c.ID, 0
-			if c.ID == store.UsageBySession {
-				q.Titles = usageChartBars // the top sessions' rows show their titles
-			}
-			rep, err := usageReport(r.Context(), src, q)
-			if err != nil {
-				writeError(w, r, log, err)
-				return
-			}
-			rows[c.ID] = rep.Rows
-			shown := rep.Rows
+		}
+		var more []string
+		for _, c := range charts[1:] {
+			more = append(more, c.ID)
+		}
+		// The days split by the chart's stack; the top sessions' rows show
+		// their titles.
+		q.Group, q.Breakdown, q.Titles = charts[0].ID, p.Stack, usageChartBars
+		reports, err := src.UsageReports(r.Context(), q.UsageQuery, more...)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		rows := map[string][]store.UsageRow{}
+		for i, c := range charts {
+			rows[c.ID] = reports[i]
+			shown := reports[i]
 			if c.ID == store.UsageByBlock {
 				shown = slices.Clone(shown)
 				slices.Reverse(shown)
@@ -80,13 +87,13 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			c.Bars, c.More = usageBars(shown, c.Vertical)
 			switch c.ID {
 			case store.UsageByDay:
-				p.Total = usageBar(rep.Total, 0)
+				p.Total = usageBar(store.UsageTotal(reports[i]), 0)
 			case store.UsageByAgent:
 				// Each agent's row shows the page for it alone.
 				for i := range c.Bars {
 					c.Bars[i].Href = usageHref(v, "agent", c.Bars[i].Label)
 				}
-				for _, r := range rep.Rows {
+				for _, r := range reports[i] {
 					p.Agents = append(p.Agents, r.Key)
 				}
 			case store.UsageByBlock:
@@ -102,10 +109,7 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 			}
 			p.Charts = append(p.Charts, c)
 		}
-		if err := stackDays(r.Context(), src, q, &p.Charts[0], rows[p.Stack], p.Stack); err != nil {
-			writeError(w, r, log, err)
-			return
-		}
+		stackDays(&p.Charts[0], rows[store.UsageByDay], rows[p.Stack])
 		colourBySeries(p.Charts, p.Stack)
 		p.Empty = len(rows[store.UsageByDay]) == 0
 		if slices.ContainsFunc(rows[store.UsageByModel], func(r store.UsageRow) bool { return r.Key == store.SessionTotalsModel }) {
@@ -127,10 +131,10 @@ func usagePage(src UsageReporter, demo bool, log *slog.Logger) http.Handler {
 // usage at any time, for the agent and model of q, and RecordedHref to
 // the page of those days with the form's other values (v); neither when
 // there is none.
-func recordedDays(ctx context.Context, src UsageReporter, q usageQuery, v url.Values, p *views.UsagePage) error {
+func recordedDays(ctx context.Context, src store.UsageReporter, q usageQuery, v url.Values, p *views.UsagePage) error {
 	all := q.UsageQuery
 	all.Group, all.Titles, all.Since, all.Until = store.UsageByDay, 0, time.Time{}, time.Time{}
-	rows, err := src.UsageReport(ctx, all)
+	rows, err := store.UsageReport(ctx, src, all)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
@@ -237,39 +241,29 @@ func colourBySeries(charts []views.UsageChart, by string) {
 }
 
 // stackDays splits each day's bar by the first views.UsageSeriesCount
-// groups of by (model or agent, most tokens first), each from the day
-// report of that group alone, and "other" for the rest.
-func stackDays(ctx context.Context, src UsageReporter, q usageQuery, days *views.UsageChart, groups []store.UsageRow, by string) error {
-	q.Group = store.UsageByDay
-	byDay := map[string]int{}
-	for i, b := range days.Bars {
-		byDay[b.Label] = i
+// groups (model or agent, most tokens first), from each day's breakdown
+// by them, and "other" for the rest.
+func stackDays(days *views.UsageChart, byDay, groups []store.UsageRow) {
+	for i := range days.Bars {
 		days.Bars[i].Segments = []int64{}
+	}
+	parts := map[string]map[string]int64{}
+	for _, d := range byDay {
+		parts[d.Key] = map[string]int64{}
+		for _, part := range d.Breakdown {
+			parts[d.Key][part.Key] = part.Tokens.Total()
+		}
 	}
 	stacked := make([]int64, len(days.Bars))
 	for _, g := range groups {
 		if len(days.Series) == views.UsageSeriesCount || g.Key == "" {
 			break
 		}
-		sq := q
-		if by == store.UsageByModel {
-			sq.Model = g.Key
-		} else {
-			sq.Agent = g.Key
-		}
-		rows, err := src.UsageReport(ctx, sq.UsageQuery)
-		if err != nil {
-			return err
-		}
 		days.Series = append(days.Series, g.Key)
-		for i := range days.Bars {
-			days.Bars[i].Segments = append(days.Bars[i].Segments, 0)
-		}
-		for _, r := range rows {
-			if i, ok := byDay[r.Key]; ok {
-				days.Bars[i].Segments[len(days.Series)-1] = r.Tokens.Total()
-				stacked[i] += r.Tokens.Total()
-			}
+		for i, b := range days.Bars {
+			n := parts[b.Label][g.Key]
+			days.Bars[i].Segments = append(days.Bars[i].Segments, n)
+			stacked[i] += n
 		}
 	}
 	other := false
@@ -282,5 +276,4 @@ func stackDays(ctx context.Context, src UsageReporter, q usageQuery, days *views
 			days.Bars[i].Segments = append(days.Bars[i].Segments, b.Total-stacked[i])
 		}
 	}
-	return nil
 }

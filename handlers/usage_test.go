@@ -374,6 +374,24 @@ func TestUsageAPI(t *testing.T) {
 	if len(all.Rows) != 3 || !reflect.DeepEqual(some.Rows, want) {
 		t.Errorf("GET /api/usage?group=session&session=uc&session=ua = %+v; want %+v", some.Rows, want)
 	}
+	// breakdown= splits each day by model or agent as the report of that
+	// day alone by it does, and the total as the whole report by it.
+	for _, by := range store.UsageBreakdowns {
+		var days, whole UsageReport
+		if json.Unmarshal(s.get("/api/usage?group=day&breakdown="+by).Body.Bytes(), &days) != nil ||
+			json.Unmarshal(s.get("/api/usage?group="+by).Body.Bytes(), &whole) != nil {
+			t.Fatal("GET /api/usage?breakdown=: not JSON")
+		}
+		if days.Breakdown != by || len(days.Rows) != 3 || !reflect.DeepEqual(days.Total.Breakdown, whole.Rows) {
+			t.Errorf("GET /api/usage?group=day&breakdown=%s = %+v, total's breakdown %+v; want 3 days, the total's as group=%s %+v", by, days, days.Total.Breakdown, by, whole.Rows)
+		}
+		for _, d := range days.Rows {
+			var one UsageReport
+			if json.Unmarshal(s.get("/api/usage?group="+by+"&since="+d.Key+"&until="+d.Key).Body.Bytes(), &one) != nil || !reflect.DeepEqual(d.Breakdown, one.Rows) {
+				t.Errorf("day %s split by %s = %+v; want %+v as the report of that day by %s", d.Key, by, d.Breakdown, one.Rows, by)
+			}
+		}
+	}
 	var rep UsageReport
 	if err := json.Unmarshal(s.get("/api/usage?group=model").Body.Bytes(), &rep); err != nil {
 		t.Fatal(err)
@@ -397,6 +415,7 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?group=session&titles=201", `query parameter titles="201" is not valid: give 0 to 200`},
 		{"?group=session&titles=-1", `query parameter titles="-1" is not valid: give 0 to 200`},
 		{"?group=session" + strings.Repeat("&session=s", 101), "query parameter session is given 101 times: give at most 100"},
+		{"?group=day&breakdown=project", `query parameter breakdown="project" is not valid: give one of model, agent`},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var body errorBody

@@ -141,13 +141,6 @@ func (t *Table) Estimate(modelName string, at time.Time, tok Tokens) (float64, b
 	return t.estimate(modelName, at, tok, tok.prompt())
 }
 
-// EstimateSum is Estimate for the sum of several requests of one model
-// whose prompts (input and cache tokens) all fall in the same range between
-// two of TierStarts: prompt is the range's start.
-func (t *Table) EstimateSum(modelName string, at time.Time, sum Tokens, prompt int64) (float64, bool) {
-	return t.estimate(modelName, at, sum, prompt)
-}
-
 // TierStarts are the prompt sizes where some model's long-context price
 // starts, ascending.
 func (t *Table) TierStarts() []int64 {
@@ -216,6 +209,13 @@ func (t *Table) Estimator() *Estimator {
 
 // Estimate is Table.Estimate.
 func (e *Estimator) Estimate(modelName string, at time.Time, tok Tokens) (float64, bool) {
+	return e.EstimateSum(modelName, at, tok, tok.prompt())
+}
+
+// EstimateSum is Estimate for the sum of several requests of one model
+// whose prompts (input and cache tokens) all fall in the same range between
+// two of TierStarts: prompt is the range's start.
+func (e *Estimator) EstimateSum(modelName string, at time.Time, sum Tokens, prompt int64) (float64, bool) {
 	k := estimatorKey{name: modelName}
 	y, m, d := at.UTC().Date()
 	k.year, k.month, k.day = y, int(m), d
@@ -229,7 +229,7 @@ func (e *Estimator) Estimate(modelName string, at time.Time, tok Tokens) (float6
 	if p == nil {
 		return 0, false
 	}
-	return p.cost(tok, tok.prompt()), true
+	return p.cost(sum, prompt), true
 }
 
 // find is the price of the first model whose rule matches the name, the

@@ -19,7 +19,9 @@ type Backend interface {
 	FileChanges(ctx context.Context, id string) ([]FileChange, error)
 	Image(ctx context.Context, id string, seq int64, n int) (Image, error)
 	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
-	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+	// UsageReports is the usage report of q.Group and of each of more, from
+	// one read.
+	UsageReports(ctx context.Context, q UsageQuery, more ...string) ([][]UsageRow, error)
 	// Delete removes a session for good and leaves a tombstone, so it is
 	// never recorded again.
 	Delete(ctx context.Context, id string) error

@@ -29,9 +29,26 @@ func benchUsageReport(b *testing.B, group string) {
 	s := openUsageBench(b)
 	b.ResetTimer()
 	for b.Loop() {
-		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: group})
+		rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: group})
 		if err != nil || len(rows) < 80 {
 			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// BenchmarkUsageReportPage: the reports of the usage page at once
+// (UsageReports: by day split by model, by model, agent, project, block
+// and session, 20 titled), on the store of BenchmarkUsageReportDaily.
+func BenchmarkUsageReportPage(b *testing.B) {
+	ctx := context.Background()
+	s := openUsageBench(b)
+	q := store.UsageQuery{Group: store.UsageByDay, Breakdown: store.UsageByModel, Titles: 20}
+	more := []string{store.UsageByModel, store.UsageByAgent, store.UsageByProject, store.UsageByBlock, store.UsageBySession}
+	b.ResetTimer()
+	for b.Loop() {
+		reports, err := s.UsageReports(ctx, q, more...)
+		if err != nil || len(reports[0]) < 80 || reports[0][0].Breakdown == nil {
+			b.Fatalf("UsageReports = %d reports, %v", len(reports), err)
 		}
 	}
 }
@@ -49,7 +66,7 @@ func BenchmarkUsageReportListPage(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
+		rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageBySession, Sessions: ids})
 		if err != nil || len(rows) != len(ids) {
 			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
 		}

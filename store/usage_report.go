@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ func UsageBlockLabel(key string, now time.Time) string {
 	return s
 }
 
+// UsageBreakdowns lists every UsageQuery.Breakdown.
+var UsageBreakdowns = []string{UsageByModel, UsageByAgent}
+
 // UsageGroups lists every UsageQuery.Group, for callers that check one.
 var UsageGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageBySession, UsageByModel, UsageByAgent, UsageByProject, UsageByBlock}
 
@@ -63,6 +67,10 @@ type UsageQuery struct {
 	// Sessions, when not empty, keeps only these sessions' records (ids):
 	// the list page's estimates for the sessions it shows.
 	Sessions []string
+	// Breakdown, when set (UsageBreakdowns), splits each row of Group's
+	// report by model or agent (UsageRow.Breakdown); not the reports of
+	// the groups asked beside it (UsageReports).
+	Breakdown string
 	// Titles, for the group by session, is how many rows (most tokens
 	// first) carry their session's title: each costs a read, and a report
 	// may have a row for every stored session.
@@ -86,20 +94,22 @@ type UsageRow struct {
 	// price. Never added to ReportedCostUSD.
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
 	Unpriced         []string `json:"unpriced_models,omitempty"`
+	// Breakdown is the row split by UsageQuery.Breakdown, most tokens
+	// first, each part keyed by its model or agent.
+	Breakdown []UsageRow `json:"breakdown,omitempty"`
 }
 
-// UsageReport adds up the usage records by group, oldest group first (by
-// tokens, most first, for sessions, models, agents and projects). As in a session's detail, a session
-// with OpenTelemetry records counts only those.
-func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
-	plan, err := PlanUsage(q)
+// UsageReports adds up the usage records by q.Group and by each of more,
+// in one read of the hour rows: a report's rows, oldest group first (by
+// tokens, most first, for sessions, models, agents and projects), for each
+// group in that order. As in a session's detail, a session with
+// OpenTelemetry records counts only those.
+func (s *Store) UsageReports(ctx context.Context, q UsageQuery, more ...string) ([][]UsageRow, error) {
+	plan, err := PlanUsage(q, more...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	id, join, filter, sessions := "''", "", "", ""
-	if plan.Key != "" {
-		id = plan.Key
-	}
+	join, filter, sessions := "", "", ""
 	if plan.JoinSessions {
 		join = "JOIN sessions s ON s.pk = h.session_pk"
 	}
@@ -118,23 +128,25 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 		sessions += " AND s.id IN (SELECT value FROM json_each(:sessions))"
 		named[":sessions"] = string(ids)
 	}
-	query := usageHoursQuery(id, join, sessions+filter)
+	query := usageHoursQuery(plan.KeyColumns(), join, sessions+filter)
 	if plan.SessionTotals {
-		query += " UNION ALL " + sessionTotalsQuery(plan.SessionTotalsKey(), sessions)
+		query += " UNION ALL " + sessionTotalsQuery(plan.SessionTotalsKeys(), sessions)
 	}
 	tally := plan.Tally()
+	h := UsageReportHour{Keys: make([]string, len(plan.Keys))}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, query,
 			&sqlitex.ExecOptions{
 				Named: named,
 				ResultFunc: func(st *sqlite.Stmt) error {
-					tally.Add(UsageReportHour{
-						HourNS: st.ColumnInt64(0), Key: st.ColumnText(1), Model: st.ColumnText(2), PromptRange: st.ColumnInt64(3),
-						Reported: st.ColumnBool(4),
-						Tokens: pricing.Tokens{Input: st.ColumnInt64(5), Output: st.ColumnInt64(6), CacheRead: st.ColumnInt64(7), CacheCreation: st.ColumnInt64(8),
-							CacheCreation1h: st.ColumnInt64(12)},
-						Requests: st.ColumnInt64(9), CostUSD: st.ColumnFloat(10), LastNS: st.ColumnInt64(11),
-					})
+					h.HourNS, h.Model, h.PromptRange, h.Reported = st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2), st.ColumnBool(3)
+					h.Tokens = pricing.Tokens{Input: st.ColumnInt64(4), Output: st.ColumnInt64(5), CacheRead: st.ColumnInt64(6), CacheCreation: st.ColumnInt64(7),
+						CacheCreation1h: st.ColumnInt64(11)}
+					h.Requests, h.CostUSD, h.LastNS = st.ColumnInt64(8), st.ColumnFloat(9), st.ColumnInt64(10)
+					for i := range h.Keys {
+						h.Keys[i] = st.ColumnText(usageKeysColumn + i)
+					}
+					tally.Add(h)
 					return nil
 				},
 			})
@@ -142,10 +154,10 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	rows := tally.Rows()
-	titled := rows[:TitledRows(q, len(rows))]
+	reports := tally.Rows()
+	titled := plan.Titled(q, reports)
 	if len(titled) == 0 {
-		return rows, nil
+		return reports, nil
 	}
 	err = s.read(ctx, func(conn *sqlite.Conn) error {
 		for i := range titled {
@@ -165,25 +177,34 @@ func (s *Store) UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	return rows, nil
+	return reports, nil
 }
 
-// TitledRows is how many of a report's n rows carry a title
-// (UsageQuery.Titles): none but for the group by session.
-func TitledRows(q UsageQuery, n int) int {
-	if q.Group != UsageBySession {
-		return 0
+// UsageReporter makes usage reports: a store of either backend, or a
+// client of a server's.
+type UsageReporter interface {
+	UsageReports(ctx context.Context, q UsageQuery, more ...string) ([][]UsageRow, error)
+}
+
+// UsageReport is the report of q.Group alone.
+func UsageReport(ctx context.Context, r UsageReporter, q UsageQuery) ([]UsageRow, error) {
+	reports, err := r.UsageReports(ctx, q)
+	if err != nil {
+		return nil, err
 	}
-	return max(0, min(q.Titles, n))
+	return reports[0], nil
 }
 
 // UsagePlan is what a usage report reads, for a backend's SQL over
 // usage_hours (h) and, when JoinSessions, sessions (s): the hour rows in
 // [Since, Until) (unix nanoseconds), of q.Agent's sessions and q.Model
-// when set, with Key as their group column; telemetry, where a session has
-// it, stands for its files' records (usageHoursQuery).
+// when set, with Keys as the groups' columns; telemetry, where a session
+// has it, stands for its files' records (usageHoursQuery).
 type UsagePlan struct {
-	Key          string // the group's column (s.id, h.model, s.agent_kind, s.workspace_root); "" for the groups by time
+	// Keys are the columns the groups by session, model, agent and project
+	// need (s.id, h.model, s.agent_kind, s.workspace_root), each once, read
+	// after the hour's own (UsageReportHour.Keys).
+	Keys         []string
 	JoinSessions bool
 	Since, Until int64
 	// SessionTotals: the report adds the metrics of the sessions that have
@@ -191,78 +212,139 @@ type UsagePlan struct {
 	// pushes of the v1.2 contract), as one row a session at its start,
 	// of the model SessionTotalsModel; not when it is for another model.
 	SessionTotals bool
-	keyOf         func(time.Time) string
-	blocks        bool // the hours' rows are gathered into blocks (UsageByBlock)
+	groups        []usageGroup
 }
+
+// usageGroup is how one group of a plan keys its hour rows: by the hour's
+// time (keyOf) or by a column of the plan's Keys (key).
+type usageGroup struct {
+	name   string
+	keyOf  func(time.Time) string
+	key    int  // index in UsagePlan.Keys when keyOf is nil
+	split  int  // index in UsagePlan.Keys of the breakdown's key; -1 for none
+	blocks bool // the hours' rows are gathered into blocks (UsageByBlock)
+}
+
+// usageKeysColumn is the first column of the plan's Keys in the read of
+// hour rows (usageHoursQuery), after the hour's own.
+const usageKeysColumn = 12
 
 // SessionTotalsModel is the model a report gives a session's totals
 // (UsagePlan.SessionTotals): its agent reported no usage per response,
 // so no model.
 const SessionTotalsModel = "session totals"
 
-// SessionTotalsKey is the group's column for the rows of session totals:
-// Key, with the model SessionTotalsModel.
-func (p UsagePlan) SessionTotalsKey() string {
-	switch p.Key {
-	case "":
-		return "''"
-	case "h.model":
-		return "'" + SessionTotalsModel + "'"
+// KeyColumns is the SQL list of the plan's Keys, each after a comma; empty
+// without any.
+func (p UsagePlan) KeyColumns() string {
+	var b strings.Builder
+	for _, k := range p.Keys {
+		b.WriteString(", " + k)
 	}
-	return p.Key
+	return b.String()
 }
 
-// PlanUsage checks a report's query and says what it reads.
-func PlanUsage(q UsageQuery) (UsagePlan, error) {
-	keyOf, ok := map[string]func(time.Time) string{
-		UsageByDay:     func(t time.Time) string { return t.Format(time.DateOnly) },
-		UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
-		UsageByMonth:   func(t time.Time) string { return t.Format("2006-01") },
-		UsageBySession: nil,
-		UsageByModel:   nil,
-		UsageByAgent:   nil,
-		UsageByProject: nil,
-		UsageByBlock:   func(t time.Time) string { return t.UTC().Truncate(time.Hour).Format(time.RFC3339) }, // gathered by Rows
-	}[q.Group]
-	if !ok {
-		return UsagePlan{}, fmt.Errorf("unknown group %q", q.Group)
+// SessionTotalsKeys is KeyColumns for the rows of session totals: the
+// model's column is SessionTotalsModel.
+func (p UsagePlan) SessionTotalsKeys() string {
+	return strings.ReplaceAll(p.KeyColumns(), "h.model", "'"+SessionTotalsModel+"'")
+}
+
+// PlanUsage checks a report's query, and the groups asked beside its own,
+// and says what they read.
+func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
+	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1)}
+	// column is the index of a group's column in p.Keys, added once.
+	column := func(group string) int {
+		col := map[string]string{UsageBySession: "s.id", UsageByModel: "h.model", UsageByAgent: "s.agent_kind", UsageByProject: "s.workspace_root"}[group]
+		// Sessions are joined only when needed: for their id, agent or
+		// workspace.
+		p.JoinSessions = p.JoinSessions || strings.HasPrefix(col, "s.")
+		i := slices.Index(p.Keys, col)
+		if i < 0 {
+			i = len(p.Keys)
+			p.Keys = append(p.Keys, col)
+		}
+		return i
 	}
-	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1), keyOf: keyOf, blocks: q.Group == UsageByBlock}
+	for i, name := range append([]string{q.Group}, more...) {
+		g := usageGroup{name: name, split: -1, blocks: name == UsageByBlock}
+		var ok bool
+		g.keyOf, ok = map[string]func(time.Time) string{
+			UsageByDay:     func(t time.Time) string { return t.Format(time.DateOnly) },
+			UsageByWeek:    func(t time.Time) string { return t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format(time.DateOnly) },
+			UsageByMonth:   func(t time.Time) string { return t.Format("2006-01") },
+			UsageBySession: nil,
+			UsageByModel:   nil,
+			UsageByAgent:   nil,
+			UsageByProject: nil,
+			UsageByBlock:   func(t time.Time) string { return t.UTC().Truncate(time.Hour).Format(time.RFC3339) }, // gathered by Rows
+		}[name]
+		if !ok {
+			return UsagePlan{}, fmt.Errorf("unknown group %q", name)
+		}
+		if g.keyOf == nil {
+			g.key = column(name)
+		}
+		if i == 0 && q.Breakdown != "" {
+			if !slices.Contains(UsageBreakdowns, q.Breakdown) {
+				return UsagePlan{}, fmt.Errorf("unknown breakdown %q", q.Breakdown)
+			}
+			g.split = column(q.Breakdown)
+		}
+		p.groups = append(p.groups, g)
+	}
 	if !q.Since.IsZero() {
 		p.Since = StartedNS(q.Since.Truncate(time.Hour)) // records are added up per hour
 	}
 	if !q.Until.IsZero() {
 		p.Until = StartedNS(q.Until)
 	}
-	p.Key = map[string]string{UsageBySession: "s.id", UsageByModel: "h.model", UsageByAgent: "s.agent_kind", UsageByProject: "s.workspace_root"}[q.Group]
-	// Sessions are joined only when needed: for their id, agent or
-	// workspace.
-	p.JoinSessions = strings.HasPrefix(p.Key, "s.") || q.Agent != "" || len(q.Sessions) > 0
+	p.JoinSessions = p.JoinSessions || q.Agent != "" || len(q.Sessions) > 0
 	p.SessionTotals = q.Model == "" || q.Model == SessionTotalsModel
 	return p, nil
 }
 
-// UsageReportHour is one usage_hours row a report reads: its hour, group key
-// (UsagePlan.Key), model, price tier range, whether its cost was reported,
-// its sums and its last record's time.
+// Titled is the rows of reports (the plan's groups' rows) that carry a
+// title (UsageQuery.Titles): the first of the group by session, none of
+// the others.
+func (p UsagePlan) Titled(q UsageQuery, reports [][]UsageRow) []UsageRow {
+	for i, g := range p.groups {
+		if g.name == UsageBySession {
+			return reports[i][:max(0, min(q.Titles, len(reports[i])))]
+		}
+	}
+	return nil
+}
+
+// UsageReportHour is one usage_hours row a report reads: its hour, model,
+// price tier range, whether its cost was reported, its sums, its last
+// record's time and its groups' keys (UsagePlan.Keys).
 type UsageReportHour struct {
 	HourNS      int64
-	Key, Model  string
+	Model       string
 	PromptRange int64
 	Reported    bool
 	Tokens      pricing.Tokens
 	Requests    int64
 	CostUSD     float64
 	LastNS      int64
+	Keys        []string
 }
 
-// UsageTally adds up a report's hour rows (Add) into its rows (Rows): in
-// Go, not SQL, as a local day per hour is cheaper here than SQLite's
-// localtime per row.
+// UsageTally adds up a report's hour rows (Add) into each of its groups'
+// rows (Rows): in Go, not SQL, as a local day per hour is cheaper here
+// than SQLite's localtime per row, and one read feeds every group.
 type UsageTally struct {
-	keyOf    func(time.Time) string
-	blocks   bool
+	groups []groupTally
+}
+
+// groupTally is the sums of one group of a tally, and of each of its
+// keys by the plan's breakdown (parts, keyed by that key).
+type groupTally struct {
+	usageGroup
 	sums     map[usageSumKey]*usageSum
+	parts    map[string]map[usageSumKey]*usageSum
 	hourKeys map[int64]string
 }
 
@@ -273,23 +355,46 @@ type usageSumKey struct {
 
 // Tally starts adding up the plan's rows.
 func (p UsagePlan) Tally() *UsageTally {
-	return &UsageTally{keyOf: p.keyOf, blocks: p.blocks, sums: map[usageSumKey]*usageSum{}, hourKeys: map[int64]string{}}
+	t := &UsageTally{}
+	for _, g := range p.groups {
+		t.groups = append(t.groups, groupTally{usageGroup: g, sums: map[usageSumKey]*usageSum{}, parts: map[string]map[usageSumKey]*usageSum{},
+			hourKeys: map[int64]string{}})
+	}
+	return t
 }
 
-// Add adds an hour row.
+// Add adds an hour row to every group.
 func (t *UsageTally) Add(h UsageReportHour) {
-	k := h.Key
-	if t.keyOf != nil {
-		if k = t.hourKeys[h.HourNS]; k == "" {
-			k = t.keyOf(time.Unix(0, h.HourNS).Local())
-			t.hourKeys[h.HourNS] = k
-		}
+	for i := range t.groups {
+		t.groups[i].add(h)
 	}
-	sk := usageSumKey{k, h.Model, h.PromptRange}
-	u := t.sums[sk]
+}
+
+func (t *groupTally) add(h UsageReportHour) {
+	var k string
+	if t.keyOf == nil {
+		k = h.Keys[t.key]
+	} else if k = t.hourKeys[h.HourNS]; k == "" {
+		k = t.keyOf(time.Unix(0, h.HourNS).Local())
+		t.hourKeys[h.HourNS] = k
+	}
+	addSum(t.sums, usageSumKey{k, h.Model, h.PromptRange}, h)
+	if t.split >= 0 {
+		parts := t.parts[k]
+		if parts == nil {
+			parts = map[usageSumKey]*usageSum{}
+			t.parts[k] = parts
+		}
+		addSum(parts, usageSumKey{h.Keys[t.split], h.Model, h.PromptRange}, h)
+	}
+}
+
+// addSum adds an hour row to the sum of sk.
+func addSum(sums map[usageSumKey]*usageSum, sk usageSumKey, h UsageReportHour) {
+	u := sums[sk]
 	if u == nil {
 		u = &usageSum{}
-		t.sums[sk] = u
+		sums[sk] = u
 	}
 	u.tokens.Add(h.Tokens)
 	u.requests += h.Requests
@@ -303,12 +408,34 @@ func (t *UsageTally) Add(h UsageReportHour) {
 	u.lastNS = max(u.lastNS, h.LastNS)
 }
 
-// Rows are the report's rows, priced by the pricing table, in the
-// report's order (UsageReport).
-func (t *UsageTally) Rows() []UsageRow {
-	table := pricing.Default()
+// Rows are the rows of each of the report's groups, in the plan's order,
+// priced by the pricing table, each in the report's order (UsageReports).
+func (t *UsageTally) Rows() [][]UsageRow {
+	out := make([][]UsageRow, len(t.groups))
+	for i := range t.groups {
+		out[i] = t.groups[i].rows()
+	}
+	return out
+}
+
+func (t *groupTally) rows() []UsageRow {
+	est := pricing.Default().Estimator()
+	out := sortedRows(priceSums(t.sums, est), t.keyOf == nil)
+	for i := range out {
+		if parts, ok := t.parts[out[i].Key]; ok {
+			out[i].Breakdown = sortedRows(priceSums(parts, est), true)
+		}
+	}
+	if t.blocks {
+		return usageBlocks(out)
+	}
+	return out
+}
+
+// priceSums adds up sums into a row for each key, priced by est.
+func priceSums(sums map[usageSumKey]*usageSum, est *pricing.Estimator) map[string]*UsageRow {
 	rows := map[string]*UsageRow{}
-	for sk, u := range t.sums {
+	for sk, u := range sums {
 		r := rows[sk.key]
 		if r == nil {
 			r = &UsageRow{Key: sk.key}
@@ -328,7 +455,7 @@ func (t *UsageTally) Rows() []UsageRow {
 		}
 		// Every request of the sum has its prompt in the same range of the
 		// price tiers, so the sum has their price.
-		usd, ok := table.EstimateSum(sk.model, time.Unix(0, u.lastNS), u.unreported, sk.promptRange)
+		usd, ok := est.EstimateSum(sk.model, time.Unix(0, u.lastNS), u.unreported, sk.promptRange)
 		if !ok {
 			if !slices.Contains(r.Unpriced, sk.model) {
 				r.Unpriced = append(r.Unpriced, sk.model)
@@ -337,6 +464,12 @@ func (t *UsageTally) Rows() []UsageRow {
 		}
 		r.EstimatedCostUSD = addCost(r.EstimatedCostUSD, usd)
 	}
+	return rows
+}
+
+// sortedRows are rows with their costs rounded, by key and, when
+// byTokens, by tokens, most first.
+func sortedRows(rows map[string]*UsageRow, byTokens bool) []UsageRow {
 	out := make([]UsageRow, 0, len(rows))
 	for _, r := range rows {
 		r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
@@ -346,11 +479,8 @@ func (t *UsageTally) Rows() []UsageRow {
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-	if t.keyOf == nil {
+	if byTokens {
 		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
-	}
-	if t.blocks {
-		return usageBlocks(out)
 	}
 	return out
 }
@@ -384,9 +514,28 @@ func usageBlocks(hours []UsageRow) []UsageRow {
 	return out
 }
 
-// UsageTotal adds up a report's rows into one row keyed "Total": costs
-// stay apart, reported and estimated, each without the float noise of
-// the sum.
+// totalParts adds up the rows' breakdowns by their parts' keys, most
+// tokens first; nil without any.
+func totalParts(rows []UsageRow) []UsageRow {
+	byKey := map[string][]UsageRow{}
+	for _, r := range rows {
+		for _, part := range r.Breakdown {
+			byKey[part.Key] = append(byKey[part.Key], part)
+		}
+	}
+	var out []UsageRow
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		t := UsageTotal(byKey[key])
+		t.Key = key
+		out = append(out, t)
+	}
+	slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
+	return out
+}
+
+// UsageTotal adds up a report's rows into one row keyed "Total", their
+// breakdowns too: costs stay apart, reported and estimated, each without
+// the float noise of the sum.
 func UsageTotal(rows []UsageRow) UsageRow {
 	t := UsageRow{Key: "Total", Models: []string{}}
 	for _, r := range rows {
@@ -414,6 +563,7 @@ func UsageTotal(rows []UsageRow) UsageRow {
 	slices.Sort(t.Unpriced)
 	roundMicros(t.EstimatedCostUSD)
 	roundNanos(t.ReportedCostUSD)
+	t.Breakdown = totalParts(rows)
 	return t
 }
 
@@ -450,24 +600,24 @@ func ParseDay(s string) (time.Time, bool) {
 // sessions in its time range without usage records (UsagePlan.SessionTotals):
 // one row at each one's start, its cost reported. sessions filters them
 // (s), as usageHoursQuery's.
-func sessionTotalsQuery(id, sessions string) string {
-	return `SELECT s.started_ns, ` + id + `, '` + SessionTotalsModel + `', 0, 1,
+func sessionTotalsQuery(keys, sessions string) string {
+	return `SELECT s.started_ns, '` + SessionTotalsModel + `', 0, 1,
 		  json_extract(s.metrics, '$.tokens.input'), json_extract(s.metrics, '$.tokens.output'),
 		  json_extract(s.metrics, '$.tokens.cache_read'), json_extract(s.metrics, '$.tokens.cache_creation'),
-		  json_extract(s.metrics, '$.api_requests'), json_extract(s.metrics, '$.cost_usd'), s.started_ns, 0
+		  json_extract(s.metrics, '$.api_requests'), json_extract(s.metrics, '$.cost_usd'), s.started_ns, 0` + keys + `
 		FROM sessions s
 		WHERE s.started_ns >= :since AND s.started_ns < :until
 		  AND s.pk NOT IN (SELECT session_pk FROM usage_hours)
 		  AND s.metrics IS NOT NULL ` + sessions
 }
 
-// usageHoursQuery reads the hour rows of a report: their group key (id),
-// in the time range, of the agent and model asked for; telemetry, where a
+// usageHoursQuery reads the hour rows of a report, with their groups' keys
+// (UsagePlan.KeyColumns), in the time range, of the agent and model asked for; telemetry, where a
 // session has it, stands for its files' records. It reads the covering
 // index usage_hours_by_time, not the table (migration 011).
-func usageHoursQuery(id, join, filter string) string {
-	return `SELECT h.hour_ns, ` + id + `, h.model, h.prompt_range, h.reported,
-		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h
+func usageHoursQuery(keys, join, filter string) string {
+	return `SELECT h.hour_ns, h.model, h.prompt_range, h.reported,
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h` + keys + `
 		FROM usage_hours h ` + join + `
 		WHERE h.hour_ns >= :since AND h.hour_ns < :until ` + filter + `
 		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`

@@ -41,7 +41,7 @@ func TestUsageReport(t *testing.T) {
 		rec("otel-1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 1}, &half, store.UsageFromOTel),
 	)
 
-	rows, err := s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay})
+	rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageByDay})
 	if err != nil {
 		t.Fatalf("UsageReport(day) = %v", err)
 	}
@@ -58,21 +58,21 @@ func TestUsageReport(t *testing.T) {
 		t.Errorf("day 2 = %+v; want 18 input, 3 requests, $1 reported over 2, no estimate, no-such-model unpriced", d2)
 	}
 
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByMonth, Agent: "cline"})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageByMonth, Agent: "cline"})
 	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03" || rows[0].Tokens.Input != 10 {
 		t.Errorf("UsageReport(month, cline) = %+v, %v; want March with cline's 10 tokens", rows, err)
 	}
 	since := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local)
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Since: since})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageBySession, Since: since})
 	if err != nil || len(rows) != 3 || rows[0].Key != "b" {
 		t.Errorf("UsageReport(session, since 3 March) = %+v, %v; want b, then a and c with fewer tokens", rows, err)
 	}
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByWeek})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageByWeek})
 	if err != nil || len(rows) != 1 || rows[0].Key != "2026-03-02" {
 		t.Errorf("UsageReport(week) = %+v, %v; want the week of Monday 2026-03-02", rows, err)
 	}
 	// Only the sessions asked for; an id not stored adds nothing.
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a", "c", "missing"}})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a", "c", "missing"}})
 	if err != nil || len(rows) != 2 || rows[0].Key != "a" || rows[0].Tokens.Input != 251_007 || rows[1].Key != "c" || rows[1].Tokens.Input != 1 {
 		t.Errorf("UsageReport(session, a c missing) = %+v, %v; want a's 251007 tokens, then c's telemetry 1", rows, err)
 	}
@@ -80,11 +80,11 @@ func TestUsageReport(t *testing.T) {
 	// deleted session.
 	apply("b", "cline", rec("1", "2026-03-03T12:00:00Z", "claude-sonnet-4-5", pricing.Tokens{Input: 30}, nil, store.UsageFromFile))
 	mustDelete(t, s, "c")
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageByDay, Since: since})
 	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7+30 || rows[0].APIRequests != 2 || rows[0].ReportedCostUSD != nil {
 		t.Errorf("UsageReport after a re-read and a delete = %+v, %v; want 37 input over 2 requests, none reported", rows, err)
 	}
-	rows, err = s.UsageReport(ctx, store.UsageQuery{Group: store.UsageByDay, Since: since, Model: "no-such-model"})
+	rows, err = store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageByDay, Since: since, Model: "no-such-model"})
 	if err != nil || len(rows) != 1 || rows[0].Tokens.Input != 7 {
 		t.Errorf("UsageReport(day, no-such-model) = %+v, %v; want its 7 tokens alone", rows, err)
 	}
@@ -97,7 +97,7 @@ func TestUsageReport(t *testing.T) {
 		{store.UsageByAgent, []string{"cline", "claude-code"}},
 		{store.UsageByProject, []string{"/tmp/ws-b", "/tmp/ws-a"}},
 	} {
-		rows, err := s.UsageReport(ctx, store.UsageQuery{Group: c.group, Since: since})
+		rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: c.group, Since: since})
 		var keys []string
 		for _, r := range rows {
 			keys = append(keys, r.Key)
@@ -109,7 +109,7 @@ func TestUsageReport(t *testing.T) {
 			t.Errorf("UsageTotal(%s) input = %d; want 37, as by day", c.group, total.Tokens.Input)
 		}
 	}
-	if _, err := s.UsageReport(ctx, store.UsageQuery{Group: "year"}); err == nil {
+	if _, err := store.UsageReport(ctx, s, store.UsageQuery{Group: "year"}); err == nil {
 		t.Error("UsageReport(year) = nil error; want unknown group")
 	}
 }

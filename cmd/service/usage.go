@@ -16,12 +16,13 @@ import (
 
 // UsageCmd is `service usage [daily|weekly|monthly|session|blocks]`.
 type UsageCmd struct {
-	Report string `arg:"" optional:"" enum:"daily,weekly,monthly,session,blocks" default:"daily" help:"daily (the default), weekly (from Monday), monthly, session (most tokens first), or blocks (of 5 hours, as Claude's plans count their limits)."`
-	Since  string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
-	Until  string `help:"Last day, included." placeholder:"DATE"`
-	Agent  string `help:"Only sessions of this agent (claude-code, codex, ...)."`
-	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
-	DB     string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	Report    string `arg:"" optional:"" enum:"daily,weekly,monthly,session,blocks" default:"daily" help:"daily (the default), weekly (from Monday), monthly, session (most tokens first), or blocks (of 5 hours, as Claude's plans count their limits)."`
+	Since     string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
+	Until     string `help:"Last day, included." placeholder:"DATE"`
+	Agent     string `help:"Only sessions of this agent (claude-code, codex, ...)."`
+	Breakdown string `enum:",model,agent" default:"" help:"Split each row by model or by agent, a line each." placeholder:"model|agent"`
+	JSON      bool   `name:"json" help:"Print JSON instead of a table."`
+	DB        string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
 
 var usageGroups = map[string]string{
@@ -31,7 +32,7 @@ var usageGroups = map[string]string{
 
 // Run prints the usage report from the store file.
 func (c *UsageCmd) Run(e *env) error {
-	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent}
+	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent, Breakdown: c.Breakdown}
 	var err error
 	if q.Since, err = parseDay(c.Since, "--since"); err != nil {
 		return err
@@ -47,7 +48,7 @@ func (c *UsageCmd) Run(e *env) error {
 		return err
 	}
 	defer st.Close()
-	rows, err := st.UsageReport(e.ctx, q)
+	rows, err := store.UsageReport(e.ctx, st, q)
 	if err != nil {
 		return err
 	}
@@ -55,11 +56,12 @@ func (c *UsageCmd) Run(e *env) error {
 	table := pricing.Default()
 	if c.JSON {
 		b, err := json.MarshalIndent(struct {
-			Group   string            `json:"group"`
-			Rows    []store.UsageRow  `json:"rows"`
-			Total   store.UsageRow    `json:"total"`
-			Pricing store.PricingInfo `json:"pricing"`
-		}{q.Group, rows, total, store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, "", "  ")
+			Group     string            `json:"group"`
+			Breakdown string            `json:"breakdown,omitempty"`
+			Rows      []store.UsageRow  `json:"rows"`
+			Total     store.UsageRow    `json:"total"`
+			Pricing   store.PricingInfo `json:"pricing"`
+		}{q.Group, q.Breakdown, rows, total, store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -72,7 +74,7 @@ func (c *UsageCmd) Run(e *env) error {
 			rows[i].Key = store.UsageBlockLabel(rows[i].Key, time.Now())
 		}
 	}
-	return printUsage(e.stdout, c.Report, rows, total, table)
+	return printUsage(e.stdout, c.Report, c.Breakdown, rows, total, table)
 }
 
 // parseDay reads a local day (store.ParseDay); "" is no day.
@@ -89,10 +91,16 @@ func parseDay(s, flag string) (time.Time, error) {
 // printUsage prints the table ccusage users know: tokens by kind, and the
 // cost, reported as is and estimated with ≈, never silently added. The
 // period and its models read from the left, one model a line; the
-// numbers from the right. The total names no models (the rows do).
-func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.UsageRow, table *pricing.Table) error {
+// numbers from the right. The total names no models (the rows do). A row
+// with a breakdown has a line for each of its parts instead of its models,
+// as ccusage's --breakdown.
+func printUsage(w io.Writer, report, breakdown string, rows []store.UsageRow, total store.UsageRow, table *pricing.Table) error {
 	head := map[string]string{"daily": "Date", "weekly": "Week", "monthly": "Month", "session": "Session", "blocks": "Block"}[report]
-	lines := [][]string{{head, "Models", "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Cost (USD)"}}
+	parts := "Models"
+	if breakdown == store.UsageByAgent {
+		parts = "Agents"
+	}
+	lines := [][]string{{head, parts, "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Cost (USD)"}}
 	line := func(r store.UsageRow, models []string) {
 		first := ""
 		if len(models) > 0 {
@@ -106,7 +114,15 @@ func printUsage(w io.Writer, report string, rows []store.UsageRow, total store.U
 		}
 	}
 	for _, r := range rows {
-		line(r, r.Models)
+		if r.Breakdown == nil {
+			line(r, r.Models)
+			continue
+		}
+		line(r, nil)
+		for _, part := range r.Breakdown {
+			part.Key, part.Models = "", []string{"└ " + part.Key}
+			line(part, part.Models)
+		}
 	}
 	line(total, nil)
 	width := make([]int, len(lines[0]))

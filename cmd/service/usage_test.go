@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,65 @@ func TestUsageCommand(t *testing.T) {
 		}
 	}
 
+	// --breakdown model: each day's lines are its models', and the
+	// total's models add up as the sessions' own usage by model does.
+	byModel := map[string]pricing.Tokens{}
+	{
+		st, err := store.Open(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.List(context.Background(), store.ListQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Sessions {
+			d, err := st.Detail(context.Background(), s.ID, store.DetailQuery{NoSteps: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Usage == nil {
+				continue
+			}
+			for _, m := range d.Usage.Models {
+				tok := byModel[m.Model]
+				tok.Add(m.Tokens)
+				byModel[m.Model] = tok
+			}
+		}
+		st.Close()
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"usage", "--json", "--breakdown", "model", "--db", db}, &out, &errOut); err != nil {
+		t.Fatalf("usage --json --breakdown model = %v", err)
+	}
+	var split struct {
+		Breakdown string
+		Rows      []store.UsageRow
+		Total     store.UsageRow
+	}
+	if err := json.Unmarshal(out.Bytes(), &split); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]pricing.Tokens{}
+	for _, part := range split.Total.Breakdown {
+		got[part.Key] = part.Tokens
+	}
+	if split.Breakdown != "model" || len(byModel) < 2 || !maps.Equal(got, byModel) {
+		t.Errorf("usage --breakdown model: total by model %v; the sessions' usage by model is %v", got, byModel)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"usage", "--breakdown", "model", "--db", db}, &out, &errOut); err != nil {
+		t.Fatalf("usage --breakdown model = %v", err)
+	}
+	for _, r := range split.Rows {
+		for _, part := range r.Breakdown {
+			if !strings.Contains(out.String(), "└ "+part.Key) || !strings.Contains(out.String(), thousands(part.Tokens.Total())) {
+				t.Errorf("usage --breakdown model printed\n%s\nwant a line for %s on %s (%d tokens)", out.String(), part.Key, r.Key, part.Tokens.Total())
+			}
+		}
+	}
+
 	if err := run(context.Background(), []string{"usage", "--db", db, "--since", "yesterday"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "YYYY-MM-DD") {
 		t.Errorf("usage --since yesterday = %v; want an error naming the format", err)
 	}
@@ -122,7 +182,7 @@ func TestUsageTable(t *testing.T) {
 	}
 	total := store.UsageTotal(rows)
 	var out bytes.Buffer
-	if err := printUsage(&out, "daily", rows, total, pricing.Default()); err != nil {
+	if err := printUsage(&out, "daily", "", rows, total, pricing.Default()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")

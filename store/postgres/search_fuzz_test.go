@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,15 +96,17 @@ func FuzzListMatchesSQLite(f *testing.F) {
 	})
 }
 
-// FuzzUsageMatchesSQLite: for any group, period and filters, PostgreSQL's
-// usage report adds up as SQLite's does on the same records (every
-// agent's samples and records across midnight): the same error or rows.
+// FuzzUsageMatchesSQLite: for any groups, breakdown, period and filters,
+// PostgreSQL's usage reports add up as SQLite's do on the same records
+// (every agent's samples and records across midnight): the same error or
+// rows.
 func FuzzUsageMatchesSQLite(f *testing.F) {
 	for _, g := range store.UsageGroups {
-		f.Add(g, int64(0), int64(0), "", "", "")
+		f.Add(g, "", "", int64(0), int64(0), "", "", "")
+		f.Add(g, store.UsageByAgent, strings.Join(store.UsageGroups, ","), int64(0), int64(0), "", "", "")
 	}
-	f.Add(store.UsageByDay, int64(1772409600), int64(1773014400), "claude-code", "claude-sonnet-4-5", "usage-extra")
-	f.Add("year", int64(-1), int64(1<<40), "\x00", "\xff", "no-such-session")
+	f.Add(store.UsageByDay, store.UsageByModel, "block,session", int64(1772409600), int64(1773014400), "claude-code", "claude-sonnet-4-5", "usage-extra")
+	f.Add("year", "project", "fortnight", int64(-1), int64(1<<40), "\x00", "\xff", "no-such-session")
 	ctx := context.Background()
 	lite, _ := mustOpenSQLite(f)
 	pg := mustOpen(f)
@@ -117,8 +120,8 @@ func FuzzUsageMatchesSQLite(f *testing.F) {
 			f.Fatalf("SQLite Apply(%s) = %v", b.Session.ID, err)
 		}
 	}
-	f.Fuzz(func(t *testing.T, group string, since, until int64, agent, model, session string) {
-		q := store.UsageQuery{Group: group, Agent: agent, Model: model}
+	f.Fuzz(func(t *testing.T, group, breakdown, more string, since, until int64, agent, model, session string) {
+		q := store.UsageQuery{Group: group, Breakdown: breakdown, Agent: agent, Model: model}
 		if since != 0 {
 			q.Since = time.Unix(since, 0).UTC()
 		}
@@ -128,13 +131,17 @@ func FuzzUsageMatchesSQLite(f *testing.F) {
 		if session != "" {
 			q.Sessions = []string{session}
 		}
-		want, wantErr := lite.UsageReport(ctx, q)
-		got, err := pg.UsageReport(ctx, q)
+		var groups []string
+		if more != "" {
+			groups = strings.Split(more, ",")
+		}
+		want, wantErr := lite.UsageReports(ctx, q, groups...)
+		got, err := pg.UsageReports(ctx, q, groups...)
 		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
-			t.Fatalf("UsageReport(%+v) error = %v; SQLite's is %v", q, err, wantErr)
+			t.Fatalf("UsageReports(%+v, %q) error = %v; SQLite's is %v", q, groups, err, wantErr)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("UsageReport(%+v) =\n %+v\nSQLite gives\n %+v", q, got, want)
+			t.Fatalf("UsageReports(%+v, %q) =\n %+v\nSQLite gives\n %+v", q, groups, got, want)
 		}
 	})
 }

@@ -10,18 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// UsageReport adds up the usage records by group as the SQLite store does
-// (store.PlanUsage, store.UsageTally): only the SQL that reads the hour
-// rows is this store's.
-func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error) {
-	plan, err := store.PlanUsage(q)
+// UsageReports adds up the usage records by groups as the SQLite store
+// does (store.PlanUsage, store.UsageTally): only the SQL that reads the
+// hour rows is this store's.
+func (s *Store) UsageReports(ctx context.Context, q store.UsageQuery, more ...string) ([][]store.UsageRow, error) {
+	plan, err := store.PlanUsage(q, more...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	key, join, filter, sessions := "''", "", "", ""
-	if plan.Key != "" {
-		key = plan.Key
-	}
+	join, filter, sessions := "", "", ""
 	if plan.JoinSessions {
 		join = "JOIN sessions s ON s.pk = h.session_pk"
 	}
@@ -48,33 +45,36 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	if plan.SessionTotals {
 		// The metrics of sessions without usage records, as the SQLite
 		// store's sessionTotalsQuery.
-		totals = ` UNION ALL SELECT s.started_ns, ` + plan.SessionTotalsKey() + `, '` + store.SessionTotalsModel + `', 0, true,
+		totals = ` UNION ALL SELECT s.started_ns, '` + store.SessionTotalsModel + `', 0, true,
 		  (m #>> '{tokens,input}')::bigint, (m #>> '{tokens,output}')::bigint,
 		  (m #>> '{tokens,cache_read}')::bigint, (m #>> '{tokens,cache_creation}')::bigint,
-		  (m ->> 'api_requests')::bigint, (m ->> 'cost_usd')::float8, s.started_ns, 0::bigint
+		  (m ->> 'api_requests')::bigint, (m ->> 'cost_usd')::float8, s.started_ns, 0::bigint` + plan.SessionTotalsKeys() + `
 		FROM sessions s CROSS JOIN LATERAL (SELECT s.metrics::jsonb AS m) j
 		WHERE s.started_ns >= $1 AND s.started_ns < $2 AND s.metrics IS NOT NULL` + sessions + `
 		  AND NOT EXISTS (SELECT 1 FROM usage_hours u WHERE u.session_pk = s.pk)`
 	}
 	// Telemetry, where a session has it, stands for its files' records.
-	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, `+key+`, h.model, h.prompt_range, h.reported <> 0,
-		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h
+	rows, _ := s.pool.Query(ctx, `SELECT h.hour_ns, h.model, h.prompt_range, h.reported <> 0,
+		  h.input, h.output, h.cache_read, h.cache_creation, h.requests, h.cost_usd, h.last_ns, h.cache_creation_1h`+plan.KeyColumns()+`
 		FROM usage_hours h `+join+`
 		WHERE h.hour_ns >= $1 AND h.hour_ns < $2`+sessions+filter+`
 		  AND (h.source = 'otel' OR h.session_pk NOT IN (SELECT session_pk FROM usage_hours WHERE source = 'otel'))`+totals, args...)
 	tally := plan.Tally()
-	var h store.UsageReportHour
+	h := store.UsageReportHour{Keys: make([]string, len(plan.Keys))}
 	t := &h.Tokens
-	_, err = pgx.ForEachRow(rows, []any{&h.HourNS, &h.Key, &h.Model, &h.PromptRange, &h.Reported,
-		&t.Input, &t.Output, &t.CacheRead, &t.CacheCreation, &h.Requests, &h.CostUSD, &h.LastNS, &t.CacheCreation1h},
-		func() error { tally.Add(h); return nil })
+	scan := []any{&h.HourNS, &h.Model, &h.PromptRange, &h.Reported,
+		&t.Input, &t.Output, &t.CacheRead, &t.CacheCreation, &h.Requests, &h.CostUSD, &h.LastNS, &t.CacheCreation1h}
+	for i := range h.Keys {
+		scan = append(scan, &h.Keys[i])
+	}
+	_, err = pgx.ForEachRow(rows, scan, func() error { tally.Add(h); return nil })
 	if err != nil {
 		return nil, fmt.Errorf("store: usage report: %w", err)
 	}
-	out := tally.Rows()
-	titled := out[:store.TitledRows(q, len(out))]
+	reports := tally.Rows()
+	titled := plan.Titled(q, reports)
 	if len(titled) == 0 {
-		return out, nil
+		return reports, nil
 	}
 	ids := make([]string, len(titled))
 	for i, r := range titled {
@@ -87,5 +87,5 @@ func (s *Store) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Us
 	for i := range titled {
 		titled[i].Title = titles[titled[i].Key]
 	}
-	return out, nil
+	return reports, nil
 }

@@ -64,8 +64,8 @@ func TestUsageReportMatchesSQLite(t *testing.T) {
 		store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"no-such-session"}})
 	rows := 0
 	for _, q := range queries {
-		want, wantErr := lite.UsageReport(ctx, q)
-		got, err := pg.UsageReport(ctx, q)
+		want, wantErr := store.UsageReport(ctx, lite, q)
+		got, err := store.UsageReport(ctx, pg, q)
 		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 			t.Errorf("UsageReport(%+v) error = %v; SQLite's is %v", q, err, wantErr)
 			continue

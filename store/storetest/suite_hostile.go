@@ -78,7 +78,7 @@ func testUnknownText(t *testing.T, s store.Backend) {
 			t.Errorf("Search(test in session %q) = %d hits, %v; want none", x, len(r.Hits), err)
 		}
 		for _, q := range []store.UsageQuery{{Group: "day", Agent: x}, {Group: "day", Model: x}, {Group: "day", Sessions: []string{x}}} {
-			if rows, err := s.UsageReport(bg, q); err != nil || len(rows) != 0 {
+			if rows, err := store.UsageReport(bg, s, q); err != nil || len(rows) != 0 {
 				t.Errorf("UsageReport(%+v) = %+v, %v; want no rows", q, rows, err)
 			}
 		}

@@ -128,12 +128,15 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 	// want adds up the counted records keep holds, by group: rows by key,
 	// then, for groups that are not times, by tokens, most first.
-	want := func(group string, keep func(sid string, r store.UsageRecord) bool) []store.UsageRow {
-		key := keyOf[group]
+	keyFor := func(group string, keep func(sid string, r store.UsageRecord) bool) func(sid string, r store.UsageRecord) string {
 		if group == store.UsageByBlock {
 			blocks := blockKeys(keep)
-			key = func(sid string, r store.UsageRecord) string { return blocks[sid+"/"+r.ID] }
+			return func(sid string, r store.UsageRecord) string { return blocks[sid+"/"+r.ID] }
 		}
+		return keyOf[group]
+	}
+	want := func(group string, keep func(sid string, r store.UsageRecord) bool) []store.UsageRow {
+		key := keyFor(group, keep)
 		rows := map[string]*store.UsageRow{}
 		for sid, rs := range counted {
 			for _, r := range rs {
@@ -169,12 +172,8 @@ func testUsage(t *testing.T, s store.Backend) {
 		return out
 	}
 	all := func(string, store.UsageRecord) bool { return true }
-	check := func(q store.UsageQuery, want []store.UsageRow) {
+	compare := func(q store.UsageQuery, got, want []store.UsageRow) {
 		t.Helper()
-		got, err := s.UsageReport(bg, q)
-		if err != nil {
-			t.Fatalf("UsageReport(%+v) = %v", q, err)
-		}
 		if len(got) != len(want) {
 			t.Fatalf("UsageReport(%+v) = %+v; want %+v", q, got, want)
 		}
@@ -188,10 +187,48 @@ func testUsage(t *testing.T, s store.Backend) {
 			if slices.Contains(g.Models, "no-such-model") && !slices.Contains(g.Unpriced, "no-such-model") {
 				t.Errorf("UsageReport(%+v)[%d].Unpriced = %v; want no-such-model listed", q, i, g.Unpriced)
 			}
+			if q.Breakdown == "" && g.Breakdown != nil {
+				t.Errorf("UsageReport(%+v)[%d].Breakdown = %+v; want none", q, i, g.Breakdown)
+			}
 		}
+	}
+	check := func(q store.UsageQuery, want []store.UsageRow) {
+		t.Helper()
+		got, err := store.UsageReport(bg, s, q)
+		if err != nil {
+			t.Fatalf("UsageReport(%+v) = %v", q, err)
+		}
+		compare(q, got, want)
 	}
 	for _, group := range []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByBlock} {
 		check(store.UsageQuery{Group: group}, want(group, all))
+	}
+	// Each row's breakdown is the report of its own records by model or
+	// agent, and the reports asked beside it are each as if alone.
+	groups := []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByBlock}
+	for _, by := range store.UsageBreakdowns {
+		for _, group := range groups {
+			q := store.UsageQuery{Group: group, Breakdown: by}
+			reports, err := s.UsageReports(bg, q, groups...)
+			if err != nil || len(reports) != 1+len(groups) {
+				t.Fatalf("UsageReports(%+v, %v) = %d reports, %v", q, groups, len(reports), err)
+			}
+			compare(q, reports[0], want(group, all))
+			key := keyFor(group, all)
+			for _, row := range reports[0] {
+				of := func(sid string, r store.UsageRecord) bool { return key(sid, r) == row.Key }
+				compare(store.UsageQuery{Group: by}, row.Breakdown, want(by, of))
+			}
+			for i, g := range groups {
+				compare(store.UsageQuery{Group: g}, reports[1+i], want(g, all))
+			}
+		}
+	}
+	if _, err := s.UsageReports(bg, store.UsageQuery{Group: store.UsageByDay, Breakdown: store.UsageByProject}); err == nil {
+		t.Errorf("UsageReports(breakdown by project) = nil error; want it refused")
+	}
+	if _, err := s.UsageReports(bg, store.UsageQuery{Group: store.UsageByDay}, "fortnight"); err == nil {
+		t.Errorf("UsageReports(day and fortnight) = nil error; want the group refused")
 	}
 	if blocks := want(store.UsageByBlock, all); len(blocks) < 4 {
 		t.Fatalf("the records make %d blocks; want some of several hours and one started by a record at another's end", len(blocks))
@@ -208,7 +245,7 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 	check(store.UsageQuery{Group: store.UsageByModel, Since: since, Until: until}, want(store.UsageByModel, inRange))
 	check(store.UsageQuery{Group: store.UsageByBlock, Since: since, Until: until}, want(store.UsageByBlock, inRange))
-	if _, err := s.UsageReport(bg, store.UsageQuery{Group: "fortnight"}); err == nil {
+	if _, err := store.UsageReport(bg, s, store.UsageQuery{Group: "fortnight"}); err == nil {
 		t.Errorf("UsageReport(group fortnight) = nil error; want the group refused")
 	}
 
@@ -257,7 +294,7 @@ func testUsage(t *testing.T, s store.Backend) {
 		math.Abs(*u.Turns[0].EstimatedCostUSD-detailEstimate) > 1e-6 || valueOr(u.Turns[0].ReportedCostUSD) != *counted["a"][1].CostUSD {
 		t.Errorf("Detail(a).Usage.Turns = %+v; want one turn estimated at %v, %v reported", u.Turns, detailEstimate, *counted["a"][1].CostUSD)
 	}
-	rows, err := s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a"}})
+	rows, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a"}})
 	if err != nil || len(rows) != 1 || rows[0].EstimatedCostUSD == nil || math.Abs(*rows[0].EstimatedCostUSD-reportEstimate) > 1e-6 {
 		t.Errorf("UsageReport(session a) = %+v, %v; want an estimate of %v", rows, err, reportEstimate)
 	}
@@ -270,14 +307,14 @@ func testUsage(t *testing.T, s store.Backend) {
 
 	// Titles: the first rows by session carry their first prompt's first
 	// line; the others, and other groups, none.
-	rows, err = s.UsageReport(bg, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
+	rows, err = store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Titles: 1})
 	if err != nil || len(rows) != len(counted) {
 		t.Fatalf("UsageReport(by session, 1 title) = %d rows, %v; want %d", len(rows), err, len(counted))
 	}
 	if want := "Prompt of `" + rows[0].Key + "`"; rows[0].Title != want || rows[1].Title != "" {
 		t.Errorf("titles = %q, %q; want %q and none", rows[0].Title, rows[1].Title, want)
 	}
-	rows, err = s.UsageReport(bg, store.UsageQuery{Group: store.UsageByAgent, Titles: 5})
+	rows, err = store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageByAgent, Titles: 5})
 	if err != nil || slices.ContainsFunc(rows, func(r store.UsageRow) bool { return r.Title != "" }) {
 		t.Errorf("UsageReport(by agent, 5 titles) = %+v, %v; want no title", rows, err)
 	}
