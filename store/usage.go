@@ -427,6 +427,7 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 		roundNanos(u.Turns[i].ReportedCostUSD)
 	}
 	u.EstimatedCostUSD = roundMicros(u.EstimatedCostUSD)
+	roundNanos(u.ReportedCostUSD)
 	for _, m := range byModel {
 		m.EstimatedCostUSD = roundMicros(m.EstimatedCostUSD)
 		if m.EstimatedCostUSD == nil {

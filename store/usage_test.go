@@ -198,3 +198,21 @@ func TestUsageHoursFollowRecords(t *testing.T) {
 		t.Errorf("triggers on usage_records = %v; want none (Apply keeps usage_hours once per hour and model)", trig)
 	}
 }
+
+// TestSessionCostsWithoutFloatNoise: a session's and a turn's reported
+// costs are sums kept to a billionth of a dollar, as the reports' are:
+// 0.1 and 0.2 reported read 0.3, not 0.30000000000000004.
+func TestSessionCostsWithoutFloatNoise(t *testing.T) {
+	costs := []float64{0.1, 0.2}
+	if costs[0]+costs[1] == 0.3 {
+		t.Fatal("0.1 + 0.2 is 0.3 in floats here; this test would prove nothing")
+	}
+	recs := []store.UsageRecord{usageRecord("r1", "claude-sonnet-4-5", 10, 1), usageRecord("r2", "claude-sonnet-4-5", 20, 2)}
+	for i := range recs {
+		recs[i].CostUSD = &costs[i]
+	}
+	u := store.SumUsage(recs, pricing.Default())
+	if u.ReportedCostUSD == nil || *u.ReportedCostUSD != 0.3 || len(u.Turns) != 1 || u.Turns[0].ReportedCostUSD == nil || *u.Turns[0].ReportedCostUSD != 0.3 {
+		t.Errorf("SumUsage reported %+v, turns %+v; want 0.3 for the session and its turn", u, u.Turns)
+	}
+}
