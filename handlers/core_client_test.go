@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,18 @@ func TestDevServerRendersFromCore(t *testing.T) {
 	} {
 		if code, body := get(c.path); code != http.StatusOK || !strings.Contains(body, c.want) {
 			t.Errorf("dev GET %s = %d; want 200 containing %q", c.path, code, c.want)
+		}
+	}
+	// The usage page reads the core's reports, one request a group, the
+	// days split by the stack: the same page as the core's own.
+	mustUsageFixture(t, core)
+	nonce := regexp.MustCompile(`nonce="[^"]*"`)
+	for _, path := range []string{"/usage?since=2026-03-01&until=2026-03-31", "/usage?since=2026-03-01&until=2026-03-31&stack=agent"} {
+		code, body := get(path)
+		own := core.get(path)
+		if code != http.StatusOK || !strings.Contains(body, `data-testid="usage-chart-day"`) ||
+			nonce.ReplaceAllString(body, "") != nonce.ReplaceAllString(own.Body.String(), "") {
+			t.Errorf("dev GET %s = %d; want 200 and the core's own page", path, code)
 		}
 	}
 	if code, _ := get("/session?id=nope"); code != http.StatusNotFound {
