@@ -35,6 +35,24 @@ func (s *Store) ImportedFiles(ctx context.Context, agentKind string) (map[string
 	return out, nil
 }
 
+// WorkspaceRoots are the workspace roots of the stored sessions, of any
+// agent, each once, the one of the latest started session first, at most
+// n: the folders where agents ran.
+func (s *Store) WorkspaceRoots(ctx context.Context, n int) ([]string, error) {
+	var out []string
+	err := s.conn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT workspace_root FROM sessions
+			GROUP BY workspace_root ORDER BY max(started_ns) DESC, workspace_root LIMIT ?`, &sqlitex.ExecOptions{
+			Args:       []any{n},
+			ResultFunc: func(st *sqlite.Stmt) error { out = append(out, st.ColumnText(0)); return nil },
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: workspace roots: %w", err)
+	}
+	return out, nil
+}
+
 // RecordImportedFiles remembers files as read for an agent kind, in one
 // transaction. It never touches sessions, so it sends no change event.
 func (s *Store) RecordImportedFiles(ctx context.Context, agentKind string, files []ImportedFile) error {

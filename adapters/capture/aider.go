@@ -17,27 +17,41 @@ var aiderWatcher = watcher{agent: aider.Agent, file: aiderFile, top: true}
 
 func aiderFile(path string) bool { return aider.IsHistoryName(filepath.Base(path)) }
 
+// maxAiderWorkspaces bounds the workspaces of other agents' sessions
+// AiderRepositories gives: each is a folder watched.
+const maxAiderWorkspaces = 256
+
 // AiderRepositories is Aider's Capture.Follow: Aider keeps no list of the
 // repositories it ran in, so capture follows the folders of the chat
-// histories the store has imported (`service import aider`), looked up
-// again at each look for new roots, so a repository imported while capture
-// runs is followed from then on.
+// histories the store has imported (`service import aider`) and the
+// workspaces of the stored sessions of any agent, the latest
+// maxAiderWorkspaces (Aider writes its history at the top of the
+// repository it runs in, where other agents run too), looked up again at
+// each look for new roots, so a repository imported or worked in while
+// capture runs is followed from then on.
 func AiderRepositories(ctx context.Context, st *store.Store) func() []string {
 	return func() []string {
 		files, err := st.ImportedFiles(ctx, aider.Kind)
 		if err != nil {
 			return nil // looked up again at the next look
 		}
+		workspaces, err := st.WorkspaceRoots(ctx, maxAiderWorkspaces)
+		if err != nil {
+			return nil
+		}
 		var dirs []string
 		for stamp := range files {
 			// A run's stamp is its history's path, "#" and the run's id.
 			if i := strings.LastIndexByte(stamp, '#'); i > 0 {
-				if d := filepath.Dir(stamp[:i]); !slices.Contains(dirs, d) {
-					dirs = append(dirs, d)
-				}
+				dirs = append(dirs, filepath.Dir(stamp[:i]))
+			}
+		}
+		for _, w := range workspaces {
+			if filepath.IsAbs(w) {
+				dirs = append(dirs, filepath.Clean(w))
 			}
 		}
 		slices.Sort(dirs)
-		return dirs
+		return slices.Compact(dirs)
 	}
 }

@@ -1,16 +1,20 @@
 package capture
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentreview/service/adapters"
 	"github.com/agentreview/service/adapters/aider"
+	"github.com/agentreview/service/adapters/claudecode"
 )
 
 // aiderSample is a real chat history (Aider's own), its start cut off,
@@ -102,5 +106,65 @@ func TestAiderHistoryFollowedLive(t *testing.T) {
 		if n := stepCount(t, h, id); n != -1 {
 			t.Errorf("the history one folder down, never imported, was captured (%s, %d steps)", id, n)
 		}
+	}
+}
+
+// TestAiderFollowedInAnotherAgentsWorkspace: a repository where another
+// agent ran (a real Claude Code transcript, its cwd moved to the
+// repository) is followed for Aider's history without any import of
+// Aider: a history already there is read when capture starts, a run
+// appended later is stored as it is written.
+func TestAiderFollowedInAnotherAgentsWorkspace(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	transcript, err := os.ReadFile("../../../shared/samples/claude-code/agentlogs_crud.jsonl")
+	if err != nil {
+		t.Skipf("no Claude Code sample: %v", err)
+	}
+	cwd, _ := json.Marshal(repo)
+	transcript = bytes.ReplaceAll(transcript, []byte(`"/Users/philipp/dev/vibeinsights/fixtures/claudecode"`), cwd)
+	projects := filepath.Join(t.TempDir(), "projects", "-repo")
+	if err := os.MkdirAll(projects, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	save(t, filepath.Join(projects, "crud.jsonl"), transcript)
+	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
+	if sum, err := (&adapters.Importer{Store: h.st}).Run(ctx, claudecode.Agent, []string{filepath.Dir(projects)}); err != nil || sum.New != 1 {
+		t.Fatalf("import of the Claude Code transcript: %+v, %v; want 1 new session", sum, err)
+	}
+	if got := AiderRepositories(ctx, h.st)(); !slices.Equal(got, []string{repo}) {
+		t.Fatalf("AiderRepositories = %v; want the transcript's workspace [%s]", got, repo)
+	}
+
+	b, err := os.ReadFile(aiderSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b[strings.Index(string(b), "# aider chat started at "):])
+	second := 1 + strings.Index(text[1:], "# aider chat started at ")
+	history := filepath.Join(repo, aider.HistoryFile)
+	save(t, history, []byte(text[:second]))
+	h.c = &Capture{Store: h.st, Follow: map[string]func() []string{aider.Kind: AiderRepositories(ctx, h.st)}, Debounce: 50 * time.Millisecond}
+	runCapture(t, h.c)
+	for _, upTo := range []int{second, len(text)} {
+		if upTo > second {
+			f, err := os.OpenFile(history, os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(text[second:upTo]); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		ids, steps := aiderRuns(t, history)
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			for i, id := range ids {
+				if n := stepCount(t, h, id); n != steps[i] {
+					return false, fmt.Sprintf("run %d of the history (%s) has %d steps stored; want its %d (%d bytes written)", i, id, n, steps[i], upTo)
+				}
+			}
+			return true, ""
+		})
 	}
 }
