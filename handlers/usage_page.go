@@ -87,13 +87,13 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 			c.Bars, c.More = usageBars(shown, c.Vertical)
 			switch c.ID {
 			case store.UsageByDay:
-				p.Total = usageBar(store.UsageTotal(reports[i]), 0)
+				p.Total = usageBar(store.UsageTotal(rows[c.ID]), 0)
 			case store.UsageByAgent:
 				// Each agent's row shows the page for it alone.
 				for i := range c.Bars {
 					c.Bars[i].Href = usageHref(v, "agent", c.Bars[i].Label)
 				}
-				for _, r := range reports[i] {
+				for _, r := range rows[c.ID] {
 					p.Agents = append(p.Agents, r.Key)
 				}
 			case store.UsageByBlock:
