@@ -20,7 +20,7 @@ type UsageCmd struct {
 	Since     string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
 	Until     string `help:"Last day, included." placeholder:"DATE"`
 	Agent     string `help:"Only sessions of this agent (claude-code, codex, ...)."`
-	Breakdown string `enum:",model,agent" default:"" help:"Split each row by model or by agent, a line each." placeholder:"model|agent"`
+	Breakdown string `help:"Split each row by model or by agent, a line each." placeholder:"model|agent"`
 	JSON      bool   `name:"json" help:"Print JSON instead of a table."`
 	DB        string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
@@ -33,6 +33,9 @@ var usageGroups = map[string]string{
 // Run prints the usage report from the store file.
 func (c *UsageCmd) Run(e *env) error {
 	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent, Breakdown: c.Breakdown}
+	if q.Breakdown != "" && !slices.Contains(store.UsageBreakdowns, q.Breakdown) {
+		return fmt.Errorf("--breakdown %q: want one of %s", q.Breakdown, strings.Join(store.UsageBreakdowns, ", "))
+	}
 	var err error
 	if q.Since, err = parseDay(c.Since, "--since"); err != nil {
 		return err

@@ -166,6 +166,9 @@ func TestUsageCommand(t *testing.T) {
 		}
 	}
 
+	if err := run(context.Background(), []string{"usage", "--db", db, "--breakdown", "project"}, &out, &errOut); err == nil || err.Error() != `--breakdown "project": want one of model, agent` {
+		t.Errorf("usage --breakdown project = %v; want it refused, naming the choices", err)
+	}
 	if err := run(context.Background(), []string{"usage", "--db", db, "--since", "yesterday"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "YYYY-MM-DD") {
 		t.Errorf("usage --since yesterday = %v; want an error naming the format", err)
 	}
