@@ -165,7 +165,8 @@ func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
 	return bars, more
 }
 
-// usageBar is one row as shown: reported and estimated cost apart.
+// usageBar is one row as shown: reported and estimated cost apart, and
+// its breakdown's parts when it has two or more.
 func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	b := views.UsageBar{Label: r.Key, Title: r.Title, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
 		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, CacheCreate1h: r.Tokens.CacheCreation1h,
@@ -182,6 +183,11 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	}
 	if r.EstimatedCostUSD != nil {
 		b.Estimated = fmt.Sprintf("≈ $%.2f estimated", *r.EstimatedCostUSD)
+	}
+	if len(r.Breakdown) > 1 {
+		for _, part := range r.Breakdown {
+			b.Parts = append(b.Parts, usageBar(part, 0))
+		}
 	}
 	return b
 }

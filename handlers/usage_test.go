@@ -459,6 +459,40 @@ func TestUsagePage(t *testing.T) {
 	if !slices.Equal(titles, want) {
 		t.Errorf("top sessions' titles = %q; want %q", titles, want)
 	}
+	// A day of two or more models has a line for each under its row, with
+	// the tokens and cost of the API's breakdown of that day.
+	var split UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=day&breakdown=model&since=2026-03-01&until=2026-03-31").Body.Bytes(), &split); err != nil {
+		t.Fatal(err)
+	}
+	var wantParts, gotParts []string
+	for _, d := range split.Rows {
+		row := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-row"][data-key="` + d.Key + `"]`)
+		got := row.NextUntil(`[data-testid="usage-row"]`).Map(func(_ int, tr *goquery.Selection) string {
+			return strings.Join(strings.Fields(tr.AttrOr("data-key", "")+" "+tr.Find(`[data-field="total"]`).Text()+" "+tr.Find(`[data-field="cost"]`).Text()), " ")
+		})
+		gotParts = append(gotParts, d.Key+": "+strings.Join(got, "; "))
+		var parts []string
+		if len(d.Breakdown) > 1 {
+			for _, part := range d.Breakdown {
+				line := part.Key + " " + views.Thousands(part.Tokens.Total())
+				if part.ReportedCostUSD != nil {
+					line += fmt.Sprintf(" $%.2f reported", *part.ReportedCostUSD)
+				}
+				if part.EstimatedCostUSD != nil {
+					line += fmt.Sprintf(" ≈ $%.2f estimated", *part.EstimatedCostUSD)
+				}
+				for _, m := range part.Unpriced {
+					line += " no price for " + m
+				}
+				parts = append(parts, line)
+			}
+		}
+		wantParts = append(wantParts, d.Key+": "+strings.Join(parts, "; "))
+	}
+	if !slices.ContainsFunc(split.Rows, func(r store.UsageRow) bool { return len(r.Breakdown) > 1 }) || !slices.Equal(gotParts, wantParts) {
+		t.Errorf("the days' lines by model = %q; want %q", gotParts, wantParts)
+	}
 	// Each model's bar takes the colour of its series in the day chart's
 	// legend (most tokens first, as the model chart's rows).
 	var models UsageReport

@@ -57,6 +57,9 @@ type UsageBar struct {
 	// stacked as, so that its bar takes that colour; 0 when the days are
 	// stacked by another group.
 	Series int
+	// Parts are the group's figures by the days' stack (model or agent),
+	// a line each under its row, when it has two or more.
+	Parts []UsageBar
 }
 
 // UsageSeriesCount is how many series a stacked chart shows; the rest
