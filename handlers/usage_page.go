@@ -166,7 +166,8 @@ func usageBars(rows []store.UsageRow, all bool) ([]views.UsageBar, int) {
 }
 
 // usageBar is one row as shown: reported and estimated cost apart, and
-// its breakdown's parts when it has two or more.
+// its breakdown's parts when it has two or more (the first
+// views.UsageSeriesCount, the rest counted).
 func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 	b := views.UsageBar{Label: r.Key, Title: r.Title, Models: strings.Join(r.Models, ", "), Input: r.Tokens.Input, Output: r.Tokens.Output,
 		CacheRead: r.Tokens.CacheRead, CacheCreate: r.Tokens.CacheCreation, CacheCreate1h: r.Tokens.CacheCreation1h,
@@ -185,9 +186,11 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 		b.Estimated = fmt.Sprintf("≈ $%.2f estimated", *r.EstimatedCostUSD)
 	}
 	if len(r.Breakdown) > 1 {
-		for _, part := range r.Breakdown {
+		shown := r.Breakdown[:min(len(r.Breakdown), views.UsageSeriesCount)]
+		for _, part := range shown {
 			b.Parts = append(b.Parts, usageBar(part, 0))
 		}
+		b.MoreParts = len(r.Breakdown) - len(shown)
 	}
 	return b
 }

@@ -663,3 +663,28 @@ func TestUsagePageCountsSessionTotals(t *testing.T) {
 			doc.Find(`[data-testid="usage-empty"]`).Length(), doc.Find(`[data-testid="usage-total-cost"]`).Text())
 	}
 }
+
+// TestUsagePageBoundsADaysLines: a day of more models than the chart
+// stacks shows a line for each of the first views.UsageSeriesCount (most
+// tokens first) and counts the rest, so the page stays bounded however
+// many models a day had.
+func TestUsagePageBoundsADaysLines(t *testing.T) {
+	s := newTestService(t)
+	var recs []store.UsageRecord
+	const models = views.UsageSeriesCount + 2
+	for i := range models {
+		recs = append(recs, store.UsageRecord{ID: fmt.Sprint(i), At: "2026-03-10T12:00:00Z", Model: fmt.Sprintf("model-%d", i),
+			Tokens: pricing.Tokens{Input: int64(100 * (i + 1)), Output: 1}})
+	}
+	mustApplyUsage(t, s, "many", "claude-code", "/src/many", recs...)
+	doc := mustDocument(t, s, "/usage?since=2026-03-10&until=2026-03-10")
+	got := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-part"]`).Map(func(_ int, tr *goquery.Selection) string { return tr.AttrOr("data-key", "") })
+	var want []string
+	for i := models - 1; i >= models-views.UsageSeriesCount; i-- { // most tokens first
+		want = append(want, fmt.Sprintf("model-%d", i))
+	}
+	more := doc.Find(`[data-testid="usage-chart-day"] [data-testid="usage-more-parts"]`).Text()
+	if !slices.Equal(got, want) || strings.TrimSpace(more) != fmt.Sprintf("and %d more", models-views.UsageSeriesCount) {
+		t.Errorf("the day's lines = %q, then %q; want %q and the other %d counted", got, more, want, models-views.UsageSeriesCount)
+	}
+}

@@ -58,8 +58,10 @@ type UsageBar struct {
 	// stacked by another group.
 	Series int
 	// Parts are the group's figures by the days' stack (model or agent),
-	// a line each under its row, when it has two or more.
-	Parts []UsageBar
+	// a line each under its row, when it has two or more; MoreParts
+	// counts those not shown.
+	Parts     []UsageBar
+	MoreParts int
 }
 
 // UsageSeriesCount is how many series a stacked chart shows; the rest
