@@ -27,31 +27,38 @@ const maxAiderWorkspaces = 256
 // workspaces of the stored sessions of any agent, the latest
 // maxAiderWorkspaces (Aider writes its history at the top of the
 // repository it runs in, where other agents run too), looked up again at
-// each look for new roots, so a repository imported or worked in while
-// capture runs is followed from then on.
+// each look for new roots once the store has changed since the last, so
+// a repository imported or worked in while capture runs is followed from
+// then on.
 func AiderRepositories(ctx context.Context, st *store.Store) func() []string {
+	seen, dirs := int64(-1), []string(nil)
 	return func() []string {
+		stamp, err := st.LatestStamp(ctx)
+		if err != nil || stamp == seen {
+			return dirs // looked up again at the next look
+		}
 		files, err := st.ImportedFiles(ctx, aider.Kind)
 		if err != nil {
-			return nil // looked up again at the next look
+			return dirs
 		}
 		workspaces, err := st.WorkspaceRoots(ctx, maxAiderWorkspaces)
 		if err != nil {
-			return nil
+			return dirs
 		}
-		var dirs []string
-		for stamp := range files {
+		var found []string
+		for path := range files {
 			// A run's stamp is its history's path, "#" and the run's id.
-			if i := strings.LastIndexByte(stamp, '#'); i > 0 {
-				dirs = append(dirs, filepath.Dir(stamp[:i]))
+			if i := strings.LastIndexByte(path, '#'); i > 0 {
+				found = append(found, filepath.Dir(path[:i]))
 			}
 		}
 		for _, w := range workspaces {
 			if filepath.IsAbs(w) {
-				dirs = append(dirs, filepath.Clean(w))
+				found = append(found, filepath.Clean(w))
 			}
 		}
-		slices.Sort(dirs)
-		return slices.Compact(dirs)
+		slices.Sort(found)
+		seen, dirs = stamp, slices.Compact(found)
+		return dirs
 	}
 }

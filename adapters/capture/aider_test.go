@@ -129,10 +129,15 @@ func TestAiderFollowedInAnotherAgentsWorkspace(t *testing.T) {
 	}
 	save(t, filepath.Join(projects, "crud.jsonl"), transcript)
 	h := &harness{st: mustOpen(t), logs: &logBuffer{}}
+	follow := AiderRepositories(ctx, h.st)
+	if got := follow(); len(got) != 0 {
+		t.Fatalf("AiderRepositories of an empty store = %v; want none", got)
+	}
 	if sum, err := (&adapters.Importer{Store: h.st}).Run(ctx, claudecode.Agent, []string{filepath.Dir(projects)}); err != nil || sum.New != 1 {
 		t.Fatalf("import of the Claude Code transcript: %+v, %v; want 1 new session", sum, err)
 	}
-	if got := AiderRepositories(ctx, h.st)(); !slices.Equal(got, []string{repo}) {
+	// Looked up again since the store changed.
+	if got := follow(); !slices.Equal(got, []string{repo}) {
 		t.Fatalf("AiderRepositories = %v; want the transcript's workspace [%s]", got, repo)
 	}
 
