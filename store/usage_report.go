@@ -339,26 +339,34 @@ type UsageTally struct {
 	groups []groupTally
 }
 
-// groupTally is the sums of one group of a tally, and of each of its
-// keys by the plan's breakdown (parts, keyed by that key).
+// groupTally is the sums of one group of a tally, a keyTally for each of
+// its keys.
 type groupTally struct {
 	usageGroup
-	sums     map[usageSumKey]*usageSum
-	parts    map[string]map[usageSumKey]*usageSum
+	keys     map[string]*keyTally
 	hourKeys map[int64]string
 }
 
-type usageSumKey struct {
-	key, model  string
+// keyTally is the sums of one key of a group (a day, a session ...), one
+// for each model and tier range it has (a few), and those of each of its
+// parts by the plan's breakdown (keyed by that key).
+type keyTally struct {
+	sums  []modelSum
+	parts map[string]*keyTally
+}
+
+// modelSum is a usageSum of one model and tier range.
+type modelSum struct {
+	model       string
 	promptRange int64
+	usageSum
 }
 
 // Tally starts adding up the plan's rows.
 func (p UsagePlan) Tally() *UsageTally {
 	t := &UsageTally{}
 	for _, g := range p.groups {
-		t.groups = append(t.groups, groupTally{usageGroup: g, sums: map[usageSumKey]*usageSum{}, parts: map[string]map[usageSumKey]*usageSum{},
-			hourKeys: map[int64]string{}})
+		t.groups = append(t.groups, groupTally{usageGroup: g, keys: map[string]*keyTally{}, hourKeys: map[int64]string{}})
 	}
 	return t
 }
@@ -378,24 +386,34 @@ func (t *groupTally) add(h UsageReportHour) {
 		k = t.keyOf(time.Unix(0, h.HourNS).Local())
 		t.hourKeys[h.HourNS] = k
 	}
-	addSum(t.sums, usageSumKey{k, h.Model, h.PromptRange}, h)
+	kt := tallyOf(t.keys, k)
+	kt.add(h)
 	if t.split >= 0 {
-		parts := t.parts[k]
-		if parts == nil {
-			parts = map[usageSumKey]*usageSum{}
-			t.parts[k] = parts
+		if kt.parts == nil {
+			kt.parts = map[string]*keyTally{}
 		}
-		addSum(parts, usageSumKey{h.Keys[t.split], h.Model, h.PromptRange}, h)
+		tallyOf(kt.parts, h.Keys[t.split]).add(h)
 	}
 }
 
-// addSum adds an hour row to the sum of sk.
-func addSum(sums map[usageSumKey]*usageSum, sk usageSumKey, h UsageReportHour) {
-	u := sums[sk]
-	if u == nil {
-		u = &usageSum{}
-		sums[sk] = u
+// tallyOf is the tally of key in keys, added when it has none.
+func tallyOf(keys map[string]*keyTally, key string) *keyTally {
+	kt := keys[key]
+	if kt == nil {
+		kt = &keyTally{}
+		keys[key] = kt
 	}
+	return kt
+}
+
+// add adds an hour row to the sum of its model and tier range.
+func (kt *keyTally) add(h UsageReportHour) {
+	i := slices.IndexFunc(kt.sums, func(s modelSum) bool { return s.promptRange == h.PromptRange && s.model == h.Model })
+	if i < 0 {
+		i = len(kt.sums)
+		kt.sums = append(kt.sums, modelSum{model: h.Model, promptRange: h.PromptRange})
+	}
+	u := &kt.sums[i].usageSum
 	u.tokens.Add(h.Tokens)
 	u.requests += h.Requests
 	if h.Reported {
@@ -420,10 +438,10 @@ func (t *UsageTally) Rows() [][]UsageRow {
 
 func (t *groupTally) rows() []UsageRow {
 	est := pricing.Default().Estimator()
-	out := sortedRows(priceSums(t.sums, est), t.keyOf == nil)
-	for i := range out {
-		if parts, ok := t.parts[out[i].Key]; ok {
-			out[i].Breakdown = sortedRows(priceSums(parts, est), true)
+	out := pricedRows(t.keys, est, t.keyOf == nil)
+	if t.split >= 0 {
+		for i := range out {
+			out[i].Breakdown = pricedRows(t.keys[out[i].Key].parts, est, true)
 		}
 	}
 	if t.blocks {
@@ -432,17 +450,29 @@ func (t *groupTally) rows() []UsageRow {
 	return out
 }
 
-// priceSums adds up sums into a row for each key, priced by est.
-func priceSums(sums map[usageSumKey]*usageSum, est *pricing.Estimator) map[string]*UsageRow {
-	rows := map[string]*UsageRow{}
-	for sk, u := range sums {
-		r := rows[sk.key]
-		if r == nil {
-			r = &UsageRow{Key: sk.key}
-			rows[sk.key] = r
-		}
-		if !slices.Contains(r.Models, sk.model) {
-			r.Models = append(r.Models, sk.model)
+// pricedRows are the rows of keys, priced by est, by key and, when
+// byTokens, by tokens, most first.
+func pricedRows(keys map[string]*keyTally, est *pricing.Estimator, byTokens bool) []UsageRow {
+	out := make([]UsageRow, 0, len(keys))
+	for k, kt := range keys {
+		out = append(out, kt.row(k, est))
+	}
+	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
+	if byTokens {
+		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
+	}
+	return out
+}
+
+// row adds up the key's sums into its row, priced by est, its costs
+// rounded.
+func (kt *keyTally) row(key string, est *pricing.Estimator) UsageRow {
+	r := UsageRow{Key: key}
+	for i := range kt.sums {
+		s := &kt.sums[i]
+		u := &s.usageSum
+		if !slices.Contains(r.Models, s.model) {
+			r.Models = append(r.Models, s.model)
 		}
 		r.Tokens.Add(u.tokens)
 		r.APIRequests += u.requests
@@ -455,34 +485,20 @@ func priceSums(sums map[usageSumKey]*usageSum, est *pricing.Estimator) map[strin
 		}
 		// Every request of the sum has its prompt in the same range of the
 		// price tiers, so the sum has their price.
-		usd, ok := est.EstimateSum(sk.model, time.Unix(0, u.lastNS), u.unreported, sk.promptRange)
+		usd, ok := est.EstimateSum(s.model, time.Unix(0, u.lastNS), u.unreported, s.promptRange)
 		if !ok {
-			if !slices.Contains(r.Unpriced, sk.model) {
-				r.Unpriced = append(r.Unpriced, sk.model)
+			if !slices.Contains(r.Unpriced, s.model) {
+				r.Unpriced = append(r.Unpriced, s.model)
 			}
 			continue
 		}
 		r.EstimatedCostUSD = addCost(r.EstimatedCostUSD, usd)
 	}
-	return rows
-}
-
-// sortedRows are rows with their costs rounded, by key and, when
-// byTokens, by tokens, most first.
-func sortedRows(rows map[string]*UsageRow, byTokens bool) []UsageRow {
-	out := make([]UsageRow, 0, len(rows))
-	for _, r := range rows {
-		r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
-		roundNanos(r.ReportedCostUSD)
-		slices.Sort(r.Models)
-		slices.Sort(r.Unpriced)
-		out = append(out, *r)
-	}
-	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-	if byTokens {
-		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
-	}
-	return out
+	r.EstimatedCostUSD = roundMicros(r.EstimatedCostUSD)
+	roundNanos(r.ReportedCostUSD)
+	slices.Sort(r.Models)
+	slices.Sort(r.Unpriced)
+	return r
 }
 
 // usageBlocks gathers the rows of hours, oldest first, into blocks of
