@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -111,6 +113,42 @@ func TestUsageReport(t *testing.T) {
 	}
 	if _, err := store.UsageReport(ctx, s, store.UsageQuery{Group: "year"}); err == nil {
 		t.Error("UsageReport(year) = nil error; want unknown group")
+	}
+}
+
+// TestUsageReportSameEachTime: a report asked again of the same records
+// is the same to the last micro-dollar. A row's estimate adds up its
+// models' sums, and the sum of float costs depends on the order they are
+// added in; many costs here round on a half micro-dollar, where that
+// order decides the last digit.
+func TestUsageReportSameEachTime(t *testing.T) {
+	s := mustOpen(t)
+	ctx := context.Background()
+	models := []string{"claude-opus-4-6", "claude-sonnet-4-5-20250929", "gpt-5.2-codex", "claude-haiku-4-5"}
+	for i := range 60 {
+		b := mustParse(t, newBatch(fmt.Sprintf("s%02d", i)))
+		for j := range 12 {
+			b.Usage = append(b.Usage, store.UsageRecord{ID: fmt.Sprint(j), At: fmt.Sprintf("2026-03-02T%02d:00:00Z", j%3), Model: models[(i+j)%len(models)],
+				ActorID: "r", TurnID: "t", Source: store.UsageFromFile,
+				Tokens: pricing.Tokens{Input: int64(10 * (i + j)), Output: int64(67 * (j + 1)), CacheRead: int64(33_500 * (i%7 + 1)), CacheCreation: 670 * int64(j%5+1)}})
+		}
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := store.UsageQuery{Group: store.UsageBySession, Breakdown: store.UsageByModel}
+	first, err := s.UsageReports(ctx, q, store.UsageByDay, store.UsageByBlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		again, err := s.UsageReports(ctx, q, store.UsageByDay, store.UsageByBlock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(again, first) {
+			t.Fatalf("UsageReports asked again differs:\n%+v\nagainst\n%+v", again, first)
+		}
 	}
 }
 
