@@ -152,6 +152,37 @@ func TestUsageReportSameEachTime(t *testing.T) {
 	}
 }
 
+// TestUsageTallyWhateverTheOrder: the same hour rows read in another
+// order (PostgreSQL gives no order without asking for one) make the same
+// rows, to the last micro-dollar.
+func TestUsageTallyWhateverTheOrder(t *testing.T) {
+	plan, err := store.PlanUsage(store.UsageQuery{Group: store.UsageBySession, Breakdown: store.UsageByModel}, store.UsageByDay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := []string{"claude-opus-4-6", "claude-sonnet-4-5-20250929", "gpt-5.2-codex", "claude-haiku-4-5"}
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	var hours []store.UsageReportHour
+	for i := range 100 {
+		for j := range 4 {
+			keys := make([]string, len(plan.Keys))
+			for k, col := range plan.Keys {
+				keys[k] = map[string]string{"s.id": fmt.Sprintf("s%02d", i), "h.model": models[j]}[col]
+			}
+			hours = append(hours, store.UsageReportHour{HourNS: at.UnixNano(), Model: models[j], Requests: 1, LastNS: at.UnixNano(), Keys: keys,
+				Tokens: pricing.Tokens{Input: int64(10 * (i + j)), Output: int64(67 * (j + 1)), CacheRead: int64(33_500 * (i%7 + 1)), CacheCreation: 670 * int64(j+1)}})
+		}
+	}
+	forward, backward := plan.Tally(), plan.Tally()
+	for i := range hours {
+		forward.Add(hours[i])
+		backward.Add(hours[len(hours)-1-i])
+	}
+	if a, b := forward.Rows(), backward.Rows(); !reflect.DeepEqual(a, b) {
+		t.Errorf("Rows of the hours in one order:\n%+v\nin the other:\n%+v", a, b)
+	}
+}
+
 // TestUsageTierRanges: usage_hours sums requests apart at these prompt
 // sizes (migration 007); a price table with another tier start needs them
 // added there, or its sums would be priced in the wrong tier.
