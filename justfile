@@ -75,6 +75,24 @@ prices version="0.1.8":
     node {{justfile_directory()}}/pricing/extract.mjs "$tmp/package" {{version}} > {{justfile_directory()}}/pricing/prices.json
     cp "$tmp/package/LICENSE" {{justfile_directory()}}/pricing/LICENSE-genai-prices
 
+# Compare token counts with @ccusage/codex 18 (offline) on the Codex samples
+# (docs/performance.md, "Usage against ccusage").
+ccusage-codex-compare samples="../shared/samples/codex":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d)
+    samples=$(realpath {{samples}})
+    cd "$tmp" && npm install --no-audit --no-fund @ccusage/codex@18 >/dev/null
+    go build -C {{justfile_directory()}} -o "$tmp/service" ./cmd/service
+    mkdir -p codex/sessions/2026/01/01 && cp "$samples"/*.jsonl codex/sessions/2026/01/01/
+    echo "ccusage: session input(with cached) cached output cost"
+    CODEX_HOME="$tmp/codex" npx ccusage-codex session --offline --json | node -e 'const d=JSON.parse(require("fs").readFileSync(0));for(const s of d.sessions)console.log(s.sessionFile,s.inputTokens,s.cachedInputTokens,s.outputTokens,s.costUSD.toFixed(4))'
+    echo "service: session input(with cached) cached output estimated_cost"
+    for f in codex/sessions/2026/01/01/*.jsonl; do
+        n=$(basename "$f" .jsonl); HOME="$tmp" ./service import codex "$f" --db "$tmp/$n.db" >/dev/null
+        HOME="$tmp" ./service usage monthly --json --db "$tmp/$n.db" | node -e 'const t=JSON.parse(require("fs").readFileSync(0)).total;console.log(process.argv[1],t.tokens.input+t.tokens.cache_read,t.tokens.cache_read,t.tokens.output,(t.estimated_cost_usd??0).toFixed(4))' "$n"
+    done
+
 # Compare token counts with ccusage 18 (offline) on the Claude Code samples,
 # one sample per project folder (docs/performance.md, "Usage against ccusage").
 ccusage-compare samples="../shared/samples/claude-code":

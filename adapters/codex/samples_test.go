@@ -82,6 +82,49 @@ func scanRollout(t *testing.T, path string) map[string]int {
 	return c
 }
 
+// rolloutTotal is a rollout's usage as Codex reckons it: the running total
+// of its last token_count event (input counting the cached tokens), and
+// its requests, one for each event whose total moved (Codex writes the
+// same event again after the next turn_context).
+func rolloutTotal(t *testing.T, path string) (input, cached, output, requests int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type usage struct {
+		Input  int64 `json:"input_tokens"`
+		Cached int64 `json:"cached_input_tokens"`
+		Output int64 `json:"output_tokens"`
+	}
+	var last usage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var rec struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type string `json:"type"`
+				Info *struct {
+					Total usage `json:"total_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "event_msg" || rec.Payload.Type != "token_count" || rec.Payload.Info == nil {
+			continue
+		}
+		if rec.Payload.Info.Total != last {
+			requests++
+			last = rec.Payload.Info.Total
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return last.Input, last.Cached, last.Output, requests
+}
+
 // TestSamplesImport imports every Codex sample into a store and compares
 // the steps stored with counts taken from the raw file.
 func TestSamplesImport(t *testing.T) {
@@ -133,6 +176,15 @@ func TestSamplesImport(t *testing.T) {
 				}
 				if !maps.Equal(got, want) {
 					t.Errorf("stored steps %v; the raw file has %v", got, want)
+				}
+				// The tokens shown are the rollout's own total, each request
+				// once: input without the cached tokens, which are cache reads.
+				input, cached, output, requests := rolloutTotal(t, path)
+				if requests == 0 {
+					t.Fatalf("scan of %s found no token counts; the sample or the scan is wrong", path)
+				}
+				if u := d.Usage; u == nil || u.Tokens.Input != input-cached || u.Tokens.CacheRead != cached || u.Tokens.Output != output || u.APIRequests != requests {
+					t.Errorf("stored usage %+v; the rollout's own total is %d input (%d cached), %d output over %d requests", u, input, cached, output, requests)
 				}
 			}
 		})
