@@ -465,10 +465,11 @@ func pricedRows(keys map[string]*keyTally, est *pricing.Estimator, byTokens bool
 }
 
 // row adds up the key's sums into its row, priced by est, its costs
-// rounded. The sums are added by model and tier range, whatever the order
-// the hour rows were read in (PostgreSQL's may differ from one read to the
+// rounded. The sums are added by model and tier range, not in the order
+// the hour rows came in (PostgreSQL's may differ from one read to the
 // next), since the last digit of a sum of float costs depends on the
-// order.
+// order. (A sum's reported cost adds its hours as read; it is kept to a
+// billionth of a dollar, far above that noise.)
 func (kt *keyTally) row(key string, est *pricing.Estimator) UsageRow {
 	slices.SortFunc(kt.sums, func(a, b modelSum) int {
 		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.promptRange, b.promptRange))
