@@ -14,19 +14,29 @@ import (
 	"github.com/agentreview/service/store"
 )
 
+// tokenCounts are the counts of a token_count event's total.
+type tokenCounts struct {
+	Input  int64 `json:"input_tokens"` // the cached tokens included
+	Cached int64 `json:"cached_input_tokens"`
+	Output int64 `json:"output_tokens"`
+}
+
 // scanRollout counts a rollout's tool calls straight from its lines, by
 // the step each maps to: shell calls are "command", each file of an
 // apply_patch is one "edit", view_image is "read", any other tool is
 // "other:<name>"; and the user's prompts (event_msg user_message) and the
-// agent's replies (event_msg agent_message) as messages.
-func scanRollout(t *testing.T, path string) map[string]int {
+// agent's replies (event_msg agent_message) as messages. It also gives
+// the rollout's usage as Codex reckons it: the running total of its last
+// token_count event, and its requests, one for each event whose total
+// moved (Codex writes the same event again after the next turn_context).
+func scanRollout(t *testing.T, path string) (c map[string]int, total tokenCounts, requests int64) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := map[string]int{}
+	c = map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -37,6 +47,9 @@ func scanRollout(t *testing.T, path string) map[string]int {
 				Name      string `json:"name"`
 				Input     string `json:"input"`
 				Arguments string `json:"arguments"`
+				Info      *struct {
+					Total tokenCounts `json:"total_token_usage"`
+				} `json:"info"`
 			} `json:"payload"`
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) != nil {
@@ -44,6 +57,11 @@ func scanRollout(t *testing.T, path string) map[string]int {
 		}
 		p := rec.Payload
 		switch {
+		case rec.Type == "event_msg" && p.Type == "token_count":
+			if p.Info != nil && p.Info.Total != total {
+				requests++
+				total = p.Info.Total
+			}
 		case rec.Type == "event_msg" && p.Type == "user_message":
 			c["message:user"]++
 		case rec.Type == "event_msg" && p.Type == "agent_message":
@@ -79,50 +97,7 @@ func scanRollout(t *testing.T, path string) map[string]int {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return c
-}
-
-// rolloutTotal is a rollout's usage as Codex reckons it: the running total
-// of its last token_count event (input counting the cached tokens), and
-// its requests, one for each event whose total moved (Codex writes the
-// same event again after the next turn_context).
-func rolloutTotal(t *testing.T, path string) (input, cached, output, requests int64) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	type usage struct {
-		Input  int64 `json:"input_tokens"`
-		Cached int64 `json:"cached_input_tokens"`
-		Output int64 `json:"output_tokens"`
-	}
-	var last usage
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var rec struct {
-			Type    string `json:"type"`
-			Payload struct {
-				Type string `json:"type"`
-				Info *struct {
-					Total usage `json:"total_token_usage"`
-				} `json:"info"`
-			} `json:"payload"`
-		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Type != "event_msg" || rec.Payload.Type != "token_count" || rec.Payload.Info == nil {
-			continue
-		}
-		if rec.Payload.Info.Total != last {
-			requests++
-			last = rec.Payload.Info.Total
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return last.Input, last.Cached, last.Output, requests
+	return c, total, requests
 }
 
 // TestSamplesImport imports every Codex sample into a store and compares
@@ -170,7 +145,7 @@ func TestSamplesImport(t *testing.T) {
 						got[step.Type]++
 					}
 				}
-				want := scanRollout(t, path)
+				want, total, requests := scanRollout(t, path)
 				if want["command"] == 0 {
 					t.Fatalf("scan of %s found no shell calls; the sample or the scan is wrong", path)
 				}
@@ -179,12 +154,11 @@ func TestSamplesImport(t *testing.T) {
 				}
 				// The tokens shown are the rollout's own total, each request
 				// once: input without the cached tokens, which are cache reads.
-				input, cached, output, requests := rolloutTotal(t, path)
 				if requests == 0 {
 					t.Fatalf("scan of %s found no token counts; the sample or the scan is wrong", path)
 				}
-				if u := d.Usage; u == nil || u.Tokens.Input != input-cached || u.Tokens.CacheRead != cached || u.Tokens.Output != output || u.APIRequests != requests {
-					t.Errorf("stored usage %+v; the rollout's own total is %d input (%d cached), %d output over %d requests", u, input, cached, output, requests)
+				if u := d.Usage; u == nil || u.Tokens.Input != total.Input-total.Cached || u.Tokens.CacheRead != total.Cached || u.Tokens.Output != total.Output || u.APIRequests != requests {
+					t.Errorf("stored usage %+v; the rollout's own total is %+v over %d requests", u, total, requests)
 				}
 			}
 		})
