@@ -64,6 +64,9 @@ type UsageQuery struct {
 	Until time.Time // exclusive; zero: to the last
 	Agent string    // only sessions of this agent kind
 	Model string    // only this model's records
+	// Project, when set, keeps only the sessions of this workspace (its
+	// root, as the report by project keys its rows).
+	Project string
 	// Sessions, when not empty, keeps only these sessions' records (ids):
 	// the list page's estimates for the sessions it shows.
 	Sessions []string
@@ -116,10 +119,14 @@ func (s *Store) UsageReports(ctx context.Context, q UsageQuery, more ...string) 
 	if q.Agent != "" {
 		sessions = "AND s.agent_kind = :agent"
 	}
+	if q.Project != "" {
+		sessions += " AND s.workspace_root = :project"
+	}
 	if q.Model != "" {
 		filter = " AND h.model = :model"
 	}
-	named := namedArgs(namedArgs(map[string]any{":since": plan.Since, ":until": plan.Until}, ":agent", q.Agent), ":model", q.Model)
+	named := map[string]any{":since": plan.Since, ":until": plan.Until}
+	named = namedArgs(namedArgs(namedArgs(named, ":agent", q.Agent), ":model", q.Model), ":project", q.Project)
 	if len(q.Sessions) > 0 {
 		ids, err := json.Marshal(q.Sessions)
 		if err != nil {
@@ -197,8 +204,8 @@ func UsageReport(ctx context.Context, r UsageReporter, q UsageQuery) ([]UsageRow
 
 // UsagePlan is what a usage report reads, for a backend's SQL over
 // usage_hours (h) and, when JoinSessions, sessions (s): the hour rows in
-// [Since, Until) (unix nanoseconds), of q.Agent's sessions and q.Model
-// when set, with Keys as the groups' columns; telemetry, where a session
+// [Since, Until) (unix nanoseconds), of q.Agent's and q.Project's sessions
+// and q.Model when set, with Keys as the groups' columns; telemetry, where a session
 // has it, stands for its files' records (usageHoursQuery).
 type UsagePlan struct {
 	// Keys are the columns the groups by session, model, agent and project
@@ -300,7 +307,7 @@ func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
 	if !q.Until.IsZero() {
 		p.Until = StartedNS(q.Until)
 	}
-	p.JoinSessions = p.JoinSessions || q.Agent != "" || len(q.Sessions) > 0
+	p.JoinSessions = p.JoinSessions || q.Agent != "" || q.Project != "" || len(q.Sessions) > 0
 	p.SessionTotals = q.Model == "" || q.Model == SessionTotalsModel
 	return p, nil
 }

@@ -34,6 +34,9 @@ func (s *Store) UsageReports(ctx context.Context, q store.UsageQuery, more ...st
 	if q.Agent != "" {
 		sessions += eq("s.agent_kind", q.Agent)
 	}
+	if q.Project != "" {
+		sessions += eq("s.workspace_root", q.Project)
+	}
 	if q.Model != "" {
 		filter += eq("h.model", q.Model)
 	}

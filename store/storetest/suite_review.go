@@ -56,10 +56,13 @@ func testUsage(t *testing.T, s store.Backend) {
 		}},
 	}
 	agentOf := map[string]string{}
+	// Two projects of two sessions each; the others in a folder of their own.
+	rootOf := map[string]string{"a": "/repo/one", "c": "/repo/one", "b": "/repo/two", "d": "/repo/two"}
 	counted := map[string][]store.UsageRecord{}
 	for _, se := range sessions {
 		b := smallBatch(se.sid)
 		b.Session.Agent.Kind, b.Usage = se.agent, se.records
+		b.Session.Workspace.Root = rootOf[se.sid]
 		b.Steps[0].Payload.Text = genPtr("Prompt of `" + se.sid + "`\nand its second line")
 		mustApply(t, s, b)
 		agentOf[se.sid] = se.agent
@@ -84,7 +87,7 @@ func testUsage(t *testing.T, s store.Backend) {
 		b.Session.Agent.Kind, b.Session.Metrics = se.agent, se.metrics
 		b.Steps[0].Payload.Text = genPtr("Prompt of `" + se.sid + "`\nand its second line")
 		mustApply(t, s, b)
-		agentOf[se.sid] = se.agent
+		agentOf[se.sid], rootOf[se.sid] = se.agent, b.Session.Workspace.Root
 		if m := se.metrics; m != nil {
 			counted[se.sid] = []store.UsageRecord{usageRecord(se.sid, "metrics", b.Session.StartedAt, store.SessionTotalsModel,
 				pricing.Tokens{Input: m.Tokens.Input, Output: m.Tokens.Output, CacheRead: m.Tokens.CacheRead, CacheCreation: m.Tokens.CacheCreation},
@@ -97,6 +100,7 @@ func testUsage(t *testing.T, s store.Backend) {
 		store.UsageByModel:   func(_ string, r store.UsageRecord) string { return r.Model },
 		store.UsageBySession: func(sid string, _ store.UsageRecord) string { return sid },
 		store.UsageByAgent:   func(sid string, _ store.UsageRecord) string { return agentOf[sid] },
+		store.UsageByProject: func(sid string, _ store.UsageRecord) string { return rootOf[sid] },
 	}
 	// blockKeys are the 5-hour blocks of the counted records keep holds, by
 	// session and record id: in time order, a record at or past its
@@ -200,12 +204,12 @@ func testUsage(t *testing.T, s store.Backend) {
 		}
 		compare(q, got, want)
 	}
-	for _, group := range []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByBlock} {
+	groups := []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByProject, store.UsageByBlock}
+	for _, group := range groups {
 		check(store.UsageQuery{Group: group}, want(group, all))
 	}
 	// Each row's breakdown is the report of its own records by model or
 	// agent, and the reports asked beside it are each as if alone.
-	groups := []string{store.UsageByDay, store.UsageByModel, store.UsageBySession, store.UsageByAgent, store.UsageByBlock}
 	for _, by := range store.UsageBreakdowns {
 		for _, group := range groups {
 			q := store.UsageQuery{Group: group, Breakdown: by}
@@ -238,6 +242,17 @@ func testUsage(t *testing.T, s store.Backend) {
 		check(store.UsageQuery{Group: store.UsageBySession, Model: model}, want(store.UsageBySession, func(_ string, r store.UsageRecord) bool { return r.Model == model }))
 	}
 	check(store.UsageQuery{Group: store.UsageBySession, Agent: "crush"}, want(store.UsageBySession, func(sid string, _ store.UsageRecord) bool { return agentOf[sid] == "crush" }))
+	// A project's sessions alone, with the other filters too; a project
+	// no session has, nothing.
+	for _, root := range []string{"/repo/one", "/repo/two", rootOf["q"], "/repo/none", "/repo"} {
+		inProject := func(sid string, _ store.UsageRecord) bool { return rootOf[sid] == root }
+		for _, group := range groups {
+			check(store.UsageQuery{Group: group, Project: root}, want(group, inProject))
+		}
+		check(store.UsageQuery{Group: store.UsageByDay, Project: root, Agent: "claude-code", Model: "claude-sonnet-4-5"}, want(store.UsageByDay, func(sid string, r store.UsageRecord) bool {
+			return inProject(sid, r) && agentOf[sid] == "claude-code" && r.Model == "claude-sonnet-4-5"
+		}))
+	}
 	since, until := time.Date(2026, 3, 3, 0, 0, 0, 0, time.Local), time.Date(2026, 3, 4, 0, 0, 0, 0, time.Local)
 	inRange := func(_ string, r store.UsageRecord) bool {
 		at, _ := store.ParseTimestamp(r.At)
