@@ -51,7 +51,8 @@ func TestDevServerRendersFromCore(t *testing.T) {
 	// days split by the stack: the same page as the core's own.
 	mustUsageFixture(t, core)
 	nonce := regexp.MustCompile(`nonce="[^"]*"`)
-	for _, path := range []string{"/usage?since=2026-03-01&until=2026-03-31", "/usage?since=2026-03-01&until=2026-03-31&stack=agent"} {
+	for _, path := range []string{"/usage?since=2026-03-01&until=2026-03-31", "/usage?since=2026-03-01&until=2026-03-31&stack=agent",
+		"/usage?since=2026-03-01&until=2026-03-31&project=%2Fsrc%2Fbeta"} {
 		code, body := get(path)
 		own := core.get(path)
 		if code != http.StatusOK || !strings.Contains(body, `data-testid="usage-chart-day"`) ||

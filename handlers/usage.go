@@ -24,6 +24,7 @@ type UsageReport struct {
 	Until     string            `json:"until,omitempty"`
 	Agent     string            `json:"agent,omitempty"`
 	Model     string            `json:"model,omitempty"`
+	Project   string            `json:"project,omitempty"`
 	Rows      []store.UsageRow  `json:"rows"`
 	Total     store.UsageRow    `json:"total"`
 	Pricing   store.PricingInfo `json:"pricing"`
@@ -32,6 +33,10 @@ type UsageReport struct {
 // maxUsageName bounds the agent and model parameters (short names).
 const maxUsageName = 200
 
+// maxUsageProject bounds the project parameter: a folder's path, at most
+// Linux's PATH_MAX.
+const maxUsageProject = 4096
+
 // maxUsageTitles bounds the titles parameter: each title is a read.
 const maxUsageTitles = 200
 
@@ -39,7 +44,7 @@ const maxUsageTitles = 200
 const maxUsageSessions = pageSessions
 
 // usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session|block
-// [&breakdown=model|agent][&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&session=<id>...]:
+// [&breakdown=model|agent][&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&project=<root>][&session=<id>...]:
 // the usage report; until is included. A bad parameter is 400 with a JSON error.
 func usageAPI(st store.UsageReporter, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +69,7 @@ func usageReport(ctx context.Context, st store.UsageReporter, q usageQuery) (Usa
 		return UsageReport{}, err
 	}
 	table := pricing.Default()
-	return UsageReport{Group: q.Group, Breakdown: q.Breakdown, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Rows: rows,
+	return UsageReport{Group: q.Group, Breakdown: q.Breakdown, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Project: q.Project, Rows: rows,
 		Total: store.UsageTotal(rows), Pricing: store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, nil
 }
 
@@ -75,11 +80,11 @@ type usageQuery struct {
 }
 
 // parseUsageQuery reads group (def when absent), since, until (local days,
-// until included), agent, model, titles (store.UsageQuery.Titles) and
-// session, which may repeat (store.UsageQuery.Sessions).
+// until included), agent, model, project, titles (store.UsageQuery.Titles)
+// and session, which may repeat (store.UsageQuery.Sessions).
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Breakdown: v.Get("breakdown"), Agent: v.Get("agent"), Model: v.Get("model"),
-		Sessions: v["session"]},
+		Project: v.Get("project"), Sessions: v["session"]},
 		since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
 		q.Group = def
@@ -95,6 +100,9 @@ func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	}
 	if len(q.Model) > maxUsageName {
 		return q, badRequest("query parameter model is longer than %d bytes", maxUsageName)
+	}
+	if len(q.Project) > maxUsageProject {
+		return q, badRequest("query parameter project is longer than %d bytes", maxUsageProject)
 	}
 	if len(q.Sessions) > maxUsageSessions {
 		return q, badRequest("query parameter session is given %d times: give at most %d", len(q.Sessions), maxUsageSessions)
@@ -152,6 +160,9 @@ func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more 
 	}
 	if uq.Model != "" {
 		q.Set("model", uq.Model)
+	}
+	if uq.Project != "" {
+		q.Set("project", uq.Project)
 	}
 	if uq.Titles > 0 {
 		q.Set("titles", strconv.Itoa(uq.Titles))

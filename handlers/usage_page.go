@@ -23,7 +23,7 @@ const usageDays = 30
 // the top sessions; the rest are counted.
 const usageChartBars = 20
 
-// usagePage is GET /usage[?since=&until=&agent=]: the period's totals, its
+// usagePage is GET /usage[?since=&until=&agent=&project=]: the period's totals, its
 // usage by day, model, agent and project, and the top sessions, from the
 // same report as GET /api/usage. A bad parameter is 400 with the page
 // saying what is wrong.
@@ -36,7 +36,7 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 			v.Set("until", today.Format(time.DateOnly))
 		}
 		table := pricing.Default()
-		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Demo: demo,
+		p := views.UsagePage{Since: v.Get("since"), Until: v.Get("until"), Agent: v.Get("agent"), Project: v.Get("project"), Demo: demo,
 			Pricing: pricingNote(table.Source, table.AsOf)}
 		// The API's: the page's form has no such field (the list's rows ask
 		// for sessions; the stack is the days' breakdown).
@@ -96,6 +96,16 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 				for _, r := range rows[c.ID] {
 					p.Agents = append(p.Agents, r.Key)
 				}
+			case store.UsageByProject:
+				// Each project's row shows the page for it alone (not the
+				// sessions without a workspace: no filter finds them), and
+				// the Project field offers the projects shown.
+				for i, r := range rows[c.ID][:len(c.Bars)] {
+					if r.Key != "" {
+						c.Bars[i].Href = usageHref(v, "project", r.Key)
+						p.Projects = append(p.Projects, r.Key)
+					}
+				}
 			case store.UsageByBlock:
 				for i := range c.Bars {
 					c.Bars[i].Label = store.UsageBlockLabel(c.Bars[i].Label, time.Now())
@@ -128,9 +138,9 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 }
 
 // recordedDays sets the page's Recorded to the first and last day with
-// usage at any time, for the agent and model of q, and RecordedHref to
-// the page of those days with the form's other values (v); neither when
-// there is none.
+// usage at any time, for the agent, project and model of q, and
+// RecordedHref to the page of those days with the form's other values
+// (v); neither when there is none.
 func recordedDays(ctx context.Context, src store.UsageReporter, q usageQuery, v url.Values, p *views.UsagePage) error {
 	all := q.UsageQuery
 	all.Group, all.Titles, all.Since, all.Until = store.UsageByDay, 0, time.Time{}, time.Time{}

@@ -374,6 +374,36 @@ func TestUsageAPI(t *testing.T) {
 	if len(all.Rows) != 3 || !reflect.DeepEqual(some.Rows, want) {
 		t.Errorf("GET /api/usage?group=session&session=uc&session=ua = %+v; want %+v", some.Rows, want)
 	}
+	// project= keeps the sessions of that workspace, as the list names
+	// each session's, and adds up to that project's row of the report by
+	// project.
+	var list struct {
+		Sessions []struct {
+			ID        string
+			Workspace struct{ Root string }
+		}
+	}
+	var projects UsageReport
+	if json.Unmarshal(s.get("/api/sessions").Body.Bytes(), &list) != nil || json.Unmarshal(s.get("/api/usage?group=project").Body.Bytes(), &projects) != nil {
+		t.Fatal("GET /api/sessions or /api/usage?group=project: not JSON")
+	}
+	rootOf := map[string]string{}
+	for _, se := range list.Sessions {
+		rootOf[se.ID] = se.Workspace.Root
+	}
+	for _, p := range projects.Rows {
+		var one UsageReport
+		if json.Unmarshal(s.get("/api/usage?group=session&project="+url.QueryEscape(p.Key)).Body.Bytes(), &one) != nil {
+			t.Fatal("GET /api/usage?project=: not JSON")
+		}
+		want := slices.DeleteFunc(slices.Clone(all.Rows), func(r store.UsageRow) bool { return rootOf[r.Key] != p.Key })
+		if one.Project != p.Key || len(want) == 0 || !reflect.DeepEqual(one.Rows, want) || one.Total.Tokens != p.Tokens {
+			t.Errorf("GET /api/usage?group=session&project=%s = %+v; want the rows %+v, adding up to %+v", p.Key, one, want, p.Tokens)
+		}
+	}
+	if body := s.get("/api/usage?project=/src").Body.String(); !strings.Contains(body, `"rows":[]`) {
+		t.Errorf("GET /api/usage?project=/src = %s; want no rows (a folder above the projects is not one)", body)
+	}
 	// breakdown= splits each day by model or agent as the report of that
 	// day alone by it does, and the total as the whole report by it.
 	for _, by := range store.UsageBreakdowns {
@@ -412,6 +442,7 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?since=2026-03-05&until=2026-03-01", `query parameter since="2026-03-05" is after until="2026-03-01"`},
 		{"?agent=" + strings.Repeat("a", 201), "query parameter agent is longer than 200 bytes"},
 		{"?model=" + strings.Repeat("m", 201), "query parameter model is longer than 200 bytes"},
+		{"?project=/" + strings.Repeat("p", 4096), "query parameter project is longer than 4096 bytes"},
 		{"?group=session&titles=201", `query parameter titles="201" is not valid: give 0 to 200`},
 		{"?group=session&titles=-1", `query parameter titles="-1" is not valid: give 0 to 200`},
 		{"?group=session" + strings.Repeat("&session=s", 101), "query parameter session is given 101 times: give at most 100"},
@@ -573,6 +604,30 @@ func TestUsagePage(t *testing.T) {
 	if got := one.Find(`[data-testid="usage-chart-agent"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-key", "") }); !slices.Equal(got, wantOffered[:1]) ||
 		one.Find(`[data-testid="usage-agent"]`).AttrOr("value", "") != wantOffered[0] {
 		t.Errorf("%s: agents %q; want %s alone, in the field too", links[0], got, wantOffered[0])
+	}
+	// So does the Project field, for the projects of the chart; the page
+	// of one project has its row of the report by project as its total.
+	var projects UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=project&since=2026-03-01&until=2026-03-31").Body.Bytes(), &projects); err != nil || len(projects.Rows) < 2 {
+		t.Fatalf("GET /api/usage?group=project = %+v, %v; want two projects", projects.Rows, err)
+	}
+	offered = doc.Find(`#usage-projects option`).Map(func(_ int, o *goquery.Selection) string { return o.AttrOr("value", "") })
+	links = doc.Find(`[data-testid="usage-chart-project"] [data-testid="usage-row"] th a`).Map(func(_ int, a *goquery.Selection) string { return a.AttrOr("href", "") })
+	wantOffered, wantLinks = nil, nil
+	for _, r := range projects.Rows {
+		wantOffered = append(wantOffered, r.Key)
+		wantLinks = append(wantLinks, "/usage?"+url.Values{"project": {r.Key}, "since": {"2026-03-01"}, "until": {"2026-03-31"}}.Encode())
+	}
+	if !slices.Equal(offered, wantOffered) || !slices.Equal(links, wantLinks) {
+		t.Errorf("projects offered %q, linked %q; want %q and %q", offered, links, wantOffered, wantLinks)
+	}
+	for i, link := range links {
+		one := mustDocument(t, s, link)
+		got := one.Find(`[data-testid="usage-chart-project"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-key", "") })
+		input := one.Find(`[data-testid="usage-total-input"]`).Text()
+		if !slices.Equal(got, wantOffered[i:i+1]) || one.Find(`[data-testid="usage-project"]`).AttrOr("value", "") != wantOffered[i] || input != views.Thousands(projects.Rows[i].Tokens.Input) {
+			t.Errorf("%s: projects %q, input %s; want %s alone, in the field too, its %d input tokens", link, got, input, wantOffered[i], projects.Rows[i].Tokens.Input)
+		}
 	}
 	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")
 	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `data-series="codex" data-tokens="33378"`) {

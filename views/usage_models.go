@@ -9,7 +9,9 @@ import (
 // by day, model, agent and project, with the top sessions.
 type UsagePage struct {
 	Since, Until, Agent string   // the form's values, as YYYY-MM-DD
+	Project             string   // the form's project (a workspace root)
 	Agents              []string // the agents with usage in the period, for the Agent field
+	Projects            []string // the projects of the chart by project, for the Project field
 	Problem             string   // why the query was refused; empty when it ran
 	Total               UsageBar
 	Charts              []UsageChart
@@ -17,7 +19,7 @@ type UsagePage struct {
 	Pricing             string     // "estimated from <source>, prices as of <date>"
 	Stack               string     // what the day bars are stacked by: model or agent
 	// Recorded is the first and last day with usage at any time (for the
-	// same agent), when the period has none; RecordedHref shows them.
+	// same agent and project), when the period has none; RecordedHref shows them.
 	Recorded     [2]string
 	RecordedHref string
 	// Empty: the period has no usage.
