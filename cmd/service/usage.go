@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type UsageCmd struct {
 	Since     string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
 	Until     string `help:"Last day, included." placeholder:"DATE"`
 	Agent     string `help:"Only sessions of this agent (claude-code, codex, ...)."`
+	Project   string `help:"Only sessions in this workspace: its root folder (. for the one you are in)." placeholder:"DIR"`
 	Breakdown string `help:"Split each row by model or by agent, a line each." placeholder:"model|agent"`
 	JSON      bool   `name:"json" help:"Print JSON instead of a table."`
 	DB        string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
@@ -37,6 +39,12 @@ func (c *UsageCmd) Run(e *env) error {
 		return fmt.Errorf("--breakdown %q: want one of %s", q.Breakdown, strings.Join(store.UsageBreakdowns, ", "))
 	}
 	var err error
+	if c.Project != "" {
+		// Agents record their workspace as an absolute, clean path.
+		if q.Project, err = filepath.Abs(c.Project); err != nil {
+			return fmt.Errorf("--project %q: %w", c.Project, err)
+		}
+	}
 	if q.Since, err = parseDay(c.Since, "--since"); err != nil {
 		return err
 	}

@@ -80,18 +80,28 @@ func TestUsageSamplesToTheToken(t *testing.T) {
 // storedUsage sums the usage of the agent's stored sessions (session detail).
 func storedUsage(t *testing.T, db, agent string) rawUsage {
 	t.Helper()
+	return storedUsageOf(t, db, func(s store.SessionOverview) bool { return s.Agent.Kind == agent })
+}
+
+// storedUsageOf sums the usage of the stored sessions keep holds (session
+// detail).
+func storedUsageOf(t *testing.T, db string, keep func(store.SessionOverview) bool) rawUsage {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	l, err := st.List(ctx, store.ListQuery{Agent: agent})
+	l, err := st.List(ctx, store.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var u rawUsage
 	for _, s := range l.Sessions {
+		if !keep(s) {
+			continue
+		}
 		d, err := st.Detail(ctx, s.ID, store.DetailQuery{NoSteps: true})
 		if err != nil {
 			t.Fatal(err)

@@ -7,12 +7,14 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 // TestUsageCommand: `service usage` prints the stored usage, its JSON the
@@ -217,5 +219,62 @@ func TestUsageTable(t *testing.T) {
 		if w.cost != "" && !strings.HasSuffix(l, w.cost) {
 			t.Errorf("line %d = %q; want it to end with the cost %q", w.line, l, w.cost)
 		}
+	}
+}
+
+// TestUsageCommandProject: --project keeps the sessions of one workspace,
+// named by its root folder, or relative to the folder the command runs in.
+func TestUsageCommandProject(t *testing.T) {
+	withHome(t)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "claude-code", filepath.Join(samplesDir, "claude-code"), "--db", db)
+	// One session more, in a folder here.
+	here := t.TempDir()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := storetest.Batch("usage-here", 0, 3)
+	b.Session.Workspace.Root = here
+	b.Usage = []store.UsageRecord{{ID: "r1", At: b.Session.StartedAt, Model: "claude-sonnet-4-5", ActorID: "agent-root", Source: store.UsageFromFile,
+		Tokens: pricing.Tokens{Input: 12, Output: 34, CacheRead: 560}}}
+	if _, err := st.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.List(ctx, store.ListQuery{})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := map[string]int{}
+	for _, s := range l.Sessions {
+		roots[s.Workspace.Root]++
+	}
+	if len(roots) < 3 || slices.Max(slices.Collect(maps.Values(roots))) < 2 {
+		t.Fatalf("workspaces %v; want several, one of two sessions or more", roots)
+	}
+	total := func(args ...string) rawUsage {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(ctx, append([]string{"usage", "--json", "--db", db}, args...), &out, &errOut); err != nil {
+			t.Fatalf("usage %v = %v; %s", args, err, errOut.String())
+		}
+		var rep struct{ Total store.UsageRow }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("usage %v printed %s: %v", args, out.String(), err)
+		}
+		return rawUsage{tokens: rep.Total.Tokens, requests: rep.Total.APIRequests}
+	}
+	for root := range roots {
+		want := storedUsageOf(t, db, func(s store.SessionOverview) bool { return s.Workspace.Root == root })
+		if got := total("--project", root); got != want {
+			t.Errorf("usage --project %s = %+v; its sessions hold %+v", root, got, want)
+		}
+	}
+	want := storedUsageOf(t, db, func(s store.SessionOverview) bool { return s.Workspace.Root == here })
+	t.Chdir(here)
+	if got := total("--project", "."); got != want || want.requests != 1 {
+		t.Errorf("usage --project . in %s = %+v; want its one session's %+v", here, got, want)
 	}
 }
