@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
 		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),
+	}
+	if root := d.Workspace.Root; root != "" && len(root) <= maxUsageProject {
+		v.UsageHref = "/usage?" + url.Values{"project": {root}}.Encode()
 	}
 	if d.OwnerID != store.OwnerLocal {
 		// A team server's session: captured_on is the server that stored

@@ -743,3 +743,48 @@ func TestUsagePageBoundsADaysLines(t *testing.T) {
 		t.Errorf("the day's lines = %q, then %q; want %q and the other %d counted", got, more, want, models-views.UsageSeriesCount)
 	}
 }
+
+// TestSessionLinksItsWorkspaceUsage: a session's page links to the usage
+// page of its workspace, which, when the last 30 days have none, offers
+// the days the project has; an export links to neither.
+func TestSessionLinksItsWorkspaceUsage(t *testing.T) {
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	var projects UsageReport
+	if err := json.Unmarshal(s.get("/api/usage?group=project").Body.Bytes(), &projects); err != nil || len(projects.Rows) == 0 {
+		t.Fatalf("GET /api/usage?group=project = %+v, %v", projects.Rows, err)
+	}
+	var list struct {
+		Sessions []struct {
+			ID        string
+			Workspace struct{ Root string }
+		}
+	}
+	if err := json.Unmarshal(s.get("/api/sessions").Body.Bytes(), &list); err != nil || len(list.Sessions) == 0 {
+		t.Fatalf("GET /api/sessions: %v", err)
+	}
+	for _, se := range list.Sessions {
+		doc := mustDocument(t, s, "/session?id="+url.QueryEscape(se.ID))
+		href := doc.Find(`[data-testid="summary-workspace-usage"]`).AttrOr("href", "")
+		want := "/usage?" + url.Values{"project": {se.Workspace.Root}}.Encode()
+		if href != want {
+			t.Fatalf("session %s links its workspace's usage at %q; want %q", se.ID, href, want)
+		}
+		page := mustDocument(t, s, href)
+		recorded := page.Find(`[data-testid="usage-recorded"]`).AttrOr("href", "")
+		if page.Find(`[data-testid="usage-project"]`).AttrOr("value", "") != se.Workspace.Root || !strings.Contains(recorded, url.Values{"project": {se.Workspace.Root}}.Encode()) {
+			t.Errorf("%s: project field %q, recorded period %q; want the session's workspace %s in both", href,
+				page.Find(`[data-testid="usage-project"]`).AttrOr("value", ""), recorded, se.Workspace.Root)
+		}
+		// That period's total is the project's row of the report by project.
+		total := mustDocument(t, s, recorded).Find(`[data-testid="usage-total-input"]`).Text()
+		i := slices.IndexFunc(projects.Rows, func(r store.UsageRow) bool { return r.Key == se.Workspace.Root })
+		if i < 0 || total != views.Thousands(projects.Rows[i].Tokens.Input) {
+			t.Errorf("%s: input %s; want the project's row of the report by project, %+v", recorded, total, projects.Rows)
+		}
+	}
+	if rec := s.get("/api/sessions/" + list.Sessions[0].ID + "/export"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), list.Sessions[0].Workspace.Root) ||
+		strings.Contains(rec.Body.String(), "/usage?") {
+		t.Errorf("export = %d; want the session's workspace shown, linking to no usage page", rec.Code)
+	}
+}

@@ -173,6 +173,7 @@ type SessionView struct {
 	Flags        int
 	Workspace    string
 	Repo         string
+	UsageHref    string // the usage page of its workspace; "" for none
 	Started      string // RFC 3339, shown in the viewer's time zone
 	Ended        string // RFC 3339; empty while the session is open
 	Duration     string // from start to end, or to the last step while open
