@@ -377,20 +377,11 @@ func TestUsageAPI(t *testing.T) {
 	// project= keeps the sessions of that workspace, as the list names
 	// each session's, and adds up to that project's row of the report by
 	// project.
-	var list struct {
-		Sessions []struct {
-			ID        string
-			Workspace struct{ Root string }
-		}
-	}
 	var projects UsageReport
-	if json.Unmarshal(s.get("/api/sessions").Body.Bytes(), &list) != nil || json.Unmarshal(s.get("/api/usage?group=project").Body.Bytes(), &projects) != nil {
-		t.Fatal("GET /api/sessions or /api/usage?group=project: not JSON")
+	if json.Unmarshal(s.get("/api/usage?group=project").Body.Bytes(), &projects) != nil {
+		t.Fatal("GET /api/usage?group=project: not JSON")
 	}
-	rootOf := map[string]string{}
-	for _, se := range list.Sessions {
-		rootOf[se.ID] = se.Workspace.Root
-	}
+	rootOf := workspaceRoots(t, s)
 	for _, p := range projects.Rows {
 		var one UsageReport
 		if json.Unmarshal(s.get("/api/usage?group=session&project="+url.QueryEscape(p.Key)).Body.Bytes(), &one) != nil {
@@ -754,6 +745,36 @@ func TestSessionLinksItsWorkspaceUsage(t *testing.T) {
 	if err := json.Unmarshal(s.get("/api/usage?group=project").Body.Bytes(), &projects); err != nil || len(projects.Rows) == 0 {
 		t.Fatalf("GET /api/usage?group=project = %+v, %v", projects.Rows, err)
 	}
+	rootOf := workspaceRoots(t, s)
+	for id, root := range rootOf {
+		doc := mustDocument(t, s, "/session?id="+url.QueryEscape(id))
+		href := doc.Find(`[data-testid="summary-workspace-usage"]`).AttrOr("href", "")
+		want := "/usage?" + url.Values{"project": {root}}.Encode()
+		if href != want {
+			t.Fatalf("session %s links its workspace's usage at %q; want %q", id, href, want)
+		}
+		page := mustDocument(t, s, href)
+		field := page.Find(`[data-testid="usage-project"]`).AttrOr("value", "")
+		recorded := page.Find(`[data-testid="usage-recorded"]`).AttrOr("href", "")
+		if field != root || !strings.Contains(recorded, url.Values{"project": {root}}.Encode()) {
+			t.Errorf("%s: project field %q, recorded period %q; want the session's workspace %s in both", href, field, recorded, root)
+		}
+		// That period's total is the project's row of the report by project.
+		total := mustDocument(t, s, recorded).Find(`[data-testid="usage-total-input"]`).Text()
+		i := slices.IndexFunc(projects.Rows, func(r store.UsageRow) bool { return r.Key == root })
+		if i < 0 || total != views.Thousands(projects.Rows[i].Tokens.Input) {
+			t.Errorf("%s: input %s; want the project's row of the report by project, %+v", recorded, total, projects.Rows)
+		}
+		if rec := s.get("/api/sessions/" + id + "/export"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), root) || strings.Contains(rec.Body.String(), "/usage?") {
+			t.Errorf("export of %s = %d; want its workspace shown, linking to no usage page", id, rec.Code)
+		}
+	}
+}
+
+// workspaceRoots are the stored sessions' workspace roots by id, as the
+// list gives them.
+func workspaceRoots(t *testing.T, s *testService) map[string]string {
+	t.Helper()
 	var list struct {
 		Sessions []struct {
 			ID        string
@@ -761,30 +782,11 @@ func TestSessionLinksItsWorkspaceUsage(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal(s.get("/api/sessions").Body.Bytes(), &list); err != nil || len(list.Sessions) == 0 {
-		t.Fatalf("GET /api/sessions: %v", err)
+		t.Fatalf("GET /api/sessions: %d sessions, %v", len(list.Sessions), err)
 	}
+	roots := map[string]string{}
 	for _, se := range list.Sessions {
-		doc := mustDocument(t, s, "/session?id="+url.QueryEscape(se.ID))
-		href := doc.Find(`[data-testid="summary-workspace-usage"]`).AttrOr("href", "")
-		want := "/usage?" + url.Values{"project": {se.Workspace.Root}}.Encode()
-		if href != want {
-			t.Fatalf("session %s links its workspace's usage at %q; want %q", se.ID, href, want)
-		}
-		page := mustDocument(t, s, href)
-		recorded := page.Find(`[data-testid="usage-recorded"]`).AttrOr("href", "")
-		if page.Find(`[data-testid="usage-project"]`).AttrOr("value", "") != se.Workspace.Root || !strings.Contains(recorded, url.Values{"project": {se.Workspace.Root}}.Encode()) {
-			t.Errorf("%s: project field %q, recorded period %q; want the session's workspace %s in both", href,
-				page.Find(`[data-testid="usage-project"]`).AttrOr("value", ""), recorded, se.Workspace.Root)
-		}
-		// That period's total is the project's row of the report by project.
-		total := mustDocument(t, s, recorded).Find(`[data-testid="usage-total-input"]`).Text()
-		i := slices.IndexFunc(projects.Rows, func(r store.UsageRow) bool { return r.Key == se.Workspace.Root })
-		if i < 0 || total != views.Thousands(projects.Rows[i].Tokens.Input) {
-			t.Errorf("%s: input %s; want the project's row of the report by project, %+v", recorded, total, projects.Rows)
-		}
+		roots[se.ID] = se.Workspace.Root
 	}
-	if rec := s.get("/api/sessions/" + list.Sessions[0].ID + "/export"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), list.Sessions[0].Workspace.Root) ||
-		strings.Contains(rec.Body.String(), "/usage?") {
-		t.Errorf("export = %d; want the session's workspace shown, linking to no usage page", rec.Code)
-	}
+	return roots
 }
