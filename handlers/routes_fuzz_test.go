@@ -27,7 +27,7 @@ func FuzzReadRoutes(f *testing.F) {
 			"", "id=s1", "id=s1&before=1", "id=s1&since=0", "id=s1&seq=2", "id=s1&path=main.go", "id=%00", "id=%FF&seq=-1",
 			"q=test", "q=%22go+test%22+type:command", "q=verdict:%22needs+work%22", "q=a*+b*+c*", "q=%00", "limit=0", "after=zz",
 			"agent=cc&workspace=%2F&since=2026-01-01&until=x&failed=1&flagged=1&noted=1&cost=recorded&verdict=approved&unreviewed=1",
-			"group=day&since=2026-01-01&until=2025-01-01", "group=session&model=%FF", "group=block&breakdown=agent", "breakdown=%00&stack=agent", "from=2026-13-01", "s1", "%2e%2e", "a;b=c&&&=",
+			"group=day&since=2026-01-01&until=2025-01-01", "group=session&model=%FF", "group=block&breakdown=agent", "breakdown=%00&stack=agent", "group=project&project=%2Ftmp%2Fws-s1", "project=%00%FF", "from=2026-13-01", "s1", "%2e%2e", "a;b=c&&&=",
 			"s1?turns=1&before=2&head=-1", "s1?since=zz&seq=x", "s1?seq=99999999999999999999", "s1?images=1", "s1?mask=%00",
 		} {
 			f.Add(uint8(i), q)
@@ -43,7 +43,7 @@ func FuzzReadRoutes(f *testing.F) {
 // own way.
 func FuzzTeamReadRoutes(f *testing.F) {
 	for i := range fuzzRoutes {
-		for _, q := range []string{"", "id=s1", "q=test", "agent=%00", "id=%FF", "s1", "%00", "owner=%FF&since=2026-01-01", "after=1%3A%00"} {
+		for _, q := range []string{"", "id=s1", "q=test", "agent=%00", "id=%FF", "s1", "%00", "owner=%FF&since=2026-01-01", "after=1%3A%00", "project=%FF%00&group=session"} {
 			f.Add(uint8(i), q)
 		}
 	}
