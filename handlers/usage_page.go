@@ -23,10 +23,10 @@ const usageDays = 30
 // the top sessions; the rest are counted.
 const usageChartBars = 20
 
-// usagePage is GET /usage[?since=&until=&agent=&project=]: the period's totals, its
-// usage by day, model, agent and project, and the top sessions, from the
-// same report as GET /api/usage. A bad parameter is 400 with the page
-// saying what is wrong.
+// usagePage is GET /usage[?since=&until=&agent=&project=]: the period's
+// totals, its usage by day, model, agent and project, and the top
+// sessions, from the same report as GET /api/usage. A bad parameter is
+// 400 with the page saying what is wrong.
 func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.URL.Query()
