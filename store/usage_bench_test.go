@@ -149,3 +149,36 @@ func BenchmarkListPageNoMetrics(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUsageTallyManyModels: the reports of 5,000 hour rows of one
+// session on one day, each of another model (an agent writes the model's
+// name, and a hostile file may name a new one for every request), by day
+// split by model, by session and by model, and their totals: each sum is
+// found without walking every model of its key.
+func BenchmarkUsageTallyManyModels(b *testing.B) {
+	plan, err := store.PlanUsage(store.UsageQuery{Group: store.UsageByDay, Breakdown: store.UsageByModel}, store.UsageBySession, store.UsageByModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC).UnixNano()
+	hours := make([]store.UsageReportHour, 5000)
+	for i := range hours {
+		model := fmt.Sprintf("model-%05d", i)
+		keys := make([]string, len(plan.Keys))
+		for k, col := range plan.Keys {
+			keys[k] = map[string]string{"s.id": "s", "h.model": model}[col]
+		}
+		hours[i] = store.UsageReportHour{HourNS: at, Model: model, Requests: 1, LastNS: at, Keys: keys, Tokens: pricing.Tokens{Input: 10, Output: 1}}
+	}
+	for b.Loop() {
+		t := plan.Tally()
+		for _, h := range hours {
+			t.Add(h)
+		}
+		for _, rows := range t.Rows() {
+			if total := store.UsageTotal(rows); len(total.Models) != len(hours) {
+				b.Fatalf("total of %d models; want %d", len(total.Models), len(hours))
+			}
+		}
+	}
+}

@@ -355,17 +355,28 @@ type groupTally struct {
 }
 
 // keyTally is the sums of one key of a group (a day, a session ...), one
-// for each model and tier range it has (a few), and those of each of its
-// parts by the plan's breakdown (keyed by that key).
+// for each model and tier range it has, and those of each of its parts by
+// the plan's breakdown (keyed by that key). A key has a few sums, found by
+// a look at each; past keyTallyWalk, by an index (at), since an agent
+// names its models and a file may name a new one for every request.
 type keyTally struct {
 	sums  []modelSum
+	at    map[modelKey]int // sums by model and tier range, past keyTallyWalk
 	parts map[string]*keyTally
+}
+
+// keyTallyWalk is how many sums a keyTally finds by a look at each.
+const keyTallyWalk = 8
+
+// modelKey is a model and tier range.
+type modelKey struct {
+	model       string
+	promptRange int64
 }
 
 // modelSum is a usageSum of one model and tier range.
 type modelSum struct {
-	model       string
-	promptRange int64
+	modelKey
 	usageSum
 }
 
@@ -415,10 +426,23 @@ func tallyOf(keys map[string]*keyTally, key string) *keyTally {
 
 // add adds an hour row to the sum of its model and tier range.
 func (kt *keyTally) add(h UsageReportHour) {
-	i := slices.IndexFunc(kt.sums, func(s modelSum) bool { return s.promptRange == h.PromptRange && s.model == h.Model })
-	if i < 0 {
+	mk := modelKey{h.Model, h.PromptRange}
+	i, ok := kt.at[mk]
+	if kt.at == nil {
+		i = slices.IndexFunc(kt.sums, func(s modelSum) bool { return s.modelKey == mk })
+		ok = i >= 0
+	}
+	if !ok {
 		i = len(kt.sums)
-		kt.sums = append(kt.sums, modelSum{model: h.Model, promptRange: h.PromptRange})
+		kt.sums = append(kt.sums, modelSum{modelKey: mk})
+		if kt.at != nil {
+			kt.at[mk] = i
+		} else if len(kt.sums) > keyTallyWalk {
+			kt.at = make(map[modelKey]int, 2*len(kt.sums))
+			for j, s := range kt.sums {
+				kt.at[s.modelKey] = j
+			}
+		}
 	}
 	u := &kt.sums[i].usageSum
 	u.tokens.Add(h.Tokens)
@@ -437,14 +461,14 @@ func (kt *keyTally) add(h UsageReportHour) {
 // priced by the pricing table, each in the report's order (UsageReports).
 func (t *UsageTally) Rows() [][]UsageRow {
 	out := make([][]UsageRow, len(t.groups))
+	est := pricing.Default().Estimator() // each model's price found once for all
 	for i := range t.groups {
-		out[i] = t.groups[i].rows()
+		out[i] = t.groups[i].rows(est)
 	}
 	return out
 }
 
-func (t *groupTally) rows() []UsageRow {
-	est := pricing.Default().Estimator()
+func (t *groupTally) rows(est *pricing.Estimator) []UsageRow {
 	out := pricedRows(t.keys, est, t.keyOf == nil)
 	if t.split >= 0 {
 		for i := range out {
@@ -481,11 +505,12 @@ func (kt *keyTally) row(key string, est *pricing.Estimator) UsageRow {
 	slices.SortFunc(kt.sums, func(a, b modelSum) int {
 		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.promptRange, b.promptRange))
 	})
+	kt.at = nil // its indexes are the order before
 	r := UsageRow{Key: key}
 	for i := range kt.sums {
 		s := &kt.sums[i]
 		u := &s.usageSum
-		if !slices.Contains(r.Models, s.model) {
+		if i == 0 || kt.sums[i-1].model != s.model { // sorted: a model's sums are side by side
 			r.Models = append(r.Models, s.model)
 		}
 		r.Tokens.Add(u.tokens)
@@ -501,7 +526,7 @@ func (kt *keyTally) row(key string, est *pricing.Estimator) UsageRow {
 		// price tiers, so the sum has their price.
 		usd, ok := est.EstimateSum(s.model, time.Unix(0, u.lastNS), u.unreported, s.promptRange)
 		if !ok {
-			if !slices.Contains(r.Unpriced, s.model) {
+			if len(r.Unpriced) == 0 || r.Unpriced[len(r.Unpriced)-1] != s.model {
 				r.Unpriced = append(r.Unpriced, s.model)
 			}
 			continue
@@ -568,6 +593,7 @@ func totalParts(rows []UsageRow) []UsageRow {
 // the float noise of the sum.
 func UsageTotal(rows []UsageRow) UsageRow {
 	t := UsageRow{Key: "Total", Models: []string{}}
+	models, unpriced := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
 		t.Tokens.Add(r.Tokens)
 		t.APIRequests += r.APIRequests
@@ -579,12 +605,14 @@ func UsageTotal(rows []UsageRow) UsageRow {
 			t.EstimatedCostUSD = addCost(t.EstimatedCostUSD, *r.EstimatedCostUSD)
 		}
 		for _, m := range r.Models {
-			if !slices.Contains(t.Models, m) {
+			if !models[m] {
+				models[m] = true
 				t.Models = append(t.Models, m)
 			}
 		}
 		for _, m := range r.Unpriced {
-			if !slices.Contains(t.Unpriced, m) {
+			if !unpriced[m] {
+				unpriced[m] = true
 				t.Unpriced = append(t.Unpriced, m)
 			}
 		}

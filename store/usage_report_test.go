@@ -154,23 +154,42 @@ func TestUsageReportSameEachTime(t *testing.T) {
 
 // TestUsageTallyWhateverTheOrder: the same hour rows read in another
 // order (PostgreSQL gives no order without asking for one) make the same
-// rows, to the last micro-dollar.
+// rows, to the last micro-dollar; and each row adds up its hours, a key of
+// a few models as one of many (past the few a tally finds by a look at
+// each).
 func TestUsageTallyWhateverTheOrder(t *testing.T) {
-	plan, err := store.PlanUsage(store.UsageQuery{Group: store.UsageBySession, Breakdown: store.UsageByModel}, store.UsageByDay)
+	plan, err := store.PlanUsage(store.UsageQuery{Group: store.UsageBySession, Breakdown: store.UsageByModel}, store.UsageByDay, store.UsageByModel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	models := []string{"claude-opus-4-6", "claude-sonnet-4-5-20250929", "gpt-5.2-codex", "claude-haiku-4-5"}
-	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	for i := range 9 {
+		models = append(models, fmt.Sprintf("no-price-%d", i))
+	}
 	var hours []store.UsageReportHour
+	want := map[string]map[string]pricing.Tokens{} // session -> model -> tokens
 	for i := range 100 {
-		for j := range 4 {
-			keys := make([]string, len(plan.Keys))
-			for k, col := range plan.Keys {
-				keys[k] = map[string]string{"s.id": fmt.Sprintf("s%02d", i), "h.model": models[j]}[col]
+		sid := fmt.Sprintf("s%02d", i)
+		want[sid] = map[string]pricing.Tokens{}
+		// The first sessions have a few models, the others many; each
+		// model's hours twice, an hour apart.
+		for j, model := range models[:4+i%10] {
+			for hour := range 2 {
+				at := time.Date(2026, 3, 2, 10+hour, 0, 0, 0, time.UTC).UnixNano()
+				keys := make([]string, len(plan.Keys))
+				for k, col := range plan.Keys {
+					keys[k] = map[string]string{"s.id": sid, "h.model": model}[col]
+				}
+				tok := pricing.Tokens{Input: int64(10 * (i + j + hour)), Output: int64(67 * (j + 1)), CacheRead: int64(33_500 * (i%7 + 1)), CacheCreation: 670 * int64(j+1)}
+				var prompt int64 // some models' second hour in a price tier of its own: a sum apart
+				if hour == 1 && j%3 == 0 {
+					prompt = 200_000
+				}
+				hours = append(hours, store.UsageReportHour{HourNS: at, Model: model, PromptRange: prompt, Requests: 1, LastNS: at, Keys: keys, Tokens: tok})
+				sum := want[sid][model]
+				sum.Add(tok)
+				want[sid][model] = sum
 			}
-			hours = append(hours, store.UsageReportHour{HourNS: at.UnixNano(), Model: models[j], Requests: 1, LastNS: at.UnixNano(), Keys: keys,
-				Tokens: pricing.Tokens{Input: int64(10 * (i + j)), Output: int64(67 * (j + 1)), CacheRead: int64(33_500 * (i%7 + 1)), CacheCreation: 670 * int64(j+1)}})
 		}
 	}
 	forward, backward := plan.Tally(), plan.Tally()
@@ -178,8 +197,27 @@ func TestUsageTallyWhateverTheOrder(t *testing.T) {
 		forward.Add(hours[i])
 		backward.Add(hours[len(hours)-1-i])
 	}
-	if a, b := forward.Rows(), backward.Rows(); !reflect.DeepEqual(a, b) {
-		t.Errorf("Rows of the hours in one order:\n%+v\nin the other:\n%+v", a, b)
+	rows := forward.Rows()
+	if b := backward.Rows(); !reflect.DeepEqual(rows, b) {
+		t.Errorf("Rows of the hours in one order:\n%+v\nin the other:\n%+v", rows, b)
+	}
+	if len(rows[0]) != len(want) {
+		t.Fatalf("%d rows by session; want %d", len(rows[0]), len(want))
+	}
+	for _, r := range rows[0] {
+		var tok pricing.Tokens
+		for _, part := range r.Breakdown {
+			if part.Tokens != want[r.Key][part.Key] {
+				t.Errorf("session %s, model %s: %+v; its hours add up to %+v", r.Key, part.Key, part.Tokens, want[r.Key][part.Key])
+			}
+			tok.Add(part.Tokens)
+		}
+		if len(r.Models) != len(want[r.Key]) || len(r.Breakdown) != len(want[r.Key]) || r.Tokens != tok || r.APIRequests != int64(2*len(want[r.Key])) {
+			t.Errorf("session %s = %d models, %+v over %d requests; want its %d models' hours", r.Key, len(r.Models), r.Tokens, r.APIRequests, len(want[r.Key]))
+		}
+	}
+	if day := rows[1]; len(day) != 1 || len(day[0].Models) != len(models) || len(day[0].Unpriced) != 9 {
+		t.Errorf("by day = %+v; want one day of %d models, 9 of them unpriced", day, len(models))
 	}
 }
 
