@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"unicode"
 
 	"github.com/agentreview/service/store"
 	"github.com/alecthomas/kong"
@@ -109,4 +111,15 @@ func storePath(db string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "store.db"), nil
+}
+
+// terminalSafe puts agent content on one line with no control characters,
+// so no escape sequence in it reaches the terminal.
+func terminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
 }

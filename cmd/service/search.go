@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/agentreview/service/store"
 )
@@ -72,17 +70,6 @@ func (c *SearchCmd) Run(e *env) error {
 		fmt.Fprintf(e.stdout, "(first %d hits; narrow the query, raise --limit or go on with --after %s)\n", len(res.Hits), res.Next)
 	}
 	return nil
-}
-
-// terminalSafe puts agent content on one line with no control characters,
-// so no escape sequence in it reaches the terminal.
-func terminalSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 // ReindexCmd is `service reindex [--db PATH]`.
