@@ -183,7 +183,7 @@ func runImport(e *env, agent adapters.Agent, f importFlags, folders func() ([]st
 	if tty {
 		fmt.Fprint(e.stdout, "\r\x1b[K")
 	}
-	fmt.Fprintln(e.stdout, sum.String())
+	fmt.Fprintln(e.stdout, terminalSafe(sum.String())) // its problems name the agent's files and folders
 	if err == nil && sum.Files == 0 {
 		return fmt.Errorf("no %s files found in %s: it looks for %s", agent.Kind, strings.Join(roots, ", "), agent.Layout)
 	}

@@ -288,7 +288,7 @@ func (s *sharer) share(ctx context.Context, id string) error {
 	}
 	if sh.Pending == 0 {
 		if ch.Stamp == sh.Stamp {
-			fmt.Fprintf(s.out, "%s: up to date on %s\n", id, s.target)
+			fmt.Fprintf(s.out, "%s: up to date on %s\n", terminalSafe(id), s.target)
 			return nil
 		}
 		sh.Pending, sh.PendingSeqs = ch.Stamp, nil
@@ -308,7 +308,7 @@ func (s *sharer) share(ctx context.Context, id string) error {
 	if err := s.st.SaveShare(ctx, run.sh); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "%s: shared with %s: %s in %s%s\n", id, s.target, plural(run.sent, "step", "steps"), plural(run.calls, "batch", "batches"), maskedSummary(run.sh.Manifest))
+	fmt.Fprintf(s.out, "%s: shared with %s: %s in %s%s\n", terminalSafe(id), s.target, plural(run.sent, "step", "steps"), plural(run.calls, "batch", "batches"), maskedSummary(run.sh.Manifest))
 	return nil
 }
 
@@ -403,7 +403,7 @@ func (r *shareRun) addStep(ctx context.Context, s store.Step) error {
 	if r.base+n+t > batchBytes {
 		// No team server takes it (the ingest body limit): say so and go
 		// on, rather than stop every later share of the session here.
-		fmt.Fprintf(r.out, "%s: step %d is larger than a batch may be (%d bytes): not shared\n", s.SessionID, s.Seq, maxBody)
+		fmt.Fprintf(r.out, "%s: step %d is larger than a batch may be (%d bytes): not shared\n", terminalSafe(s.SessionID), s.Seq, maxBody)
 		return nil
 	}
 	if len(r.b.Steps) >= r.maxSteps || r.bytes+n+t > batchBytes {

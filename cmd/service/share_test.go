@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
@@ -617,5 +618,23 @@ func TestShareLeavesOutAStepNoBatchHolds(t *testing.T) {
 	resp.Body.Close()
 	if !slices.Equal(seqsOf(d), []int64{2}) {
 		t.Errorf("team server has steps %v; want [2]", seqsOf(d))
+	}
+}
+
+// TestShareTerminalSafe: a session id is the agent's, and reaches the
+// terminal of whoever shares it without its control characters.
+func TestShareTerminalSafe(t *testing.T) {
+	f := newShareFixture(t)
+	const escaped = `\u001b]0;pwned\u0007\u001b[2J` // in the transcript's JSON
+	id := shareSessionID + "\x1b]0;pwned\x07\x1b[2J"
+	for i := range f.lines {
+		f.lines[i] = strings.ReplaceAll(f.lines[i], shareSessionID, shareSessionID+escaped)
+	}
+	f.importLines(t, -1)
+	for range 2 { // shared, then up to date
+		out := f.mustShare(t, id, "--to", f.target.base)
+		if !strings.Contains(out, shareSessionID) || strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }) {
+			t.Errorf("share printed %q; want the session's id without its control characters", out)
+		}
 	}
 }

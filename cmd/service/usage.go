@@ -112,16 +112,19 @@ func printUsage(w io.Writer, report, breakdown string, rows []store.UsageRow, to
 		parts = "Agents"
 	}
 	lines := [][]string{{head, parts, "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Cost (USD)"}}
+	// The keys and models are the agents' (a session's id, a model's
+	// name): terminalSafe, so no escape sequence in them reaches the
+	// terminal.
 	line := func(r store.UsageRow, models []string) {
 		first := ""
 		if len(models) > 0 {
-			first = models[0]
+			first = terminalSafe(models[0])
 		}
-		lines = append(lines, []string{r.Key, first,
+		lines = append(lines, []string{terminalSafe(r.Key), first,
 			thousands(r.Tokens.Input), thousands(r.Tokens.Output), thousands(r.Tokens.CacheCreation),
 			thousands(r.Tokens.CacheRead), thousands(r.Tokens.Total()), costCell(r)})
 		for _, m := range models[min(1, len(models)):] {
-			lines = append(lines, []string{"", m, "", "", "", "", "", ""})
+			lines = append(lines, []string{"", terminalSafe(m), "", "", "", "", "", ""})
 		}
 	}
 	for _, r := range rows {
@@ -162,7 +165,7 @@ func printUsage(w io.Writer, report, breakdown string, rows []store.UsageRow, to
 	}
 	fmt.Fprintf(w, "≈ estimated from %s, prices as of %s (%s); reported cost is shown as reported.\n", table.Source, table.AsOf, pricing.HourWriteRule)
 	if len(total.Unpriced) > 0 {
-		fmt.Fprintf(w, "* no price for: %s\n", strings.Join(total.Unpriced, ", "))
+		fmt.Fprintf(w, "* no price for: %s\n", terminalSafe(strings.Join(total.Unpriced, ", ")))
 	}
 	return nil
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -276,5 +278,60 @@ func TestUsageCommandProject(t *testing.T) {
 	t.Chdir(here)
 	if got := total("--project", "."); got != want || want.requests != 1 {
 		t.Errorf("usage --project . in %s = %+v; want its one session's %+v", here, got, want)
+	}
+}
+
+// TestUsageCommandTerminalSafe: the names an agent writes (a model's, a
+// session's id) and the problems an import meets in its files reach the
+// terminal without their control characters, so no escape sequence in a
+// file can retitle or clear the terminal of whoever imports it.
+func TestUsageCommandTerminalSafe(t *testing.T) {
+	withHome(t)
+	const evil = "evil\x1b]0;pwned\x07\x1b[2J"
+	raw, err := os.ReadFile(filepath.Join(samplesDir, "claude-code", "agentlogs_crud.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The real sample with every reply's model renamed, and a broken line
+	// of control characters at its end.
+	var lines [][]byte
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var rec map[string]any
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := rec["message"].(map[string]any); ok && m["model"] != nil {
+			m["model"] = evil
+		}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, b)
+	}
+	lines = append(lines, []byte("{\"type\":\x1b[2J"+evil))
+	// In a folder named so too (Claude Code names a project's folder after
+	// the folder the agent ran in), which the import's problem names.
+	dir := t.TempDir()
+	project := filepath.Join(dir, "-home-"+evil)
+	if err := os.Mkdir(project, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "evil.jsonl"), append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	printed := map[string]string{"import": runImportCmd(t, "claude-code", dir, "--db", db)}
+	for _, report := range []string{"daily", "session"} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), []string{"usage", report, "--breakdown", "model", "--db", db}, &out, &errOut); err != nil {
+			t.Fatalf("usage %s = %v; %s", report, err, errOut.String())
+		}
+		printed["usage "+report] = out.String()
+	}
+	for cmd, out := range printed {
+		if !strings.Contains(out, "evil") && cmd != "import" || !strings.Contains(out, "problem") && cmd == "import" {
+			t.Errorf("%s printed %q; want the renamed model (or the broken line's problem)", cmd, out)
+		}
+		if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }); i >= 0 {
+			t.Errorf("%s printed a control character %q at %d: %q", cmd, out[i], i, out)
+		}
 	}
 }
