@@ -96,9 +96,11 @@ func (c *CaptureCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "  gemini cli:  %v\n", gemini)
 	fmt.Fprintf(e.stdout, "  copilot cli: %v\n", copilot)
 	fmt.Fprintf(e.stdout, "  opencode:    %v\n", opencodeDirs[:1])
-	fmt.Fprintf(e.stdout, "  crush:       %v and each project Crush adds to its projects.json\n", crush.ProjectDataDirs())
+	// Crush's projects and the stored sessions' workspaces are the agents'
+	// paths: terminalSafe.
+	fmt.Fprintf(e.stdout, "  crush:       %s and each project Crush adds to its projects.json\n", terminalSafe(fmt.Sprint(crush.ProjectDataDirs())))
 	fmt.Fprintf(e.stdout, "  qwen code:   %v\n", qwen)
-	fmt.Fprintf(e.stdout, "  aider:       %v and each repository whose history is imported (service import aider)\n", follow[aider.Kind]())
+	fmt.Fprintf(e.stdout, "  aider:       %s and each repository imported or worked in from now on\n", terminalSafe(fmt.Sprint(follow[aider.Kind]())))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(e.ctx)

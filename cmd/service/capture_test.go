@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/storetest"
 )
 
 func str(key, value string) *commonpb.KeyValue {
@@ -90,5 +92,37 @@ func TestCaptureCommand(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "capture stopped") {
 		t.Errorf("output %q; want it to say capture stopped", out.String())
+	}
+}
+
+// TestCaptureTerminalSafe: capture names the folders it follows, some of
+// them the agents' own (the stored sessions' workspaces, where Aider may
+// run): without their control characters.
+func TestCaptureTerminalSafe(t *testing.T) {
+	home := withHome(t)
+	db := filepath.Join(home, "s.db")
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := storetest.Batch("evil-workspace", 0, 3)
+	b.Session.Workspace.Root = "/tmp/evil\x1b]0;pwned\x07\x1b[2J"
+	if _, err := st.Apply(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"capture", "--db", db, "--otlp-port", fmt.Sprint(port)}, &out, &out) }()
+	waitListening(t, port, &out)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("capture = %v", err)
+	}
+	printed := out.String()
+	if !strings.Contains(printed, "/tmp/evil") || strings.ContainsFunc(printed, func(r rune) bool { return r != '\n' && unicode.IsControl(r) }) {
+		t.Errorf("capture printed %q; want the stored workspace followed, without its control characters", printed)
 	}
 }
