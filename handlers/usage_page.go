@@ -51,6 +51,11 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 		if err == nil && !slices.Contains(store.UsageBreakdowns, p.Stack) {
 			err = badRequest("query parameter stack=%q is not valid: give model or agent", p.Stack)
 		}
+		if p.Project != "" {
+			all := maps.Clone(v)
+			all.Del("project")
+			p.AllProjectsHref = usageHref(all)
+		}
 		if err != nil {
 			p.Problem = strings.TrimPrefix(err.Error(), "query ")
 			render(w, r, log, http.StatusBadRequest, views.Usage(p))

@@ -596,6 +596,9 @@ func TestUsagePage(t *testing.T) {
 		one.Find(`[data-testid="usage-agent"]`).AttrOr("value", "") != wantOffered[0] {
 		t.Errorf("%s: agents %q; want %s alone, in the field too", links[0], got, wantOffered[0])
 	}
+	if doc.Find(`[data-testid="usage-project-shown"]`).Length() != 0 {
+		t.Error("the page of every project names one")
+	}
 	// So does the Project field, for the projects of the chart; the page
 	// of one project has its row of the report by project as its total.
 	var projects UsageReport
@@ -618,6 +621,12 @@ func TestUsagePage(t *testing.T) {
 		input := one.Find(`[data-testid="usage-total-input"]`).Text()
 		if !slices.Equal(got, wantOffered[i:i+1]) || one.Find(`[data-testid="usage-project"]`).AttrOr("value", "") != wantOffered[i] || input != views.Thousands(projects.Rows[i].Tokens.Input) {
 			t.Errorf("%s: projects %q, input %s; want %s alone, in the field too, its %d input tokens", link, got, input, wantOffered[i], projects.Rows[i].Tokens.Input)
+		}
+		// The page names its project whole (the field may cut it) and
+		// links back to every project's.
+		shown := one.Find(`[data-testid="usage-project-shown"]`)
+		if shown.Find("code").Text() != wantOffered[i] || shown.Find(`a`).AttrOr("href", "") != "/usage?since=2026-03-01&until=2026-03-31" {
+			t.Errorf("%s: names %q, links %q; want %s and the page of every project", link, shown.Find("code").Text(), shown.Find("a").AttrOr("href", ""), wantOffered[i])
 		}
 	}
 	rec = s.get("/usage?since=2026-03-01&until=2026-03-31&stack=agent")

@@ -10,6 +10,7 @@ import (
 type UsagePage struct {
 	Since, Until, Agent string   // the form's values, as YYYY-MM-DD
 	Project             string   // the form's project (a workspace root)
+	AllProjectsHref     string   // the page with the form's other values, of every project
 	Agents              []string // the agents with usage in the period, for the Agent field
 	Projects            []string // the projects of the chart by project, for the Project field
 	Problem             string   // why the query was refused; empty when it ran
