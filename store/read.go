@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -109,6 +111,9 @@ type SessionDetail struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Window is set when the read was narrowed to some turns.
 	Window *TurnWindow `json:"window,omitempty"`
+	// Gaps are the steps a read of a window of each turn left out
+	// (DetailQuery.Steps).
+	Gaps []StepGap `json:"gaps,omitempty"`
 }
 
 const sessionColumns = `s.pk, s.id, s.agent_kind, s.agent_version, s.agent_format_version,
@@ -640,6 +645,16 @@ type DetailQuery struct {
 	// NoSteps reads no steps, for a reader that reads them a few at a time
 	// (TurnSteps).
 	NoSteps bool
+	// Steps keeps of each turn of more steps its first step and its last
+	// Steps, or its first and those from a step of From on, and says what
+	// it left out in SessionDetail.Gaps (StepWindow); 0 keeps every step.
+	Steps int
+	From  []int64
+	// Turn keeps only the turn of this id; StepsBefore (with Steps) only
+	// its steps before this seq: the steps a gap leaves out, a window at a
+	// time.
+	Turn        string
+	StepsBefore int64
 }
 
 // TurnWindow tells which turns a narrowed read returned: positions
@@ -689,7 +704,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if d.Turns, d.Window, err = readTurns(conn, pk, id, q); err != nil {
 			return err
 		}
-		d.Steps, err = readSteps(conn, pk, id, q, d.Turns)
+		d.Steps, d.Gaps, err = readSteps(conn, pk, id, q, d.Turns)
 		return err
 	})
 	if err != nil {
@@ -762,7 +777,9 @@ func readTurns(conn *sqlite.Conn, pk int64, sid string, q DetailQuery) ([]Turn, 
 
 // Whole reports whether q reads every turn and step (it may still cut
 // them, Head, or leave the steps out, NoSteps).
-func (q DetailQuery) Whole() bool { return q.Turns == 0 && q.Since == 0 && q.Seq == nil }
+func (q DetailQuery) Whole() bool {
+	return q.Turns == 0 && q.Since == 0 && q.Seq == nil && q.Turn == ""
+}
 
 // Narrow keeps the turns q asks for of all (a session's turns in order),
 // changed being the ids of the turns changed since q.Since (nil when
@@ -781,7 +798,7 @@ func (q DetailQuery) Narrow(all []Turn, changed map[string]bool) ([]Turn, *TurnW
 	}
 	var out []Turn
 	for _, t := range all[first:end] {
-		if changed == nil || changed[t.ID] {
+		if (changed == nil || changed[t.ID]) && (q.Turn == "" || q.Turn == t.ID) {
 			out = append(out, t)
 		}
 	}
@@ -792,8 +809,9 @@ func (q DetailQuery) Narrow(all []Turn, changed map[string]bool) ([]Turn, *TurnW
 }
 
 // readSteps reads the steps of the given turns (all of them for a whole
-// read) in seq order, and fills the turns' step_ids.
-func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []Turn) ([]Step, error) {
+// read, a window of each for a windowed one) in seq order, and fills the
+// turns' step_ids.
+func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []Turn) ([]Step, []StepGap, error) {
 	byTurn := make(map[string]*Turn, len(turns))
 	for i := range turns {
 		byTurn[turns[i].ID] = &turns[i]
@@ -804,17 +822,25 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		seq = *q.Seq
 	}
 	if q.NoSteps {
-		return []Step{}, nil
+		return []Step{}, nil, nil
 	}
 	named := map[string]any{":pk": pk, ":seq": seq}
 	where := "session_pk = :pk AND (:seq IS NULL OR seq = :seq)"
-	if !whole && q.Seq == nil {
-		ids := make([]string, len(turns))
-		for i, t := range turns {
-			ids[i] = t.ID
+	var gaps []StepGap
+	switch {
+	case q.Windowed():
+		seqs, err := turnSeqs(conn, pk, q, turns)
+		if err != nil {
+			return nil, nil, err
 		}
-		b, _ := json.Marshal(ids)
-		named[":turns"] = string(b)
+		var keep []int64
+		keep, gaps = q.StepWindow(turns, seqs)
+		b, _ := json.Marshal(keep)
+		named[":seqs"] = string(b)
+		delete(named, ":seq")
+		where = "pk IN (SELECT p.pk FROM json_each(:seqs) AS w CROSS JOIN steps p WHERE p.session_pk = :pk AND p.seq = w.value)"
+	case !whole && q.Seq == nil:
+		named[":turns"] = turnIDsJSON(turns)
 		delete(named, ":seq")
 		// The turns' rows by steps_by_turn: with the session's condition
 		// beside it, SQLite walked every step of the session in seq order.
@@ -839,7 +865,44 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 			return nil
 		},
 	})
-	return out, err
+	return out, gaps, err
+}
+
+func turnIDsJSON(turns []Turn) string {
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = t.ID
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// turnSeqs are the seqs of the steps of turns before q.StepsBefore (all
+// when 0), by turn, in seq order: what StepWindow chooses from. They come
+// from steps_by_turn alone, each turn's in seq order by the plan (the turns
+// the outer loop); an ORDER BY would sort every row in a temporary b-tree,
+// so they are sorted here only were it not so.
+func turnSeqs(conn *sqlite.Conn, pk int64, q DetailQuery, turns []Turn) (map[string][]int64, error) {
+	before := q.StepsBefore
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	seqs := make(map[string][]int64, len(turns))
+	err := sqlitex.Execute(conn, `SELECT w.key, p.seq FROM json_each(:turns) AS w CROSS JOIN steps p
+		WHERE p.session_pk = :pk AND p.turn_id = w.value AND p.seq < :before`, &sqlitex.ExecOptions{
+		Named: map[string]any{":pk": pk, ":turns": turnIDsJSON(turns), ":before": before},
+		ResultFunc: func(st *sqlite.Stmt) error {
+			id := turns[st.ColumnInt(0)].ID
+			seqs[id] = append(seqs[id], st.ColumnInt64(1))
+			return nil
+		},
+	})
+	for _, s := range seqs {
+		if !slices.IsSorted(s) {
+			slices.Sort(s)
+		}
+	}
+	return seqs, err
 }
 
 // stepColumns are the columns scanStep reads. With head, each text field

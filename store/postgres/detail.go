@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -52,7 +53,7 @@ func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (sto
 		if d.Turns, d.Window, err = readTurns(ctx, tx, pk, id, q); err != nil {
 			return err
 		}
-		d.Steps, err = readSteps(ctx, tx, pk, id, q, d.Turns)
+		d.Steps, d.Gaps, err = readSteps(ctx, tx, pk, id, q, d.Turns)
 		return err
 	})
 	if err != nil {
@@ -162,16 +163,18 @@ func readTurns(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 }
 
 // readSteps reads the steps of the given turns (all of them for a whole
-// read, the one step of q.Seq) in seq order, and fills the turns'
-// step_ids.
-func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.DetailQuery, turns []store.Turn) ([]store.Step, error) {
+// read, a window of each for a windowed one, the one step of q.Seq) in
+// seq order, and fills the turns' step_ids.
+func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.DetailQuery, turns []store.Turn) ([]store.Step, []store.StepGap, error) {
 	out := []store.Step{}
 	if q.NoSteps {
-		return out, nil
+		return out, nil, nil
 	}
 	byTurn := make(map[string]*store.Turn, len(turns))
+	ids := make([]string, len(turns))
 	for i := range turns {
 		byTurn[turns[i].ID] = &turns[i]
+		ids[i] = turns[i].ID
 	}
 	args := []any{pk}
 	head := ""
@@ -180,15 +183,21 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 		head = "$2"
 	}
 	where := "session_pk = $1"
+	var gaps []store.StepGap
 	switch {
 	case q.Seq != nil:
 		args = append(args, *q.Seq)
 		where += fmt.Sprintf(" AND seq = $%d", len(args))
-	case !q.Whole():
-		ids := make([]string, len(turns))
-		for i, t := range turns {
-			ids[i] = t.ID
+	case q.Windowed():
+		seqs, err := turnSeqs(ctx, tx, pk, q, ids)
+		if err != nil {
+			return nil, nil, err
 		}
+		var keep []int64
+		keep, gaps = q.StepWindow(turns, seqs)
+		args = append(args, keep)
+		where += fmt.Sprintf(" AND seq = ANY($%d)", len(args))
+	case !q.Whole():
 		args = append(args, ids)
 		where += fmt.Sprintf(" AND turn_id = ANY($%d)", len(args))
 	}
@@ -197,11 +206,11 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 	for rows.Next() {
 		r, err := scanStepRow(rows)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		st, err := r.Step(sid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if t := byTurn[st.TurnID]; t != nil {
 			t.StepIDs = append(t.StepIDs, st.ID)
@@ -209,7 +218,30 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 		out = append(out, st)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("steps: %w", err)
+		return nil, nil, fmt.Errorf("steps: %w", err)
 	}
-	return out, nil
+	return out, gaps, nil
+}
+
+// turnSeqs are the seqs of the steps of the turns ids before
+// q.StepsBefore (all when 0), by turn, in seq order: what
+// store.DetailQuery.StepWindow chooses from. They come from steps_by_turn
+// alone.
+func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids []string) (map[string][]int64, error) {
+	before := q.StepsBefore
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	seqs := make(map[string][]int64, len(ids))
+	rows, _ := tx.Query(ctx, `SELECT turn_id, seq FROM steps WHERE session_pk = $1 AND turn_id = ANY($2) AND seq < $3
+		ORDER BY turn_id, seq`, pk, ids, before)
+	var (
+		id  string
+		seq int64
+	)
+	_, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqs[id] = append(seqs[id], seq); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("turn steps: %w", err)
+	}
+	return seqs, nil
 }

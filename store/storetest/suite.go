@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ListPages", testListPages},
 		{"Detail", testDetail},
 		{"DetailQuery", testDetailQuery},
+		{"DetailStepWindow", testDetailStepWindow},
 		{"TurnSteps", testTurnSteps},
 		{"FileChanges", testFileChanges},
 		{"Image", testImage},

@@ -436,6 +436,108 @@ func testDetailQuery(t *testing.T, s store.Backend) {
 	}
 }
 
+// A window of each turn's steps (DetailQuery.Steps): a turn of more steps
+// keeps its first and its last ones, or those from a step of From on, and
+// the read says what it left out; the steps left out read a window at a
+// time (Turn, StepsBefore) come back whole, each once.
+func testDetailStepWindow(t *testing.T, s store.Backend) {
+	pushes, stamps := generated(t, s, "g")
+	steps := mergeSteps(pushes...)
+	turns := mergeTurns(pushes...)
+	byTurn := map[string][]store.Step{}
+	for _, st := range steps {
+		byTurn[st.TurnID] = append(byTurn[st.TurnID], st)
+	}
+	read := func(q store.DetailQuery) store.SessionDetail {
+		t.Helper()
+		d, err := s.Detail(bg, "g", q)
+		if err != nil {
+			t.Fatalf("Detail(g, %+v) = %v", q, err)
+		}
+		return d
+	}
+	// want is a window of n of each of ts, each turn's window starting at
+	// its step of from when it has one.
+	want := func(ts []store.Turn, n int, from map[string]int) ([]store.Step, []store.StepGap) {
+		var keep []store.Step
+		var gaps []store.StepGap
+		for _, tn := range ts {
+			all := byTurn[tn.ID]
+			first, ok := from[tn.ID]
+			if !ok {
+				first = len(all) - n
+			}
+			if first <= 1 {
+				keep = append(keep, all...)
+				continue
+			}
+			keep = append(append(keep, all[0]), all[first:]...)
+			gaps = append(gaps, store.StepGap{TurnID: tn.ID, After: all[0].Seq, Before: all[first].Seq, Steps: first - 1})
+		}
+		slices.SortFunc(keep, func(a, b store.Step) int { return cmp.Compare(a.Seq, b.Seq) })
+		return keep, gaps
+	}
+	check := func(q store.DetailQuery, ts []store.Turn, from map[string]int) {
+		t.Helper()
+		d := read(q)
+		wantSteps, wantGaps := want(ts, q.Steps, from)
+		if !sameJSON(t, d.Steps, wantSteps) {
+			t.Errorf("Detail(g, %+v).Steps = %d steps; want %d", q, len(d.Steps), len(wantSteps))
+		}
+		if !reflect.DeepEqual(d.Gaps, wantGaps) {
+			t.Errorf("Detail(g, %+v).Gaps = %+v; want %+v", q, d.Gaps, wantGaps)
+		}
+		if !reflect.DeepEqual(turnIDs(d.Turns), turnIDs(ts)) {
+			t.Errorf("Detail(g, %+v).Turns = %v; want %v", q, turnIDs(d.Turns), turnIDs(ts))
+		}
+	}
+	n := len(turns)
+	long := len(byTurn[turns[0].ID])
+	if long < 8 {
+		t.Fatalf("the generated turns have %d steps; the test needs 8", long)
+	}
+	check(store.DetailQuery{Steps: 5}, turns, nil)
+	check(store.DetailQuery{Steps: 5, Turns: 2}, turns[n-2:], nil)
+	check(store.DetailQuery{Steps: long - 1}, turns, nil) // a window of all but the first: no gap
+	check(store.DetailQuery{Steps: long - 2}, turns, nil) // one step left out
+	// From: the last turn from its third step on, the others as before.
+	last := byTurn[turns[n-1].ID]
+	check(store.DetailQuery{Steps: 5, From: []int64{last[2].Seq}}, turns, map[string]int{turns[n-1].ID: 2})
+	// Since: the turns of the second push, each a window.
+	var changed []store.Turn
+	for _, tn := range turns {
+		if slices.ContainsFunc(pushes[1].Turns, func(x store.Turn) bool { return x.ID == tn.ID }) {
+			changed = append(changed, tn)
+		}
+	}
+	check(store.DetailQuery{Steps: 5, Since: stamps[0]}, changed, nil)
+
+	// The steps a gap leaves out, read back a window of 4 at a time from
+	// its end, are the turn's steps between, each once and in order.
+	tn := turns[0]
+	d := read(store.DetailQuery{Steps: 3})
+	gap := d.Gaps[0]
+	var got []store.Step
+	for before := gap.Before; ; {
+		w := read(store.DetailQuery{Turn: tn.ID, Steps: 4, StepsBefore: before})
+		if len(w.Turns) != 1 || w.Turns[0].ID != tn.ID || len(w.Steps) == 0 || w.Steps[0].Seq != gap.After {
+			t.Fatalf("Detail(g, turn %s before %d) = turns %v, %d steps; want the turn, its first step first", tn.ID, before, turnIDs(w.Turns), len(w.Steps))
+		}
+		got = append(w.Steps[1:], got...)
+		if len(w.Gaps) == 0 {
+			break
+		}
+		if w.Gaps[0].Before >= before || len(got) > long {
+			t.Fatalf("Detail(g, turn %s before %d).Gaps = %+v: no nearer the turn's start", tn.ID, before, w.Gaps)
+		}
+		before = w.Gaps[0].Before
+	}
+	between := byTurn[tn.ID][1 : 1+gap.Steps]
+	if !sameJSON(t, got, between) {
+		t.Errorf("the gap's steps read a window at a time = %d steps; want the %d of the turn between seq %d and %d", len(got), len(between), gap.After, gap.Before)
+	}
+}
+
 func turnIDs(ts []store.Turn) []string {
 	out := []string{}
 	for _, tn := range ts {
