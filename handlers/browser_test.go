@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +47,7 @@ func TestBrowser(t *testing.T) {
 		{"LongRaw", browserLongRaw},
 		{"FirstDeliveryHead", browserFirstDeliveryHead},
 		{"EarlierTurns", browserEarlierTurns},
+		{"LongTurn", browserLongTurn},
 		{"SessionLive", browserSessionLive},
 		{"LivePill", browserLivePill},
 		{"ManyTabs", browserManyTabs},
@@ -725,6 +728,62 @@ func browserEarlierTurns(t *testing.T, b *browser) {
 	// Steps of an earlier turn open like the others.
 	p.Click("#step-3 > summary")
 	p.WaitFor("a step of an earlier turn opens", `document.querySelector('#step-3').open && document.querySelector('#step-3 [data-testid="step-detail"]').checkVisibility()`)
+}
+
+// browserLongTurn: a turn of many steps shows its first and its last; its
+// control, by keyboard, adds the steps before those; a live update of the
+// turn keeps the steps added and the step opened among them, and the
+// control adds the rest, until every step is on the page once, in order.
+func browserLongTurn(t *testing.T, b *browser) {
+	s := newTestService(t)
+	const sid, n = "long-turn", 800
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := longTurn(sid, n, at)
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=" + sid)
+	last := 3 + n - 1
+	seqs := func() []int {
+		return evalJS[[]int](p, `Array.from(document.querySelectorAll('[data-testid="turn"][data-number="2"] details.step'), d => Number(d.dataset.seq))`)
+	}
+	inOrder := func(what string, want int) {
+		t.Helper()
+		got := seqs()
+		if len(got) != want || !slices.IsSortedFunc(got, func(a, b int) int { return cmp.Or(a-b, -1) }) { // strictly
+			t.Fatalf("%s: the long turn shows %d steps; want %d, each once, in order", what, len(got), want)
+		}
+	}
+	inOrder("at first", 1+recentSteps)
+	control := `[data-testid="turn"][data-number="2"] [data-testid="earlier-steps"]`
+	p.PressEnter(control)
+	p.WaitFor("500 earlier steps show", `document.querySelectorAll('[data-testid="turn"][data-number="2"] details.step').length === `+fmt.Sprint(1+recentSteps+earlierSteps))
+	inOrder("after the control", 1+recentSteps+earlierSteps)
+	hidden := n - 1 - recentSteps - earlierSteps
+	if got := p.Text(control); !strings.Contains(got, fmt.Sprintf("Show %d earlier steps of this turn (%d not shown)", hidden, hidden)) {
+		t.Errorf("the control after one use says %q; want %d earlier", got, hidden)
+	}
+	added := fmt.Sprint(last - recentSteps - 10)
+	p.Click("#step-" + added + " > summary")
+	p.WaitFor("an added step opens", `document.querySelector('#step-`+added+` [data-testid="step-detail"]').checkVisibility()`)
+
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.WaitFor("the refresh on ready", `performance.getEntriesByType('resource').some(e => new URL(e.name).pathname === '/session/updates')`)
+	var steps arr
+	for seq := last + 1; seq <= last+5; seq++ {
+		steps = append(steps, stepRec(sid, seq, 2, at.Add(time.Hour), "command", obj{"command": fmt.Sprintf("step %d", seq), "stdout": "ok"}))
+	}
+	s.mustPush(laterPush(x, nil, steps), http.StatusOK)
+	p.WaitFor("the new steps show", fmt.Sprintf(`document.querySelector('#step-%d') !== null`, last+5))
+	inOrder("after a live update", 1+recentSteps+earlierSteps+5)
+	if !evalJS[bool](p, `document.querySelector('#step-`+added+`').open`) {
+		t.Errorf("the step opened among those added is closed after the update")
+	}
+	if got := p.Text(control); !strings.Contains(got, fmt.Sprintf("(%d not shown)", hidden)) {
+		t.Errorf("the control after the update says %q; want %d not shown", got, hidden)
+	}
+	p.Click(control)
+	p.WaitFor("the rest show and the control goes", `document.querySelector('`+control+`') === null`)
+	inOrder("at the end", n+5)
 }
 
 // browserSessionLive: a new step in the last turn and a new turn show

@@ -56,10 +56,17 @@ func (c CoreClient) List(ctx context.Context, lq store.ListQuery) (store.Session
 func (c CoreClient) Detail(ctx context.Context, id string, dq store.DetailQuery) (store.SessionDetail, error) {
 	var d store.SessionDetail
 	q := url.Values{}
-	for name, n := range map[string]int{"turns": dq.Turns, "before": dq.Before, "head": dq.Head} {
+	for name, n := range map[string]int64{"turns": int64(dq.Turns), "before": int64(dq.Before), "head": int64(dq.Head),
+		"steps": int64(dq.Steps), "steps_before": dq.StepsBefore} {
 		if n > 0 {
-			q.Set(name, strconv.Itoa(n))
+			q.Set(name, strconv.FormatInt(n, 10))
 		}
+	}
+	if dq.Turn != "" {
+		q.Set("turn", dq.Turn)
+	}
+	if len(dq.From) > 0 {
+		q.Set("from", seqsParam(dq.From))
 	}
 	if dq.Since > 0 {
 		q.Set("since", store.FormatStamp(dq.Since))

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
@@ -19,6 +18,8 @@ const (
 	pageSessions = 100     // sessions per page of the list
 	recentTurns  = 30      // turns shown at first
 	earlierTurns = 50      // turns added by the earlier-turns control
+	recentSteps  = 200     // of a turn's steps after its first, shown at first
+	earlierSteps = 500     // steps of a turn added by the earlier-steps control
 	headChars    = 2048    // of each text, in the first delivery
 	shownChars   = 100_000 // of each text, once a step is opened
 )
@@ -81,9 +82,18 @@ func (u pageURLs) step(seq int64, all bool) string {
 // linkSteps adds the review app's step routes to a session view. partial
 // marks the steps with a cut text as partial, for opening to load the rest.
 func linkSteps(v *views.SessionView, id string, partial bool, open map[int64]bool) {
+	u := pageURLs{id}
 	for i := range v.Turns {
-		for j := range v.Turns[i].Steps {
-			linkStep(&v.Turns[i].Steps[j], pageURLs{id}, partial, open)
+		t := &v.Turns[i]
+		for j := range t.Steps {
+			linkStep(&t.Steps[j], u, partial, open)
+		}
+		if t.Head != nil {
+			linkStep(t.Head, u, partial, open)
+		}
+		if g := t.Gap; g != nil {
+			g.Next = min(g.Steps, earlierSteps)
+			g.URL = u.with("/session/steps", "turn", t.ID, "before", strconv.FormatInt(g.Before, 10))
 		}
 	}
 }
@@ -109,9 +119,11 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
-		q := store.DetailQuery{Turns: recentTurns, Head: headChars}
+		q := store.DetailQuery{Turns: recentTurns, Steps: recentSteps, Head: headChars}
+		updates := pageURLs{id}.with("/session/updates")
 		if r.URL.Query().Get("turns") == "all" {
-			q.Turns = 0
+			q.Turns, q.Steps = 0, 0
+			updates = pageURLs{id}.with("/session/updates", "turns", "all")
 		}
 		d, err := src.Detail(r.Context(), id, q)
 		if err != nil {
@@ -131,7 +143,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
 			Changes: changesView(d.ID, d.Workspace.Root, files, 0, firstChanges),
-			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
+			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: updates,
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
@@ -165,7 +177,7 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a turn position above 0"})
 			return
 		}
-		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: earlierTurns, Before: before, Head: headChars})
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: earlierTurns, Before: before, Steps: recentSteps, Head: headChars})
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -187,9 +199,53 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 	})
 }
 
-// updatesFragment is GET /session/updates?id=&since=&open=: the summary,
-// report and every turn changed since the page's stamp, with the steps the
-// reader has open rendered open. The new stamp is in X-Session-Stamp.
+// earlierStepsFragment is GET /session/steps?id=&turn=&before=: the 500
+// steps of a turn before the step of seq before, after its first step,
+// which the page shows already.
+func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+		if err != nil || before <= 0 {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a step's seq"})
+			return
+		}
+		turn := r.URL.Query().Get("turn")
+		if turn == "" {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "turn must be a turn's id"})
+			return
+		}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsBefore: before, Head: headChars})
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if len(d.Turns) == 0 {
+			writeError(w, r, log, store.ErrNotFound)
+			return
+		}
+		segs, err := segmentsBefore(r.Context(), src, d)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		v := sessionView(d, headChars, segs)
+		linkSteps(&v, d.ID, true, nil)
+		attachNotes(&v, !demo, signedInUser(r))
+		t := v.Turns[0]
+		if t.Head == nil && len(t.Steps) > 0 {
+			t.Steps = t.Steps[1:] // the turn's first step, which the page shows
+		}
+		render(w, r, log, http.StatusOK, views.StepsBefore(t))
+	})
+}
+
+// updatesFragment is GET /session/updates?id=&since=&open=&from=[&turns=all]:
+// the summary, report and every turn changed since the page's stamp, with
+// the steps the reader has open rendered open. A turn of many steps comes
+// as the page shows it: its last steps, or, when the reader added earlier
+// ones, every step from those it showed first (from, which app.js keeps);
+// every step on a page of every turn (turns=all). The new stamp is in
+// X-Session-Stamp.
 // Every change to a session moves its stamp (a push, an end, a verdict, a
 // note), so an unmoved stamp is 204 with nothing: the refresh a stream's
 // connecting makes does not redraw the page under the reader's hand.
@@ -200,7 +256,14 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "since must be the page's updated_at stamp"})
 			return
 		}
-		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Since: since.UnixMicro(), Head: headChars})
+		q := store.DetailQuery{Since: since.UnixMicro(), Steps: recentSteps, Head: headChars}
+		if r.URL.Query().Get("turns") == "all" {
+			q.Steps = 0
+		}
+		if s := r.URL.Query().Get("from"); s != "" {
+			q.From = parseSeqs(s, maxSeqs)
+		}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -221,10 +284,8 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			return
 		}
 		open := map[int64]bool{}
-		for _, s := range strings.Split(r.URL.Query().Get("open"), ",") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				open[n] = true
-			}
+		for _, seq := range parseSeqs(r.URL.Query().Get("open"), maxSeqs) {
+			open[seq] = true
 		}
 		v := sessionView(d, headChars, before)
 		linkSteps(&v, d.ID, true, open)

@@ -117,6 +117,15 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			}
 		}
 	}
+	// A turn the read left steps out of: a step before the gap takes no
+	// time to the step after it.
+	gapAt := map[int]int64{}
+	for _, g := range d.Gaps {
+		if i, ok := byID[g.TurnID]; ok {
+			out[i].Gap = &views.StepGap{Steps: g.Steps, Before: g.Before}
+			gapAt[i] = g.Before
+		}
+	}
 	lastAt := make([]time.Time, len(out))
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]
@@ -127,6 +136,9 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			out[i].Prompt = shorten(deref(s.Payload.Text), promptChars)
 		}
 		at, _ := store.ParseTimestamp(s.At)
+		if g, ok := gapAt[i]; ok && g == s.Seq {
+			lastAt[i] = time.Time{}
+		}
 		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && at.After(lastAt[i]) {
 			out[i].Steps[n-1].Duration = views.Duration(at.Sub(lastAt[i]))
 		}
@@ -146,6 +158,9 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 		out[i].Divider = marks.turn(t)
 		for j := range out[i].Steps {
 			out[i].Steps[j].Divider = marks.step(out[i].Steps[j])
+		}
+		if out[i].Gap != nil && len(out[i].Steps) > 0 {
+			out[i].Head, out[i].Steps = &out[i].Steps[0], out[i].Steps[1:]
 		}
 	}
 	return out

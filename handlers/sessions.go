@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/agentreview/service/store"
 )
@@ -54,7 +55,8 @@ func writeList(w http.ResponseWriter, r *http.Request, log *slog.Logger, l store
 
 // sessionDetail is GET /api/sessions/:id: the whole session, or the part
 // that the query parameters of DetailQuery ask for (turns, before, since,
-// seq, head), which is how the review app reads it.
+// seq, head, steps, from, turn, steps_before), which is how the review
+// app reads it.
 func sessionDetail(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseDetailQuery(r.URL.Query())
@@ -78,7 +80,7 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 	bad := func(name string) error {
 		return &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q is not valid", name, v.Get(name))}
 	}
-	for name, dst := range map[string]*int{"turns": &q.Turns, "before": &q.Before, "head": &q.Head} {
+	for name, dst := range map[string]*int{"turns": &q.Turns, "before": &q.Before, "head": &q.Head, "steps": &q.Steps} {
 		if s := v.Get(name); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
@@ -101,7 +103,52 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 		}
 		q.Seq = &n
 	}
+	if s := v.Get("steps_before"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return q, bad("steps_before")
+		}
+		q.StepsBefore = n
+	}
+	if s := v.Get("from"); s != "" {
+		if q.From = parseSeqs(s, maxSeqs); q.From == nil {
+			return q, bad("from")
+		}
+	}
+	q.Turn = v.Get("turn")
 	return q, nil
+}
+
+// maxSeqs bounds a list of steps in a query (from, open): a page's
+// request line is bounded by the server's header limit already; this
+// bounds the work of a list of short numbers.
+const maxSeqs = 100_000
+
+// parseSeqs reads a comma-separated list of at most limit seqs; nil when
+// it is not one.
+func parseSeqs(s string, limit int) []int64 {
+	parts := strings.Split(s, ",")
+	if len(parts) > limit {
+		return nil
+	}
+	seqs := make([]int64, len(parts))
+	for i, p := range parts {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return nil
+		}
+		seqs[i] = n
+	}
+	return seqs
+}
+
+// seqsParam is seqs as parseSeqs reads them.
+func seqsParam(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, n := range seqs {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, ",")
 }
 
 // listValues is q as query parameters, parseListQuery's inverse but for

@@ -29,6 +29,7 @@ var notMasked = map[string]string{
 	"Turns[].PromptID":         "a key, not shown in the report",
 	"Turns[].StartedAt":        "a timestamp, validated on write",
 	"Turns[].StepIDs[]":        "keys, not shown in the report",
+	"Gaps[].TurnID":            "a key, not shown in the report (whose reads leave no step out: it has no gaps)",
 	"Steps[].ID":               "a key, not shown in the report",
 	"Steps[].SessionID":        "a key, not shown in the report",
 	"Steps[].TurnID":           "a key, not shown in the report",

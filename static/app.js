@@ -160,6 +160,8 @@
     const url = new URL(session.dataset.updatesUrl, location.href);
     url.searchParams.set('since', session.dataset.stamp);
     url.searchParams.set('open', openSeqs().join(','));
+    const from = anchoredTurns();
+    if (from.length) url.searchParams.set('from', from.join(','));
     const res = await fetch(url, { headers: { 'HX-Request': 'true' } });
     if (res.status === 404) return showGone();
     if (!res.ok || res.status === 204) return; // 204: nothing changed since the page's stamp
@@ -179,6 +181,7 @@
       const old = document.getElementById(t.dataset.turn);
       if (old) {
         keepOpenBlocks(old, fresh);
+        keepEarlierSteps(old, fresh);
         old.replaceWith(fresh);
       } else if (shown.length === 0 || Number(fresh.dataset.number) >= Number(shown[0].dataset.number)) {
         turns.appendChild(fresh);
@@ -189,6 +192,25 @@
       filterActors(fresh, false);
     });
     if (stamp) session.dataset.stamp = stamp;
+  }
+
+  // A turn of many steps shows its first and its last; the earlier-steps
+  // control adds those before them, .earlier-steps at a time. A live
+  // update of such a turn is asked to start where the page's first did
+  // (from: the step after its control), and keeps the steps added; a turn
+  // none were added to comes with its last steps.
+  function anchoredTurns() {
+    return Array.from(document.querySelectorAll('section.turn[data-from]'), function (t) {
+      return t.querySelector(':scope > .earlier-steps') ? t.dataset.from : null;
+    }).filter(Boolean);
+  }
+
+  function keepEarlierSteps(old, fresh) {
+    const added = old.querySelectorAll(':scope > .earlier-steps');
+    const control = fresh.querySelector(':scope > [data-testid="earlier-steps"]');
+    if (!added.length || !control || fresh.dataset.from !== old.dataset.from) return;
+    const before = old.querySelector(':scope > [data-testid="earlier-steps"]');
+    control.replaceWith.apply(control, (before ? [before] : []).concat(Array.from(added)));
   }
 
   function showGone() {

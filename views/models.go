@@ -221,9 +221,23 @@ type TurnView struct {
 	Duration string      // from the turn's start to its last step
 	Tokens   *TurnTokens // nil when no usage was recorded for the turn
 	Steps    []StepView
+	// Head and Gap are set for a turn of more steps than the page shows:
+	// its first step, then the control that adds the steps after it that
+	// are not shown, then Steps, its last.
+	Head *StepView
+	Gap  *StepGap
 	// Divider, when set, is shown before the turn's header: the turn
 	// started in a segment that begins with it.
 	Divider *SegmentDivider
+}
+
+// StepGap is the steps of a turn the page does not show, between its first
+// step and the step of seq Before, and the route that reads the last Next
+// of them.
+type StepGap struct {
+	Steps, Next int
+	Before      int64
+	URL         string
 }
 
 // StepView is one step: its line in the timeline and its details.

@@ -1,0 +1,215 @@
+package handlers
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/agentreview/service/views"
+)
+
+// longTurn is a session of a short turn (a prompt and a command) and a
+// turn of n steps: its prompt, then commands "step <seq>".
+func longTurn(sid string, n int, started time.Time) obj {
+	b := sessionBatch(sid, "testagent", "1.0.0", started, "/tmp/ws", metricsOf(0.1, 1, 1, 1))
+	b["turns"] = arr{turnRec(sid, 1, started, ""), turnRec(sid, 2, started.Add(time.Minute), "")}
+	steps := arr{
+		stepRec(sid, 1, 1, started, "message", userPrompt("a short turn")),
+		stepRec(sid, 2, 1, started, "command", obj{"command": "step 2", "stdout": "ok"}),
+		stepRec(sid, 3, 2, started.Add(time.Minute), "message", userPrompt("a long turn")),
+	}
+	for seq := 4; seq < 3+n; seq++ {
+		steps = append(steps, stepRec(sid, seq, 2, started.Add(time.Minute+time.Duration(seq)*time.Second), "command",
+			obj{"command": fmt.Sprintf("step %d", seq), "stdout": "ok"}))
+	}
+	b["steps"] = steps
+	return b
+}
+
+// seqsOf are the seqs of the steps of a page or fragment under sel, in
+// page order.
+func seqsOf(t *testing.T, doc *goquery.Selection, sel string) []int {
+	t.Helper()
+	var out []int
+	doc.Find(sel + ` details.step[data-testid="step"]`).Each(func(_ int, s *goquery.Selection) {
+		n, err := strconv.Atoi(s.AttrOr("data-seq", ""))
+		if err != nil {
+			t.Fatalf("a step without a seq: %v", err)
+		}
+		out = append(out, n)
+	})
+	return out
+}
+
+func span(from, to int) []int {
+	var out []int
+	for n := from; n <= to; n++ {
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestLongTurnShowsItsEnds: a turn of more steps than the page shows
+// comes with its first step and its last recentSteps, and a control that
+// adds the ones before those, earlierSteps at a time, until every step of
+// the turn is on the page once and in order. The page is the same size
+// whatever the length of the turn; a page of every turn (a link to a
+// step) shows every step.
+func TestLongTurnShowsItsEnds(t *testing.T) {
+	s := newTestService(t)
+	const n = 1234 // steps of the long turn: seqs 3 to 3+n-1
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	s.mustPush(longTurn("long", n, at), http.StatusCreated)
+	last := 3 + n - 1
+
+	page := mustDocument(t, s, "/session?id=long")
+	long := page.Find(`section.turn[data-number="2"]`)
+	if got, want := seqsOf(t, page.Selection, `section.turn[data-number="1"]`), span(1, 2); !slices.Equal(got, want) {
+		t.Errorf("the short turn shows steps %v; want %v", got, want)
+	}
+	want := append([]int{3}, span(last-recentSteps+1, last)...)
+	if got := seqsOf(t, long, ""); !slices.Equal(got, want) {
+		t.Fatalf("the long turn shows %d steps (%v…); want its first and its last %d", len(got), got[:min(3, len(got))], recentSteps)
+	}
+	if got := long.Find(`.prompt`).Text(); !strings.Contains(got, "a long turn") {
+		t.Errorf("the long turn's prompt = %q; want its first step's text", got)
+	}
+	// A step's time runs until the next step: the first step's next is not
+	// on the page.
+	if got := long.Find(`#step-3 .dur`).Text(); got != "" {
+		t.Errorf("the long turn's first step took %q; want no time, its next step is not shown", got)
+	}
+	if got := long.Find(fmt.Sprintf(`#step-%d .dur`, last-1)).Text(); got != views.Duration(time.Second) {
+		t.Errorf("the step before the last took %q; want a second", got)
+	}
+	hidden := n - 1 - recentSteps
+	control := long.Find(`[data-testid="earlier-steps"]`)
+	if got := strings.Join(strings.Fields(control.Text()), " "); got != fmt.Sprintf("Show %d earlier steps of this turn (%s not shown)", earlierSteps, views.Number(int64(hidden))) {
+		t.Errorf("the earlier-steps control says %q", got)
+	}
+	if got := long.AttrOr("data-from", ""); got != strconv.Itoa(want[1]) {
+		t.Errorf("the long turn's data-from = %q; want %d, its first step after the gap", got, want[1])
+	}
+	if page.Find(`section.turn[data-number="1"] [data-testid="earlier-steps"]`).Length() != 0 {
+		t.Errorf("the short turn has an earlier-steps control")
+	}
+
+	// The control, followed until it goes, adds every step between.
+	var added []int
+	for url, calls := control.AttrOr("hx-get", ""), 0; url != ""; calls++ {
+		if calls > hidden/earlierSteps+1 {
+			t.Fatalf("the earlier-steps control does not end after %d calls", calls)
+		}
+		rec := s.get(html.UnescapeString(url))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", url, rec.Code, rec.Body)
+		}
+		frag := htmlDoc(t, rec.Body.String())
+		got := seqsOf(t, frag.Selection, ".earlier-steps")
+		if len(got) > earlierSteps {
+			t.Errorf("GET %s added %d steps; want at most %d", url, len(got), earlierSteps)
+		}
+		added = append(got, added...)
+		url = frag.Find(`[data-testid="earlier-steps"]`).AttrOr("hx-get", "")
+	}
+	if want := span(4, last-recentSteps); !slices.Equal(added, want) {
+		t.Errorf("the control added %d steps (%v…); want the %d between, in order", len(added), added[:min(3, len(added))], len(want))
+	}
+
+	// Every turn: every step.
+	if got, want := seqsOf(t, mustDocument(t, s, "/session?id=long&turns=all").Selection, ""), span(1, last); !slices.Equal(got, want) {
+		t.Errorf("the page of every turn shows %d steps; want all %d", len(got), len(want))
+	}
+
+	// The page of a turn four times as long is no larger.
+	s.mustPush(longTurn("longer", 4*n, at), http.StatusCreated)
+	short, longer := s.get("/session?id=long").Body.Len(), s.get("/session?id=longer").Body.Len()
+	if float64(longer) > 1.02*float64(short) {
+		t.Errorf("the page of a turn of %d steps is %d bytes, of %d steps %d; want the same size", 4*n, longer, n, short)
+	}
+
+	for _, bad := range []string{"turn=long-t2&before=0", "turn=long-t2&before=x", "turn=long-t2", "before=500"} {
+		if rec := s.get("/session/steps?id=long&" + bad); rec.Code != http.StatusBadRequest {
+			t.Errorf("GET /session/steps?%s = %d; want 400", bad, rec.Code)
+		}
+	}
+	for _, q := range []string{"id=long&turn=nope&before=500", "id=nope&turn=long-t2&before=500"} {
+		if rec := s.get("/session/steps?" + q); rec.Code != http.StatusNotFound {
+			t.Errorf("GET /session/steps?%s = %d; want 404", q, rec.Code)
+		}
+	}
+}
+
+// TestLongTurnLiveUpdate: a live update of a turn of many steps sends its
+// last steps, with the control over the rest; asked to start where the
+// page's first view did (from), every step from there on; on a page of
+// every turn, every step.
+func TestLongTurnLiveUpdate(t *testing.T) {
+	s := newTestService(t)
+	const n, more = 700, 30
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := longTurn("live", n, at)
+	s.mustPush(x, http.StatusCreated)
+	page := mustDocument(t, s, "/session?id=live")
+	stamp := page.Find("#session").AttrOr("data-stamp", "")
+	from := page.Find(`section.turn[data-number="2"]`).AttrOr("data-from", "")
+	updates := page.Find("#session").AttrOr("data-updates-url", "")
+	if stamp == "" || from == "" || updates == "" {
+		t.Fatalf("the page has stamp %q, from %q, updates %q", stamp, from, updates)
+	}
+	var steps arr
+	last := 3 + n - 1
+	for seq := last + 1; seq <= last+more; seq++ {
+		steps = append(steps, stepRec("live", seq, 2, at.Add(time.Hour), "command", obj{"command": fmt.Sprintf("step %d", seq), "stdout": "ok"}))
+	}
+	s.mustPush(laterPush(x, nil, steps), http.StatusOK)
+	last += more
+
+	turn := func(query string) (*goquery.Selection, string) {
+		t.Helper()
+		rec := s.get(updates + "&since=" + url.QueryEscape(stamp) + query)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET updates%s = %d", query, rec.Code)
+		}
+		doc := htmlDoc(t, rec.Body.String())
+		tpl := doc.Find(`template[data-turn]`)
+		if tpl.Length() != 1 {
+			t.Fatalf("GET updates%s = %d turns; want the long one", query, tpl.Length())
+		}
+		h, err := tpl.Html() // x/net/html keeps a template's content as its children
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner := htmlDoc(t, h).Find("section.turn")
+		return inner, strings.Join(strings.Fields(inner.Find(`[data-testid="earlier-steps"]`).Text()), " ")
+	}
+	fromSeq, _ := strconv.Atoi(from)
+	for _, tc := range []struct {
+		query   string
+		want    []int
+		control bool
+	}{
+		{"", append([]int{3}, span(last-recentSteps+1, last)...), true},
+		{"&from=" + from, append([]int{3}, span(fromSeq, last)...), true},
+		{"&turns=all", span(3, last), false},
+	} {
+		sel, control := turn(tc.query)
+		if got := seqsOf(t, sel, ""); !slices.Equal(got, tc.want) {
+			t.Errorf("GET updates%s: the turn has %d steps (%v…); want %d (%v…)", tc.query, len(got), got[:min(3, len(got))], len(tc.want), tc.want[:3])
+		}
+		if hidden := tc.want[1] - 4; tc.control != (control != "") || tc.control && !strings.Contains(control, "("+views.Number(int64(hidden))+" not shown)") {
+			t.Errorf("GET updates%s: the control says %q; want %d not shown", tc.query, control, hidden)
+		}
+	}
+	if rec := s.get(updates + "&since=" + url.QueryEscape(stamp) + "&from=1,x"); rec.Code != http.StatusOK {
+		t.Errorf("GET updates with a bad from = %d; want the update, from left out", rec.Code)
+	}
+}
