@@ -48,6 +48,7 @@ func TestBrowser(t *testing.T) {
 		{"FirstDeliveryHead", browserFirstDeliveryHead},
 		{"EarlierTurns", browserEarlierTurns},
 		{"LongTurn", browserLongTurn},
+		{"LongTurnLink", browserLongTurnLink},
 		{"SessionLive", browserSessionLive},
 		{"LivePill", browserLivePill},
 		{"ManyTabs", browserManyTabs},
@@ -784,6 +785,51 @@ func browserLongTurn(t *testing.T, b *browser) {
 	p.Click(control)
 	p.WaitFor("the rest show and the control goes", `document.querySelector('`+control+`') === null`)
 	inOrder("at the end", n+5)
+}
+
+// browserLongTurnLink: a link to a step of a turn of many that the page
+// does not show loads the page of every turn with the steps around it,
+// opened; a live update keeps them, and the controls either side add the
+// rest.
+func browserLongTurnLink(t *testing.T, b *browser) {
+	s := newTestService(t)
+	const sid, n, k = "long-link", 900, 400
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := longTurn(sid, n, at)
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open(fmt.Sprintf("/session?id=%s#step-%d", sid, k))
+	p.WaitFor("the linked step shows, opened", fmt.Sprintf(`location.search.includes('step=%d') && document.querySelector('#step-%d') !== null
+		&& document.querySelector('#step-%d').open && document.activeElement === document.querySelector('#step-%d > summary')`, k, k, k, k))
+	last := 3 + n - 1
+	turn := `[data-testid="turn"][data-number="2"]`
+	count := func() int { return evalJS[int](p, `document.querySelectorAll('`+turn+` details.step').length`) }
+	if got, want := count(), 1+2*store.AroundSteps+1+recentSteps; got != want {
+		t.Fatalf("the linked turn shows %d steps; want its first, the %d around the link and its last %d", got, 2*store.AroundSteps+1, recentSteps)
+	}
+	if got := p.Count(turn + ` [data-testid="earlier-steps"]`); got != 2 {
+		t.Errorf("%d earlier-steps controls; want one each side of the linked steps", got)
+	}
+
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	p.WaitFor("the refresh on ready", `performance.getEntriesByType('resource').some(e => new URL(e.name).pathname === '/session/updates')`)
+	s.mustPush(laterPush(x, nil, arr{stepRec(sid, last+1, 2, at.Add(time.Hour), "command", obj{"command": "one more", "stdout": "ok"})}), http.StatusOK)
+	p.WaitFor("the new step shows", fmt.Sprintf(`document.querySelector('#step-%d') !== null`, last+1))
+	if got, want := count(), 1+2*store.AroundSteps+1+recentSteps+1; got != want {
+		t.Errorf("after a live update the linked turn shows %d steps; want %d, the linked ones kept", got, want)
+	}
+	if !evalJS[bool](p, fmt.Sprintf(`document.querySelector('#step-%d').open`, k)) {
+		t.Errorf("the linked step is closed after the update")
+	}
+	for p.Count(turn+` [data-testid="earlier-steps"]`) > 0 {
+		before := count()
+		p.Click(turn + ` [data-testid="earlier-steps"]`)
+		p.WaitFor("the control adds steps", fmt.Sprintf(`document.querySelectorAll('%s details.step').length > %d`, turn, before))
+	}
+	got := evalJS[[]int](p, `Array.from(document.querySelectorAll('`+turn+` details.step'), d => Number(d.dataset.seq))`)
+	if len(got) != n+1 || !slices.IsSortedFunc(got, func(a, b int) int { return cmp.Or(a-b, -1) }) {
+		t.Errorf("with every control used the turn shows %d steps; want its %d, each once, in order", len(got), n+1)
+	}
 }
 
 // browserSessionLive: a new step in the last turn and a new turn show

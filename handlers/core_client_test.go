@@ -61,12 +61,12 @@ func TestDevServerRendersFromCore(t *testing.T) {
 			t.Errorf("dev GET %s = %d; want 200 and the core's own page", path, code)
 		}
 	}
-	// A turn of many steps: its window, the steps before it and a live
-	// update from a step before the window (a page the reader added steps
-	// to), as the core's own.
+	// A turn of many steps: its window, a link to a step in its gap, the
+	// steps before the window and a live update from a step before it (a
+	// page the reader added steps to), as the core's own.
 	core.mustPush(longTurn("long", 900, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
 	from := 902 - recentSteps + 1 // the last of the 900 steps is seq 902
-	for _, path := range []string{"/session?id=long", "/session/steps?id=long&turn=long-t2&before=" + fmt.Sprint(from),
+	for _, path := range []string{"/session?id=long", "/session?id=long&turns=all&step=300", "/session/steps?id=long&turn=long-t2&after=3&before=" + fmt.Sprint(from),
 		"/session/updates?id=long&since=2026-01-01T00:00:00Z&from=" + fmt.Sprint(from-100)} {
 		code, body := get(path)
 		own := core.get(path)

@@ -85,15 +85,16 @@ func linkSteps(v *views.SessionView, id string, partial bool, open map[int64]boo
 	u := pageURLs{id}
 	for i := range v.Turns {
 		t := &v.Turns[i]
-		for j := range t.Steps {
-			linkStep(&t.Steps[j], u, partial, open)
+		for _, steps := range t.Runs() {
+			for j := range steps {
+				linkStep(&steps[j], u, partial, open)
+			}
 		}
-		if t.Head != nil {
-			linkStep(t.Head, u, partial, open)
-		}
-		if g := t.Gap; g != nil {
+		for j := range t.Earlier {
+			g := &t.Earlier[j].Gap
 			g.Next = min(g.Steps, earlierSteps)
-			g.URL = u.with("/session/steps", "turn", t.ID, "before", strconv.FormatInt(g.Before, 10))
+			g.URL = u.with("/session/steps", "turn", t.ID,
+				"after", strconv.FormatInt(g.After, 10), "before", strconv.FormatInt(g.Before, 10))
 		}
 	}
 }
@@ -114,17 +115,17 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 }
 
 // sessionPage is GET /session?id=: the session view. turns=all shows every
-// turn, for links to a step. On a team server (team) the owner's delete
+// turn, for links to a step, and step= the steps around that one in a turn
+// of many. On a team server (team) the owner's delete
 // is for the whole team, and only the owner is offered it.
 func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Steps: recentSteps, Head: headChars}
-		updates := pageURLs{id}.with("/session/updates")
 		if r.URL.Query().Get("turns") == "all" {
-			q.Turns, q.Steps = 0, 0
-			updates = pageURLs{id}.with("/session/updates", "turns", "all")
+			q.Turns = 0
 		}
+		q.Around, _ = strconv.ParseInt(r.URL.Query().Get("step"), 10, 64)
 		d, err := src.Detail(r.Context(), id, q)
 		if err != nil {
 			writePageError(w, r, log, err)
@@ -143,7 +144,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
 			Changes: changesView(d.ID, d.Workspace.Root, files, 0, firstChanges),
-			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: updates,
+			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
@@ -199,14 +200,15 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 	})
 }
 
-// earlierStepsFragment is GET /session/steps?id=&turn=&before=: the 500
-// steps of a turn before the step of seq before, after its first step,
-// which the page shows already.
+// earlierStepsFragment is GET /session/steps?id=&turn=&after=&before=:
+// the last 500 steps of a turn between the steps of seq after and before,
+// which the page shows, and the control for those before them.
 func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		before, err := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-		if err != nil || before <= 0 {
-			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a step's seq"})
+		after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		before, err2 := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+		if err != nil || err2 != nil || after <= 0 || before <= after {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "after and before must be the seqs of steps, after the lower"})
 			return
 		}
 		turn := r.URL.Query().Get("turn")
@@ -214,7 +216,8 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "turn must be a turn's id"})
 			return
 		}
-		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsBefore: before, Head: headChars})
+		q := store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsAfter: after, StepsBefore: before, Head: headChars}
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -231,21 +234,17 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 		v := sessionView(d, headChars, segs)
 		linkSteps(&v, d.ID, true, nil)
 		attachNotes(&v, !demo, signedInUser(r))
-		t := v.Turns[0]
-		if t.Head == nil && len(t.Steps) > 0 {
-			t.Steps = t.Steps[1:] // the turn's first step, which the page shows
-		}
-		render(w, r, log, http.StatusOK, views.StepsBefore(t))
+		render(w, r, log, http.StatusOK, views.StepsBefore(v.Turns[0]))
 	})
 }
 
-// updatesFragment is GET /session/updates?id=&since=&open=&from=[&turns=all]:
-// the summary, report and every turn changed since the page's stamp, with
-// the steps the reader has open rendered open. A turn of many steps comes
-// as the page shows it: its last steps, or, when the reader added earlier
-// ones, every step from those it showed first (from, which app.js keeps);
-// every step on a page of every turn (turns=all). The new stamp is in
-// X-Session-Stamp.
+// updatesFragment is GET /session/updates?id=&since=&open=&from=: the
+// summary, report and every turn changed since the page's stamp, with the
+// steps the reader has open rendered open. A turn of many steps comes with
+// its last steps, or, when the page shows more of it (steps the reader
+// added, the steps around a linked one), every step from those it showed
+// first (from), whose redrawn turn app.js gives the steps shown before
+// them. The new stamp is in X-Session-Stamp.
 // Every change to a session moves its stamp (a push, an end, a verdict, a
 // note), so an unmoved stamp is 204 with nothing: the refresh a stream's
 // connecting makes does not redraw the page under the reader's hand.
@@ -257,9 +256,6 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			return
 		}
 		q := store.DetailQuery{Since: since.UnixMicro(), Steps: recentSteps, Head: headChars}
-		if r.URL.Query().Get("turns") == "all" {
-			q.Steps = 0
-		}
 		if s := r.URL.Query().Get("from"); s != "" {
 			q.From = parseSeqs(s, maxSeqs)
 		}

@@ -117,13 +117,17 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			}
 		}
 	}
-	// A turn the read left steps out of: a step before the gap takes no
-	// time to the step after it.
-	gapAt := map[int]int64{}
+	// A turn the read left steps out of: its steps before each gap are a
+	// run of Earlier, and a step before a gap takes no time to the step
+	// after it.
+	type place struct {
+		turn int
+		seq  int64
+	}
+	gapAt := map[place]store.StepGap{}
 	for _, g := range d.Gaps {
 		if i, ok := byID[g.TurnID]; ok {
-			out[i].Gap = &views.StepGap{Steps: g.Steps, Before: g.Before}
-			gapAt[i] = g.Before
+			gapAt[place{i, g.Before}] = g
 		}
 	}
 	lastAt := make([]time.Time, len(out))
@@ -136,8 +140,10 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			out[i].Prompt = shorten(deref(s.Payload.Text), promptChars)
 		}
 		at, _ := store.ParseTimestamp(s.At)
-		if g, ok := gapAt[i]; ok && g == s.Seq {
-			lastAt[i] = time.Time{}
+		if g, ok := gapAt[place{i, s.Seq}]; ok {
+			out[i].Earlier = append(out[i].Earlier, views.StepRun{Steps: out[i].Steps,
+				Gap: views.StepGap{Steps: g.Steps, After: g.After, Before: g.Before}})
+			out[i].Steps, lastAt[i] = nil, time.Time{}
 		}
 		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && at.After(lastAt[i]) {
 			out[i].Steps[n-1].Duration = views.Duration(at.Sub(lastAt[i]))
@@ -156,11 +162,10 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			marks.cur = before[t.ID]
 		}
 		out[i].Divider = marks.turn(t)
-		for j := range out[i].Steps {
-			out[i].Steps[j].Divider = marks.step(out[i].Steps[j])
-		}
-		if out[i].Gap != nil && len(out[i].Steps) > 0 {
-			out[i].Head, out[i].Steps = &out[i].Steps[0], out[i].Steps[1:]
+		for _, steps := range out[i].Runs() {
+			for j := range steps {
+				steps[j].Divider = marks.step(steps[j])
+			}
 		}
 	}
 	return out

@@ -55,8 +55,8 @@ func writeList(w http.ResponseWriter, r *http.Request, log *slog.Logger, l store
 
 // sessionDetail is GET /api/sessions/:id: the whole session, or the part
 // that the query parameters of DetailQuery ask for (turns, before, since,
-// seq, head, steps, from, turn, steps_before), which is how the review
-// app reads it.
+// seq, head, steps, from, around, turn, steps_after, steps_before), which
+// is how the review app reads it.
 func sessionDetail(st Reader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseDetailQuery(r.URL.Query())
@@ -80,15 +80,19 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 	bad := func(name string) error {
 		return &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q is not valid", name, v.Get(name))}
 	}
-	for name, dst := range map[string]*int{"turns": &q.Turns, "before": &q.Before, "head": &q.Head, "steps": &q.Steps} {
+	// Counts and seqs, none below 0.
+	var turns, before, head, steps int64
+	for name, dst := range map[string]*int64{"turns": &turns, "before": &before, "head": &head, "steps": &steps,
+		"steps_after": &q.StepsAfter, "steps_before": &q.StepsBefore, "around": &q.Around} {
 		if s := v.Get(name); s != "" {
-			n, err := strconv.Atoi(s)
+			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {
 				return q, bad(name)
 			}
 			*dst = n
 		}
 	}
+	q.Turns, q.Before, q.Head, q.Steps = int(turns), int(before), int(head), int(steps)
 	if s := v.Get("since"); s != "" {
 		t, ok := store.ParseTimestamp(s)
 		if !ok {
@@ -102,13 +106,6 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 			return q, bad("seq")
 		}
 		q.Seq = &n
-	}
-	if s := v.Get("steps_before"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return q, bad("steps_before")
-		}
-		q.StepsBefore = n
 	}
 	if s := v.Get("from"); s != "" {
 		if q.From = parseSeqs(s, maxSeqs); q.From == nil {

@@ -288,7 +288,7 @@ func TestTeamUnknownText(t *testing.T) {
 			{http.MethodDelete, "/api/sessions/" + x, "", http.StatusNotFound},
 			{http.MethodGet, "/session?id=" + x, "", http.StatusNotFound},
 			{http.MethodGet, "/session/turns?id=" + x + "&before=1", "", http.StatusNotFound},
-			{http.MethodGet, "/session/steps?id=" + x + "&turn=" + x + "&before=2", "", http.StatusNotFound},
+			{http.MethodGet, "/session/steps?id=" + x + "&turn=" + x + "&after=1&before=2", "", http.StatusNotFound},
 			{http.MethodGet, "/api/sessions?agent=" + x + "&workspace=" + x, "", http.StatusOK},
 			{http.MethodGet, "/?verdict=" + x + "&owner=" + x, "", http.StatusOK},
 			{http.MethodGet, "/api/usage?agent=" + x, "", http.StatusOK},

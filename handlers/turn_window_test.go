@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"html"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
 
@@ -60,9 +60,9 @@ func span(from, to int) []int {
 // TestLongTurnShowsItsEnds: a turn of more steps than the page shows
 // comes with its first step and its last recentSteps, and a control that
 // adds the ones before those, earlierSteps at a time, until every step of
-// the turn is on the page once and in order. The page is the same size
-// whatever the length of the turn; a page of every turn (a link to a
-// step) shows every step.
+// the turn is on the page once and in order. A link to a step not shown
+// shows the steps around it, with a control each side. The page is the
+// same size whatever the length of the turn.
 func TestLongTurnShowsItsEnds(t *testing.T) {
 	s := newTestService(t)
 	const n = 1234 // steps of the long turn: seqs 3 to 3+n-1
@@ -103,30 +103,27 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 	}
 
 	// The control, followed until it goes, adds every step between.
-	var added []int
-	for url, calls := control.AttrOr("hx-get", ""), 0; url != ""; calls++ {
-		if calls > hidden/earlierSteps+1 {
-			t.Fatalf("the earlier-steps control does not end after %d calls", calls)
-		}
-		rec := s.get(html.UnescapeString(url))
-		if rec.Code != http.StatusOK {
-			t.Fatalf("GET %s = %d %s", url, rec.Code, rec.Body)
-		}
-		frag := htmlDoc(t, rec.Body.String())
-		got := seqsOf(t, frag.Selection, ".earlier-steps")
-		if len(got) > earlierSteps {
-			t.Errorf("GET %s added %d steps; want at most %d", url, len(got), earlierSteps)
-		}
-		added = append(got, added...)
-		url = frag.Find(`[data-testid="earlier-steps"]`).AttrOr("hx-get", "")
+	if calls := fillGaps(t, s, long); calls != (hidden+earlierSteps-1)/earlierSteps {
+		t.Errorf("the earlier-steps control was used %d times; want %d", calls, (hidden+earlierSteps-1)/earlierSteps)
 	}
-	if want := span(4, last-recentSteps); !slices.Equal(added, want) {
-		t.Errorf("the control added %d steps (%v…); want the %d between, in order", len(added), added[:min(3, len(added))], len(want))
+	if got, want := seqsOf(t, long, ""), span(3, last); !slices.Equal(got, want) {
+		t.Errorf("the long turn with every control followed shows %d steps (%v…); want its %d, in order", len(got), got[:min(3, len(got))], len(want))
 	}
 
-	// Every turn: every step.
-	if got, want := seqsOf(t, mustDocument(t, s, "/session?id=long&turns=all").Selection, ""), span(1, last); !slices.Equal(got, want) {
-		t.Errorf("the page of every turn shows %d steps; want all %d", len(got), len(want))
+	// A link to a step not shown: every turn, and the steps around it
+	// between the gaps before and after them.
+	const k = 600
+	linked := mustDocument(t, s, fmt.Sprintf("/session?id=long&turns=all&step=%d", k)).Find(`section.turn[data-number="2"]`)
+	want = append(append([]int{3}, span(k-store.AroundSteps, k+store.AroundSteps)...), span(last-recentSteps+1, last)...)
+	if got := seqsOf(t, linked, ""); !slices.Equal(got, want) {
+		t.Errorf("the page of a link to step %d shows %d steps of its turn (%v…); want %d", k, len(got), got[:min(3, len(got))], len(want))
+	}
+	if got := seqsOf(t, linked, ".turn-earlier .earlier-steps"); !slices.Equal(got, span(k-store.AroundSteps, k+store.AroundSteps)) {
+		t.Errorf("the steps around step %d = %d steps; want the %d either side", k, len(got), store.AroundSteps)
+	}
+	fillGaps(t, s, linked)
+	if got, want := seqsOf(t, linked, ""), span(3, last); !slices.Equal(got, want) {
+		t.Errorf("the linked turn with every control followed shows %d steps (%v…); want its %d, in order", len(got), got[:min(3, len(got))], len(want))
 	}
 
 	// The page of a turn four times as long is no larger.
@@ -136,22 +133,45 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 		t.Errorf("the page of a turn of %d steps is %d bytes, of %d steps %d; want the same size", 4*n, longer, n, short)
 	}
 
-	for _, bad := range []string{"turn=long-t2&before=0", "turn=long-t2&before=x", "turn=long-t2", "before=500"} {
+	for _, bad := range []string{"turn=long-t2&after=3&before=0", "turn=long-t2&after=3&before=x", "turn=long-t2&after=500&before=500",
+		"turn=long-t2&before=500", "turn=long-t2", "after=3&before=500"} {
 		if rec := s.get("/session/steps?id=long&" + bad); rec.Code != http.StatusBadRequest {
 			t.Errorf("GET /session/steps?%s = %d; want 400", bad, rec.Code)
 		}
 	}
-	for _, q := range []string{"id=long&turn=nope&before=500", "id=nope&turn=long-t2&before=500"} {
+	for _, q := range []string{"id=long&turn=nope&after=3&before=500", "id=nope&turn=long-t2&after=3&before=500"} {
 		if rec := s.get("/session/steps?" + q); rec.Code != http.StatusNotFound {
 			t.Errorf("GET /session/steps?%s = %d; want 404", q, rec.Code)
 		}
 	}
 }
 
+// fillGaps follows every earlier-steps control under turn, as htmx does
+// (the control swapped for the answer), until none is left, checking each
+// adds at most earlierSteps; it returns how many it followed.
+func fillGaps(t *testing.T, s *testService, turn *goquery.Selection) int {
+	t.Helper()
+	calls := 0
+	for c := turn.Find(`[data-testid="earlier-steps"]`).First(); c.Length() > 0; c = turn.Find(`[data-testid="earlier-steps"]`).First() {
+		if calls++; calls > 100 {
+			t.Fatalf("the earlier-steps controls do not end after %d uses", calls)
+		}
+		url := c.AttrOr("hx-get", "")
+		rec := s.get(url)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", url, rec.Code, rec.Body)
+		}
+		if n := len(seqsOf(t, htmlDoc(t, rec.Body.String()).Selection, "")); n > earlierSteps {
+			t.Errorf("GET %s added %d steps; want at most %d", url, n, earlierSteps)
+		}
+		c.ReplaceWithHtml(rec.Body.String())
+	}
+	return calls
+}
+
 // TestLongTurnLiveUpdate: a live update of a turn of many steps sends its
 // last steps, with the control over the rest; asked to start where the
-// page's first view did (from), every step from there on; on a page of
-// every turn, every step.
+// page's first view did (from), every step from there on.
 func TestLongTurnLiveUpdate(t *testing.T) {
 	s := newTestService(t)
 	const n, more = 700, 30
@@ -199,7 +219,6 @@ func TestLongTurnLiveUpdate(t *testing.T) {
 	}{
 		{"", append([]int{3}, span(last-recentSteps+1, last)...), true},
 		{"&from=" + from, append([]int{3}, span(fromSeq, last)...), true},
-		{"&turns=all", span(3, last), false},
 	} {
 		sel, control := turn(tc.query)
 		if got := seqsOf(t, sel, ""); !slices.Equal(got, tc.want) {

@@ -194,23 +194,26 @@
     if (stamp) session.dataset.stamp = stamp;
   }
 
-  // A turn of many steps shows its first and its last; the earlier-steps
-  // control adds those before them, .earlier-steps at a time. A live
-  // update of such a turn is asked to start where the page's first did
-  // (from: the step after its control), and keeps the steps added; a turn
-  // none were added to comes with its last steps.
+  // A turn of many steps shows its first and its last (from data-from on),
+  // and the steps before them in .turn-earlier: its first step, then each
+  // run of steps shown (.earlier-steps: those a control added, those
+  // around a linked step) after the control of the steps not shown. A live
+  // update of a turn showing such runs, or the step the page links to, is
+  // asked to start where the page's first view did (from), and keeps the
+  // page's .turn-earlier; another comes with its last steps.
   function anchoredTurns() {
+    const m = /^#step-(\d+)$/.exec(location.hash);
     return Array.from(document.querySelectorAll('section.turn[data-from]'), function (t) {
-      return t.querySelector(':scope > .earlier-steps') ? t.dataset.from : null;
+      const keep = t.querySelector(':scope > .turn-earlier .earlier-steps') || (m && t.querySelector('#step-' + m[1]));
+      return keep ? t.dataset.from : null;
     }).filter(Boolean);
   }
 
   function keepEarlierSteps(old, fresh) {
-    const added = old.querySelectorAll(':scope > .earlier-steps');
-    const control = fresh.querySelector(':scope > [data-testid="earlier-steps"]');
-    if (!added.length || !control || fresh.dataset.from !== old.dataset.from) return;
-    const before = old.querySelector(':scope > [data-testid="earlier-steps"]');
-    control.replaceWith.apply(control, (before ? [before] : []).concat(Array.from(added)));
+    const shown = old.querySelector(':scope > .turn-earlier');
+    const start = fresh.querySelector(':scope > .turn-earlier');
+    if (!shown || !start || !shown.querySelector('.earlier-steps') || fresh.dataset.from !== old.dataset.from) return;
+    start.replaceWith(shown);
   }
 
   function showGone() {
@@ -241,16 +244,17 @@
     setTimeout(function () { expanding = false; }); // toggle events fire after this task
   }
 
-  // #step-<seq> opens that step and scrolls to it, showing every turn if
-  // the step is not among those shown.
+  // #step-<seq> opens that step and scrolls to it, showing every turn and
+  // the steps around it (step=) if it is not among those shown.
   function openHash() {
     const m = /^#step-(\d+)$/.exec(location.hash);
     if (!m || !document.getElementById('session')) return;
     const d = document.getElementById('step-' + m[1]);
     if (!d) {
       const all = new URL(location.href);
-      if (all.searchParams.get('turns') !== 'all') {
+      if (all.searchParams.get('turns') !== 'all' || all.searchParams.get('step') !== m[1]) {
         all.searchParams.set('turns', 'all');
+        all.searchParams.set('step', m[1]);
         location.replace(all);
       }
       return;

@@ -3,8 +3,8 @@ package store
 import "slices"
 
 // StepGap is the steps of a turn that a read left out (DetailQuery.Steps):
-// Steps of them, between the turn's first step, seq After, which the read
-// kept, and seq Before, the first of the steps it kept after them.
+// Steps of them, between seq After, the step the read kept before them
+// (or DetailQuery.StepsAfter), and seq Before, the step it kept after them.
 type StepGap struct {
 	TurnID string `json:"turn_id"`
 	After  int64  `json:"after"`
@@ -12,16 +12,21 @@ type StepGap struct {
 	Steps  int    `json:"steps"`
 }
 
+// AroundSteps are the steps a windowed read keeps either side of the step
+// of DetailQuery.Around.
+const AroundSteps = 50
+
 // Windowed reports whether q reads only a window of each turn's steps
 // (DetailQuery.Steps).
 func (q DetailQuery) Windowed() bool { return q.Steps > 0 && q.Seq == nil && !q.NoSteps }
 
 // StepWindow is what a windowed read of q keeps of the steps of turns
-// (in turn order), given each turn's steps' seqs before q.StepsBefore in
-// seq order: every step of a turn of up to q.Steps+1 of them; of a longer
-// turn its first step and its last q.Steps, or, when one of q.From is a
-// step of it, its first step and every step from that one on. The steps
-// kept are in seq order; gaps are in turn order.
+// (in turn order), given the seqs of each turn's steps between
+// q.StepsAfter and q.StepsBefore in seq order: its first step (unless the
+// read starts after q.StepsAfter), its last q.Steps or, when one of q.From
+// is a step of it, every step from that one on, and the AroundSteps either
+// side of q.Around. The steps kept are in seq order; gaps, the runs of
+// steps between those kept, in turn order and then seq order.
 func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []int64, gaps []StepGap) {
 	anchors := make(map[int64]bool, len(q.From))
 	for _, seq := range q.From {
@@ -29,19 +34,39 @@ func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []i
 	}
 	for _, t := range turns {
 		s := seqs[t.ID]
+		kept := make([]bool, len(s))
 		from := len(s) - q.Steps
 		if len(anchors) > 0 {
 			if i := slices.IndexFunc(s, func(seq int64) bool { return anchors[seq] }); i >= 0 {
 				from = i
 			}
 		}
-		if from <= 1 {
-			keep = append(keep, s...)
-			continue
+		for i := max(0, from); i < len(s); i++ {
+			kept[i] = true
 		}
-		keep = append(keep, s[0])
-		keep = append(keep, s[from:]...)
-		gaps = append(gaps, StepGap{TurnID: t.ID, After: s[0], Before: s[from], Steps: from - 1})
+		if q.StepsAfter <= 0 && len(s) > 0 {
+			kept[0] = true // the turn's first step: its prompt
+		}
+		if i := slices.Index(s, q.Around); q.Around > 0 && i >= 0 {
+			for j := max(0, i-AroundSteps); j <= min(len(s)-1, i+AroundSteps); j++ {
+				kept[j] = true
+			}
+		}
+		after := q.StepsAfter
+		for i := 0; i < len(s); {
+			if kept[i] {
+				keep, after = append(keep, s[i]), s[i]
+				i++
+				continue
+			}
+			j := i + 1
+			for j < len(s) && !kept[j] {
+				j++
+			}
+			// j < len(s): the turn's last step is always kept (q.Steps > 0).
+			gaps = append(gaps, StepGap{TurnID: t.ID, After: after, Before: s[j], Steps: j - i})
+			i = j
+		}
 	}
 	slices.Sort(keep) // turns may interleave (a subagent's)
 	return keep, gaps

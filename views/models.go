@@ -221,23 +221,49 @@ type TurnView struct {
 	Duration string      // from the turn's start to its last step
 	Tokens   *TurnTokens // nil when no usage was recorded for the turn
 	Steps    []StepView
-	// Head and Gap are set for a turn of more steps than the page shows:
-	// its first step, then the control that adds the steps after it that
-	// are not shown, then Steps, its last.
-	Head *StepView
-	Gap  *StepGap
+	// Earlier, for a turn of more steps than the page shows, are its steps
+	// before Steps, each run of them followed by the control of the steps
+	// not shown after it: its first step and the gap after it, and on a
+	// link to a step, the steps around it and the gap after them.
+	Earlier []StepRun
 	// Divider, when set, is shown before the turn's header: the turn
 	// started in a segment that begins with it.
 	Divider *SegmentDivider
 }
 
-// StepGap is the steps of a turn the page does not show, between its first
-// step and the step of seq Before, and the route that reads the last Next
-// of them.
+// StepRun is a run of a turn's steps the page shows, and the steps after
+// it that it does not (Gap).
+type StepRun struct {
+	Steps []StepView
+	Gap   StepGap
+}
+
+// StepGap is the steps of a turn the page does not show, between the
+// steps of seq After and Before, and the route that reads the last Next of
+// them.
 type StepGap struct {
-	Steps, Next int
-	Before      int64
-	URL         string
+	Steps, Next   int
+	After, Before int64
+	URL           string
+}
+
+// Runs are the turn's steps shown, each run of them: those of Earlier,
+// then Steps. They share the turn's steps: a change to one is the turn's.
+func (t TurnView) Runs() [][]StepView {
+	runs := make([][]StepView, 0, len(t.Earlier)+1)
+	for _, r := range t.Earlier {
+		runs = append(runs, r.Steps)
+	}
+	return append(runs, t.Steps)
+}
+
+// From is the seq of the first of a turn's last steps, after its last gap;
+// 0 for a turn shown whole.
+func (t TurnView) From() int64 {
+	if len(t.Earlier) == 0 {
+		return 0
+	}
+	return t.Earlier[len(t.Earlier)-1].Gap.Before
 }
 
 // StepView is one step: its line in the timeline and its details.

@@ -515,26 +515,84 @@ func testDetailStepWindow(t *testing.T, s store.Backend) {
 	// The steps a gap leaves out, read back a window of 4 at a time from
 	// its end, are the turn's steps between, each once and in order.
 	tn := turns[0]
-	d := read(store.DetailQuery{Steps: 3})
-	gap := d.Gaps[0]
+	gap := read(store.DetailQuery{Steps: 3}).Gaps[0]
+	if got, want := readGap(t, s, "g", gap, 4), byTurn[tn.ID][1:1+gap.Steps]; !sameJSON(t, got, want) {
+		t.Errorf("the gap's steps read a window at a time = %d steps; want the %d of the turn between seq %d and %d", len(got), len(want), gap.After, gap.Before)
+	}
+	testDetailAround(t, s)
+}
+
+// A link to a step of a turn of many: the steps around it are kept
+// besides the turn's first and last, and each gap reads back whole.
+func testDetailAround(t *testing.T, s store.Backend) {
+	const n, last, around = 300, 20, 150
+	b := Batch("w", 0, n) // one turn of all its steps
+	b.Turns = b.Turns[:1]
+	for i := range b.Steps {
+		b.Steps[i].TurnID, b.Steps[i].ActorID = b.Turns[0].ID, b.Turns[0].ActorID
+	}
+	mustApply(t, s, b)
+	seqs := make([]int64, n)
+	for i, st := range b.Steps {
+		seqs[i] = st.Seq
+	}
+	d, err := s.Detail(bg, "w", store.DetailQuery{Steps: last, Around: seqs[around]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := around-store.AroundSteps, around+store.AroundSteps
+	var want []int64
+	want = append(append(append(want, seqs[0]), seqs[lo:hi+1]...), seqs[n-last:]...)
+	got := make([]int64, len(d.Steps))
+	for i, st := range d.Steps {
+		got[i] = st.Seq
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Detail(w, around seq %d).Steps = %v; want the first, %d either side of it and the last %d", seqs[around], got, store.AroundSteps, last)
+	}
+	wantGaps := []store.StepGap{
+		{TurnID: b.Turns[0].ID, After: seqs[0], Before: seqs[lo], Steps: lo - 1},
+		{TurnID: b.Turns[0].ID, After: seqs[hi], Before: seqs[n-last], Steps: n - last - hi - 1},
+	}
+	if !reflect.DeepEqual(d.Gaps, wantGaps) {
+		t.Errorf("Detail(w, around seq %d).Gaps = %+v; want %+v", seqs[around], d.Gaps, wantGaps)
+	}
+	for _, g := range d.Gaps {
+		var want []store.Step
+		for _, st := range b.Steps {
+			if st.Seq > g.After && st.Seq < g.Before {
+				want = append(want, st)
+			}
+		}
+		if got := readGap(t, s, "w", g, 7); !sameJSON(t, got, want) {
+			t.Errorf("the steps of the gap %+v read 7 at a time = %d steps; want its %d", g, len(got), len(want))
+		}
+	}
+}
+
+// readGap reads the steps a gap of session sid left out, n at a time from
+// its end, as the review app's control does (DetailQuery.StepsAfter and
+// StepsBefore), checking that each read keeps only those.
+func readGap(t *testing.T, s store.Backend, sid string, gap store.StepGap, n int) []store.Step {
+	t.Helper()
 	var got []store.Step
 	for before := gap.Before; ; {
-		w := read(store.DetailQuery{Turn: tn.ID, Steps: 4, StepsBefore: before})
-		if len(w.Turns) != 1 || w.Turns[0].ID != tn.ID || len(w.Steps) == 0 || w.Steps[0].Seq != gap.After {
-			t.Fatalf("Detail(g, turn %s before %d) = turns %v, %d steps; want the turn, its first step first", tn.ID, before, turnIDs(w.Turns), len(w.Steps))
+		w, err := s.Detail(bg, sid, store.DetailQuery{Turn: gap.TurnID, Steps: n, StepsAfter: gap.After, StepsBefore: before})
+		if err != nil {
+			t.Fatal(err)
 		}
-		got = append(w.Steps[1:], got...)
+		if len(w.Turns) != 1 || w.Turns[0].ID != gap.TurnID || len(w.Steps) == 0 || len(w.Steps) > n ||
+			w.Steps[0].Seq <= gap.After || w.Steps[len(w.Steps)-1].Seq >= before {
+			t.Fatalf("Detail(%s, turn %s between %d and %d) = turns %v, %d steps; want the turn, up to %d of its steps between", sid, gap.TurnID, gap.After, before, turnIDs(w.Turns), len(w.Steps), n)
+		}
+		got = append(w.Steps, got...)
 		if len(w.Gaps) == 0 {
-			break
+			return got
 		}
-		if w.Gaps[0].Before >= before || len(got) > long {
-			t.Fatalf("Detail(g, turn %s before %d).Gaps = %+v: no nearer the turn's start", tn.ID, before, w.Gaps)
+		if len(w.Gaps) != 1 || w.Gaps[0].After != gap.After || w.Gaps[0].Before != w.Steps[0].Seq || len(got) > gap.Steps {
+			t.Fatalf("Detail(%s, turn %s between %d and %d).Gaps = %+v; want the one before its steps", sid, gap.TurnID, gap.After, before, w.Gaps)
 		}
 		before = w.Gaps[0].Before
-	}
-	between := byTurn[tn.ID][1 : 1+gap.Steps]
-	if !sameJSON(t, got, between) {
-		t.Errorf("the gap's steps read a window at a time = %d steps; want the %d of the turn between seq %d and %d", len(got), len(between), gap.After, gap.Before)
 	}
 }
 
