@@ -114,6 +114,20 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 	}
 }
 
+// timelineView is d as the session page and its fragments show it: each
+// turn in its segment (segmentsBefore), its steps linked to their routes,
+// the steps in open rendered open, and the notes the reader may edit.
+func timelineView(r *http.Request, src PageSource, d store.SessionDetail, demo bool, open map[int64]bool) (views.SessionView, error) {
+	before, err := segmentsBefore(r.Context(), src, d)
+	if err != nil {
+		return views.SessionView{}, err
+	}
+	v := sessionView(d, headChars, before)
+	linkSteps(&v, d.ID, true, open)
+	attachNotes(&v, !demo, signedInUser(r))
+	return v, nil
+}
+
 // sessionPage is GET /session?id=: the session view. turns=all shows every
 // turn, for links to a step, and step= the steps around that one in a turn
 // of many. On a team server (team) the owner's delete
@@ -136,7 +150,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			writePageError(w, r, log, err)
 			return
 		}
-		before, err := segmentsBefore(r.Context(), src, d)
+		v, err := timelineView(r, src, d, demo, nil)
 		if err != nil {
 			writePageError(w, r, log, err)
 			return
@@ -144,7 +158,7 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 		u := pageURLs{d.ID}
 		p := views.SessionPage{
 			Changes: changesView(d.ID, d.Workspace.Root, files, 0, firstChanges),
-			Session: sessionView(d, headChars, before), Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
+			Session: v, Stamp: d.UpdatedAt, UpdatesURL: u.with("/session/updates"),
 			ExportURL: "/api/sessions/" + url.PathEscape(d.ID) + "/export", PanelURL: u.with("/session/export-panel"),
 			Demo: demo, Team: team, Review: reviewForms(r, d.ID, reviewer, demo),
 		}
@@ -163,8 +177,6 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 			p.Earlier = d.Window.First
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
-		linkSteps(&p.Session, d.ID, true, nil)
-		attachNotes(&p.Session, !demo, signedInUser(r))
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
@@ -183,14 +195,11 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		segs, err := segmentsBefore(r.Context(), src, d)
+		v, err := timelineView(r, src, d, demo, nil)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		v := sessionView(d, headChars, segs)
-		linkSteps(&v, d.ID, true, nil)
-		attachNotes(&v, !demo, signedInUser(r))
 		earlier, next := 0, ""
 		if d.Window != nil && d.Window.First > 0 {
 			earlier = d.Window.First
@@ -226,14 +235,11 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, store.ErrNotFound)
 			return
 		}
-		segs, err := segmentsBefore(r.Context(), src, d)
+		v, err := timelineView(r, src, d, demo, nil)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
-		v := sessionView(d, headChars, segs)
-		linkSteps(&v, d.ID, true, nil)
-		attachNotes(&v, !demo, signedInUser(r))
 		render(w, r, log, http.StatusOK, views.StepsBefore(v.Turns[0]))
 	})
 }
@@ -274,18 +280,15 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		before, err := segmentsBefore(r.Context(), src, d)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
 		open := map[int64]bool{}
 		for _, seq := range parseSeqs(r.URL.Query().Get("open"), maxSeqs) {
 			open[seq] = true
 		}
-		v := sessionView(d, headChars, before)
-		linkSteps(&v, d.ID, true, open)
-		attachNotes(&v, !demo, signedInUser(r))
+		v, err := timelineView(r, src, d, demo, open)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
 		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, d.Workspace.Root, files, 0, firstChanges)))
 	})
 }
