@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -233,8 +234,8 @@ func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids
 		before = math.MaxInt64
 	}
 	seqs := make(map[string][]int64, len(ids))
-	rows, _ := tx.Query(ctx, `SELECT turn_id, seq FROM steps WHERE session_pk = $1 AND turn_id = ANY($2) AND seq > $3 AND seq < $4
-		ORDER BY turn_id, seq`, pk, ids, q.StepsAfter, before)
+	rows, _ := tx.Query(ctx, `SELECT turn_id, seq FROM steps WHERE session_pk = $1 AND turn_id = ANY($2) AND seq > $3 AND seq < $4`,
+		pk, ids, q.StepsAfter, before)
 	var (
 		id  string
 		seq int64
@@ -242,6 +243,11 @@ func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids
 	_, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqs[id] = append(seqs[id], seq); return nil })
 	if err != nil {
 		return nil, fmt.Errorf("turn steps: %w", err)
+	}
+	for _, s := range seqs {
+		if !slices.IsSorted(s) { // an index scan gives them sorted; ORDER BY would sort every row
+			slices.Sort(s)
+		}
 	}
 	return seqs, nil
 }
