@@ -759,6 +759,7 @@ func browserLongTurn(t *testing.T, b *browser) {
 	p.PressEnter(control)
 	p.WaitFor("500 earlier steps show", `document.querySelectorAll('[data-testid="turn"][data-number="2"] details.step').length === `+fmt.Sprint(1+recentSteps+earlierSteps))
 	inOrder("after the control", 1+recentSteps+earlierSteps)
+	p.WaitFor("the focus is on the control again", `document.activeElement === document.querySelector('`+control+`')`)
 	hidden := n - 1 - recentSteps - earlierSteps
 	if got := p.Text(control); !strings.Contains(got, fmt.Sprintf("Show %d earlier steps of this turn (%d not shown)", hidden, hidden)) {
 		t.Errorf("the control after one use says %q; want %d earlier", got, hidden)
@@ -782,9 +783,10 @@ func browserLongTurn(t *testing.T, b *browser) {
 	if got := p.Text(control); !strings.Contains(got, fmt.Sprintf("(%d not shown)", hidden)) {
 		t.Errorf("the control after the update says %q; want %d not shown", got, hidden)
 	}
-	p.Click(control)
+	p.PressEnter(control)
 	p.WaitFor("the rest show and the control goes", `document.querySelector('`+control+`') === null`)
 	inOrder("at the end", n+5)
+	p.WaitFor("the focus is on the first step added", `document.activeElement === document.querySelector('#step-4 > summary')`)
 }
 
 // browserLongTurnLink: a link to a step of a turn of many that the page

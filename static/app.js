@@ -327,6 +327,21 @@
     });
   }
 
+  // The earlier-turns and earlier-steps controls, used by keyboard: the
+  // focus goes to the control again when more remain, else to the first
+  // step added, not back to the top of the page.
+  document.addEventListener('htmx:beforeSwap', function (e) {
+    const control = e.detail.target;
+    if (!control.matches('button.earlier') || document.activeElement !== control) return;
+    const before = control.previousSibling;
+    const parent = control.parentNode;
+    document.addEventListener('htmx:afterSettle', function () {
+      const next = before ? before.nextElementSibling : parent.firstElementChild;
+      const focus = next && (next.matches('button.earlier') ? next : next.querySelector('details.step > summary'));
+      if (focus) focus.focus({ preventScroll: true });
+    }, { once: true });
+  });
+
   // Earlier turns shown later follow the filter too.
   document.addEventListener('htmx:afterSettle', function () {
     const timeline = document.getElementById('timeline');
