@@ -12,6 +12,48 @@ import (
 	"github.com/agentreview/service/store/storetest"
 )
 
+// BenchmarkDetailManyCommands reads one step of a 50,000-step session
+// whose every command line is another (about 15,000 of them), as a long
+// autonomous run writes them: each read builds the whole session's report,
+// Commands run with each line once.
+func BenchmarkDetailManyCommands(b *testing.B) {
+	const pushes, perPush = 10, 5000
+	path := filepath.Join(b.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		b.Fatalf("Open = %v", err)
+	}
+	for p := range pushes {
+		batch := storetest.Batch("many", p, perPush)
+		for i := range batch.Steps {
+			if st := &batch.Steps[i]; st.Type == store.TypeCommand && st.Payload.Command != nil {
+				st.Payload.Command = new(fmt.Sprintf("go run ./migrate --file %d", st.Seq))
+			}
+		}
+		if _, err := s.Apply(context.Background(), batch); err != nil {
+			b.Fatalf("Apply(push %d) = %v", p, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatalf("Close = %v", err)
+	}
+	s = mustOpenPath(b, path)
+	one := int64(1)
+	read := func() store.SessionDetail {
+		d, err := s.Detail(context.Background(), "many", store.DetailQuery{Seq: &one, Head: 2048})
+		if err != nil {
+			b.Fatalf("Detail = %v", err)
+		}
+		return d
+	}
+	if n := len(read().Report.Commands); n < 10_000 { // the first read computes the counts: not timed
+		b.Fatalf("the session has %d distinct commands; want over 10,000", n)
+	}
+	for b.Loop() {
+		read()
+	}
+}
+
 // BenchmarkViewAfterChange is a live refresh of a 100,000-step session
 // (5,000 turns): each iteration pushes one step in a new turn (not timed), then reads
 // what the session page reads, the last 30 turns with the whole session's
