@@ -57,10 +57,13 @@ func (c CoreClient) Detail(ctx context.Context, id string, dq store.DetailQuery)
 	var d store.SessionDetail
 	q := url.Values{}
 	for name, n := range map[string]int64{"turns": int64(dq.Turns), "before": int64(dq.Before), "head": int64(dq.Head),
-		"steps": int64(dq.Steps), "steps_after": dq.StepsAfter, "steps_before": dq.StepsBefore, "around": dq.Around} {
+		"steps": int64(dq.Steps), "steps_before": dq.StepsBefore, "around": dq.Around} {
 		if n > 0 {
 			q.Set(name, strconv.FormatInt(n, 10))
 		}
+	}
+	if dq.StepsAfter != nil {
+		q.Set("steps_after", strconv.FormatInt(*dq.StepsAfter, 10))
 	}
 	if dq.Turn != "" {
 		q.Set("turn", dq.Turn)

@@ -216,7 +216,7 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 		before, err2 := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-		if err != nil || err2 != nil || after <= 0 || before <= after {
+		if err != nil || err2 != nil || after < 0 || before <= after {
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "after and before must be the seqs of steps, after the lower"})
 			return
 		}
@@ -225,7 +225,7 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "turn must be a turn's id"})
 			return
 		}
-		q := store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsAfter: after, StepsBefore: before, Head: headChars}
+		q := store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsAfter: &after, StepsBefore: before, Head: headChars}
 		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)

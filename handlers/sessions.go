@@ -81,9 +81,9 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 		return &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q is not valid", name, v.Get(name))}
 	}
 	// Counts and seqs, none below 0.
-	var turns, before, head, steps int64
+	var turns, before, head, steps, after int64 = 0, 0, 0, 0, -1
 	for name, dst := range map[string]*int64{"turns": &turns, "before": &before, "head": &head, "steps": &steps,
-		"steps_after": &q.StepsAfter, "steps_before": &q.StepsBefore, "around": &q.Around} {
+		"steps_after": &after, "steps_before": &q.StepsBefore, "around": &q.Around} {
 		if s := v.Get(name); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {
@@ -93,6 +93,9 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 		}
 	}
 	q.Turns, q.Before, q.Head, q.Steps = int(turns), int(before), int(head), int(steps)
+	if after >= 0 {
+		q.StepsAfter = &after
+	}
 	if s := v.Get("since"); s != "" {
 		t, ok := store.ParseTimestamp(s)
 		if !ok {

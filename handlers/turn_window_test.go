@@ -133,7 +133,7 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 		t.Errorf("the page of a turn of %d steps is %d bytes, of %d steps %d; want the same size", 4*n, longer, n, short)
 	}
 
-	for _, bad := range []string{"turn=long-t2&after=3&before=0", "turn=long-t2&after=3&before=x", "turn=long-t2&after=500&before=500",
+	for _, bad := range []string{"turn=long-t2&after=3&before=0", "turn=long-t2&after=3&before=x", "turn=long-t2&after=500&before=500", "turn=long-t2&after=-1&before=500",
 		"turn=long-t2&before=500", "turn=long-t2", "after=3&before=500"} {
 		if rec := s.get("/session/steps?id=long&" + bad); rec.Code != http.StatusBadRequest {
 			t.Errorf("GET /session/steps?%s = %d; want 400", bad, rec.Code)
@@ -143,6 +143,29 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 		if rec := s.get("/session/steps?" + q); rec.Code != http.StatusNotFound {
 			t.Errorf("GET /session/steps?%s = %d; want 404", q, rec.Code)
 		}
+	}
+}
+
+// TestLongTurnFromSeqZero: a turn whose first step is seq 0, the first a
+// session may have, shows it, and its control adds every step after it.
+func TestLongTurnFromSeqZero(t *testing.T) {
+	s := newTestService(t)
+	const n = 900
+	x := longTurn("zero", n, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC))
+	x["turns"] = x["turns"].(arr)[1:] // the long turn alone
+	steps := x["steps"].(arr)[2:]
+	for i, st := range steps {
+		st.(obj)["seq"] = i
+	}
+	x["steps"] = steps
+	s.mustPush(x, http.StatusCreated)
+	turn := mustDocument(t, s, "/session?id=zero").Find(`section.turn`)
+	if got := seqsOf(t, turn, ""); len(got) != 1+recentSteps || got[0] != 0 {
+		t.Fatalf("the turn shows %d steps from %v; want its first, seq 0, and its last %d", len(got), got[:min(1, len(got))], recentSteps)
+	}
+	fillGaps(t, s, turn)
+	if got, want := seqsOf(t, turn, ""), span(0, n-1); !slices.Equal(got, want) {
+		t.Errorf("the turn with every control followed shows %d steps; want its %d, in order", len(got), n)
 	}
 }
 

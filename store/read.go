@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -653,11 +652,12 @@ type DetailQuery struct {
 	// Around (with Steps) keeps also the steps near this step in its turn
 	// (AroundSteps either side): a link to it.
 	Around int64
-	// Turn keeps only the turn of this id; StepsAfter and StepsBefore
-	// (with Steps) only its steps between these seqs: the steps a gap
-	// leaves out, a window at a time.
-	Turn                    string
-	StepsAfter, StepsBefore int64
+	// Turn keeps only the turn of this id; StepsAfter (nil: from the
+	// first) and StepsBefore (0: to the last), with Steps, only its steps
+	// between these seqs: the steps a gap leaves out, a window at a time.
+	Turn        string
+	StepsAfter  *int64
+	StepsBefore int64
 }
 
 // TurnWindow tells which turns a narrowed read returned: positions
@@ -881,19 +881,16 @@ func turnIDsJSON(turns []Turn) string {
 }
 
 // turnSeqs are the seqs of the steps of turns between q.StepsAfter and
-// q.StepsBefore (each unbounded when 0), by turn, in seq order: what StepWindow chooses from. They come
+// q.StepsBefore (SeqBounds), by turn, in seq order: what StepWindow chooses from. They come
 // from steps_by_turn alone, each turn's in seq order by the plan (the turns
 // the outer loop); an ORDER BY would sort every row in a temporary b-tree,
 // so they are sorted here only were it not so.
 func turnSeqs(conn *sqlite.Conn, pk int64, q DetailQuery, turns []Turn) (map[string][]int64, error) {
-	before := q.StepsBefore
-	if before <= 0 {
-		before = math.MaxInt64
-	}
+	after, before := q.SeqBounds()
 	seqs := make(map[string][]int64, len(turns))
 	err := sqlitex.Execute(conn, `SELECT w.key, p.seq FROM json_each(:turns) AS w CROSS JOIN steps p
 		WHERE p.session_pk = :pk AND p.turn_id = w.value AND p.seq > :after AND p.seq < :before`, &sqlitex.ExecOptions{
-		Named: map[string]any{":pk": pk, ":turns": turnIDsJSON(turns), ":after": q.StepsAfter, ":before": before},
+		Named: map[string]any{":pk": pk, ":turns": turnIDsJSON(turns), ":after": after, ":before": before},
 		ResultFunc: func(st *sqlite.Stmt) error {
 			id := turns[st.ColumnInt(0)].ID
 			seqs[id] = append(seqs[id], st.ColumnInt64(1))

@@ -1,6 +1,9 @@
 package store
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // StepGap is the steps of a turn that a read left out (DetailQuery.Steps):
 // Steps of them, between seq After, the step the read kept before them
@@ -15,6 +18,20 @@ type StepGap struct {
 // AroundSteps are the steps a windowed read keeps either side of the step
 // of DetailQuery.Around.
 const AroundSteps = 50
+
+// SeqBounds are the seqs a windowed read's steps lie strictly between:
+// q.StepsAfter, or below any seq (seqs are not negative), and
+// q.StepsBefore, or above any.
+func (q DetailQuery) SeqBounds() (after, before int64) {
+	after, before = -1, q.StepsBefore
+	if q.StepsAfter != nil {
+		after = *q.StepsAfter
+	}
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return after, before
+}
 
 // Windowed reports whether q reads only a window of each turn's steps
 // (DetailQuery.Steps).
@@ -44,7 +61,7 @@ func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []i
 		for i := max(0, from); i < len(s); i++ {
 			kept[i] = true
 		}
-		if q.StepsAfter <= 0 && len(s) > 0 {
+		if q.StepsAfter == nil && len(s) > 0 {
 			kept[0] = true // the turn's first step: its prompt
 		}
 		if i := slices.Index(s, q.Around); q.Around > 0 && i >= 0 {
@@ -52,7 +69,7 @@ func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []i
 				kept[j] = true
 			}
 		}
-		after := q.StepsAfter
+		after, _ := q.SeqBounds()
 		for i := 0; i < len(s); {
 			if kept[i] {
 				keep, after = append(keep, s[i]), s[i]

@@ -18,19 +18,20 @@ func FuzzStepWindow(f *testing.F) {
 		if steps == 0 || n > 5000 {
 			return
 		}
+		q := DetailQuery{Steps: int(steps)}
+		base := int64(0) // the first seq a session may have
+		if after {
+			base, q.StepsAfter = 10, new(int64(5))
+		}
 		s := make([]int64, n)
 		for i := range s {
-			s[i] = 10 + int64(i)*(1+int64(stride)) // seqs with holes (other turns' steps)
+			s[i] = base + int64(i)*(1+int64(stride)) // seqs with holes (other turns' steps)
 		}
-		q := DetailQuery{Steps: int(steps)}
 		if around > 0 && int(around) < len(s) {
 			q.Around = s[around]
 		}
 		if from > 0 && int(from) < len(s) {
 			q.From = []int64{s[from]}
-		}
-		if after {
-			q.StepsAfter = 5
 		}
 		keep, gaps := q.StepWindow([]Turn{{ID: "t"}}, map[string][]int64{"t": s})
 		kept := map[int64]bool{}
@@ -66,12 +67,13 @@ func FuzzStepWindow(f *testing.F) {
 			t.Fatalf("kept %d steps; want at most %d", len(keep), limit)
 		}
 		left := 0
-		prev := q.StepsAfter
+		lowest, _ := q.SeqBounds()
+		prev := lowest
 		for _, g := range gaps {
 			i, j := slices.Index(s, g.Before), 0
 			for j = i - 1; j >= 0 && !kept[s[j]]; j-- {
 			}
-			want := q.StepsAfter
+			want := lowest
 			if j >= 0 {
 				want = s[j]
 			}

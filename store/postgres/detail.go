@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/agentreview/service/pricing"
@@ -225,17 +224,14 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 }
 
 // turnSeqs are the seqs of the steps of the turns ids between
-// q.StepsAfter and q.StepsBefore (each unbounded when 0), by turn, in seq
-// order: what store.DetailQuery.StepWindow chooses from. They come from
+// q.StepsAfter and q.StepsBefore (store.DetailQuery.SeqBounds), by turn,
+// in seq order: what store.DetailQuery.StepWindow chooses from. They come from
 // steps_by_turn alone.
 func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids []string) (map[string][]int64, error) {
-	before := q.StepsBefore
-	if before <= 0 {
-		before = math.MaxInt64
-	}
+	after, before := q.SeqBounds()
 	seqs := make(map[string][]int64, len(ids))
 	rows, _ := tx.Query(ctx, `SELECT turn_id, seq FROM steps WHERE session_pk = $1 AND turn_id = ANY($2) AND seq > $3 AND seq < $4`,
-		pk, ids, q.StepsAfter, before)
+		pk, ids, after, before)
 	var (
 		id  string
 		seq int64

@@ -523,13 +523,14 @@ func testDetailStepWindow(t *testing.T, s store.Backend) {
 }
 
 // A link to a step of a turn of many: the steps around it are kept
-// besides the turn's first and last, and each gap reads back whole.
+// besides the turn's first and last, and each gap reads back whole, the
+// first after the turn's first step, of seq 0.
 func testDetailAround(t *testing.T, s store.Backend) {
 	const n, last, around = 300, 20, 150
-	b := Batch("w", 0, n) // one turn of all its steps
+	b := Batch("w", 0, n) // one turn of all its steps, from seq 0, the first a session may have
 	b.Turns = b.Turns[:1]
 	for i := range b.Steps {
-		b.Steps[i].TurnID, b.Steps[i].ActorID = b.Turns[0].ID, b.Turns[0].ActorID
+		b.Steps[i].TurnID, b.Steps[i].ActorID, b.Steps[i].Seq = b.Turns[0].ID, b.Turns[0].ActorID, int64(i)
 	}
 	mustApply(t, s, b)
 	seqs := make([]int64, n)
@@ -577,7 +578,7 @@ func readGap(t *testing.T, s store.Backend, sid string, gap store.StepGap, n int
 	t.Helper()
 	var got []store.Step
 	for before := gap.Before; ; {
-		w, err := s.Detail(bg, sid, store.DetailQuery{Turn: gap.TurnID, Steps: n, StepsAfter: gap.After, StepsBefore: before})
+		w, err := s.Detail(bg, sid, store.DetailQuery{Turn: gap.TurnID, Steps: n, StepsAfter: &gap.After, StepsBefore: before})
 		if err != nil {
 			t.Fatal(err)
 		}
