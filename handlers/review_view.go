@@ -46,11 +46,13 @@ func notesBySeq(notes []views.NoteView) map[int64][]views.NoteView {
 func attachNotes(v *views.SessionView, canNote bool, user string) {
 	by := notesBySeq(v.Notes)
 	for i := range v.Turns {
-		for j := range v.Turns[i].Steps {
-			s := &v.Turns[i].Steps[j]
-			s.Notes, s.CanNote = by[s.Seq], canNote
-			for k := range s.Notes {
-				s.Notes[k].Editable = canNote && (user == "" || s.Notes[k].Author == user)
+		for _, steps := range v.Turns[i].Runs() {
+			for j := range steps {
+				s := &steps[j]
+				s.Notes, s.CanNote = by[s.Seq], canNote
+				for k := range s.Notes {
+					s.Notes[k].Editable = canNote && (user == "" || s.Notes[k].Author == user)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -166,6 +167,38 @@ func TestLongTurnFromSeqZero(t *testing.T) {
 	fillGaps(t, s, turn)
 	if got, want := seqsOf(t, turn, ""), span(0, n-1); !slices.Equal(got, want) {
 		t.Errorf("the turn with every control followed shows %d steps; want its %d, in order", len(got), n)
+	}
+}
+
+// TestLongTurnNotes: the notes of a turn's first step, of the steps
+// around a linked one and of its last steps show under them, with the
+// button to add another.
+func TestLongTurnNotes(t *testing.T) {
+	s := newTestService(t)
+	const n, linked = 1000, 500
+	s.mustPush(longTurn("noted", n, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	last := 3 + n - 1
+	for _, seq := range []int{3, linked, last} {
+		req := httptest.NewRequest(http.MethodPost, "/api/sessions/noted/notes", strings.NewReader(fmt.Sprintf(`{"seq":%d,"author":"Ann","text":"note on %d"}`, seq, seq)))
+		req.Header.Set("Content-Type", "application/json")
+		if rec := s.do(req); rec.Code != http.StatusCreated {
+			t.Fatalf("POST a note on step %d = %d %s", seq, rec.Code, rec.Body)
+		}
+	}
+	for _, c := range []struct {
+		path string
+		seqs []int
+	}{
+		{"/session?id=noted", []int{3, last}},
+		{fmt.Sprintf("/session?id=noted&turns=all&step=%d", linked), []int{3, linked, last}},
+	} {
+		doc := mustDocument(t, s, c.path)
+		for _, seq := range c.seqs {
+			notes := doc.Find(fmt.Sprintf(`[data-testid="step-notes"][data-seq="%d"]`, seq))
+			if got := strings.TrimSpace(notes.Find(`[data-testid="note-text"]`).Text()); got != fmt.Sprintf("note on %d", seq) || notes.Find(`[data-testid="note-add"]`).Length() != 1 {
+				t.Errorf("GET %s: step %d's notes = %q with %d add buttons; want its note and the button to add one", c.path, seq, got, notes.Find(`[data-testid="note-add"]`).Length())
+			}
+		}
 	}
 }
 
