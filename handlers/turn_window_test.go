@@ -202,6 +202,39 @@ func TestLongTurnNotes(t *testing.T) {
 	}
 }
 
+// TestLongTurnSubagentShown: a subagent's block in a turn shown by its
+// ends counts the steps of it shown, and says so (TestBrowserSubagents
+// checks the count of a turn shown whole).
+func TestLongTurnSubagentShown(t *testing.T) {
+	s := newTestService(t)
+	const n = 1234
+	x := longTurn("sub", n, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC))
+	x["actors"] = append(x["actors"].(arr), obj{"id": "sub-worker", "parent_id": "sub-root", "type": "subagent", "label": "explore"})
+	last := 3 + n - 1
+	from, to := last-recentSteps-100, last-100 // the subagent's steps, across the gap
+	for _, st := range x["steps"].(arr) {
+		if seq := st.(obj)["seq"].(int); seq >= from && seq <= to {
+			st.(obj)["actor_id"] = "sub-worker"
+		}
+	}
+	s.mustPush(x, http.StatusCreated)
+	shown := to - (last - recentSteps + 1) + 1
+	page := mustDocument(t, s, "/session?id=sub")
+	if got, want := strings.TrimSpace(page.Find(`[data-testid="subagent-steps"]`).Text()), fmt.Sprintf("%d steps shown", shown); got != want {
+		t.Errorf("the subagent's block in a turn shown by its ends says %q; want %q", got, want)
+	}
+	whole := mustDocument(t, s, "/session?id=sub&turns=all&step="+strconv.Itoa(from))
+	blocks := whole.Find(`[data-testid="subagent-steps"]`)
+	if blocks.Length() != 2 {
+		t.Errorf("a link into the subagent's steps shows %d blocks; want 2, each side of a gap", blocks.Length())
+	}
+	blocks.Each(func(_ int, b *goquery.Selection) {
+		if got := strings.TrimSpace(b.Text()); !strings.HasSuffix(got, " steps shown") {
+			t.Errorf("a block of the linked turn says %q; want the steps shown", got)
+		}
+	})
+}
+
 // fillGaps follows every earlier-steps control under turn, as htmx does
 // (the control swapped for the answer), until none is left, checking each
 // adds at most earlierSteps; it returns how many it followed.
