@@ -127,10 +127,10 @@ const maxSeqs = 100_000
 // parseSeqs reads a comma-separated list of at most limit seqs; nil when
 // it is not one.
 func parseSeqs(s string, limit int) []int64 {
-	parts := strings.Split(s, ",")
-	if len(parts) > limit {
+	if strings.Count(s, ",") >= limit {
 		return nil
 	}
+	parts := strings.Split(s, ",")
 	seqs := make([]int64, len(parts))
 	for i, p := range parts {
 		n, err := strconv.ParseInt(p, 10, 64)
