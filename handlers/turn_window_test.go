@@ -140,6 +140,13 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 			t.Errorf("GET /session/steps?%s = %d; want 400", bad, rec.Code)
 		}
 	}
+	// The API's from: a list of at most maxSeqs seqs.
+	for n, want := range map[int]int{maxSeqs: http.StatusOK, maxSeqs + 1: http.StatusBadRequest} {
+		from := strings.Repeat("3,", n-1) + "3"
+		if rec := s.get("/api/sessions/long?turns=1&steps=10&from=" + from); rec.Code != want {
+			t.Errorf("GET /api/sessions/long with from of %d seqs = %d; want %d", n, rec.Code, want)
+		}
+	}
 	for _, q := range []string{"id=long&turn=nope&after=3&before=500", "id=nope&turn=long-t2&after=3&before=500"} {
 		if rec := s.get("/session/steps?" + q); rec.Code != http.StatusNotFound {
 			t.Errorf("GET /session/steps?%s = %d; want 404", q, rec.Code)
