@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -881,10 +880,9 @@ func turnIDsJSON(turns []Turn) string {
 }
 
 // turnSeqs are the seqs of the steps of turns between q.StepsAfter and
-// q.StepsBefore (SeqBounds), by turn, in seq order: what StepWindow chooses from. They come
-// from steps_by_turn alone, each turn's in seq order by the plan (the turns
-// the outer loop); an ORDER BY would sort every row in a temporary b-tree,
-// so they are sorted here only were it not so.
+// q.StepsBefore (SeqBounds), by turn: what StepWindow chooses from. They
+// come from steps_by_turn alone, without an ORDER BY, which would sort
+// every row in a temporary b-tree (StepWindow sorts them if need be).
 func turnSeqs(conn *sqlite.Conn, pk int64, q DetailQuery, turns []Turn) (map[string][]int64, error) {
 	after, before := q.SeqBounds()
 	seqs := make(map[string][]int64, len(turns))
@@ -897,11 +895,6 @@ func turnSeqs(conn *sqlite.Conn, pk int64, q DetailQuery, turns []Turn) (map[str
 			return nil
 		},
 	})
-	for _, s := range seqs {
-		if !slices.IsSorted(s) {
-			slices.Sort(s)
-		}
-	}
 	return seqs, err
 }
 

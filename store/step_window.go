@@ -39,7 +39,7 @@ func (q DetailQuery) Windowed() bool { return q.Steps > 0 && q.Seq == nil && !q.
 
 // StepWindow is what a windowed read of q keeps of the steps of turns
 // (in turn order), given the seqs of each turn's steps between
-// q.StepsAfter and q.StepsBefore in seq order: its first step (unless the
+// q.StepsAfter and q.StepsBefore (sorted here if they are not): its first step (unless the
 // read starts after q.StepsAfter), its last q.Steps or, when one of q.From
 // is a step of it, every step from that one on, and the AroundSteps either
 // side of q.Around. The steps kept are in seq order; gaps, the runs of
@@ -51,6 +51,9 @@ func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []i
 	}
 	for _, t := range turns {
 		s := seqs[t.ID]
+		if !slices.IsSorted(s) { // an index's order gives them sorted: a pass
+			slices.Sort(s)
+		}
 		kept := make([]bool, len(s))
 		from := len(s) - q.Steps
 		if len(anchors) > 0 {

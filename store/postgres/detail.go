@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
@@ -224,9 +223,10 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 }
 
 // turnSeqs are the seqs of the steps of the turns ids between
-// q.StepsAfter and q.StepsBefore (store.DetailQuery.SeqBounds), by turn,
-// in seq order: what store.DetailQuery.StepWindow chooses from. They come from
-// steps_by_turn alone.
+// q.StepsAfter and q.StepsBefore (store.DetailQuery.SeqBounds), by turn:
+// what store.DetailQuery.StepWindow chooses from (and sorts if need be).
+// They come from steps_by_turn alone, without an ORDER BY, which would sort
+// every row.
 func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids []string) (map[string][]int64, error) {
 	after, before := q.SeqBounds()
 	seqs := make(map[string][]int64, len(ids))
@@ -239,11 +239,6 @@ func turnSeqs(ctx context.Context, tx pgx.Tx, pk int64, q store.DetailQuery, ids
 	_, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error { seqs[id] = append(seqs[id], seq); return nil })
 	if err != nil {
 		return nil, fmt.Errorf("turn steps: %w", err)
-	}
-	for _, s := range seqs {
-		if !slices.IsSorted(s) { // an index scan gives them sorted; ORDER BY would sort every row
-			slices.Sort(s)
-		}
 	}
 	return seqs, nil
 }
