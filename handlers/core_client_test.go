@@ -53,7 +53,7 @@ func TestDevServerRendersFromCore(t *testing.T) {
 	mustUsageFixture(t, core)
 	nonce := regexp.MustCompile(`nonce="[^"]*"`)
 	for _, path := range []string{"/usage?since=2026-03-01&until=2026-03-31", "/usage?since=2026-03-01&until=2026-03-31&stack=agent",
-		"/usage?since=2026-03-01&until=2026-03-31&project=%2Fsrc%2Fbeta"} {
+		"/usage?since=2026-03-01&until=2026-03-31&project=%2Fsrc%2Fbeta", "/usage?since=2026-03-01&until=2026-03-31&sort=cost"} {
 		code, body := get(path)
 		own := core.get(path)
 		if code != http.StatusOK || !strings.Contains(body, `data-testid="usage-chart-day"`) ||

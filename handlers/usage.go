@@ -20,6 +20,7 @@ import (
 type UsageReport struct {
 	Group     string            `json:"group"`
 	Breakdown string            `json:"breakdown,omitempty"`
+	Sort      string            `json:"sort,omitempty"`
 	Since     string            `json:"since,omitempty"`
 	Until     string            `json:"until,omitempty"`
 	Agent     string            `json:"agent,omitempty"`
@@ -44,7 +45,7 @@ const maxUsageTitles = 200
 const maxUsageSessions = pageSessions
 
 // usageAPI is GET /api/usage?group=day|week|month|model|agent|project|session|block
-// [&breakdown=model|agent][&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&project=<root>][&session=<id>...]:
+// [&sort=tokens|cost][&breakdown=model|agent][&since=YYYY-MM-DD][&until=YYYY-MM-DD][&agent=<kind>][&model=<model>][&project=<root>][&session=<id>...]:
 // the usage report; until is included. A bad parameter is 400 with a JSON error.
 func usageAPI(st store.UsageReporter, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +70,7 @@ func usageReport(ctx context.Context, st store.UsageReporter, q usageQuery) (Usa
 		return UsageReport{}, err
 	}
 	table := pricing.Default()
-	return UsageReport{Group: q.Group, Breakdown: q.Breakdown, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Project: q.Project, Rows: rows,
+	return UsageReport{Group: q.Group, Breakdown: q.Breakdown, Sort: q.Sort, Since: q.since, Until: q.until, Agent: q.Agent, Model: q.Model, Project: q.Project, Rows: rows,
 		Total: store.UsageTotal(rows), Pricing: store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, nil
 }
 
@@ -79,11 +80,12 @@ type usageQuery struct {
 	since, until string
 }
 
-// parseUsageQuery reads group (def when absent), since, until (local days,
-// until included), agent, model, project, titles (store.UsageQuery.Titles)
-// and session, which may repeat (store.UsageQuery.Sessions).
+// parseUsageQuery reads group (def when absent), sort, since, until (local
+// days, until included), agent, model, project, titles
+// (store.UsageQuery.Titles) and session, which may repeat
+// (store.UsageQuery.Sessions).
 func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
-	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Breakdown: v.Get("breakdown"), Agent: v.Get("agent"), Model: v.Get("model"),
+	q := usageQuery{UsageQuery: store.UsageQuery{Group: v.Get("group"), Breakdown: v.Get("breakdown"), Sort: v.Get("sort"), Agent: v.Get("agent"), Model: v.Get("model"),
 		Project: v.Get("project"), Sessions: v["session"]},
 		since: v.Get("since"), until: v.Get("until")}
 	if q.Group == "" {
@@ -94,6 +96,12 @@ func parseUsageQuery(v url.Values, def string) (usageQuery, error) {
 	}
 	if q.Breakdown != "" && !slices.Contains(store.UsageBreakdowns, q.Breakdown) {
 		return q, badRequest("query parameter breakdown=%q is not valid: give one of %s", q.Breakdown, strings.Join(store.UsageBreakdowns, ", "))
+	}
+	if q.Sort != "" && !slices.Contains(store.UsageSorts, q.Sort) {
+		return q, badRequest("query parameter sort=%q is not valid: give one of %s", q.Sort, strings.Join(store.UsageSorts, ", "))
+	}
+	if q.Sort != "" && slices.Contains(store.UsageTimeGroups, q.Group) {
+		return q, badRequest("query parameter sort=%q is not valid with group=%s: its rows are in the order of time", q.Sort, q.Group)
 	}
 	if len(q.Agent) > maxUsageName {
 		return q, badRequest("query parameter agent is longer than %d bytes", maxUsageName)
@@ -171,6 +179,9 @@ func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more 
 	if uq.Breakdown != "" {
 		q.Set("breakdown", uq.Breakdown)
 	}
+	if uq.Sort != "" {
+		q.Set("sort", uq.Sort)
+	}
 	var reports [][]store.UsageRow
 	for _, g := range append([]string{uq.Group}, more...) {
 		q.Set("group", g)
@@ -180,6 +191,7 @@ func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more 
 		}
 		reports = append(reports, rep.Rows)
 		q.Del("breakdown") // of q.Group alone
+		q.Del("sort")
 	}
 	return reports, nil
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,7 +24,7 @@ const usageDays = 30
 // the top sessions; the rest are counted.
 const usageChartBars = 20
 
-// usagePage is GET /usage[?since=&until=&agent=&project=]: the period's
+// usagePage is GET /usage[?since=&until=&agent=&project=&stack=&sort=]: the period's
 // totals, its usage by day, model, agent and project, and the top
 // sessions, from the same report as GET /api/usage. A bad parameter is
 // 400 with the page saying what is wrong.
@@ -47,9 +48,17 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 		if p.Stack == "" {
 			p.Stack = store.UsageByModel
 		}
-		q, err := parseUsageQuery(v, store.UsageByDay)
+		// sort orders the top sessions alone (the charts' bars are tokens).
+		p.SessionsBy = cmp.Or(v.Get("sort"), store.UsageSortTokens)
+		p.SessionsByTokens, p.SessionsByCost = usageHref(v, "sort", "")+"#usage-sessions", usageHref(v, "sort", store.UsageSortCost)+"#usage-sessions"
+		days := maps.Clone(v)
+		days.Del("sort")
+		q, err := parseUsageQuery(days, store.UsageByDay)
 		if err == nil && !slices.Contains(store.UsageBreakdowns, p.Stack) {
 			err = badRequest("query parameter stack=%q is not valid: give model or agent", p.Stack)
+		}
+		if err == nil && !slices.Contains(store.UsageSorts, p.SessionsBy) {
+			err = badRequest("query parameter sort=%q is not valid: give one of %s", p.SessionsBy, strings.Join(store.UsageSorts, ", "))
 		}
 		if p.Project != "" {
 			all := maps.Clone(v)
@@ -74,9 +83,20 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 			more = append(more, c.ID)
 		}
 		// The days split by the chart's stack; the top sessions' rows show
-		// their titles.
+		// their titles. Sessions by cost are a report of their own (the
+		// order is its first group's), the last chart's.
 		q.Group, q.Breakdown, q.Titles = charts[0].ID, p.Stack, usageChartBars
+		if p.SessionsBy != store.UsageSortTokens {
+			more = more[:len(more)-1]
+		}
 		reports, err := src.UsageReports(r.Context(), q.UsageQuery, more...)
+		if err == nil && len(reports) < len(charts) {
+			bySession := q.UsageQuery
+			bySession.Group, bySession.Breakdown, bySession.Sort = store.UsageBySession, "", p.SessionsBy
+			var sessions []store.UsageRow
+			sessions, err = store.UsageReport(r.Context(), src, bySession)
+			reports = append(reports, sessions)
+		}
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -211,13 +231,13 @@ func usageBar(r store.UsageRow, longest int64) views.UsageBar {
 }
 
 // usageHref is the usage page with the form's values v (those not empty),
-// changed by the name and value pairs kv.
+// changed by the name and value pairs kv (an empty value drops one).
 func usageHref(v url.Values, kv ...string) string {
 	v = maps.Clone(v)
-	maps.DeleteFunc(v, func(_ string, vals []string) bool { return slices.Equal(vals, []string{""}) })
 	for i := 0; i+1 < len(kv); i += 2 {
 		v.Set(kv[i], kv[i+1])
 	}
+	maps.DeleteFunc(v, func(_ string, vals []string) bool { return slices.Equal(vals, []string{""}) })
 	return "/usage?" + v.Encode()
 }
 

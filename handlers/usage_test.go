@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -255,15 +256,107 @@ func mustApplyUsage(t *testing.T, s *testService, sid, agent, root string, recs 
 // two projects and three models (one without a price).
 func mustUsageFixture(t *testing.T, s *testService) {
 	t.Helper()
+	for _, f := range usageFixture() {
+		mustApplyUsage(t, s, f.sid, f.agent, f.root, f.records...)
+	}
+}
+
+// usageFixture is the sessions and usage records of mustUsageFixture.
+func usageFixture() []struct {
+	sid, agent, root string
+	records          []store.UsageRecord
+} {
 	tok := func(in, out int64) pricing.Tokens { return pricing.Tokens{Input: in, Output: out, CacheRead: 10 * in} }
-	mustApplyUsage(t, s, "ua", "claude-code", "/src/alpha",
-		store.UsageRecord{ID: "1", At: "2026-03-02T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(1000, 200)},
-		store.UsageRecord{ID: "2", At: "2026-03-03T12:00:00Z", Model: "claude-opus-4-1", Tokens: tok(500, 50)})
-	mustApplyUsage(t, s, "ub", "codex", "/src/beta",
-		store.UsageRecord{ID: "1", At: "2026-03-03T12:00:00Z", Model: "gpt-5", Tokens: tok(3000, 300)},
-		store.UsageRecord{ID: "2", At: "2026-03-03T13:00:00Z", Model: "no-such-model", Tokens: tok(7, 1)})
-	mustApplyUsage(t, s, "uc", "claude-code", "/src/beta",
-		store.UsageRecord{ID: "1", At: "2026-03-05T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(100, 10)})
+	return []struct {
+		sid, agent, root string
+		records          []store.UsageRecord
+	}{
+		{"ua", "claude-code", "/src/alpha", []store.UsageRecord{
+			{ID: "1", At: "2026-03-02T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(1000, 200)},
+			{ID: "2", At: "2026-03-03T12:00:00Z", Model: "claude-opus-4-1", Tokens: tok(500, 50)}}},
+		{"ub", "codex", "/src/beta", []store.UsageRecord{
+			{ID: "1", At: "2026-03-03T12:00:00Z", Model: "gpt-5", Tokens: tok(3000, 300)},
+			{ID: "2", At: "2026-03-03T13:00:00Z", Model: "no-such-model", Tokens: tok(7, 1)}}},
+		{"uc", "claude-code", "/src/beta", []store.UsageRecord{
+			{ID: "1", At: "2026-03-05T12:00:00Z", Model: "claude-sonnet-4-5", Tokens: tok(100, 10)}}},
+	}
+}
+
+// TestUsageRankedByCost: sessions by cost, most first, each its records
+// priced from the price table, in the API, the usage page's top sessions
+// (whose links switch between the two orders) and the dev server's page;
+// the other tables keep their order by tokens.
+func TestUsageRankedByCost(t *testing.T) {
+	s := newTestService(t)
+	mustUsageFixture(t, s)
+	cost := map[string]float64{}
+	var byCost []string
+	for _, f := range usageFixture() {
+		for _, r := range f.records {
+			at, _ := time.Parse(time.RFC3339, r.At)
+			usd, _ := pricing.Default().Estimate(r.Model, at, r.Tokens)
+			cost[f.sid] += usd
+		}
+		byCost = append(byCost, f.sid)
+	}
+	slices.SortFunc(byCost, func(a, b string) int { return cmp.Compare(cost[b], cost[a]) })
+	var tokens, costs UsageReport
+	if json.Unmarshal(s.get("/api/usage?group=session").Body.Bytes(), &tokens) != nil ||
+		json.Unmarshal(s.get("/api/usage?group=session&sort=cost&titles=1").Body.Bytes(), &costs) != nil {
+		t.Fatal("GET /api/usage?group=session: not JSON")
+	}
+	keys := func(rows []store.UsageRow) (out []string) {
+		for _, r := range rows {
+			out = append(out, r.Key)
+		}
+		return out
+	}
+	if slices.Equal(keys(tokens.Rows), byCost) {
+		t.Fatalf("the fixture's sessions rank %q by tokens and by cost; want them apart", byCost)
+	}
+	if got := keys(costs.Rows); !slices.Equal(got, byCost) || costs.Sort != store.UsageSortCost || costs.Rows[0].Title == "" || costs.Rows[1].Title != "" {
+		t.Errorf("GET /api/usage?group=session&sort=cost&titles=1 = %q (sort %q, titles %q, %q); want %q, the first titled", got, costs.Sort, costs.Rows[0].Title, costs.Rows[1].Title, byCost)
+	}
+	if body := s.get("/api/usage?group=session&sort=tokens").Body.String(); !strings.Contains(body, `"sort":"tokens"`) ||
+		!strings.Contains(body, `"rows":[{"key":"`+tokens.Rows[0].Key+`"`) {
+		t.Errorf("GET /api/usage?group=session&sort=tokens = %s; want the order by tokens", body)
+	}
+
+	sessions := func(doc *goquery.Document) []string {
+		return doc.Find(`[data-testid="usage-sessions"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-key", "") })
+	}
+	rows := func(doc *goquery.Document, chart string) []string {
+		return doc.Find(`[data-testid="usage-chart-` + chart + `"] [data-testid="usage-row"]`).Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-key", "") })
+	}
+	page := mustDocument(t, s, "/usage?since=2026-03-01&until=2026-03-31")
+	if got := sessions(page); !slices.Equal(got, keys(tokens.Rows)) || page.Find(`[data-testid="usage-sessions"] h2`).Text() != "Top sessions by tokens" {
+		t.Errorf("the usage page's sessions = %q, %q; want by tokens %q", got, page.Find(`[data-testid="usage-sessions"] h2`).Text(), keys(tokens.Rows))
+	}
+	link := page.Find(`[data-testid="usage-sessions-by-cost"]`)
+	if href := link.AttrOr("href", ""); href != "/usage?since=2026-03-01&sort=cost&until=2026-03-31#usage-sessions" || link.AttrOr("aria-current", "") != "" ||
+		page.Find(`[data-testid="usage-sessions-by-tokens"]`).AttrOr("aria-current", "") != "page" {
+		t.Errorf("the link to sessions by cost = %q (aria-current %q); want the page with sort=cost, the one by tokens current", href, link.AttrOr("aria-current", ""))
+	}
+	ranked := mustDocument(t, s, strings.TrimSuffix(link.AttrOr("href", ""), "#usage-sessions"))
+	if got := sessions(ranked); !slices.Equal(got, byCost) || ranked.Find(`[data-testid="usage-sessions"] h2`).Text() != "Top sessions by cost" ||
+		ranked.Find(`[data-testid="usage-sessions-by-cost"]`).AttrOr("aria-current", "") != "page" {
+		t.Errorf("the usage page by cost: sessions %q, %q; want %q, the link by cost current", got, ranked.Find(`[data-testid="usage-sessions"] h2`).Text(), byCost)
+	}
+	for _, chart := range []string{"model", "agent", "project", "day"} {
+		if got, want := rows(ranked, chart), rows(page, chart); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("the %s chart by cost = %q; want it as by tokens, %q", chart, got, want)
+		}
+	}
+	if got := ranked.Find(`[data-testid="usage-session-title"]`).First().Text(); !strings.HasPrefix(firstUserPrompt(newBatch(byCost[0])), got) || got == "" {
+		t.Errorf("the first session by cost is titled %q; want %s's first prompt", got, byCost[0])
+	}
+	if back := ranked.Find(`[data-testid="usage-sessions-by-tokens"]`).AttrOr("href", ""); back != "/usage?since=2026-03-01&until=2026-03-31#usage-sessions" {
+		t.Errorf("the link back to sessions by tokens = %q", back)
+	}
+	rec := s.get("/usage?sort=price")
+	if want := `The parameter sort=&#34;price&#34; is not valid: give one of tokens, cost.`; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("GET /usage?sort=price = %d; want 400 saying %s", rec.Code, want)
+	}
 }
 
 // TestUsagePageSaysWhenUsageIsRecorded: a period without usage (the last
@@ -438,6 +531,9 @@ func TestUsageAPIBadParameters(t *testing.T) {
 		{"?group=session&titles=-1", `query parameter titles="-1" is not valid: give 0 to 200`},
 		{"?group=session" + strings.Repeat("&session=s", 101), "query parameter session is given 101 times: give at most 100"},
 		{"?group=day&breakdown=project", `query parameter breakdown="project" is not valid: give one of model, agent`},
+		{"?group=session&sort=price", `query parameter sort="price" is not valid: give one of tokens, cost`},
+		{"?sort=cost", `query parameter sort="cost" is not valid with group=day: its rows are in the order of time`},
+		{"?group=block&sort=tokens", `query parameter sort="tokens" is not valid with group=block: its rows are in the order of time`},
 	} {
 		rec := s.get("/api/usage" + c.query)
 		var body errorBody

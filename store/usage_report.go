@@ -52,8 +52,22 @@ func UsageBlockLabel(key string, now time.Time) string {
 // UsageBreakdowns lists every UsageQuery.Breakdown.
 var UsageBreakdowns = []string{UsageByModel, UsageByAgent}
 
+// The orders of a report's rows by session, model, agent or project
+// (UsageQuery.Sort): most tokens first, or most cost first.
+const (
+	UsageSortTokens = "tokens"
+	UsageSortCost   = "cost"
+)
+
+// UsageSorts lists every UsageQuery.Sort.
+var UsageSorts = []string{UsageSortTokens, UsageSortCost}
+
 // UsageGroups lists every UsageQuery.Group, for callers that check one.
 var UsageGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageBySession, UsageByModel, UsageByAgent, UsageByProject, UsageByBlock}
+
+// UsageTimeGroups lists the groups whose rows are in the order of time:
+// a report of them has no UsageQuery.Sort.
+var UsageTimeGroups = []string{UsageByDay, UsageByWeek, UsageByMonth, UsageByBlock}
 
 // UsageQuery chooses the usage records a report adds up. Days are the
 // local time's, made of whole hours (a zone half an hour off UTC counts a
@@ -74,9 +88,14 @@ type UsageQuery struct {
 	// report by model or agent (UsageRow.Breakdown); not the reports of
 	// the groups asked beside it (UsageReports).
 	Breakdown string
-	// Titles, for the group by session, is how many rows (most tokens
-	// first) carry their session's title: each costs a read, and a report
-	// may have a row for every stored session.
+	// Sort, when UsageSortCost, orders Group's rows (by session, model,
+	// agent or project) by their cost, reported and estimated together,
+	// most first; else by tokens, most first. Not the reports of the
+	// groups asked beside it (UsageReports), nor the rows by time.
+	Sort string
+	// Titles, for the group by session, is how many rows (the first, in
+	// the report's order) carry their session's title: each costs a read,
+	// and a report may have a row for every stored session.
 	Titles int
 }
 
@@ -104,9 +123,9 @@ type UsageRow struct {
 
 // UsageReports adds up the usage records by q.Group and by each of more,
 // in one read of the hour rows: a report's rows, oldest group first (by
-// tokens, most first, for sessions, models, agents and projects), for each
-// group in that order. As in a session's detail, a session with
-// OpenTelemetry records counts only those.
+// tokens, most first, for sessions, models, agents and projects, or by
+// cost: q.Sort), for each group in that order. As in a session's detail,
+// a session with OpenTelemetry records counts only those.
 func (s *Store) UsageReports(ctx context.Context, q UsageQuery, more ...string) ([][]UsageRow, error) {
 	plan, err := PlanUsage(q, more...)
 	if err != nil {
@@ -230,6 +249,7 @@ type usageGroup struct {
 	key    int  // index in UsagePlan.Keys when keyOf is nil
 	split  int  // index in UsagePlan.Keys of the breakdown's key; -1 for none
 	blocks bool // the hours' rows are gathered into blocks (UsageByBlock)
+	byCost bool // rows by cost, most first (UsageSortCost); else by key or tokens
 }
 
 // usageKeysColumn is the first column of the plan's Keys in the read of
@@ -298,6 +318,15 @@ func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
 				return UsagePlan{}, fmt.Errorf("unknown breakdown %q", q.Breakdown)
 			}
 			g.split = column(q.Breakdown)
+		}
+		if i == 0 && q.Sort != "" {
+			if !slices.Contains(UsageSorts, q.Sort) {
+				return UsagePlan{}, fmt.Errorf("unknown sort %q", q.Sort)
+			}
+			if slices.Contains(UsageTimeGroups, name) {
+				return UsagePlan{}, fmt.Errorf("sort %q of the rows by %s: they are in the order of time", q.Sort, name)
+			}
+			g.byCost = q.Sort == UsageSortCost
 		}
 		p.groups = append(p.groups, g)
 	}
@@ -469,10 +498,17 @@ func (t *UsageTally) Rows() [][]UsageRow {
 }
 
 func (t *groupTally) rows(est *pricing.Estimator) []UsageRow {
-	out := pricedRows(t.keys, est, t.keyOf == nil)
+	order := byTokens
+	switch {
+	case t.keyOf != nil:
+		order = byKey
+	case t.byCost:
+		order = byCost
+	}
+	out := pricedRows(t.keys, est, order)
 	if t.split >= 0 {
 		for i := range out {
-			out[i].Breakdown = pricedRows(t.keys[out[i].Key].parts, est, true)
+			out[i].Breakdown = pricedRows(t.keys[out[i].Key].parts, est, byTokens)
 		}
 	}
 	if t.blocks {
@@ -481,18 +517,46 @@ func (t *groupTally) rows(est *pricing.Estimator) []UsageRow {
 	return out
 }
 
-// pricedRows are the rows of keys, priced by est, by key and, when
-// byTokens, by tokens, most first.
-func pricedRows(keys map[string]*keyTally, est *pricing.Estimator, byTokens bool) []UsageRow {
+// rowOrder is an order of a report's rows: by key (time), by tokens or by
+// cost, most first, then by key.
+type rowOrder int
+
+const (
+	byKey rowOrder = iota
+	byTokens
+	byCost
+)
+
+// pricedRows are the rows of keys, priced by est, in order.
+func pricedRows(keys map[string]*keyTally, est *pricing.Estimator, order rowOrder) []UsageRow {
 	out := make([]UsageRow, 0, len(keys))
 	for k, kt := range keys {
 		out = append(out, kt.row(k, est))
 	}
-	slices.SortFunc(out, func(a, b UsageRow) int { return cmp.Compare(a.Key, b.Key) })
-	if byTokens {
-		slices.SortStableFunc(out, func(a, b UsageRow) int { return cmp.Compare(b.Tokens.Total(), a.Tokens.Total()) })
-	}
+	slices.SortFunc(out, func(a, b UsageRow) int {
+		switch order {
+		case byTokens:
+			return cmp.Or(cmp.Compare(b.Tokens.Total(), a.Tokens.Total()), cmp.Compare(a.Key, b.Key))
+		case byCost:
+			return cmp.Or(cmp.Compare(b.CostUSD(), a.CostUSD()), cmp.Compare(b.Tokens.Total(), a.Tokens.Total()), cmp.Compare(a.Key, b.Key))
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
 	return out
+}
+
+// CostUSD is the row's cost, reported and estimated together, as a report
+// by cost orders its rows (UsageSortCost); 0 when it has neither. Shown,
+// the two stay apart.
+func (r UsageRow) CostUSD() float64 {
+	var usd float64
+	if r.ReportedCostUSD != nil {
+		usd += *r.ReportedCostUSD
+	}
+	if r.EstimatedCostUSD != nil {
+		usd += *r.EstimatedCostUSD
+	}
+	return usd
 }
 
 // row adds up the key's sums into its row, priced by est, its costs

@@ -3,6 +3,8 @@ package views
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/a-h/templ"
 )
 
 // UsagePage is the page at /usage: the totals of a period and its usage
@@ -16,9 +18,13 @@ type UsagePage struct {
 	Problem             string   // why the query was refused; empty when it ran
 	Total               UsageBar
 	Charts              []UsageChart
-	Sessions            []UsageBar // most tokens first
-	Pricing             string     // "estimated from <source>, prices as of <date>"
-	Stack               string     // what the day bars are stacked by: model or agent
+	Sessions            []UsageBar // most tokens, or cost, first (SessionsBy)
+	// SessionsBy is the order of Sessions (store.UsageSorts); the two
+	// hrefs are the page with each order.
+	SessionsBy                       string
+	SessionsByTokens, SessionsByCost string
+	Pricing                          string // "estimated from <source>, prices as of <date>"
+	Stack                            string // what the day bars are stacked by: model or agent
 	// Recorded is the first and last day with usage at any time (for the
 	// same agent and project), when the period has none; RecordedHref shows them.
 	Recorded     [2]string
@@ -208,4 +214,13 @@ func (t TurnTokens) Line() string {
 // Detail is the tokens by kind, for the tooltip.
 func (t TurnTokens) Detail() string {
 	return "in " + Thousands(t.Input) + ", out " + Thousands(t.Output) + ", cache read " + Thousands(t.CacheRead) + ", cache write " + Thousands(t.CacheCreate)
+}
+
+// current marks the link to the page shown (aria-current), among links
+// to its variants; nothing on the others.
+func current(shown bool) templ.Attributes {
+	if shown {
+		return templ.Attributes{"aria-current": "page"}
+	}
+	return nil
 }

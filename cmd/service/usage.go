@@ -17,12 +17,13 @@ import (
 
 // UsageCmd is `service usage [daily|weekly|monthly|session|blocks]`.
 type UsageCmd struct {
-	Report    string `arg:"" optional:"" enum:"daily,weekly,monthly,session,blocks" default:"daily" help:"daily (the default), weekly (from Monday), monthly, session (most tokens first), or blocks (of 5 hours, as Claude's plans count their limits)."`
+	Report    string `arg:"" optional:"" enum:"daily,weekly,monthly,session,blocks" default:"daily" help:"daily (the default), weekly (from Monday), monthly, session (most tokens first, or most cost: --sort), or blocks (of 5 hours, as Claude's plans count their limits)."`
 	Since     string `help:"First day, YYYY-MM-DD or YYYYMMDD (local time)." placeholder:"DATE"`
 	Until     string `help:"Last day, included." placeholder:"DATE"`
 	Agent     string `help:"Only sessions of this agent (claude-code, codex, ...)."`
 	Project   string `help:"Only sessions in this workspace: its root folder (. for the one you are in)." placeholder:"DIR"`
 	Breakdown string `help:"Split each row by model or by agent, a line each." placeholder:"model|agent"`
+	Sort      string `help:"The session report's order: tokens (most first, the default) or cost (reported and estimated together, most first)." placeholder:"tokens|cost"`
 	JSON      bool   `name:"json" help:"Print JSON instead of a table."`
 	DB        string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
 }
@@ -34,9 +35,15 @@ var usageGroups = map[string]string{
 
 // Run prints the usage report from the store file.
 func (c *UsageCmd) Run(e *env) error {
-	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent, Breakdown: c.Breakdown}
+	q := store.UsageQuery{Group: usageGroups[c.Report], Agent: c.Agent, Breakdown: c.Breakdown, Sort: c.Sort}
 	if q.Breakdown != "" && !slices.Contains(store.UsageBreakdowns, q.Breakdown) {
 		return fmt.Errorf("--breakdown %q: want one of %s", q.Breakdown, strings.Join(store.UsageBreakdowns, ", "))
+	}
+	if q.Sort != "" && !slices.Contains(store.UsageSorts, q.Sort) {
+		return fmt.Errorf("--sort %q: want one of %s", q.Sort, strings.Join(store.UsageSorts, ", "))
+	}
+	if q.Sort != "" && slices.Contains(store.UsageTimeGroups, q.Group) {
+		return fmt.Errorf("--sort orders the session report: the %s report is in the order of time", c.Report)
 	}
 	var err error
 	if c.Project != "" {
@@ -69,10 +76,11 @@ func (c *UsageCmd) Run(e *env) error {
 		b, err := json.MarshalIndent(struct {
 			Group     string            `json:"group"`
 			Breakdown string            `json:"breakdown,omitempty"`
+			Sort      string            `json:"sort,omitempty"`
 			Rows      []store.UsageRow  `json:"rows"`
 			Total     store.UsageRow    `json:"total"`
 			Pricing   store.PricingInfo `json:"pricing"`
-		}{q.Group, q.Breakdown, rows, total, store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, "", "  ")
+		}{q.Group, q.Breakdown, q.Sort, rows, total, store.PricingInfo{Source: table.Source, AsOf: table.AsOf}}, "", "  ")
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -278,6 +279,72 @@ func TestUsageCommandProject(t *testing.T) {
 	t.Chdir(here)
 	if got := total("--project", "."); got != want || want.requests != 1 {
 		t.Errorf("usage --project . in %s = %+v; want its one session's %+v", here, got, want)
+	}
+}
+
+// TestUsageCommandSort: the session report with --sort cost lists the
+// sessions by their cost, most first (each priced request by request, as
+// its page shows it), where by tokens they come in another order; a sort
+// of another report, or by anything else, is refused.
+func TestUsageCommandSort(t *testing.T) {
+	withHome(t)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	runImportCmd(t, "claude-code", filepath.Join(samplesDir, "claude-code"), "--db", db)
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.List(ctx, store.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := map[string]float64{}
+	var byCost []string
+	for _, s := range l.Sessions {
+		d, err := st.Detail(ctx, s.ID, store.DetailQuery{NoSteps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Usage != nil && d.Usage.EstimatedCostUSD != nil {
+			cost[s.ID] = *d.Usage.EstimatedCostUSD
+			byCost = append(byCost, s.ID)
+		}
+	}
+	st.Close()
+	slices.SortFunc(byCost, func(a, b string) int { return cmp.Compare(cost[b], cost[a]) })
+	report := func(args ...string) (keys []string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(ctx, append([]string{"usage", "session", "--json", "--db", db}, args...), &out, &errOut); err != nil {
+			t.Fatalf("usage session %v = %v; %s", args, err, errOut.String())
+		}
+		var rep struct{ Rows []store.UsageRow }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("usage session %v printed %s: %v", args, out.String(), err)
+		}
+		for _, r := range rep.Rows {
+			keys = append(keys, r.Key)
+		}
+		return keys
+	}
+	if len(byCost) < 3 || slices.Equal(report(), byCost) {
+		t.Fatalf("the sample's %d priced sessions rank the same by tokens and by cost; want them apart", len(byCost))
+	}
+	if got := report("--sort", "cost"); !slices.Equal(got, byCost) {
+		t.Errorf("usage session --sort cost = %q; want %q", got, byCost)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"session", "--sort", "price"}, `--sort "price": want one of tokens, cost`},
+		{[]string{"daily", "--sort", "cost"}, "--sort orders the session report: the daily report is in the order of time"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(ctx, append([]string{"usage", "--db", db}, c.args...), &out, &errOut); err == nil || err.Error() != c.want {
+			t.Errorf("usage %v = %v; want %q", c.args, err, c.want)
+		}
 	}
 }
 

@@ -228,6 +228,50 @@ func testUsage(t *testing.T, s store.Backend) {
 			}
 		}
 	}
+	// By cost: each key's reported costs and the estimate of its requests
+	// without one, priced one by one, most first.
+	byCost := func(group string) []string {
+		key, cost := keyOf[group], map[string]float64{}
+		for sid, rs := range counted {
+			for _, r := range rs {
+				usd := valueOr(r.CostUSD)
+				if r.CostUSD == nil {
+					at, _ := store.ParseTimestamp(r.At)
+					usd, _ = pricing.Default().Estimate(r.Model, at, r.Tokens)
+				}
+				cost[key(sid, r)] += usd
+			}
+		}
+		keys := keysOf(want(group, all))
+		slices.SortFunc(keys, func(a, b string) int {
+			if math.Abs(cost[a]-cost[b]) < 1e-6 {
+				t.Fatalf("%s %q and %q cost %v and %v: the records should tell every key's cost apart", group, a, b, cost[a], cost[b])
+			}
+			return cmp.Compare(cost[b], cost[a])
+		})
+		return keys
+	}
+	for _, group := range []string{store.UsageBySession, store.UsageByModel, store.UsageByAgent, store.UsageByProject} {
+		q := store.UsageQuery{Group: group, Sort: store.UsageSortCost}
+		reports, err := s.UsageReports(bg, q, group)
+		if err != nil || len(reports) != 2 {
+			t.Fatalf("UsageReports(%+v, %s) = %d reports, %v", q, group, len(reports), err)
+		}
+		got := keysOf(reports[0])
+		if want := byCost(group); !slices.Equal(got, want) {
+			t.Errorf("UsageReport(%+v) keys = %q; want by cost %q", q, got, want)
+		}
+		if slices.Equal(got, keysOf(want(group, all))) {
+			t.Errorf("UsageReport(%+v): the records rank %s the same by cost and by tokens; want them apart", q, group)
+		}
+		// The report asked beside it keeps its order by tokens.
+		compare(store.UsageQuery{Group: group}, reports[1], want(group, all))
+	}
+	for _, q := range []store.UsageQuery{{Group: store.UsageBySession, Sort: "price"}, {Group: store.UsageByDay, Sort: store.UsageSortCost}, {Group: store.UsageByBlock, Sort: store.UsageSortTokens}} {
+		if _, err := s.UsageReports(bg, q); err == nil {
+			t.Errorf("UsageReports(%+v) = nil error; want the sort refused", q)
+		}
+	}
 	if _, err := s.UsageReports(bg, store.UsageQuery{Group: store.UsageByDay, Breakdown: store.UsageByProject}); err == nil {
 		t.Errorf("UsageReports(breakdown by project) = nil error; want it refused")
 	}
@@ -329,10 +373,24 @@ func testUsage(t *testing.T, s store.Backend) {
 	if want := "Prompt of `" + rows[0].Key + "`"; rows[0].Title != want || rows[1].Title != "" {
 		t.Errorf("titles = %q, %q; want %q and none", rows[0].Title, rows[1].Title, want)
 	}
+	// By cost, the first by cost.
+	rows, err = store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Sort: store.UsageSortCost, Titles: 1})
+	if want := byCost(store.UsageBySession)[0]; err != nil || rows[0].Key != want || rows[0].Title != "Prompt of `"+want+"`" || rows[1].Title != "" {
+		t.Errorf("UsageReport(by session, by cost, 1 title) = %+v, %v; want %s's title first and no other", rows, err, want)
+	}
 	rows, err = store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageByAgent, Titles: 5})
 	if err != nil || slices.ContainsFunc(rows, func(r store.UsageRow) bool { return r.Title != "" }) {
 		t.Errorf("UsageReport(by agent, 5 titles) = %+v, %v; want no title", rows, err)
 	}
+}
+
+// keysOf is the keys of rows, in their order.
+func keysOf(rows []store.UsageRow) []string {
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r.Key
+	}
+	return keys
 }
 
 // A session's usage, read after each of several writes (and so
