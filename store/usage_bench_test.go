@@ -182,3 +182,19 @@ func BenchmarkUsageTallyManyModels(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUsageReportSessionsByCost: the report the usage page adds for
+// its top sessions by cost (UsageSortCost, 20 titled), on the store of
+// BenchmarkUsageReportDaily.
+func BenchmarkUsageReportSessionsByCost(b *testing.B) {
+	ctx := context.Background()
+	s := openUsageBench(b)
+	q := store.UsageQuery{Group: store.UsageBySession, Sort: store.UsageSortCost, Titles: 20}
+	b.ResetTimer()
+	for b.Loop() {
+		rows, err := store.UsageReport(ctx, s, q)
+		if err != nil || len(rows) != 10_000 || rows[0].Title == "" {
+			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}
