@@ -102,12 +102,13 @@ func FuzzListMatchesSQLite(f *testing.F) {
 // rows.
 func FuzzUsageMatchesSQLite(f *testing.F) {
 	for _, g := range store.UsageGroups {
-		f.Add(g, "", "", int64(0), int64(0), "", "", "", "")
-		f.Add(g, store.UsageByAgent, strings.Join(store.UsageGroups, ","), int64(0), int64(0), "", "", "", "")
+		f.Add(g, "", "", "", int64(0), int64(0), "", "", "", "")
+		f.Add(g, store.UsageByAgent, store.UsageSortCost, strings.Join(store.UsageGroups, ","), int64(0), int64(0), "", "", "", "")
 	}
-	f.Add(store.UsageByDay, store.UsageByModel, "block,session", int64(1772409600), int64(1773014400), "claude-code", "claude-sonnet-4-5", "usage-extra", "")
-	f.Add(store.UsageByProject, store.UsageByModel, "day,session", int64(0), int64(0), "", "", "", "/tmp/ws-usage-extra")
-	f.Add("year", "project", "fortnight", int64(-1), int64(1<<40), "\x00", "\xff", "no-such-session", "\x00")
+	f.Add(store.UsageByDay, store.UsageByModel, "", "block,session", int64(1772409600), int64(1773014400), "claude-code", "claude-sonnet-4-5", "usage-extra", "")
+	f.Add(store.UsageByProject, store.UsageByModel, store.UsageSortTokens, "day,session", int64(0), int64(0), "", "", "", "/tmp/ws-usage-extra")
+	f.Add(store.UsageBySession, "", store.UsageSortCost, "session", int64(0), int64(0), "", "", "", "")
+	f.Add("year", "project", "price", "fortnight", int64(-1), int64(1<<40), "\x00", "\xff", "no-such-session", "\x00")
 	ctx := context.Background()
 	lite, _ := mustOpenSQLite(f)
 	pg := mustOpen(f)
@@ -121,8 +122,8 @@ func FuzzUsageMatchesSQLite(f *testing.F) {
 			f.Fatalf("SQLite Apply(%s) = %v", b.Session.ID, err)
 		}
 	}
-	f.Fuzz(func(t *testing.T, group, breakdown, more string, since, until int64, agent, model, session, project string) {
-		q := store.UsageQuery{Group: group, Breakdown: breakdown, Agent: agent, Model: model, Project: project}
+	f.Fuzz(func(t *testing.T, group, breakdown, sort, more string, since, until int64, agent, model, session, project string) {
+		q := store.UsageQuery{Group: group, Breakdown: breakdown, Sort: sort, Agent: agent, Model: model, Project: project}
 		if since != 0 {
 			q.Since = time.Unix(since, 0).UTC()
 		}
