@@ -78,6 +78,8 @@ func (c *CaptureCmd) Run(e *env) error {
 	// Crush: the data dir of each project it has run in, as its
 	// projects.json lists them, a new one as it is added. Aider: the
 	// repositories whose chat histories were imported.
+	// Codex: its sessions folder (an archived session is never written).
+	codexDirs = codexDirs[:1]
 	roots := map[string][]string{codex.Kind: codexDirs, geminicli.Kind: gemini, copilotcli.Kind: copilot, opencode.Kind: opencodeDirs[:1], qwencode.Kind: qwen}
 	follow := map[string]func() []string{crush.Kind: crush.ProjectDataDirs, aider.Kind: capture.AiderRepositories(e.ctx, st)}
 	cp := &capture.Capture{Store: st, ClaudeRoots: claude, ClineRoots: cline, Roots: roots, Follow: follow, Log: log}

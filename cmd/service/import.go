@@ -25,7 +25,7 @@ import (
 type ImportCmd struct {
 	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
 	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the extension's task folders in VS Code, its Insiders build, VSCodium, Cursor and Windsurf, and in ~/.vscode-server and ~/.vscode-remote)."`
-	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions, else ~/.codex/sessions)."`
+	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions and archived_sessions, else those of ~/.codex)."`
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
 	CopilotCLI ImportCopilotCLICmd `cmd:"" name:"copilot-cli" help:"Import GitHub Copilot CLI sessions (default: $COPILOT_HOME, else ~/.copilot: session-state and history-session-state)."`
 	Opencode   ImportOpencodeCmd   `cmd:"" help:"Import opencode sessions from its database and storage (default: $OPENCODE_DB and $XDG_DATA_HOME/opencode, else ~/.local/share/opencode)."`
@@ -249,17 +249,19 @@ func clineFolders() ([]string, error) {
 // name of their folder in the user's configuration folder.
 var clineEditors = []string{"Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"}
 
-// codexFolders is where Codex keeps rollouts: $CODEX_HOME/sessions, else
-// ~/.codex/sessions.
+// codexFolders is where Codex keeps rollouts, in $CODEX_HOME, else
+// ~/.codex: sessions, then archived_sessions, where Codex moves the
+// rollout of a session archived (it is never written again there).
 func codexFolders() ([]string, error) {
-	if dir := os.Getenv("CODEX_HOME"); dir != "" {
-		return []string{filepath.Join(dir, "sessions")}, nil
+	dir := os.Getenv("CODEX_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find the home folder: %w", err)
+		}
+		dir = filepath.Join(home, ".codex")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, fmt.Errorf("find the home folder: %w", err)
-	}
-	return []string{filepath.Join(home, ".codex", "sessions")}, nil
+	return []string{filepath.Join(dir, "sessions"), filepath.Join(dir, "archived_sessions")}, nil
 }
 
 // geminiFolders is where Gemini CLI keeps sessions, under its home

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,19 @@ func copyTree(t *testing.T, src, dst string, exts ...string) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700)
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyFile copies the file src to dst, making dst's folders.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err == nil {
+		os.MkdirAll(filepath.Dir(dst), 0o700)
+		err = os.WriteFile(dst, b, 0o600)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +209,56 @@ func TestImportDefaultFolders(t *testing.T) {
 	copyTree(t, "../../adapters/claudecode/testdata", filepath.Join(config, "projects", "-w"), "agentlogs_todos.jsonl")
 	if got := runImportCmd(t, "claude-code", "--db", db); got != "imported 1 file: 1 session (1 new, 0 updated, 0 unchanged), 12 steps written\n" {
 		t.Errorf("import from CLAUDE_CONFIG_DIR printed %q", got)
+	}
+}
+
+// TestImportCodexArchived: the import of Codex without paths reads the
+// rollouts of sessions archived too (Codex moves them to
+// archived_sessions), as the import of that file named does; a session
+// imported, then archived, is the same session, written once.
+func TestImportCodexArchived(t *testing.T) {
+	t.Setenv("CODEX_HOME", "")
+	os.Unsetenv("CODEX_HOME")
+	home := withHome(t)
+	const sample = "../../adapters/codex/testdata/agentlogs_crud_rollout.jsonl"
+	name := "rollout-2026-01-25T10-32-00-019bf4b5-e7b0-75a0-8bf2-05fbf1b13c9b.jsonl"
+	archived := filepath.Join(home, ".codex", "archived_sessions", name)
+	copyFile(t, sample, archived)
+	want := runImportCmd(t, "codex", archived, "--db", filepath.Join(t.TempDir(), "s.db"))
+	if !strings.Contains(want, "1 session (1 new") {
+		t.Fatalf("import of %s printed %q; want one new session", archived, want)
+	}
+	if got := runImportCmd(t, "codex", "--db", filepath.Join(t.TempDir(), "s.db")); got != want {
+		t.Errorf("import codex with the rollout archived printed %q; want %q", got, want)
+	}
+
+	// Imported from sessions, then archived: no step more to write, its
+	// file's new place recorded.
+	os.Remove(archived)
+	live := filepath.Join(home, ".codex", "sessions", "2026", "01", "25", name)
+	copyFile(t, sample, live)
+	db := filepath.Join(t.TempDir(), "s.db")
+	if got := runImportCmd(t, "codex", "--db", db); got != want {
+		t.Errorf("import codex with the rollout in sessions printed %q; want %q", got, want)
+	}
+	if err := os.Rename(live, archived); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := runImportCmd(t, "codex", "--db", db), "imported 1 file: 1 session (0 new, 1 updated, 0 unchanged), 0 steps written\n"; got != want {
+		t.Errorf("import codex after the session was archived printed %q; want %q", got, want)
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := st.List(context.Background(), store.ListQuery{})
+	if err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("List = %d sessions, %v; want the one session", len(l.Sessions), err)
+	}
+	d, err := st.Detail(context.Background(), l.Sessions[0].ID, store.DetailQuery{NoSteps: true})
+	if err != nil || len(d.Segments) != 1 || !slices.Equal(d.Segments[0].SourceFiles, []string{archived}) {
+		t.Errorf("Detail = %+v, %v; want one segment read from %s", d.Segments, err, archived)
 	}
 }
 
