@@ -23,7 +23,7 @@ import (
 
 // ImportCmd is `service import <agent> [PATH...] [--db PATH] [--rescan]`.
 type ImportCmd struct {
-	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)."`
+	ClaudeCode ImportClaudeCodeCmd `cmd:"" name:"claude-code" help:"Import Claude Code transcripts (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects and ~/.config/claude/projects)."`
 	Cline      ImportClineCmd      `cmd:"" help:"Import Cline tasks and sessions (default: ~/.cline/data/{sessions,tasks} and the extension's task folders in VS Code, its Insiders build, VSCodium, Cursor and Windsurf, and in ~/.vscode-server and ~/.vscode-remote)."`
 	Codex      ImportCodexCmd      `cmd:"" help:"Import Codex CLI rollouts (default: $CODEX_HOME/sessions and archived_sessions, else those of ~/.codex)."`
 	GeminiCLI  ImportGeminiCLICmd  `cmd:"" name:"gemini-cli" help:"Import Gemini CLI sessions (default: $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)."`
@@ -203,7 +203,10 @@ func isTerminal(w any) bool {
 }
 
 // claudeCodeFolders is where Claude Code keeps transcripts:
-// $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
+// $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects and the projects of
+// its folder in the XDG configuration folder ($XDG_CONFIG_HOME/claude,
+// else ~/.config/claude), where some versions write them (ccusage reads
+// both).
 func claudeCodeFolders() ([]string, error) {
 	if dir := os.Getenv("CLAUDE_CONFIG_DIR"); dir != "" {
 		return []string{filepath.Join(dir, "projects")}, nil
@@ -212,7 +215,11 @@ func claudeCodeFolders() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the home folder: %w", err)
 	}
-	return []string{filepath.Join(home, ".claude", "projects")}, nil
+	config := os.Getenv("XDG_CONFIG_HOME")
+	if config == "" {
+		config = filepath.Join(home, ".config")
+	}
+	return []string{filepath.Join(home, ".claude", "projects"), filepath.Join(config, "claude", "projects")}, nil
 }
 
 // clineFolders is where Cline keeps tasks: its data folder ($CLINE_DATA_DIR,

@@ -212,6 +212,38 @@ func TestImportDefaultFolders(t *testing.T) {
 	}
 }
 
+// TestImportClaudeCodeXDGFolder: the import of Claude Code without paths
+// reads the projects of Claude Code's folder in the XDG configuration
+// folder too ($XDG_CONFIG_HOME/claude, else ~/.config/claude), beside
+// ~/.claude's, as the import of that folder named does.
+func TestImportClaudeCodeXDGFolder(t *testing.T) {
+	for _, v := range []string{"CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	const sample = "../../adapters/claudecode/testdata"
+	for _, c := range []struct{ name, xdg, folder string }{
+		{"~/.config", "", filepath.Join(".config", "claude", "projects")},
+		{"$XDG_CONFIG_HOME", "xdg", filepath.Join("xdg", "claude", "projects")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := withHome(t)
+			if c.xdg != "" {
+				t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, c.xdg))
+			}
+			projects := filepath.Join(home, c.folder)
+			copyTree(t, sample, filepath.Join(projects, "-w"), "agentlogs_crud.jsonl")
+			want := runImportCmd(t, "claude-code", projects, "--db", filepath.Join(t.TempDir(), "s.db"))
+			if !strings.Contains(want, "1 session (1 new") {
+				t.Fatalf("import of %s printed %q; want one new session", projects, want)
+			}
+			if got := runImportCmd(t, "claude-code", "--db", filepath.Join(t.TempDir(), "s.db")); got != want {
+				t.Errorf("import claude-code with the transcript in %s printed %q; want %q", c.folder, got, want)
+			}
+		})
+	}
+}
+
 // TestImportCodexArchived: the import of Codex without paths reads the
 // rollouts of sessions archived too (Codex moves them to
 // archived_sessions), as the import of that file named does; a session
