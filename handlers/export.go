@@ -91,7 +91,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	out.templ = &templruntime.Buffer{}
 	out.templ.Reset(out)
 	session := sessionView(walk.d, 0, nil)
-	session.FailedHref, session.FlagsHref, session.UsageHref = "", "", "" // a file has no search or usage page to link to
+	session.FailedHref, session.FlagsHref, session.UsageHref, session.NotesHref = "", "", "", "" // a file has no search or usage page to link to
 	for i := range session.Files {
 		session.Files[i].Href = ""
 	}

@@ -75,6 +75,17 @@ func TestExportMasksEverySecret(t *testing.T) {
 			t.Errorf("the export is not self-contained: it has %q", banned)
 		}
 	}
+	// A downloaded file has no server to link to: every link is to a
+	// place in the file (a step, a finding).
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Find("[href]").Each(func(_ int, e *goquery.Selection) {
+		if href := e.AttrOr("href", ""); !strings.HasPrefix(href, "#") {
+			t.Errorf("the export links to %q, outside the file (%s)", href, goquery.NodeName(e))
+		}
+	})
 
 	rec = s.get("/api/sessions/s1/export/review")
 	var rv Review

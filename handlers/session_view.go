@@ -26,7 +26,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
 		Cost: cost(d.Metrics), APIRequests: "not recorded", Tokens: "not recorded",
 		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed, FailedHref: sessionSearchHref(d.ID, "status:failed"),
-		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags, FlagsHref: sessionSearchHref(d.ID, "flag:*"),
+		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags, FlagsHref: sessionSearchHref(d.ID, "flag:*"), NotesHref: "/search?q=" + url.QueryEscape("note:*"),
 		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
 		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),

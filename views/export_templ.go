@@ -142,7 +142,7 @@ func Export(p ExportPage) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = SessionNotes(p.Session.Notes).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = SessionNotes(p.Session.Notes, p.Session.NotesHref).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -174,6 +174,7 @@ type SessionView struct {
 	Workspace    string
 	Repo         string
 	UsageHref    string // the usage page of its workspace; "" for none
+	NotesHref    string // the search of every session's notes; "" for none
 	Started      string // RFC 3339, shown in the viewer's time zone
 	Ended        string // RFC 3339; empty while the session is open
 	Duration     string // from start to end, or to the last step while open

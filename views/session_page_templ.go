@@ -220,7 +220,7 @@ func Session(p SessionPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = SessionNotes(p.Session.Notes).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = SessionNotes(p.Session.Notes, p.Session.NotesHref).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1357,7 +1357,7 @@ func Updates(s SessionView, turns []TurnView, changes ChangesView) templ.Compone
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = SessionNotes(s.Notes).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = SessionNotes(s.Notes, s.NotesHref).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
