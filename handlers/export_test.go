@@ -53,6 +53,10 @@ func secretBatch(sid string) obj {
 func TestExportMasksEverySecret(t *testing.T) {
 	s := newTestService(t)
 	s.mustPush(secretBatch("s1"), http.StatusCreated)
+	// A note, which links to its step.
+	if _, err := s.store.AddNote(t.Context(), "s1", store.NoteInput{Seq: 2, Author: "Ann", Text: "check this"}); err != nil {
+		t.Fatal(err)
+	}
 
 	rec := s.get("/api/sessions/s1/export")
 	if rec.Code != http.StatusOK {
@@ -81,9 +85,15 @@ func TestExportMasksEverySecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if doc.Find(`[data-testid="note-step"][href]`).Length() != 1 {
+		t.Errorf("the export's note has no link to its step")
+	}
 	doc.Find("[href]").Each(func(_ int, e *goquery.Selection) {
-		if href := e.AttrOr("href", ""); !strings.HasPrefix(href, "#") {
+		href := e.AttrOr("href", "")
+		if !strings.HasPrefix(href, "#") {
 			t.Errorf("the export links to %q, outside the file (%s)", href, goquery.NodeName(e))
+		} else if doc.Find(`[id="`+strings.TrimPrefix(href, "#")+`"]`).Length() != 1 {
+			t.Errorf("the export links to %q, which is no place in it", href)
 		}
 	})
 
