@@ -17,8 +17,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // Fake secrets, assembled at run time so no scanner mistakes this file
@@ -510,5 +512,41 @@ func TestExportShowsTheVerdict(t *testing.T) {
 	}
 	if got := doc.Find(`[data-testid="export-review"] [data-testid="verdict-none"]`).Text(); got != "Not reviewed yet." {
 		t.Errorf("the export of a session not judged says %q", got)
+	}
+}
+
+// TestExportTurnUsage: each turn of a downloaded report says its tokens,
+// requests and cost in its heading, as the session's page does: the sum of
+// the turn's usage records, the cost estimated from the price table.
+func TestExportTurnUsage(t *testing.T) {
+	s := newTestService(t)
+	f := usageFixture()[0] // its records are all of its first turn
+	mustApplyUsage(t, s, f.sid, f.agent, f.root, f.records...)
+	var tok pricing.Tokens
+	var usd float64
+	for _, r := range f.records {
+		tok.Add(r.Tokens)
+		at, _ := time.Parse(time.RFC3339, r.At)
+		cost, ok := pricing.Default().Estimate(r.Model, at, r.Tokens)
+		if !ok {
+			t.Fatalf("%s has no price", r.Model)
+		}
+		usd += cost
+	}
+	want := views.Thousands(tok.Total()) + " tokens · " + views.Plural(len(f.records), "request") + " · ≈ " + fmt.Sprintf("$%.2f", usd) + " estimated"
+	line := func(doc *goquery.Document) string {
+		turn := doc.Find(`.turn`).First()
+		return strings.Join(strings.Fields(turn.Find(`[data-testid="turn-tokens"]`).Text()+" · "+turn.Find(`[data-testid="turn-cost"]`).Text()), " ")
+	}
+	rec := s.get("/api/sessions/" + f.sid + "/export")
+	export, err := goquery.NewDocumentFromReader(rec.Body)
+	if rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("export = %d, %v", rec.Code, err)
+	}
+	if got := line(export); got != want {
+		t.Errorf("the export's first turn says %q; want %q", got, want)
+	}
+	if got := line(mustDocument(t, s, "/session?id="+f.sid)); got != want {
+		t.Errorf("the page's first turn says %q; want %q", got, want)
 	}
 }

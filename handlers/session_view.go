@@ -106,15 +106,9 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			Mode: shorten(t.Mode, lineChars), Actor: shorten(t.ActorID, lineChars), At: t.StartedAt}
 	}
 	actors := actorsByID(d.Actors)
-	if d.Usage != nil {
-		note := pricingNote(d.Usage.Pricing.Source, d.Usage.Pricing.AsOf)
-		for _, u := range d.Usage.Turns {
-			if i, ok := byID[u.TurnID]; ok {
-				out[i].Tokens = &views.TurnTokens{Total: u.Tokens.Total(), Requests: u.APIRequests, Input: u.Tokens.Input,
-					Output: u.Tokens.Output, CacheRead: u.Tokens.CacheRead, CacheCreate: u.Tokens.CacheCreation,
-					Cost:    usageBar(store.UsageRow{ReportedCostUSD: u.ReportedCostUSD, EstimatedCostUSD: u.EstimatedCostUSD}, 0),
-					Pricing: note}
-			}
+	for id, tok := range turnTokens(d.Usage) {
+		if i, ok := byID[id]; ok {
+			out[i].Tokens = tok
 		}
 	}
 	// A turn the read left steps out of: its steps before each gap are a
@@ -167,6 +161,23 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 				steps[j].Divider = marks.step(steps[j])
 			}
 		}
+	}
+	return out
+}
+
+// turnTokens is each turn's tokens, requests and cost as its header shows
+// them, by turn id; none without usage.
+func turnTokens(u *store.Usage) map[string]*views.TurnTokens {
+	if u == nil {
+		return nil
+	}
+	note := pricingNote(u.Pricing.Source, u.Pricing.AsOf)
+	out := make(map[string]*views.TurnTokens, len(u.Turns))
+	for _, t := range u.Turns {
+		out[t.TurnID] = &views.TurnTokens{Total: t.Tokens.Total(), Requests: t.APIRequests, Input: t.Tokens.Input,
+			Output: t.Tokens.Output, CacheRead: t.Tokens.CacheRead, CacheCreate: t.Tokens.CacheCreation,
+			Cost:    usageBar(store.UsageRow{ReportedCostUSD: t.ReportedCostUSD, EstimatedCostUSD: t.EstimatedCostUSD}, 0),
+			Pricing: note}
 	}
 	return out
 }

@@ -429,6 +429,8 @@ type ExportPage struct {
 type ExportTurn struct {
 	Number  int64
 	Mode    string
+	At      string      // RFC 3339, when it started
+	Tokens  *TurnTokens // its usage, as on the page; nil for none
 	Prompt  string
 	Steps   iter.Seq[StepView]
 	Divider *SegmentDivider // before the turn's header, as on the page
