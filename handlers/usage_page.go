@@ -253,8 +253,8 @@ func sessionUsage(u *store.Usage) *views.SessionUsageView {
 	}
 	v := &views.SessionUsageView{Pricing: pricingNote(u.Pricing.Source, u.Pricing.AsOf)}
 	for _, m := range u.Models {
-		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD}
-		if m.EstimatedCostUSD == nil {
+		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD, ReportedCostUSD: m.ReportedCostUSD}
+		if slices.Contains(u.Unpriced, m.Model) {
 			row.Unpriced = []string{m.Model}
 		}
 		v.Rows = append(v.Rows, usageBar(row, 0))

@@ -140,6 +140,11 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		paidUSD += usd
 	}
 	apply("paid", false, paid)
+	// The first request reported its cost, the second not: the second is
+	// estimated, the two costs apart.
+	mixed := slices.Clone(recs)
+	mixed[0].CostUSD = paid[0].CostUSD
+	apply("mixed", false, mixed)
 	// A cost reported alone (Crush): metrics of no request and no token.
 	costOnly := newBatch("cost-only")
 	costOnly["session"].(obj)["metrics"] = obj{"cost_usd": 1.25, "api_requests": 0,
@@ -161,6 +166,9 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		}
 		estimate += usd
 	}
+	at, _ := time.Parse(time.RFC3339, recs[1].At)
+	second, _ := pricing.Default().Estimate(recs[1].Model, at, recs[1].Tokens)
+	mixedCost := fmt.Sprintf("$%.2f reported ≈ $%.2f estimated", *paid[0].CostUSD, second)
 	metrics := newBatch("x")["session"].(obj)["metrics"].(obj)
 	tokens := reportedTokens
 	estimated := fmt.Sprintf("≈ $%.2f estimated", estimate)
@@ -184,9 +192,13 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 			fmt.Sprintf("%v / %v", tokens["input"], tokens["output"]), "", reportedCache, estimated},
 		{"bare", "not recorded", "", "", "not recorded", "not recorded", "", [2]string{}, ""},
 		{"cost-only", "$1.25", "", "", "not recorded", "not recorded", "", [2]string{}, ""},
-		{"paid", "not recorded", fmt.Sprintf("$%.2f reported %s", paidUSD, estimated), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
+		// Every request reported its cost: nothing to estimate, the page as
+		// the list (and the usage report).
+		{"paid", "not recorded", fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprintf("$%.2f reported", paidUSD), fmt.Sprint(len(recs)),
 			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation),
-			fmt.Sprintf("$%.2f reported %s", paidUSD, estimated)},
+			fmt.Sprintf("$%.2f reported", paidUSD)},
+		{"mixed", "not recorded", mixedCost, mixedCost, fmt.Sprint(len(recs)),
+			views.Number(sum.Input) + " / " + views.Number(sum.Output), "from the agent's files", cache(sum.CacheRead, sum.CacheCreation), mixedCost},
 	} {
 		row := mustDocument(t, s, "/").Find(`[data-testid="session-row"][data-session-id="` + c.sid + `"]`)
 		usage := strings.Join(strings.Fields(row.Find(`[data-testid="cost-usage"]`).Text()), " ")

@@ -285,8 +285,11 @@ type Usage struct {
 	Models      []ModelUsage   `json:"models"`
 	// Turns is the usage per turn, in the order of the turns' first response.
 	Turns []TurnUsage `json:"turns,omitempty"`
-	// EstimatedCostUSD is the estimate for the requests of priced models;
-	// nil when no model has a price. Unpriced lists the models without one.
+	// EstimatedCostUSD is the estimate for the requests without a
+	// reported cost, of priced models, as a usage report's
+	// (UsageRow.EstimatedCostUSD): the two costs add up to the session's.
+	// Nil when none is priced; Unpriced lists the models of such requests
+	// without a price.
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
 	Unpriced         []string `json:"unpriced_models,omitempty"`
 	// ReportedCostUSD adds up the costs the agent reported per request, nil
@@ -303,8 +306,12 @@ type ModelUsage struct {
 	Model       string         `json:"model"`
 	Tokens      pricing.Tokens `json:"tokens"`
 	APIRequests int64          `json:"api_requests"`
-	// EstimatedCostUSD is nil when the pricing table has no price for it.
+	// EstimatedCostUSD estimates its requests without a reported cost; nil
+	// when they have no price, or there are none. ReportedCostUSD adds up
+	// the costs reported, nil when none was.
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+	ReportedCostUSD  *float64 `json:"reported_cost_usd,omitempty"`
+	unpriced         bool     // a request without a reported cost has no price
 }
 
 // PricingInfo names the price table estimates come from.
@@ -378,8 +385,8 @@ type TurnUsage struct {
 
 // SumUsage adds up usage records (in time order) by model and by turn, in
 // the order of the turns' first response (records without a turn count
-// for their model alone), estimating each request's cost from the table
-// (per request, so long-context tiers apply).
+// for their model alone), estimating the cost of each request without a
+// reported one from the table (per request, so long-context tiers apply).
 func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 	u := &Usage{Pricing: PricingInfo{Source: table.Source, AsOf: table.AsOf}, Source: UsageFromFile}
 	est := table.Estimator()
@@ -414,12 +421,16 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 		if r.CostUSD != nil {
 			u.ReportedCostUSD = addCost(u.ReportedCostUSD, *r.CostUSD)
 			t.ReportedCostUSD = addCost(t.ReportedCostUSD, *r.CostUSD)
+			m.ReportedCostUSD = addCost(m.ReportedCostUSD, *r.CostUSD)
+			continue
 		}
 		at, _ := ParseTimestamp(r.At)
 		if usd, ok := est.Estimate(r.Model, at, r.Tokens); ok {
 			m.EstimatedCostUSD = addCost(m.EstimatedCostUSD, usd)
 			t.EstimatedCostUSD = addCost(t.EstimatedCostUSD, usd)
 			u.EstimatedCostUSD = addCost(u.EstimatedCostUSD, usd)
+		} else {
+			m.unpriced = true
 		}
 	}
 	for i := range u.Turns {
@@ -430,7 +441,8 @@ func SumUsage(recs []UsageRecord, table *pricing.Table) *Usage {
 	roundNanos(u.ReportedCostUSD)
 	for _, m := range byModel {
 		m.EstimatedCostUSD = roundMicros(m.EstimatedCostUSD)
-		if m.EstimatedCostUSD == nil {
+		roundNanos(m.ReportedCostUSD)
+		if m.unpriced {
 			u.Unpriced = append(u.Unpriced, m.Model)
 		}
 		u.Models = append(u.Models, *m)

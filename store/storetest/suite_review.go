@@ -332,30 +332,49 @@ func testUsage(t *testing.T, s store.Backend) {
 		t.Errorf("Detail(b).Usage after its record changed = %+v; want %+v", u, final.Tokens)
 	}
 
-	// The estimates price an hour's cache writes too: the session's detail
-	// every request of a priced model (a's first two; its third has no
-	// price), the report the requests without a reported cost (the first).
-	var detailEstimate, reportEstimate float64
-	for _, r := range counted["a"][:2] {
+	// The estimates price an hour's cache writes too, and only the requests
+	// without a reported cost (a's first; its second reported one, its third
+	// has no price), in the session's detail as in the report, so that
+	// reported and estimated add up to the session's cost.
+	var estimate float64
+	for _, r := range counted["a"] {
 		at, _ := store.ParseTimestamp(r.At)
-		usd, _ := pricing.Default().Estimate(r.Model, at, r.Tokens)
-		detailEstimate += usd
-		if r.CostUSD == nil {
-			reportEstimate += usd
+		if usd, ok := pricing.Default().Estimate(r.Model, at, r.Tokens); ok && r.CostUSD == nil {
+			estimate += usd
 		}
 	}
-	if u := mustDetail(t, s, "a").Usage; u == nil || u.EstimatedCostUSD == nil || math.Abs(*u.EstimatedCostUSD-detailEstimate) > 1e-9 {
-		t.Errorf("Detail(a).Usage = %+v; want an estimate of %v", u, detailEstimate)
+	ua := mustDetail(t, s, "a").Usage
+	if ua == nil || ua.EstimatedCostUSD == nil || math.Abs(*ua.EstimatedCostUSD-estimate) > 1e-9 || valueOr(ua.ReportedCostUSD) != *counted["a"][1].CostUSD ||
+		!slices.Equal(ua.Unpriced, []string{"no-such-model"}) {
+		t.Errorf("Detail(a).Usage = %+v; want an estimate of %v, %v reported, no-such-model unpriced", ua, estimate, *counted["a"][1].CostUSD)
 	}
-	// So does each turn: a's one turn, its records' estimate and the cost
-	// its second reported.
-	if u := mustDetail(t, s, "a").Usage; u == nil || len(u.Turns) != 1 || u.Turns[0].EstimatedCostUSD == nil ||
-		math.Abs(*u.Turns[0].EstimatedCostUSD-detailEstimate) > 1e-6 || valueOr(u.Turns[0].ReportedCostUSD) != *counted["a"][1].CostUSD {
-		t.Errorf("Detail(a).Usage.Turns = %+v; want one turn estimated at %v, %v reported", u.Turns, detailEstimate, *counted["a"][1].CostUSD)
+	// So does each turn (a's one turn) and each model: its requests
+	// without a reported cost estimated, the others' costs reported.
+	if ua == nil || len(ua.Turns) != 1 || ua.Turns[0].EstimatedCostUSD == nil ||
+		math.Abs(*ua.Turns[0].EstimatedCostUSD-estimate) > 1e-6 || valueOr(ua.Turns[0].ReportedCostUSD) != *counted["a"][1].CostUSD {
+		t.Errorf("Detail(a).Usage.Turns = %+v; want one turn estimated at %v, %v reported", ua.Turns, estimate, *counted["a"][1].CostUSD)
+	}
+	for _, m := range ua.Models {
+		var wantEstimate, wantReported *float64
+		for _, r := range counted["a"] {
+			at, _ := store.ParseTimestamp(r.At)
+			if r.Model != m.Model {
+				continue
+			} else if r.CostUSD != nil {
+				wantReported = genPtr(valueOr(wantReported) + *r.CostUSD)
+			} else if usd, ok := pricing.Default().Estimate(r.Model, at, r.Tokens); ok {
+				wantEstimate = genPtr(valueOr(wantEstimate) + usd)
+			}
+		}
+		if (m.EstimatedCostUSD == nil) != (wantEstimate == nil) || math.Abs(valueOr(m.EstimatedCostUSD)-valueOr(wantEstimate)) > 1e-6 ||
+			(m.ReportedCostUSD == nil) != (wantReported == nil) || valueOr(m.ReportedCostUSD) != valueOr(wantReported) {
+			t.Errorf("Detail(a) model %s: estimated %v, reported %v; want %v and %v", m.Model, ptrText(m.EstimatedCostUSD), ptrText(m.ReportedCostUSD), ptrText(wantEstimate), ptrText(wantReported))
+		}
 	}
 	rows, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Sessions: []string{"a"}})
-	if err != nil || len(rows) != 1 || rows[0].EstimatedCostUSD == nil || math.Abs(*rows[0].EstimatedCostUSD-reportEstimate) > 1e-6 {
-		t.Errorf("UsageReport(session a) = %+v, %v; want an estimate of %v", rows, err, reportEstimate)
+	if err != nil || len(rows) != 1 || rows[0].EstimatedCostUSD == nil || math.Abs(*rows[0].EstimatedCostUSD-estimate) > 1e-6 ||
+		valueOr(rows[0].ReportedCostUSD) != valueOr(ua.ReportedCostUSD) {
+		t.Errorf("UsageReport(session a) = %+v, %v; want the detail's costs, an estimate of %v", rows, err, estimate)
 	}
 
 	if err := s.Delete(bg, "a"); err != nil {
