@@ -37,6 +37,7 @@ func TestBrowser(t *testing.T) {
 	}{
 		{"List", browserList},
 		{"ListLive", browserListLive},
+		{"ListEstimate", browserListEstimate},
 		{"SessionView", browserSessionView},
 		{"OpenStep", browserOpenStep},
 		{"StepLink", browserStepLink},
@@ -232,6 +233,31 @@ func browserListLive(t *testing.T, b *browser) {
 	}
 	if total := p.Text(`[data-testid="total"]`); !strings.Contains(total, "2 sessions") {
 		t.Errorf("total after the push = %q; want 2 sessions", total)
+	}
+}
+
+// browserListEstimate: the list's total shows its estimate once it has
+// loaded, and a live refresh keeps it shown until the new one replaces it.
+func browserListEstimate(t *testing.T, b *browser) {
+	s := newTestService(t)
+	sessions := unrecordedSessions()
+	mustApplyUnrecorded(t, s, "ea", "claude-code", sessions["ea"])
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/")
+	want := estimateOf(t, sessions, "ea")
+	p.WaitFor("the total's estimate", `(document.querySelector('[data-testid="total-estimate"]') || {}).textContent?.includes(`+browsertest.JSString(want)+`)
+		&& document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	evalJS[bool](p, `window.lost = false;
+		new MutationObserver(function () {
+			if (!document.querySelector('[data-testid="total"]').textContent.includes('estimated')) window.lost = true;
+		}).observe(document.getElementById('rows'), {childList: true, subtree: true, characterData: true}); true`)
+
+	mustApplyUnrecorded(t, s, "eb", "codex", sessions["eb"])
+	want = estimateOf(t, sessions, "ea", "eb")
+	p.WaitFor("the new session and the new estimate", `document.querySelectorAll('[data-testid="session-row"]').length === 2
+		&& document.querySelector('[data-testid="total-estimate"] .estimate').textContent === `+browsertest.JSString(want))
+	if evalJS[bool](p, `window.lost`) {
+		t.Error("the total's estimate went from the page while the list was redrawn; want the last one kept until the new one loads")
 	}
 }
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -63,6 +64,33 @@ func listPage(src PageSource, demo, team bool, log *slog.Logger, rowsOnly bool) 
 	})
 }
 
+// totalEstimate is GET /total-estimate?<the list's filters>: the estimate
+// of the cost the list's total cannot show (store.Total.EstimatedCostUSD),
+// which the page loads after it, as it reads the usage of every session
+// the filters keep; nothing when there is none.
+func totalEstimate(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseListQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		q.Limit, q.After, q.Estimate = 1, "", true
+		l, err := src.List(r.Context(), q)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		var v views.TotalEstimateView
+		if usd := l.Total.EstimatedCostUSD; usd != nil {
+			table := pricing.Default()
+			v = views.TotalEstimateView{Estimated: fmt.Sprintf("≈ $%.2f estimated", *usd), Unpriced: l.Total.UnpricedModels,
+				Pricing: "The requests that reported no cost. " + pricingNote(table.Source, table.AsOf)}
+		}
+		render(w, r, log, http.StatusOK, views.TotalEstimate(v))
+	})
+}
+
 // listProblem is what the list page says of a filter or page cursor it
 // cannot read, or "" for any other error.
 func listProblem(err error) string {
@@ -97,6 +125,9 @@ func listPageModel(l store.SessionList, q store.ListQuery, now time.Time) views.
 		return path + "?" + v.Encode()
 	}
 	p.RowsURL = href("/rows")
+	if l.Total.Sessions > 0 {
+		p.EstimateURL = href("/total-estimate", "after", "")
+	}
 	p.AllAgentsHref = href("/", "agent", "", "after", "")
 	if l.Next != "" {
 		p.OlderHref = href("/", "after", l.Next)

@@ -111,7 +111,7 @@ func TestListPage(t *testing.T) {
 	if !strings.Contains(strings.Join(costs, "|"), "not recorded") || !strings.Contains(strings.Join(costs, "|"), "$0.50") {
 		t.Errorf("costs = %v; want $0.50 and not recorded", costs)
 	}
-	if total := doc.Find(`[data-testid="total"]`).Text(); total != "2 sessions · $0.50 (1 not recorded)" {
+	if total := strings.TrimSpace(doc.Find(`[data-testid="total"]`).Text()); total != "2 sessions · $0.50 (1 not recorded)" {
 		t.Errorf("total = %q; want 2 sessions, the one reported cost and the one not", total)
 	}
 
@@ -119,7 +119,7 @@ func TestListPage(t *testing.T) {
 	if n := doc.Find(`[data-testid="session-row"]`).Length(); n != 1 {
 		t.Errorf("/?agent=cline shows %d rows; want 1", n)
 	}
-	if total := doc.Find(`[data-testid="total"]`).Text(); total != "1 session · cost not recorded" {
+	if total := strings.TrimSpace(doc.Find(`[data-testid="total"]`).Text()); total != "1 session · cost not recorded" {
 		t.Errorf("total of a session without a reported cost = %q; want it said, not $0.00", total)
 	}
 	if active := doc.Find(".chip.active").Text(); !strings.Contains(active, "cline") {

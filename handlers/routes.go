@@ -116,6 +116,7 @@ func Routes(d Deps) http.Handler {
 	// Pages and the fragments they refetch
 	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Team != nil, d.Log, false))
 	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Team != nil, d.Log, true))
+	r.Handler(http.MethodGet, "/total-estimate", totalEstimate(pages, d.Log))
 	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Team != nil, d.Reviewer, d.Log))
 	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/steps", earlierStepsFragment(pages, d.Demo, d.Log))

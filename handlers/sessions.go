@@ -157,7 +157,7 @@ func listValues(q store.ListQuery) url.Values {
 	v := url.Values{}
 	for name, val := range map[string]string{"agent": q.Agent, "verdict": q.Verdict, "unreviewed": flagParam(q.Unreviewed), "owner": q.Owner,
 		"workspace": q.Workspace, "since": q.Since, "until": q.Until, "failed": flagParam(q.Failed), "flagged": flagParam(q.Flagged),
-		"noted": flagParam(q.Noted), "cost": q.Cost, "after": q.After} {
+		"noted": flagParam(q.Noted), "cost": q.Cost, "after": q.After, "estimate": flagParam(q.Estimate)} {
 		if val != "" {
 			v.Set(name, val)
 		}
@@ -170,7 +170,7 @@ func parseListQuery(v url.Values) (store.ListQuery, error) {
 	q := store.ListQuery{
 		Agent: v.Get("agent"), Verdict: v.Get("verdict"), Owner: v.Get("owner"), Workspace: v.Get("workspace"), Since: v.Get("since"), Until: v.Get("until"),
 		Failed: v.Get("failed") != "", Flagged: v.Get("flagged") != "", Noted: v.Get("noted") != "", Cost: v.Get("cost"), After: v.Get("after"),
-		Unreviewed: v.Get("unreviewed") != "",
+		Unreviewed: v.Get("unreviewed") != "", Estimate: v.Get("estimate") != "",
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

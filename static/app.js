@@ -147,7 +147,14 @@
   async function refreshRows() {
     const rows = document.getElementById('rows');
     const res = await fetch(rows.dataset.refreshUrl, { headers: { 'HX-Request': 'true' } });
-    if (res.ok) rows.innerHTML = await res.text();
+    if (!res.ok) return;
+    // The total's estimate loads after the rows (hx-trigger="load"); the
+    // last one stays shown until it has.
+    const shown = rows.querySelector('[data-testid="total-estimate"]');
+    rows.innerHTML = await res.text();
+    const next = rows.querySelector('[data-testid="total-estimate-loading"]');
+    if (shown && next) next.replaceChildren(...shown.childNodes);
+    htmx.process(rows);
   }
 
   function openSeqs() {

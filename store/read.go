@@ -94,6 +94,14 @@ type Total struct {
 	Sessions        int     `json:"sessions"`
 	CostUSD         float64 `json:"cost_usd"`
 	CostNotRecorded int     `json:"cost_not_recorded"`
+	// EstimatedCostUSD, when asked for (ListQuery.Estimate), estimates the
+	// requests without a reported cost of the sessions without metrics,
+	// whose cost CostUSD has only from their requests' reports, as the
+	// usage report by session prices them (UsageQuery.Unrecorded); nil
+	// when none is priced. UnpricedModels counts their models without a
+	// price, which it leaves out.
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd,omitempty"`
+	UnpricedModels   int      `json:"unpriced_models,omitempty"`
 }
 
 // SessionDetail is a whole session: header, summary, records and report.
@@ -360,6 +368,10 @@ type ListQuery struct {
 	Cost      string // "recorded" or "not_recorded": only sessions with or without a reported cost (Total)
 	Limit     int    // at most this many sessions (0: all)
 	After     string // a Next cursor of an earlier page: the sessions after it
+	// Estimate adds to Total the estimate of the cost it cannot show
+	// (Total.EstimatedCostUSD): a read of the usage of every session the
+	// filters keep without metrics, so only when asked.
+	Estimate bool
 }
 
 // ListBounds are what a ListQuery's times and cursor say, checked.
@@ -472,11 +484,17 @@ var sqliteListConds = map[string]string{
 // except, so a chip's count keeps the other filters ("1" without any), and
 // its named arguments.
 func listFilter(q ListQuery, b ListBounds, except string) (string, map[string]any) {
+	return listFilterAs(q, b, except, "")
+}
+
+// listFilterAs is listFilter with its arguments named :<prefix><name>, so
+// that a query of other arguments of those names can hold it.
+func listFilterAs(q ListQuery, b ListBounds, except, prefix string) (string, map[string]any) {
 	conds, args := []string{"1"}, map[string]any{}
 	for _, f := range q.Filters(b, except) {
-		conds = append(conds, sqliteListConds[f.Name])
+		conds = append(conds, strings.ReplaceAll(sqliteListConds[f.Name], ":"+f.Name, ":"+prefix+f.Name))
 		if f.Arg != nil {
-			args[":"+f.Name] = f.Arg
+			args[":"+prefix+f.Name] = f.Arg
 		}
 	}
 	return strings.Join(conds, " AND "), args
@@ -606,6 +624,9 @@ func (s *Store) List(ctx context.Context, q ListQuery) (SessionList, error) {
 			ResultFunc: func(st *sqlite.Stmt) error { l.Unreviewed = st.ColumnInt(0); return nil },
 		})
 	})
+	if err == nil && q.Estimate && !q.PageOnly {
+		err = EstimateTotal(ctx, s, q, &l.Total)
+	}
 	if err != nil {
 		return SessionList{}, fmt.Errorf("store: list sessions: %w", err)
 	}

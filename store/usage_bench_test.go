@@ -119,6 +119,36 @@ func buildUsageStore(b *testing.B, s *store.Store) {
 // cost: the total reads each session's requests' costs (requestsCost).
 func BenchmarkListPageNoMetrics(b *testing.B) {
 	ctx := context.Background()
+	s := noMetricsStore(b)
+	b.ResetTimer()
+	for b.Loop() {
+		l, err := s.List(ctx, store.ListQuery{Limit: 100})
+		if err != nil || len(l.Sessions) != 100 || l.Total.Sessions != 10_000 {
+			b.Fatalf("List = %d sessions of %d, %v", len(l.Sessions), l.Total.Sessions, err)
+		}
+	}
+}
+
+// BenchmarkListEstimateNoMetrics: the estimate of the list's sessions
+// whose cost is not recorded (UsageQuery.Unrecorded, by session), on the
+// store of BenchmarkListPageNoMetrics: what the list page's total loads
+// after the page.
+func BenchmarkListEstimateNoMetrics(b *testing.B) {
+	ctx := context.Background()
+	s := noMetricsStore(b)
+	b.ResetTimer()
+	for b.Loop() {
+		rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageBySession, Unrecorded: &store.ListQuery{}})
+		if err != nil || len(rows) != 10_000 {
+			b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// noMetricsStore is 10,000 sessions without metrics, 20 usage records
+// each, half of them with a reported cost.
+func noMetricsStore(b *testing.B) *store.Store {
+	ctx := context.Background()
 	s := mustOpen(b)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 10_000 {
@@ -141,13 +171,7 @@ func BenchmarkListPageNoMetrics(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		l, err := s.List(ctx, store.ListQuery{Limit: 100})
-		if err != nil || len(l.Sessions) != 100 || l.Total.Sessions != 10_000 {
-			b.Fatalf("List = %d sessions of %d, %v", len(l.Sessions), l.Total.Sessions, err)
-		}
-	}
+	return s
 }
 
 // BenchmarkUsageTallyManyModels: the reports of 5,000 hour rows of one

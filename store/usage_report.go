@@ -84,6 +84,11 @@ type UsageQuery struct {
 	// Sessions, when not empty, keeps only these sessions' records (ids):
 	// the list page's estimates for the sessions it shows.
 	Sessions []string
+	// Unrecorded, when set, keeps only the sessions its filters keep that
+	// have no metrics: those whose cost the list's total (Total) has
+	// only from their requests' reports, the rest to estimate. Its cursor
+	// and limit are not used.
+	Unrecorded *ListQuery
 	// Breakdown, when set (UsageBreakdowns), splits each row of Group's
 	// report by model or agent (UsageRow.Breakdown); not the reports of
 	// the groups asked beside it (UsageReports).
@@ -154,6 +159,11 @@ func (s *Store) UsageReports(ctx context.Context, q UsageQuery, more ...string) 
 		sessions += " AND s.id IN (SELECT value FROM json_each(:sessions))"
 		named[":sessions"] = string(ids)
 	}
+	if q.Unrecorded != nil {
+		where, args := listFilterAs(*q.Unrecorded, plan.Unrecorded, "", "list_")
+		sessions += " AND s.metrics IS NULL AND " + where
+		maps.Copy(named, args)
+	}
 	query := usageHoursQuery(plan.KeyColumns(), join, sessions+filter)
 	if plan.SessionTotals {
 		query += " UNION ALL " + sessionTotalsQuery(plan.SessionTotalsKeys(), sessions)
@@ -212,6 +222,20 @@ type UsageReporter interface {
 	UsageReports(ctx context.Context, q UsageQuery, more ...string) ([][]UsageRow, error)
 }
 
+// EstimateTotal sets the estimate of Total (Total.EstimatedCostUSD) of the
+// sessions q keeps, from r's report of those without metrics: what List
+// adds when q.Estimate.
+func EstimateTotal(ctx context.Context, r UsageReporter, q ListQuery, t *Total) error {
+	q.Limit, q.After, q.Estimate = 0, "", false
+	rows, err := UsageReport(ctx, r, UsageQuery{Group: UsageBySession, Unrecorded: &q})
+	if err != nil {
+		return err
+	}
+	total := UsageTotal(rows)
+	t.EstimatedCostUSD, t.UnpricedModels = total.EstimatedCostUSD, len(total.Unpriced)
+	return nil
+}
+
 // UsageReport is the report of q.Group alone.
 func UsageReport(ctx context.Context, r UsageReporter, q UsageQuery) ([]UsageRow, error) {
 	reports, err := r.UsageReports(ctx, q)
@@ -238,7 +262,10 @@ type UsagePlan struct {
 	// pushes of the v1.2 contract), as one row a session at its start,
 	// of the model SessionTotalsModel; not when it is for another model.
 	SessionTotals bool
-	groups        []usageGroup
+	// Unrecorded is the bounds of UsageQuery.Unrecorded's filters, when
+	// set: a backend keeps the sessions they keep, without metrics.
+	Unrecorded ListBounds
+	groups     []usageGroup
 }
 
 // usageGroup is how one group of a plan keys its hour rows: by the hour's
@@ -336,7 +363,13 @@ func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
 	if !q.Until.IsZero() {
 		p.Until = StartedNS(q.Until)
 	}
-	p.JoinSessions = p.JoinSessions || q.Agent != "" || q.Project != "" || len(q.Sessions) > 0
+	if q.Unrecorded != nil {
+		var err error
+		if p.Unrecorded, err = q.Unrecorded.Bounds(); err != nil {
+			return UsagePlan{}, err
+		}
+	}
+	p.JoinSessions = p.JoinSessions || q.Agent != "" || q.Project != "" || len(q.Sessions) > 0 || q.Unrecorded != nil
 	p.SessionTotals = q.Model == "" || q.Model == SessionTotalsModel
 	return p, nil
 }

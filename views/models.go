@@ -76,7 +76,10 @@ type ListPage struct {
 	Total   int
 	Cost    string // combined reported cost of every session the filter keeps
 	RowsURL string // the rows fragment, refetched on changes
-	Demo    bool
+	// EstimateURL is the fragment of the total's estimate
+	// (TotalEstimate), loaded after the page; "" for none.
+	EstimateURL string
+	Demo        bool
 	// OlderHref and NewestHref page through the list, 100 sessions a page.
 	OlderHref, NewestHref string
 	Verdict               string // the verdict state filtered on, or ""
@@ -532,4 +535,13 @@ func when(iso, format string) string {
 	default:
 		return t.Format("2006-01-02 15:04") + " UTC"
 	}
+}
+
+// TotalEstimateView is the list total's estimate as shown: "≈ $3.65
+// estimated", the price table it comes from, and how many models it leaves
+// out for want of a price.
+type TotalEstimateView struct {
+	Estimated string
+	Pricing   string
+	Unpriced  int
 }

@@ -30,7 +30,13 @@ var listConds = map[string]string{
 // except, so a chip's count keeps the other filters, with its arguments
 // ($1 on).
 func listFilter(q store.ListQuery, b store.ListBounds, except string) (string, []any) {
-	conds, args := []string{"true"}, []any{}
+	return listFilterAfter(q, b, except, nil)
+}
+
+// listFilterAfter is listFilter within a query of the arguments args: its
+// own are numbered after them, and returned after them.
+func listFilterAfter(q store.ListQuery, b store.ListBounds, except string, args []any) (string, []any) {
+	conds := []string{"true"}
 	for _, f := range q.Filters(b, except) {
 		cond := listConds[f.Name]
 		if s, ok := f.Arg.(string); ok && !storable(s) {
@@ -106,6 +112,9 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.SessionList,
 		}
 		return nil
 	})
+	if err == nil && q.Estimate && !q.PageOnly {
+		err = store.EstimateTotal(ctx, s, q, &l.Total)
+	}
 	if err != nil {
 		return store.SessionList{}, fmt.Errorf("store: list sessions: %w", err)
 	}

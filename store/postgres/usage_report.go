@@ -44,6 +44,11 @@ func (s *Store) UsageReports(ctx context.Context, q store.UsageQuery, more ...st
 		args = append(args, slices.DeleteFunc(slices.Clone(q.Sessions), func(id string) bool { return !storable(id) }))
 		sessions += " AND s.id = ANY($" + strconv.Itoa(len(args)) + ")"
 	}
+	if q.Unrecorded != nil {
+		var where string
+		where, args = listFilterAfter(*q.Unrecorded, plan.Unrecorded, "", args)
+		sessions += " AND s.metrics IS NULL AND " + where
+	}
 	totals := ""
 	if plan.SessionTotals {
 		// The metrics of sessions without usage records, as the SQLite

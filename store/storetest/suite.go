@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchAfterDelete", testSearchAfterDelete},
 		{"Usage", testUsage},
 		{"UsageFollowsWrites", testUsageFollowsWrites},
+		{"UsageUnrecorded", testUsageUnrecorded},
 		{"Verdict", testVerdict},
 		{"Notes", testNotes},
 		{"UnknownText", testUnknownText},

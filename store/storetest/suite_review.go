@@ -403,6 +403,85 @@ func testUsage(t *testing.T, s store.Backend) {
 	}
 }
 
+// The report of UsageQuery.Unrecorded keeps the sessions a list's filters
+// keep that have no metrics (whose cost the list's total has only from
+// their requests' reports): each with its row of the whole report.
+func testUsageUnrecorded(t *testing.T, s store.Backend) {
+	cost := 0.02
+	for _, se := range []struct {
+		sid, agent, started string
+		metrics             bool
+		records             []store.UsageRecord
+	}{
+		{"um", "claude-code", "2026-03-02T09:00:00Z", true, nil},
+		{"un1", "claude-code", "2026-03-02T10:00:00Z", false, nil},
+		{"un2", "codex", "2026-03-03T10:00:00Z", false, nil},
+		{"un3", "claude-code", "2026-03-04T10:00:00Z", false, nil},
+		{"un4", "claude-code", "2026-03-04T11:00:00Z", false, nil}, // no records
+	} {
+		b := smallBatch(se.sid)
+		b.Session.Agent.Kind, b.Session.StartedAt = se.agent, se.started
+		if !se.metrics {
+			b.Session.Metrics = nil
+		}
+		if se.sid != "un4" {
+			b.Usage = []store.UsageRecord{
+				usageRecord(se.sid, "1", se.started, "claude-sonnet-4-5", pricing.Tokens{Input: 1000, Output: 100}, 1, nil, store.UsageFromFile),
+				usageRecord(se.sid, "2", se.started, "claude-sonnet-4-5", pricing.Tokens{Input: 10, Output: 1}, 1, &cost, store.UsageFromFile),
+			}
+		}
+		mustApply(t, s, b)
+	}
+	whole, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lq := range []store.ListQuery{{}, {Agent: "claude-code"}, {Since: "2026-03-03"}, {Agent: "codex", Until: "2026-03-03"}, {Cost: "recorded"}} {
+		// The sessions of the list without metrics, with records.
+		l, err := s.List(bg, lq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := map[string]bool{}
+		for _, o := range l.Sessions {
+			kept[o.ID] = o.Metrics == nil
+		}
+		var want []store.UsageRow
+		for _, r := range whole {
+			if kept[r.Key] {
+				want = append(want, r)
+			}
+		}
+		got, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Unrecorded: &lq})
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("UsageReport(unrecorded %+v) = %+v, %v; want %+v", lq, got, err, want)
+		}
+		for i := range want {
+			if got[i].Key != want[i].Key || got[i].Tokens != want[i].Tokens || valueOr(got[i].EstimatedCostUSD) != valueOr(want[i].EstimatedCostUSD) ||
+				valueOr(got[i].ReportedCostUSD) != valueOr(want[i].ReportedCostUSD) {
+				t.Errorf("UsageReport(unrecorded %+v)[%d] = %+v; want %+v", lq, i, got[i], want[i])
+			}
+		}
+		// The list's total, asked for its estimate (a page of one), adds
+		// up those rows' estimates; not asked, it has none.
+		wantUSD := store.UsageTotal(want).EstimatedCostUSD
+		asked := lq
+		asked.Estimate, asked.Limit = true, 1
+		if l, err := s.List(bg, asked); err != nil || (l.Total.EstimatedCostUSD == nil) != (wantUSD == nil) || valueOr(l.Total.EstimatedCostUSD) != valueOr(wantUSD) {
+			t.Errorf("List(%+v).Total = %+v (estimate %v), %v; want an estimate of %v", asked, l.Total, ptrText(l.Total.EstimatedCostUSD), err, ptrText(wantUSD))
+		}
+		if l.Total.EstimatedCostUSD != nil {
+			t.Errorf("List(%+v).Total = %+v; want no estimate unless asked", lq, l.Total)
+		}
+	}
+	if rows, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Unrecorded: &store.ListQuery{}}); err != nil || len(rows) != 3 {
+		t.Errorf("UsageReport(unrecorded) = %d rows, %v; want the 3 sessions without metrics with records", len(rows), err)
+	}
+	if _, err := store.UsageReport(bg, s, store.UsageQuery{Group: store.UsageBySession, Unrecorded: &store.ListQuery{Since: "yesterday"}}); !errors.Is(err, store.ErrBadFilter) {
+		t.Errorf("UsageReport(unrecorded since yesterday) = %v; want ErrBadFilter", err)
+	}
+}
+
 // keysOf is the keys of rows, in their order.
 func keysOf(rows []store.UsageRow) []string {
 	keys := make([]string, len(rows))
