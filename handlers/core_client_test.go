@@ -75,6 +75,14 @@ func TestDevServerRendersFromCore(t *testing.T) {
 			t.Errorf("dev GET %s = %d; want 200 and the core's own page, with its earlier-steps control", path, code)
 		}
 	}
+	// The list total's estimate, asked of the core's list.
+	mustApplyUnrecorded(t, core, "ea", "claude-code", unrecordedSessions()["ea"])
+	for _, path := range []string{"/total-estimate", "/total-estimate?agent=claude-code"} {
+		code, body := get(path)
+		if own := core.get(path).Body.String(); code != http.StatusOK || !strings.Contains(body, `data-testid="total-estimate"`) || body != own {
+			t.Errorf("dev GET %s = %d %q; want 200 and the core's own %q", path, code, body, own)
+		}
+	}
 	if code, _ := get("/session?id=nope"); code != http.StatusNotFound {
 		t.Errorf("dev GET /session?id=nope = %d; want 404", code)
 	}
