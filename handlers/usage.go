@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -156,6 +157,11 @@ func badRequest(format string, args ...any) error {
 // UsageReports is GET /api/usage with the query's parameters, once for
 // q.Group and once for each of more.
 func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more ...string) ([][]store.UsageRow, error) {
+	if uq.Unrecorded != nil {
+		// /api/usage has no list filters: the core's list gives its
+		// estimate itself (ListQuery.Estimate).
+		return nil, errors.New("core client: a usage report of a list's sessions is asked of the list (estimate=1)")
+	}
 	q := url.Values{}
 	if !uq.Since.IsZero() {
 		q.Set("since", uq.Since.Format(time.DateOnly))
