@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -32,17 +31,7 @@ func mustApplyUnrecorded(t *testing.T, s *testService, sid, agent string, recs [
 	v := newBatch(sid)
 	delete(v["session"].(obj), "metrics")
 	v["session"].(obj)["agent"].(obj)["kind"] = agent
-	b, err := store.ParseBatch(mustJSON(t, v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.ActorID, r.TurnID, r.Source = sid+"-root", sid+"-t1", store.UsageFromFile
-		b.Usage = append(b.Usage, r)
-	}
-	if _, err := s.store.Apply(context.Background(), b); err != nil {
-		t.Fatalf("Apply(%s) = %v", sid, err)
-	}
+	mustApplyBatchUsage(t, s, v, recs)
 }
 
 // estimateOf is the estimate of the records without a reported cost of

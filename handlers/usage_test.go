@@ -118,17 +118,7 @@ func TestSessionSummaryAddsUpUsage(t *testing.T) {
 		} else {
 			v["session"].(obj)["metrics"].(obj)["tokens"] = reportedTokens
 		}
-		b, err := store.ParseBatch(mustJSON(t, v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range usage {
-			r.ActorID, r.TurnID, r.Source = sid+"-root", sid+"-t1", store.UsageFromFile
-			b.Usage = append(b.Usage, r)
-		}
-		if _, err := s.store.Apply(context.Background(), b); err != nil {
-			t.Fatalf("Apply(%s) = %v", sid, err)
-		}
+		mustApplyBatchUsage(t, s, v, usage)
 	}
 	apply("added", false, recs)
 	apply("reported", true, recs)
@@ -251,14 +241,22 @@ func mustApplyUsage(t *testing.T, s *testService, sid, agent, root string, recs 
 	hdr := v["session"].(obj)
 	hdr["agent"].(obj)["kind"] = agent
 	hdr["workspace"].(obj)["root"] = root
+	mustApplyBatchUsage(t, s, v, recs)
+}
+
+// mustApplyBatchUsage stores the batch v with the usage records recs, each
+// of its session's root actor and first turn.
+func mustApplyBatchUsage(t *testing.T, s *testService, v obj, recs []store.UsageRecord) {
+	t.Helper()
+	sid := v["session"].(obj)["id"].(string)
 	b, err := store.ParseBatch(mustJSON(t, v))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range recs {
-		recs[i].ActorID, recs[i].TurnID, recs[i].Source = sid+"-root", sid+"-t1", store.UsageFromFile
+	for _, r := range recs {
+		r.ActorID, r.TurnID, r.Source = sid+"-root", sid+"-t1", store.UsageFromFile
+		b.Usage = append(b.Usage, r)
 	}
-	b.Usage = recs
 	if _, err := s.store.Apply(context.Background(), b); err != nil {
 		t.Fatalf("Apply(%s) = %v", sid, err)
 	}
