@@ -313,11 +313,27 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 			et.Steps = func(yield func(views.StepView) bool) {
 				for len(page) > 0 {
 					last := page[len(page)-1].Seq
+					var next []store.Step
 					for i := range page {
 						if !step(textBytes(page[i])) {
 							return
 						}
+						// A step's time runs to the next one's, as on the
+						// page: the last of a page reads the next page
+						// first (the others are let go by then).
+						following := page[i+1:]
+						if len(following) == 0 {
+							if next = w.page(ctx, t.ID, last); w.err != nil {
+								return
+							}
+							following = next
+						}
 						v := stepView(page[i], 0, w.d.Workspace.Root)
+						if len(following) > 0 {
+							if at, ok := store.ParseTimestamp(following[0].At); ok {
+								v.Duration = between(page[i].At, at)
+							}
+						}
 						exportImages(v.Images, w.images)
 						setActor(&v, actors[page[i].ActorID], page[i].ActorID)
 						v.Notes = w.notes[v.Seq]
@@ -327,7 +343,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 						}
 						page[i] = store.Step{} // let it go before the next is read
 					}
-					page = w.page(ctx, t.ID, last)
+					page = next
 				}
 			}
 			if !yield(et) || !step(0) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -542,5 +543,51 @@ func TestExportTurnUsage(t *testing.T) {
 	}
 	if got := line(mustDocument(t, s, "/session?id="+f.sid)); got != want {
 		t.Errorf("the page's first turn says %q; want %q", got, want)
+	}
+}
+
+// TestExportStepDurations: each step of a downloaded report says its time
+// to the next step, as the session's page does, also the last step of each
+// of the export's reads of a turn (exportBudget bytes at a time).
+func TestExportStepDurations(t *testing.T) {
+	s := newTestService(t)
+	sid := "durations"
+	t0 := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
+	b := sessionBatch(sid, "claude-code", "2.1.0", t0, "/w", nil)
+	b["turns"] = arr{turnRec(sid, 1, t0, "")}
+	gaps := []time.Duration{3 * time.Second, 62 * time.Second, time.Second, 4 * time.Minute, 2 * time.Second, 9 * time.Second, 75 * time.Minute, time.Second}
+	at, steps := t0, arr{}
+	for i := range len(gaps) + 1 {
+		out := strings.Repeat(fmt.Sprintf("line %d\n", i), 600_000/7) // 8 steps fill more than one read
+		steps = append(steps, stepRec(sid, i+1, 1, at, "command", obj{"command": fmt.Sprintf("step %d", i), "stdout": out}))
+		if i < len(gaps) {
+			at = at.Add(gaps[i])
+		}
+	}
+	b["steps"] = steps
+	s.mustPush(b, http.StatusCreated)
+
+	var want []string
+	for _, g := range gaps {
+		want = append(want, views.Duration(g))
+	}
+	want = append(want, "") // the last step has no next
+	durations := func(doc *goquery.Document, sel string) []string {
+		return doc.Find(sel).Map(func(_ int, e *goquery.Selection) string { return strings.TrimSpace(e.Find(".dur").Text()) })
+	}
+	rec := s.get("/api/sessions/" + sid + "/export")
+	export, err := goquery.NewDocumentFromReader(rec.Body)
+	if rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("export = %d, %v", rec.Code, err)
+	}
+	if got := durations(export, `details.step > summary`); !slices.Equal(got, want) {
+		t.Errorf("the export's step times = %q; want %q", got, want)
+	}
+	page := mustDocument(t, s, "/session?id="+sid)
+	if got := durations(page, `details.step > summary`); !slices.Equal(got, want) {
+		t.Errorf("the page's step times = %q; want %q", got, want)
+	}
+	if n := 9 * 600_000; n <= exportBudget {
+		t.Fatalf("the steps hold %d bytes; want more than a read of the export (%d)", n, exportBudget)
 	}
 }
