@@ -273,12 +273,23 @@ func (p *parser) stream(path string) *adapters.Stream {
 	return s
 }
 
+// thoughtText is a thought as the model wrote it: Gemini CLI cuts its
+// bold subject (**Subject**) from the rest of the text, the description;
+// joined by a line break alone, the two ran together as one sentence.
+func thoughtText(subject, description string) string {
+	subject, description = strings.TrimSpace(subject), strings.TrimSpace(description)
+	if subject == "" {
+		return description
+	}
+	return strings.TrimSpace("**" + subject + "**\n\n" + description)
+}
+
 func (p *parser) reply(m *message, at adapters.Time) {
 	if len(m.Thoughts) > 0 {
 		var parts []string
 		thoughtAt := at
 		for i, t := range m.Thoughts {
-			parts = append(parts, strings.TrimSpace(t.Subject+"\n"+t.Description))
+			parts = append(parts, thoughtText(t.Subject, t.Description))
 			if ta, ok := adapters.ParseTime(t.Timestamp); ok && i == 0 {
 				thoughtAt = ta
 			}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,6 +171,28 @@ func TestSamplesImport(t *testing.T) {
 			}
 			if len(d.Turns) != turns {
 				t.Errorf("stored %d turns; want %d from the raw file's user messages", len(d.Turns), turns)
+			}
+			// Each reply's thoughts as the model wrote them: the bold
+			// subject, then its description, a paragraph each.
+			var wantThoughts, gotThoughts []string
+			for _, m := range rawMessages(t, path) {
+				th, _ := m["thoughts"].([]any)
+				var parts []string
+				for _, x := range th {
+					x := x.(map[string]any)
+					parts = append(parts, "**"+x["subject"].(string)+"**\n\n"+strings.TrimSpace(x["description"].(string)))
+				}
+				if len(parts) > 0 {
+					wantThoughts = append(wantThoughts, strings.Join(parts, "\n\n"))
+				}
+			}
+			for _, step := range d.Steps {
+				if step.Type == store.TypeMessage && step.Payload.Role == "thinking" && step.Payload.Text != nil {
+					gotThoughts = append(gotThoughts, *step.Payload.Text)
+				}
+			}
+			if len(wantThoughts) == 0 || !slices.Equal(gotThoughts, wantThoughts) {
+				t.Errorf("thinking texts %q; the raw file's thoughts are %q", gotThoughts, wantThoughts)
 			}
 			if s.Usage == nil || *s.Usage != usage {
 				t.Errorf("Usage = %+v; the raw file reports %+v", s.Usage, usage)
