@@ -202,22 +202,30 @@ func (p *parser) reply(s *adapters.Stream, a *adapters.Actor, m *messageRow, at 
 }
 
 // finished adds a system message for a reply that ended in an error or was
-// cancelled: the reason and what Crush said of it. A reply stopped by a
-// denied permission says nothing more than its call's result does.
+// cancelled: the reason and what Crush said of it, failed when the
+// provider answered with an error or refused. A reply stopped by a denied
+// permission says nothing more than its call's result does.
 func (p *parser) finished(s *adapters.Stream, a *adapters.Actor, m *messageRow, i int) {
 	d := &m.Parts[i].Data
 	var text string
+	var failed *store.StepError // the provider's answer was an error, not a reply
 	switch d.Reason {
 	case "error":
-		text = "error: " + strings.TrimSpace(cmp.Or(d.Message, "the request failed")+"\n"+d.Details)
+		why := strings.TrimSpace(cmp.Or(d.Message, "the request failed") + "\n" + d.Details)
+		text, failed = "error: "+why, &store.StepError{Type: "api_error", Message: why}
 	case "canceled":
 		text = "cancelled: " + cmp.Or(d.Message, "the request was cancelled")
 	case "content_filter":
-		text = "refused by the provider: " + cmp.Or(d.Message, d.Details, "content filter")
+		why := cmp.Or(d.Message, d.Details, "content filter")
+		text, failed = "refused by the provider: "+why, &store.StepError{Type: "content_filter", Message: why}
 	default:
 		return
 	}
-	s.Message(a, partID(m, i), "system", text, p.time(cmp.Or(d.Time, m.Finished, m.Created)))
+	st := s.Message(a, partID(m, i), "system", text, p.time(cmp.Or(d.Time, m.Finished, m.Created)))
+	if failed != nil {
+		// As a Claude Code reply that was an API error: a failed step.
+		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, failed
+	}
 }
 
 // results completes the calls a tool message answers.

@@ -251,8 +251,9 @@ func TestToolsAndOutcomes(t *testing.T) {
 	if st := steps["c_grep"]; json.Unmarshal(st.Payload.Raw, &raw) != nil || raw.Input["pattern"] != "TODO" || raw.Result != "Found 2 matches" || raw.Metadata["number_of_matches"] != 2.0 {
 		t.Errorf("the grep = %s; want its input, result and metadata", st.Payload.Raw)
 	}
-	if st := steps["a2#0"]; st.Payload.Role != "system" || !strings.Contains(*st.Payload.Text, "API Error") || !strings.Contains(*st.Payload.Text, "400 Bad Request") {
-		t.Errorf("the failed reply = %+v; want a system message with the error", st)
+	if st := steps["a2#0"]; st.Payload.Role != "system" || !strings.Contains(*st.Payload.Text, "API Error") || !strings.Contains(*st.Payload.Text, "400 Bad Request") ||
+		st.Outcome != adapters.OutcomeFailed || st.Error == nil || st.Error.Type != "api_error" || st.Error.Message != "API Error\n400 Bad Request" {
+		t.Errorf("the failed reply = %+v; want a failed system message with the error", st)
 	}
 }
 

@@ -27,11 +27,13 @@ func sampleDB(t *testing.T) string {
 // their tool maps to (bash a command, view a read, write and edit an edit,
 // each change of a multiedit an edit, any other tool other:<name>), and a
 // system message for each reply that finished with an error or was
-// cancelled; also the calls the user denied and the session's cost.
+// cancelled; also the calls the user denied, the replies that were the
+// provider's error, and the session's cost.
 type rawSession struct {
-	steps  map[string]int
-	denied int
-	cost   float64
+	steps     map[string]int
+	denied    int
+	apiErrors int
+	cost      float64
 }
 
 func rawCounts(t *testing.T, path string) map[string]*rawSession {
@@ -68,6 +70,9 @@ func rawCounts(t *testing.T, path string) map[string]*rawSession {
 				r.steps["message:assistant"]++
 			case role == "assistant" && typ == "finish" && (s.ColumnText(5) == "error" || s.ColumnText(5) == "canceled"):
 				r.steps["message:system"]++
+				if s.ColumnText(5) == "error" {
+					r.apiErrors++
+				}
 			case typ == "tool_call":
 				switch name {
 				case "bash":
@@ -103,6 +108,9 @@ func TestSampleImport(t *testing.T) {
 	if len(want) != 2 {
 		t.Fatalf("raw sessions %d; the sample has 2", len(want))
 	}
+	if errs := want["a20c5ed5-41d4-45f7-88eb-7ba0645f1341"]; errs == nil || errs.apiErrors == 0 {
+		t.Fatalf("the sample's first session has no reply that finished with an error; want one to check")
+	}
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +130,7 @@ func TestSampleImport(t *testing.T) {
 			t.Fatalf("Detail(%s): %v", id, err)
 		}
 		got := map[string]int{}
-		denied := 0
+		denied, apiErrors := 0, 0
 		for _, step := range d.Steps {
 			switch step.Type {
 			case store.TypeMessage:
@@ -135,6 +143,12 @@ func TestSampleImport(t *testing.T) {
 			if step.Decision == adapters.DecisionRejected && step.Outcome == adapters.OutcomeNotRun {
 				denied++
 			}
+			if step.Payload.Role == "system" && step.Outcome == adapters.OutcomeFailed && step.Error != nil && step.Error.Type == "api_error" {
+				apiErrors++
+			}
+		}
+		if apiErrors != w.apiErrors {
+			t.Errorf("%s: %d failed replies; the raw database has %d that finished with an error", id, apiErrors, w.apiErrors)
 		}
 		if !maps.Equal(got, w.steps) {
 			t.Errorf("%s: stored steps %v; the raw database has %v", id, got, w.steps)
