@@ -168,7 +168,8 @@ func (p *parser) reply(m *message, at adapters.Time) {
 }
 
 // failure adds a system message for an assistant message that ended in an
-// error (the user aborted it, the provider failed): its name and message.
+// error (the user aborted it, the provider failed): its name and message,
+// failed unless the user aborted it.
 func (p *parser) failure(in *messageInfo, at adapters.Time) {
 	if !adapters.Present(in.Error) {
 		return
@@ -180,8 +181,14 @@ func (p *parser) failure(in *messageInfo, at adapters.Time) {
 		} `json:"data"`
 	}
 	json.Unmarshal(in.Error, &e)
-	text := strings.TrimSpace(cmp.Or(e.Name, "error") + ": " + e.Data.Message)
-	p.s.Message(nil, in.ID+"-error", "system", strings.TrimSuffix(text, ":"), p.time(cmp.Or(in.Time.Completed, in.Time.Created)))
+	text := strings.TrimSuffix(strings.TrimSpace(cmp.Or(e.Name, "error")+": "+e.Data.Message), ":")
+	st := p.s.Message(nil, in.ID+"-error", "system", text, p.time(cmp.Or(in.Time.Completed, in.Time.Created)))
+	if e.Name != "MessageAbortedError" {
+		// The provider's error (APIError, ProviderAuthError,
+		// MessageOutputLengthError, UnknownError): a failed step, as a
+		// Claude Code reply that was an API error; an abort is the user's.
+		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: "api_error", Message: text}
+	}
 }
 
 // usage adds what an assistant message reported.

@@ -235,19 +235,26 @@ func TestImportReadsChangedSessionsOnly(t *testing.T) {
 	}
 }
 
-// TestAssistantError reads an assistant message that ended in an error: a
-// system message names it.
+// TestAssistantError reads assistant messages that ended in an error: a
+// system message names each; the provider's error is a failed step, the
+// user's abort not.
 func TestAssistantError(t *testing.T) {
 	in := `{"info":{"id":"ses_1","directory":"/w","time":{"created":1}},"messages":[
 {"info":{"id":"msg_1","role":"user","time":{"created":2}},"parts":[{"id":"prt_1","type":"text","text":"hi"}]},
-{"info":{"id":"msg_2","role":"assistant","time":{"created":3},"error":{"name":"MessageAbortedError","data":{"message":"The operation was aborted."}}},"parts":[]}
+{"info":{"id":"msg_2","role":"assistant","time":{"created":3},"error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}},"parts":[]},
+{"info":{"id":"msg_3","role":"assistant","time":{"created":4},"error":{"name":"MessageAbortedError","data":{"message":"The operation was aborted."}}},"parts":[]}
 ]}`
 	s := Parse(adapters.Unit{ID: "ses_1"}, []adapters.File{{Path: "/x/e.json", Body: strings.NewReader(in)}})
 	mustValidBatches(t, s)
 	steps := s.Batches[0].Steps
-	last := steps[len(steps)-1]
-	if last.Payload.Role != "system" || last.Payload.Text == nil || *last.Payload.Text != "MessageAbortedError: The operation was aborted." {
-		t.Errorf("last step = %+v; want a system message naming the abort", last.Payload)
+	failed, aborted := steps[len(steps)-2], steps[len(steps)-1]
+	if failed.Payload.Role != "system" || failed.Payload.Text == nil || *failed.Payload.Text != "APIError: Overloaded" ||
+		failed.Outcome != adapters.OutcomeFailed || failed.Error == nil || failed.Error.Type != "api_error" || failed.Error.Message != "APIError: Overloaded" {
+		t.Errorf("the provider's error = %+v; want a failed system message naming it", failed)
+	}
+	if aborted.Payload.Role != "system" || aborted.Payload.Text == nil || *aborted.Payload.Text != "MessageAbortedError: The operation was aborted." ||
+		aborted.Outcome != adapters.OutcomeOK || aborted.Error != nil {
+		t.Errorf("the abort = %+v; want an ok system message naming the abort", aborted)
 	}
 }
 
