@@ -254,7 +254,7 @@ func sessionUsage(u *store.Usage) *views.SessionUsageView {
 	v := &views.SessionUsageView{Pricing: pricingNote(u.Pricing.Source, u.Pricing.AsOf)}
 	for _, m := range u.Models {
 		row := store.UsageRow{Key: m.Model, Tokens: m.Tokens, APIRequests: m.APIRequests, EstimatedCostUSD: m.EstimatedCostUSD, ReportedCostUSD: m.ReportedCostUSD}
-		if slices.Contains(u.Unpriced, m.Model) {
+		if _, unpriced := slices.BinarySearch(u.Unpriced, m.Model); unpriced { // a file may name a model a request
 			row.Unpriced = []string{m.Model}
 		}
 		v.Rows = append(v.Rows, usageBar(row, 0))

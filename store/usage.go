@@ -289,7 +289,7 @@ type Usage struct {
 	// reported cost, of priced models, as a usage report's
 	// (UsageRow.EstimatedCostUSD): the two costs add up to the session's.
 	// Nil when none is priced; Unpriced lists the models of such requests
-	// without a price.
+	// without a price, sorted.
 	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
 	Unpriced         []string `json:"unpriced_models,omitempty"`
 	// ReportedCostUSD adds up the costs the agent reported per request, nil
