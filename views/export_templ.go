@@ -535,18 +535,18 @@ dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2re
 table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid var(--line); }
 .tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid var(--line-strong); border-radius: 3px; font-size: 11px; color: var(--muted); }
 .turn { border-top: 2px solid var(--line); } .prompt { background: var(--surface-2); padding: .4rem .6rem; }
-.mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; } .turn-time { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .6rem; }
+.mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; } .turn-time { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .6rem; } .turn-tokens, .turn-cost { white-space: nowrap; }
 .step { border-bottom: 1px solid var(--line); padding: .15rem 0; } summary { cursor: pointer; }
 .seq { color: var(--muted); display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
 .status.ok { color: var(--ok); } .status.failed, .failed, .flagged { color: var(--bad); } .status.ref { color: var(--warn); } .flag { color: var(--bad); margin-left: .4rem; }
-.detail { padding: .4rem 0 .6rem 3rem; } .detail dl { grid-template-columns: 8.5rem minmax(0, 1fr); } pre { white-space: pre-wrap; word-break: break-word; background: var(--sunken); padding: .4rem; margin: .2rem 0; }
+.detail { padding: .4rem 0 .6rem 3rem; } .detail dl { grid-template-columns: fit-content(14rem) minmax(0, 1fr); } .detail dt { overflow-wrap: anywhere; } pre { white-space: pre-wrap; word-break: break-word; background: var(--sunken); padding: .4rem; margin: .2rem 0; }
 .block .label { color: var(--muted); margin-top: .4rem; } .sources ol { margin: .2rem 0; padding-left: 1.6rem; } .sources li { overflow-wrap: anywhere; } .sources .host { color: var(--muted); margin-left: .4rem; } .diff .dl { display: block; } .dl.add { background: var(--add-bg); color: var(--ok); } .dl.del { background: var(--del-bg); color: var(--bad); } .dl.hunk { color: var(--muted); }
 .sev-danger { color: var(--bad); } .sev-warn { color: var(--warn); }
 .step.sub { margin-left: 2rem; border-left: 3px solid var(--a4); padding-left: .4rem; } .actor { color: var(--a4); font-weight: 600; margin-right: .4rem; }
 @media (max-width: 640px) { table { display: block; overflow-x: auto; } .detail { padding-left: .6rem; } .detail dl { grid-template-columns: minmax(0, 1fr); gap: 0; } .detail dd { margin-bottom: .25rem; } .step-notes { margin-left: 0; }
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: auto; } table.stack thead { display: none; } table.stack tr { padding: .25rem 0; border-top: 1px solid var(--line); }
   table.stack td { border: 0; padding: 0; } table.stack td.num { display: inline-block; margin-right: .75rem; } table.stack td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 12px; } }
-.summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: var(--faint); margin-right: .4rem; }
+.summary dl > div { display: contents; } .summary dd.added-up { grid-column: 2; font-size: 12px; } .step-meta { margin-left: .6rem; } .dur { color: var(--faint); margin-right: .4rem; white-space: nowrap; }
 .md code, .title-code { background: var(--surface-2); padding: 0 .2rem; } .md pre code { background: none; } .md blockquote { border-left: 3px solid var(--line-strong); margin-left: 0; padding-left: .6rem; color: var(--muted); }
 .md table { border-collapse: collapse; } .md th, .md td { border: 1px solid var(--line); padding: .1rem .4rem; } .prompt .md > :first-child { margin-top: 0; } .prompt .md > :last-child { margin-bottom: 0; }
 .todos { list-style: none; padding: 0; } .todo.completed { text-decoration: line-through; color: var(--muted); } .todo .box::before { content: "[ ] "; font-family: monospace; } .todo.completed .box::before { content: "[x] "; } .todo.in_progress .box::before { content: "[~] "; }
