@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/agentreview/service/internal/shell"
 )
 
 // HooksCmd is `service hooks install|uninstall [--settings PATH]`: it puts
@@ -245,59 +247,10 @@ func writeAtomic(path string, b []byte, mode fs.FileMode) (err error) {
 }
 
 // hookCommand is the command line Claude Code runs for our hooks, which a
-// POSIX shell reads: a path with anything but letters, digits and
-// @%+=:,./-_ goes in single quotes (each quote in it closed, escaped and
-// reopened), so any path runs as itself.
+// POSIX shell reads: the binary's path quoted (shell.Quote), so any path
+// runs as itself.
 func hookCommand(bin string) string {
-	return shellQuote(bin) + " hook"
-}
-
-func shellQuote(s string) string {
-	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./-_", r))
-	}) < 0
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// shellUnquote reads one word the way a POSIX shell does (single quotes,
-// double quotes, backslashes); false when it is not one whole word.
-func shellUnquote(s string) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return "", false
-			}
-			b.WriteString(s[i+1 : i+1+j])
-			i += 1 + j
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-					i++
-				}
-				b.WriteByte(s[i])
-			}
-			if i == len(s) {
-				return "", false
-			}
-		case '\\':
-			if i+1 == len(s) {
-				return "", false
-			}
-			i++
-			b.WriteByte(s[i])
-		case ' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')':
-			return "", false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), true
+	return shell.Quote(bin) + " hook"
 }
 
 // isOurHook reports whether a hook command runs `service hook` of a binary
@@ -307,7 +260,7 @@ func isOurHook(command, base string) bool {
 	if !ok {
 		return false
 	}
-	prog, ok = shellUnquote(strings.TrimSpace(prog))
+	prog, ok = shell.Unquote(strings.TrimSpace(prog))
 	return ok && filepath.Base(prog) == base
 }
 
