@@ -102,6 +102,10 @@ type Agent struct {
 	// Parse reads one unit's files (in the order of Unit.Paths). It returns
 	// nil when the files hold no session.
 	Parse func(u Unit, files []File) *Session
+	// Resume is the command (its words) that reopens session id in the
+	// agent, run in the session's workspace; nil for an agent that cannot
+	// reopen a session by its id.
+	Resume func(id string) []string
 }
 
 // Decision and outcome values the adapters write.

@@ -39,6 +39,10 @@ type Deps struct {
 	// Reviewer is the name the app fills in for verdicts and notes until
 	// the reviewer types another (git's user.name, else the OS user).
 	Reviewer string
+	// Resume, when set, is the command line that reopens a session in its
+	// agent (agent kind, session id, workspace root), "" for none: the
+	// session page offers it to copy.
+	Resume func(kind, id, dir string) string
 	// Team, when set, makes this a team server: users sign in, pushes are
 	// their owners' (team_auth.go), and Host names the team's origin.
 	Team *Team
@@ -117,7 +121,7 @@ func Routes(d Deps) http.Handler {
 	r.Handler(http.MethodGet, "/", listPage(pages, d.Demo, d.Team != nil, d.Log, false))
 	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Team != nil, d.Log, true))
 	r.Handler(http.MethodGet, "/total-estimate", totalEstimate(pages, d.Log))
-	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Team != nil, d.Reviewer, d.Log))
+	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Team != nil, d.Reviewer, d.Resume, d.Log))
 	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/steps", earlierStepsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))

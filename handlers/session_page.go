@@ -132,7 +132,7 @@ func timelineView(r *http.Request, src PageSource, d store.SessionDetail, demo b
 // turn, for links to a step, and step= the steps around that one in a turn
 // of many. On a team server (team) the owner's delete
 // is for the whole team, and only the owner is offered it.
-func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Logger) http.Handler {
+func sessionPage(src PageSource, demo, team bool, reviewer string, resume func(kind, id, dir string) string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Steps: recentSteps, Head: headChars}
@@ -172,6 +172,9 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, log *slog.Log
 		// (deleteSession); nobody else is offered a button that answers 403.
 		if !demo && (!team || signedInUser(r) == d.OwnerID) {
 			p.DeleteURL = "/api/sessions/" + url.PathEscape(d.ID)
+		}
+		if resume != nil {
+			p.Resume = resume(d.Agent.Kind, d.ID, d.Workspace.Root)
 		}
 		if d.Window != nil && d.Window.First > 0 {
 			p.Earlier = d.Window.First

@@ -283,7 +283,26 @@
     if (t.id === 'collapse-all') setAll(false);
     if (t.id === 'export-button') document.getElementById('export-dialog').showModal();
     if (t.id === 'delete-button') document.getElementById('delete-dialog').showModal();
+    if (t.dataset.copy) copyText(t);
   });
+
+  // copyText puts the text of the element a Copy button names on the
+  // clipboard and says so beside it. Where the page may not write to the
+  // clipboard (a team server over plain HTTP), it selects the text for the
+  // reader to copy.
+  async function copyText(button) {
+    const el = document.getElementById(button.dataset.copy);
+    const said = button.parentElement.querySelector('.copied');
+    try {
+      await navigator.clipboard.writeText(el.textContent);
+      said.textContent = 'Copied';
+    } catch (err) {
+      getSelection().selectAllChildren(el);
+      said.textContent = 'Selected: press Ctrl+C (⌘C) to copy';
+    }
+    clearTimeout(button.copiedTimer);
+    button.copiedTimer = setTimeout(function () { said.textContent = ''; }, 3000);
+  }
 
   document.addEventListener('close', async function (e) {
     const dialog = e.target;

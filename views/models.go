@@ -457,6 +457,7 @@ type SessionPage struct {
 	ExportURL  string // the redacted download
 	PanelURL   string // the list of values the export masks
 	DeleteURL  string // empty in the demo, and on a team server for all but the owner: no delete button
+	Resume     string // the command line that reopens the session in its agent; "" for none
 	Demo       bool
 	// Team is a team server's page: a delete removes the session for
 	// every user of the team, and the page says so.

@@ -19,8 +19,12 @@ import (
 const Kind = "claude-code"
 
 // Agent is the Claude Code adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "<session id>.jsonl transcripts (as in ~/.claude/projects/<project>/), with subagents in <session id>/subagents/agent-<id>.jsonl"}
+
+// Resume is `claude --resume <id>`: Claude Code reopens a session of the
+// folder it runs in.
+func Resume(id string) []string { return []string{"claude", "--resume", id} }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

@@ -19,8 +19,11 @@ import (
 const Kind = "codex"
 
 // Agent is the Codex adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "rollout-*.jsonl files (or .jsonl files whose first line is a session_meta), as in ~/.codex/sessions/YYYY/MM/DD/"}
+
+// Resume is `codex resume <id>`: Codex reopens the session of that id.
+func Resume(id string) []string { return []string{"codex", "resume", id} }
 
 var fileIDRE = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
 

@@ -16,8 +16,12 @@ import (
 const Kind = "copilot-cli"
 
 // Agent is the Copilot CLI adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "session-state/<session id>/events.jsonl logs and history-session-state/*.json files, as in ~/.copilot/"}
+
+// Resume is `copilot --resume <id>`: Copilot CLI reopens the session of
+// that id.
+func Resume(id string) []string { return []string{"copilot", "--resume", id} }
 
 // Discover finds Copilot CLI sessions under roots: each events.jsonl (or
 // other .jsonl) in a folder under session-state, each .jsonl directly in

@@ -23,8 +23,13 @@ import (
 const Kind = "crush"
 
 // Agent is the Crush adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "a crush.db SQLite file (in a project's .crush folder), or Crush's projects.json (in ~/.local/share/crush/) listing them"}
+
+// Resume is `crush --session <id>`: Crush's TUI (since March 2026) opens the
+// session of that id, from the project's .crush folder, so in the
+// workspace.
+func Resume(id string) []string { return []string{"crush", "--session", id} }
 
 // dbName is the name of Crush's database in a data dir.
 const dbName = "crush.db"

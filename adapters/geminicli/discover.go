@@ -19,8 +19,12 @@ import (
 const Kind = "gemini-cli"
 
 // Agent is the Gemini CLI adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "session files in a chats folder, <project hash>/chats/*.jsonl or *.json, as in ~/.gemini/tmp/"}
+
+// Resume is `gemini --resume <id>`: Gemini CLI reopens a session of the
+// project it runs in by its id (its session management guide).
+func Resume(id string) []string { return []string{"gemini", "--resume", id} }
 
 // SessionFile reports whether a path is where Gemini CLI keeps a session:
 // a .json or .jsonl file in a chats folder.

@@ -21,8 +21,12 @@ import (
 const Kind = "opencode"
 
 // Agent is the opencode adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "an opencode*.db SQLite file, or storage/session/<project>/<session id>.json with storage/message and storage/part, as in ~/.local/share/opencode/"}
+
+// Resume is `opencode --session <id>`: opencode's TUI continues the session
+// of that id.
+func Resume(id string) []string { return []string{"opencode", "--session", id} }
 
 // Discover finds sessions under roots: in each SQLite file named
 // opencode*.db, in each storage/session/<project>/<id>.json with its

@@ -19,8 +19,12 @@ import (
 const Kind = "qwen-code"
 
 // Agent is the Qwen Code adapter for the import runner.
-var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse,
+var Agent = adapters.Agent{Kind: Kind, Discover: Discover, Parse: Parse, Resume: Resume,
 	Layout: "chat recordings <session id>.jsonl in a chats folder, <sanitised cwd>/chats/, as in ~/.qwen/projects/"}
+
+// Resume is `qwen --resume <id>`: Qwen Code reopens a session of the
+// project it runs in by its id.
+func Resume(id string) []string { return []string{"qwen", "--resume", id} }
 
 // SessionFile reports whether a path is where Qwen Code keeps a session: a
 // .jsonl file in a chats folder.

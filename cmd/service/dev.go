@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 
+	"github.com/agentreview/service/adapters/agents"
 	"github.com/agentreview/service/handlers"
 )
 
@@ -24,6 +25,6 @@ func (c *DevCmd) Run(e *env) error {
 	}
 	return listenAndServe(e, c.Port, func(base string, log *slog.Logger) handlers.Deps {
 		fmt.Fprintf(e.stdout, "UI development server on %s/, pages from the core at %s\n", base, core)
-		return handlers.Deps{Log: log, Core: core, Reviewer: defaultReviewer(e.ctx)}
+		return handlers.Deps{Log: log, Core: core, Reviewer: defaultReviewer(e.ctx), Resume: agents.ResumeCommand}
 	})
 }

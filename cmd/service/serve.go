@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentreview/service/adapters/agents"
 	"github.com/agentreview/service/handlers"
 	"github.com/agentreview/service/internal/gcroom"
 	"github.com/agentreview/service/store"
@@ -99,6 +100,7 @@ func (c *ServeCmd) Run(e *env) error {
 			Store: st, Hub: handlers.NewHub(st, log), Log: log,
 			Auth:     handlers.Auth{Token: token, TokenFile: homeTilde(tokenFile)},
 			Reviewer: defaultReviewer(e.ctx),
+			Resume:   agents.ResumeCommand,
 		}
 	})
 }
