@@ -40,7 +40,7 @@ func TestPaletteContrast(t *testing.T) {
 				check(fg, bg)
 			}
 		}
-		for n := 1; n <= 6; n++ {
+		for n := 1; n <= 9; n++ {
 			check(fmt.Sprintf("a%d", n), fmt.Sprintf("a%d-bg", n))
 		}
 	}

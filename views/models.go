@@ -502,8 +502,9 @@ func textOf(s string) templ.Component {
 	})
 }
 
-// agentHue is one of six colour classes for an agent kind, the same for a
-// kind everywhere: known agents have their own, others a stable pick.
+// agentHue is one of nine colour classes for an agent kind, the same for
+// a kind everywhere: each agent the service imports has its own, others a
+// stable pick.
 func agentHue(kind string) string {
 	switch kind {
 	case "claude-code":
@@ -512,14 +513,24 @@ func agentHue(kind string) string {
 		return "2"
 	case "cline":
 		return "3"
-	case "gemini":
+	case "gemini-cli":
 		return "4"
+	case "copilot-cli":
+		return "5"
+	case "opencode":
+		return "6"
+	case "crush":
+		return "7"
+	case "qwen-code":
+		return "8"
+	case "aider":
+		return "9"
 	}
 	var h uint32 = 2166136261
 	for i := 0; i < len(kind); i++ {
 		h = (h ^ uint32(kind[i])) * 16777619
 	}
-	return strconv.Itoa(int(h%6) + 1)
+	return strconv.Itoa(int(h%9) + 1)
 }
 
 // when is how a recorded time reads before the page script shows it in the
