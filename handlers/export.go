@@ -266,7 +266,9 @@ type exportWalk struct {
 	m     *redact.Masker
 	d     store.SessionDetail        // header, summary, report, notes and turns, masked; no steps
 	notes map[int64][]views.NoteView // the masked notes, by step
-	err   error                      // the first failure; the walk stops there
+	// turnEnds is the time of each turn's last step, by turn id.
+	turnEnds map[string]time.Time
+	err      error // the first failure; the walk stops there
 	// images includes the steps' images in the download, which redaction
 	// cannot look into; without it each is named and left out.
 	images bool
@@ -275,11 +277,22 @@ type exportWalk struct {
 // newExportWalk starts the walk of session id; keep lists the placeholders
 // of candidate values left unmasked (redact.Masker.Keep).
 func newExportWalk(ctx context.Context, st Reader, id string, keep []string) (*exportWalk, error) {
-	m, d, err := redact.ReadSession(ctx, st, id, keep)
+	// Each turn's first and last step, for the time its heading says it
+	// took (the walk reads a turn's steps after writing its heading), let
+	// go before masking: the masker numbers values in the order the walk
+	// meets them.
+	d, err := st.Detail(ctx, id, store.DetailQuery{Steps: 1, Head: 1})
 	if err != nil {
 		return nil, err
 	}
-	w := &exportWalk{st: st, m: m, d: d}
+	w := &exportWalk{st: st, d: d, turnEnds: map[string]time.Time{}}
+	for _, s := range d.Steps {
+		if at, ok := store.ParseTimestamp(s.At); ok {
+			w.turnEnds[s.TurnID] = at // in order: the last is the turn's last
+		}
+	}
+	w.d.Steps, w.d.Gaps = nil, nil
+	w.m = redact.MaskSession(&w.d, keep)
 	w.notes = notesBySeq(noteViews(w.d.Notes))
 	return w, nil
 }
@@ -304,7 +317,8 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 			if !step(0) {
 				return
 			}
-			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars), At: t.StartedAt, Tokens: tokens[t.ID], Divider: marks.turn(t)}
+			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars), At: t.StartedAt, Duration: between(t.StartedAt, w.turnEnds[t.ID]),
+				Tokens: tokens[t.ID], Divider: marks.turn(t)}
 			// The turn's prompt is its first step when that is a user
 			// message: the walk does not look ahead.
 			if len(page) > 0 && page[0].Type == store.TypeMessage && page[0].Payload.Role == "user" {

@@ -548,7 +548,8 @@ func TestExportTurnUsage(t *testing.T) {
 
 // TestExportStepDurations: each step of a downloaded report says its time
 // to the next step, as the session's page does, also the last step of each
-// of the export's reads of a turn (exportBudget bytes at a time).
+// of the export's reads of a turn (exportBudget bytes at a time), and the
+// turn's heading the time it took.
 func TestExportStepDurations(t *testing.T) {
 	s := newTestService(t)
 	sid := "durations"
@@ -586,6 +587,18 @@ func TestExportStepDurations(t *testing.T) {
 	page := mustDocument(t, s, "/session?id="+sid)
 	if got := durations(page, `details.step > summary`); !slices.Equal(got, want) {
 		t.Errorf("the page's step times = %q; want %q", got, want)
+	}
+	// The turn took from its start to its last step, in the export's
+	// heading (written before its steps are read) as on the page.
+	var took time.Duration
+	for _, g := range gaps {
+		took += g
+	}
+	if got, want := strings.TrimSpace(export.Find(`section.turn h3 .turn-dur`).Text()), views.Duration(took); got != want {
+		t.Errorf("the export's turn took %q; want %q", got, want)
+	}
+	if got, want := strings.TrimSpace(page.Find(`[data-testid="turn-duration"]`).Text()), views.Duration(took); got != want {
+		t.Errorf("the page's turn took %q; want %q", got, want)
 	}
 	if n := 9 * 600_000; n <= exportBudget {
 		t.Fatalf("the steps hold %d bytes; want more than a read of the export (%d)", n, exportBudget)

@@ -20,20 +20,26 @@ type SessionReader interface {
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 }
 
-// ReadSession reads session id without its steps and masks it with a new
-// Masker for this walk, which it returns; keep lists the placeholders of
-// candidate values left unmasked (Masker.Keep). Home folders are shown as
-// ~ for the user running the service.
+// ReadSession reads session id without its steps and masks it
+// (MaskSession).
 func ReadSession(ctx context.Context, r SessionReader, id string, keep []string) (*Masker, store.SessionDetail, error) {
 	d, err := r.Detail(ctx, id, store.DetailQuery{NoSteps: true})
 	if err != nil {
 		return nil, store.SessionDetail{}, err
 	}
+	return MaskSession(&d, keep), d, nil
+}
+
+// MaskSession masks d, read without its steps, with a new Masker for a
+// walk of its steps, which it returns; keep lists the placeholders of
+// candidate values left unmasked (Masker.Keep). Home folders are shown as
+// ~ for the user running the service.
+func MaskSession(d *store.SessionDetail, keep []string) *Masker {
 	home, _ := os.UserHomeDir()
 	m := NewMasker(home)
 	m.Keep(keep)
-	Session(m, &d)
-	return m, d, nil
+	Session(m, d)
+	return m
 }
 
 // ReadTurnSteps reads the steps of a turn of session id after seq after,

@@ -430,13 +430,14 @@ type ExportPage struct {
 
 // ExportTurn is one turn of the export, its steps read as they are shown.
 type ExportTurn struct {
-	Number  int64
-	Mode    string
-	At      string      // RFC 3339, when it started
-	Tokens  *TurnTokens // its usage, as on the page; nil for none
-	Prompt  string
-	Steps   iter.Seq[StepView]
-	Divider *SegmentDivider // before the turn's header, as on the page
+	Number   int64
+	Mode     string
+	At       string      // RFC 3339, when it started
+	Duration string      // from its start to its last step, as on the page
+	Tokens   *TurnTokens // its usage, as on the page; nil for none
+	Prompt   string
+	Steps    iter.Seq[StepView]
+	Divider  *SegmentDivider // before the turn's header, as on the page
 }
 
 // ManifestRow counts the distinct secrets one redaction rule masked, and
