@@ -2,14 +2,11 @@ package handlers
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
-	"github.com/agentreview/service/adapters/agents"
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
@@ -23,7 +20,6 @@ import (
 func TestBrowserResumeCopy(t *testing.T) {
 	b := startBrowser(t)
 	s := newTestService(t)
-	s.handler = Routes(Deps{Store: s.store, Hub: s.hub, Auth: Auth{Token: testToken}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Resume: agents.ResumeCommand})
 	const sid, root = "3f0c1d2e-resume", "/home/dev/todo-api"
 	x := sessionBatch(sid, "claude-code", "2.1.0", time.Now().UTC().Add(-time.Hour), root, nil)
 	s.mustPush(x, http.StatusCreated)

@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentreview/service/adapters/agents"
 	"github.com/agentreview/service/store"
 )
 
 const testToken = "test-token-0123456789abcdefghijklmnopqrstu"
 
-// testService is the real router over a real temp-file store.
+// testService is the real router over a real temp-file store, as the
+// local server has it.
 type testService struct {
 	t       testing.TB
 	store   *store.Store
@@ -34,7 +36,8 @@ func newTestService(t testing.TB) *testService {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := NewHub(st, log)
 	t.Cleanup(hub.Close)
-	h := Routes(Deps{Store: st, Hub: hub, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log})
+	h := Routes(Deps{Store: st, Hub: hub, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log,
+		Resume: agents.ResumeCommand})
 	return &testService{t: t, store: st, hub: hub, handler: h}
 }
 
