@@ -154,7 +154,7 @@ func manySessions(s *testService, n int, now time.Time) {
 		"Write the README section on exports",
 		"Explain the change stream",
 	}
-	agents := [][2]string{{"claude-code", "2.0.14"}, {"codex", "0.46.0"}, {"cline", "3.32.1"}, {"gemini", "0.9.0"}}
+	agents := [][2]string{{"claude-code", "2.0.14"}, {"codex", "0.46.0"}, {"cline", "3.32.1"}, {"gemini-cli", "0.9.0"}}
 	for i := range n {
 		sid := fmt.Sprintf("s%03d-%s", i, strings.Repeat("x", 8))
 		a := agents[i%len(agents)]
