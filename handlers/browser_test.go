@@ -1199,6 +1199,21 @@ func browserExport(t *testing.T, b *browser) {
 	if action := evalJS[string](p, `document.querySelector('[data-testid="export-findings"]').getAttribute('action')`); action != "/api/sessions/"+sid+"/export" {
 		t.Errorf("download form action = %q; want /api/sessions/%s/export", action, sid)
 	}
+	// The Markdown button sends the same form with format=md: the file it
+	// asks for is the Markdown report, masked.
+	md := awaitJS[[3]string](p, `(async () => {
+		const form = document.querySelector('[data-testid="export-findings"]');
+		const button = form.querySelector('[data-testid="export-download-md"]');
+		const query = new URLSearchParams(new FormData(form, button)).toString();
+		const res = await fetch(form.getAttribute('action') + '?' + query);
+		return [query, res.headers.get('Content-Type'), await res.text()];
+	})()`)
+	if md[0] != "format=md" || md[1] != "text/markdown; charset=utf-8" {
+		t.Errorf("the Markdown button asks for ?%s and gets %s", md[0], md[1])
+	}
+	if !strings.Contains(md[2], review.Findings[0].Placeholder) || strings.Contains(md[2], key) {
+		t.Errorf("the Markdown report does not mask the key as the panel says: %.300s", md[2])
+	}
 }
 
 // browserExportCSP: the exported file carries its own Content-Security-

@@ -61,14 +61,19 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		format, ok := exportFormats[r.URL.Query().Get("format")]
+		if !ok {
+			writeError(w, r, log, badRequest("query parameter format=%q is not valid: give html or md", r.URL.Query().Get("format")))
+			return
+		}
 		walk, err := newExportWalk(r.Context(), st, sessionID(r), keep)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
 		walk.images = r.URL.Query().Get("images") != ""
-		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + ".html"}
-		err = writeExport(r.Context(), out, walk, time.Now())
+		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + format.ext, contentType: format.contentType}
+		err = writeExport(r.Context(), out, walk, time.Now(), format.markdown)
 		var withheld *withheldError
 		switch {
 		case err == nil:
@@ -84,12 +89,21 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 	})
 }
 
-// writeExport renders the walk's session into out, a piece at a time.
-func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now time.Time) error {
-	// templ writes through a buffer of its own; handing it one lets flush
-	// empty it, so each piece scanned holds everything rendered before it.
-	out.templ = &templruntime.Buffer{}
-	out.templ.Reset(out)
+// exportFormat is a kind of file the export writes (?format=).
+type exportFormat struct {
+	ext, contentType string
+	markdown         bool
+}
+
+var exportFormats = map[string]exportFormat{
+	"":     {".html", "text/html; charset=utf-8", false},
+	"html": {".html", "text/html; charset=utf-8", false},
+	"md":   {".md", "text/markdown; charset=utf-8", true},
+}
+
+// writeExport renders the walk's session into out, a piece at a time: the
+// HTML report, or with markdown the same report as Markdown.
+func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now time.Time, markdown bool) error {
 	session := sessionView(walk.d, 0, nil)
 	session.FailedHref, session.FlagsHref, session.UsageHref, session.NotesHref = "", "", "", "" // a file has no search or usage page to link to
 	for i := range session.Files {
@@ -102,8 +116,19 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 		Images:    walk.images,
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
 	}
-	if err := views.Export(p).Render(views.WithHighlighting(ctx, exportHighlight), out.templ); err != nil {
-		return err
+	if markdown {
+		if err := views.ExportMarkdown(out, p); err != nil {
+			return err
+		}
+	} else {
+		// templ writes through a buffer of its own; handing it one lets
+		// flush empty it, so each piece scanned holds everything rendered
+		// before it.
+		out.templ = &templruntime.Buffer{}
+		out.templ.Reset(out)
+		if err := views.Export(p).Render(views.WithHighlighting(ctx, exportHighlight), out.templ); err != nil {
+			return err
+		}
 	}
 	if walk.err != nil {
 		return walk.err
@@ -148,12 +173,12 @@ func keptPlaceholders(r *http.Request) ([]string, error) {
 // for definite secrets before sending it. The first flush sends the
 // headers and the status.
 type checkedWriter struct {
-	w        http.ResponseWriter
-	filename string
-	templ    *templruntime.Buffer // what the view writes to, into piece
-	piece    strings.Builder      // a string without a copy, for the scan
-	started  bool
-	out      [32 << 10]byte
+	w                     http.ResponseWriter
+	filename, contentType string
+	templ                 *templruntime.Buffer // what an HTML view writes to, into piece; nil for Markdown
+	piece                 strings.Builder      // a string without a copy, for the scan
+	started               bool
+	out                   [32 << 10]byte
 }
 
 func (c *checkedWriter) Write(p []byte) (int, error) { return c.piece.Write(p) }
@@ -168,17 +193,24 @@ func (e *withheldError) Error() string {
 // flush scans the piece rendered since the last flush and sends it, and
 // makes room for the next piece of about next bytes.
 func (c *checkedWriter) flush(next int) error {
-	if err := c.templ.Flush(); err != nil {
-		return err
+	if c.templ != nil {
+		if err := c.templ.Flush(); err != nil {
+			return err
+		}
 	}
 	piece := c.piece.String()
 	c.piece = strings.Builder{}
 	if rule, found := redact.FirstDefinite(piece); found {
 		return &withheldError{rule}
 	}
+	if c.templ == nil { // Markdown: also as it reads, its escapes undone
+		if rule, found := redact.FirstDefinite(views.MarkdownLiteral(piece)); found {
+			return &withheldError{rule}
+		}
+	}
 	if !c.started {
 		c.started = true
-		c.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		c.w.Header().Set("Content-Type", c.contentType)
 		c.w.Header().Set("Content-Disposition", `attachment; filename="`+c.filename+`"`)
 		c.w.WriteHeader(http.StatusOK)
 	}

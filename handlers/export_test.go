@@ -131,30 +131,32 @@ func TestExportMasksEverySecret(t *testing.T) {
 }
 
 func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
-	s := newTestService(t)
-	s.mustPush(secretBatch("s1"), http.StatusCreated)
-	export := func(change func(*exportWalk)) (*httptest.ResponseRecorder, error) {
-		walk, err := newExportWalk(t.Context(), s.store, "s1", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		change(walk)
-		rec := httptest.NewRecorder()
-		return rec, writeExport(t.Context(), &checkedWriter{w: rec, filename: "s1.html"}, walk, time.Now())
-	}
-	if _, err := export(func(*exportWalk) {}); err != nil {
-		t.Fatalf("writeExport(masked) = %v; want it to pass", err)
-	}
-	// A field the masking step did not see, in the first piece: nothing is sent.
-	rec, err := export(func(w *exportWalk) { w.d.Workspace.Repo = "github.com/acme/app?token=" + fakeGitHub })
-	if err == nil || !strings.Contains(err.Error(), "github") {
-		t.Errorf("writeExport(with an unmasked field) = %v; want it refused naming the rule", err)
-	}
-	if rec.Body.Len() != 0 || rec.Header().Get("Content-Disposition") != "" {
-		t.Errorf("a refused export sent %d bytes and headers %v", rec.Body.Len(), rec.Header())
-	}
 	if rule, ok := redact.FirstDefinite(fakeGitHub); !ok {
 		t.Fatalf("the fake token must be a definite match for this test to mean anything (rule %q)", rule)
+	}
+	s := newTestService(t)
+	s.mustPush(secretBatch("s1"), http.StatusCreated)
+	for _, markdown := range []bool{false, true} {
+		export := func(change func(*exportWalk)) (*httptest.ResponseRecorder, error) {
+			walk, err := newExportWalk(t.Context(), s.store, "s1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			change(walk)
+			rec := httptest.NewRecorder()
+			return rec, writeExport(t.Context(), &checkedWriter{w: rec, filename: "s1"}, walk, time.Now(), markdown)
+		}
+		if _, err := export(func(*exportWalk) {}); err != nil {
+			t.Fatalf("writeExport(masked, markdown %v) = %v; want it to pass", markdown, err)
+		}
+		// A field the masking step did not see, in the first piece: nothing is sent.
+		rec, err := export(func(w *exportWalk) { w.d.Workspace.Repo = "github.com/acme/app?token=" + fakeGitHub })
+		if err == nil || !strings.Contains(err.Error(), "github") {
+			t.Errorf("writeExport(with an unmasked field, markdown %v) = %v; want it refused naming the rule", markdown, err)
+		}
+		if rec.Body.Len() != 0 || rec.Header().Get("Content-Disposition") != "" {
+			t.Errorf("a refused export (markdown %v) sent %d bytes and headers %v", markdown, rec.Body.Len(), rec.Header())
+		}
 	}
 }
 
