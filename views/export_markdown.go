@@ -130,39 +130,44 @@ func (m *mdWriter) review(s SessionView) {
 }
 
 func (m *mdWriter) files(s SessionView) {
-	m.line("## Files touched")
-	m.line("")
-	if len(s.Files) == 0 {
-		m.line("None.")
-	} else {
-		m.row("File", "Created", "Edited", "Read", "Failed")
-		m.row("---", "---:", "---:", "---:", "---:")
-		for _, f := range s.Files {
-			m.row(mdCell(f.Name), Number(int64(f.Created)), Number(int64(f.Edited)), Number(int64(f.Read)), Number(int64(f.Failed)))
-		}
-		if s.FilesMore > 0 {
-			m.line("")
-			m.line("And " + Plural(s.FilesMore, "other file") + ".")
-		}
+	rows := make([][]string, len(s.Files))
+	for i, f := range s.Files {
+		rows[i] = []string{mdCell(f.Name), Number(int64(f.Created)), Number(int64(f.Edited)), Number(int64(f.Read)), Number(int64(f.Failed))}
 	}
-	m.line("")
+	m.table("Files touched", []string{"File", "Created", "Edited", "Read", "Failed"}, rows, s.FilesMore, "other file")
 }
 
 func (m *mdWriter) commands(s SessionView) {
-	m.line("## Commands run")
+	rows := make([][]string, len(s.Commands))
+	for i, c := range s.Commands {
+		rows[i] = []string{mdCell(c.Command), Number(int64(c.Runs)), Number(int64(c.Failed)), mdText(c.ExitCodes)}
+	}
+	m.table("Commands run", []string{"Command", "Runs", "Failed", "Exit codes"}, rows, s.CommandsMore, "other command")
+}
+
+// table writes a section of a table: its heading, then the rows under
+// head (the first column left, counts right) and how many more there are
+// (named by other), or "None.".
+func (m *mdWriter) table(title string, head []string, rows [][]string, more int, other string) {
+	m.line("## " + title)
 	m.line("")
-	if len(s.Commands) == 0 {
+	if len(rows) == 0 {
 		m.line("None.")
-	} else {
-		m.row("Command", "Runs", "Failed", "Exit codes")
-		m.row("---", "---:", "---:", "---")
-		for _, c := range s.Commands {
-			m.row(mdCell(c.Command), Number(int64(c.Runs)), Number(int64(c.Failed)), mdText(c.ExitCodes))
-		}
-		if s.CommandsMore > 0 {
-			m.line("")
-			m.line("And " + Plural(s.CommandsMore, "other command") + ".")
-		}
+		m.line("")
+		return
+	}
+	m.row(head...)
+	align := []string{"---"}
+	for range head[1:] {
+		align = append(align, "---:")
+	}
+	m.row(align...)
+	for _, r := range rows {
+		m.row(r...)
+	}
+	if more > 0 {
+		m.line("")
+		m.line("And " + Plural(more, other) + ".")
 	}
 	m.line("")
 }

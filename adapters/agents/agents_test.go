@@ -2,11 +2,11 @@ package agents
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/agentreview/service/internal/shell/shelltest"
 )
 
 // resumes are the commands each agent's documentation gives for reopening
@@ -29,11 +29,6 @@ var resumes = map[string][]string{
 // must run in the workspace with the session's id as one word, however
 // either is spelled.
 func TestResumeCommandRuns(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
-	bin := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "it's a $HOME `dir`")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -52,24 +47,11 @@ func TestResumeCommandRuns(t *testing.T) {
 			}
 			continue
 		}
-		script := "#!/bin/sh\npwd\nfor w in \"$0\" \"$@\"; do printf '%s\\n' \"$w\"; done\n"
-		if err := os.WriteFile(filepath.Join(bin, want[0]), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
+		got, from := shelltest.Run(t, line, want[0])
+		if want := append([]string{dir}, append(want, id)...); !slices.Equal(got, want) {
+			t.Errorf("%s: sh -c %q printed %q, want %q", a.Kind, line, got, want)
 		}
-		cmd := exec.Command(sh, "-c", line)
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		cmd.Dir = t.TempDir()
-		out, err := cmd.Output()
-		if err != nil {
-			t.Errorf("%s: sh -c %q: %v", a.Kind, line, err)
-			continue
-		}
-		got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		wantOut := append([]string{dir, filepath.Join(bin, want[0])}, append(want[1:], id)...)
-		if !slices.Equal(got, wantOut) {
-			t.Errorf("%s: sh -c %q printed %q, want %q", a.Kind, line, got, wantOut)
-		}
-		if _, err := os.Stat(filepath.Join(cmd.Dir, "pwned")); err == nil {
+		if _, err := os.Stat(filepath.Join(from, "pwned")); err == nil {
 			t.Errorf("%s: the id ran as a command", a.Kind)
 		}
 	}

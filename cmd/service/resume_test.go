@@ -10,13 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentreview/service/internal/shell/shelltest"
 )
 
 // resumeLine is the command a session page offers to copy, "" for none.
@@ -29,10 +30,6 @@ var resumeLine = regexp.MustCompile(`<code id="resume-command"[^>]*>([^<]*)</cod
 // id are written to break a shell, runs in a real shell as `claude
 // --resume <id>` in that folder.
 func TestServeOffersResume(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
 	home := withHome(t)
 	db := filepath.Join(t.TempDir(), "store.db")
 	samples := filepath.Join("..", "..", "..", "shared", "samples")
@@ -108,23 +105,11 @@ func TestServeOffersResume(t *testing.T) {
 	if line == "" {
 		t.Fatal("the pushed Claude Code session offers no resume")
 	}
-	bin := t.TempDir()
-	script := "#!/bin/sh\npwd\nfor w in \"$0\" \"$@\"; do printf '%s\\n' \"$w\"; done\n"
-	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(sh, "-c", line)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cmd.Dir = t.TempDir()
-	ran, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sh -c %q: %v", line, err)
-	}
-	got := strings.Split(strings.TrimSuffix(string(ran), "\n"), "\n")
-	if want := []string{dir, filepath.Join(bin, "claude"), "--resume", id}; !slices.Equal(got, want) {
+	got, from := shelltest.Run(t, line, "claude")
+	if want := []string{dir, "claude", "--resume", id}; !slices.Equal(got, want) {
 		t.Errorf("sh -c %q ran %q, want %q", line, got, want)
 	}
-	if _, err := os.Stat(filepath.Join(cmd.Dir, "pwned")); err == nil {
+	if _, err := os.Stat(filepath.Join(from, "pwned")); err == nil {
 		t.Error("the id ran as a command")
 	}
 }
