@@ -72,6 +72,7 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			return
 		}
 		walk.images = r.URL.Query().Get("images") != ""
+		walk.outline = r.URL.Query().Get("outline") != ""
 		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + format.ext, contentType: format.contentType}
 		err = writeExport(r.Context(), out, walk, time.Now(), format.markdown)
 		var withheld *withheldError
@@ -114,6 +115,7 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 		Turns:     walk.turns(ctx, out.flush),
 		Generated: now.UTC().Format("2006-01-02 15:04 UTC"),
 		Images:    walk.images,
+		Outline:   walk.outline,
 		Manifest:  func() []views.ManifestRow { return manifestOf(walk.m) },
 	}
 	if markdown {
@@ -304,6 +306,8 @@ type exportWalk struct {
 	// images includes the steps' images in the download, which redaction
 	// cannot look into; without it each is named and left out.
 	images bool
+	// outline gives the Markdown report's steps their lines alone.
+	outline bool
 }
 
 // newExportWalk starts the walk of session id; keep lists the placeholders

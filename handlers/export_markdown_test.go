@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentreview/service/views"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -196,5 +197,63 @@ func TestExportFormat(t *testing.T) {
 	}
 	if rec := s.get("/api/sessions/nope/export?format=md"); rec.Code != http.StatusNotFound {
 		t.Errorf("an unknown session's Markdown = %d", rec.Code)
+	}
+}
+
+// TestExportMarkdownOutline: with outline=1 each step is an item of its
+// turn's list, its line alone, with its error and notes under it: no
+// recorded output, no diff, and the same masking of what is shown.
+func TestExportMarkdownOutline(t *testing.T) {
+	s := newTestService(t)
+	const sid = "md-outline"
+	at := time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)
+	batch, stdout := markdownFixture(sid, at)
+	steps := batch["steps"].(arr)
+	failed := steps[1].(obj)
+	failed["outcome"] = "failed"
+	failed["error"] = obj{"type": "exit_code", "message": "exit 1 with " + fakeAWS}
+	s.mustPush(batch, http.StatusCreated)
+
+	rec := s.get("/api/sessions/" + sid + "/export?format=md&outline=1")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("export?format=md&outline=1 = %d %s", rec.Code, rec.Body)
+	}
+	src := rec.Body.Bytes()
+	if strings.Contains(string(src), fakeAWS) {
+		t.Fatal("the outline holds the secret")
+	}
+	doc := goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser().Parse(text.NewReader(src))
+	var items []string
+	var blocks int
+	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.ListItem:
+			// A step's item: its first block's text starts with its number.
+			if line := string(n.FirstChild().Lines().Value(src)); strings.HasPrefix(line, "**#") {
+				items = append(items, line)
+			}
+		case *ast.FencedCodeBlock:
+			if n.Parent().Kind() != ast.KindBlockquote { // the prompt's own, in its quote
+				blocks++
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	if len(items) != len(steps) {
+		t.Fatalf("the outline's step items = %q; want one for each of the %d steps", items, len(steps))
+	}
+	for i, item := range items {
+		if !strings.HasPrefix(item, fmt.Sprintf("**#%d ", i+1)) {
+			t.Errorf("item %d = %q; want step %d's line", i, item, i+1)
+		}
+	}
+	if blocks != 0 || strings.Contains(string(src), strings.Split(stdout, "\n")[2]) {
+		t.Errorf("the outline holds %d fenced blocks or the output; want neither", blocks)
+	}
+	if !strings.Contains(views.MarkdownLiteral(string(src)), "  - Error: exit_code: exit 1 with [aws-access-key-1]") {
+		t.Errorf("the outline lacks step 2's error, masked:\n%s", src)
 	}
 }

@@ -31,7 +31,7 @@ func ExportMarkdown(w io.Writer, p ExportPage) error {
 	m.commands(s)
 	m.line("## Timeline")
 	for t := range p.Turns {
-		m.turn(t, p.Images)
+		m.turn(t, p)
 	}
 	m.line("")
 	m.line("## Redaction")
@@ -172,7 +172,7 @@ func (m *mdWriter) table(title string, head []string, rows [][]string, more int,
 	m.line("")
 }
 
-func (m *mdWriter) turn(t ExportTurn, images bool) {
+func (m *mdWriter) turn(t ExportTurn, p ExportPage) {
 	m.line("")
 	if t.Divider != nil {
 		m.divider(*t.Divider)
@@ -196,12 +196,19 @@ func (m *mdWriter) turn(t ExportTurn, images bool) {
 		m.line("")
 		m.quote(t.Prompt)
 	}
+	if p.Outline {
+		m.line("")
+	}
 	for s := range t.Steps {
 		if s.Divider != nil {
 			m.line("")
 			m.divider(*s.Divider)
 		}
-		m.step(s, images)
+		if p.Outline {
+			m.outlineStep(s)
+		} else {
+			m.step(s, p.Images)
+		}
 	}
 }
 
@@ -212,9 +219,9 @@ func (m *mdWriter) divider(d SegmentDivider) {
 	m.line("")
 }
 
-// step writes a step's line, then everything recorded of it.
-func (m *mdWriter) step(s StepView, images bool) {
-	m.line("")
+// stepLine is a step's line: its number and type, subagent, summary,
+// status and time to the next step.
+func stepLine(s StepView) string {
 	line := "**#" + strconv.FormatInt(s.Seq, 10) + " " + s.Type + "**"
 	if s.ActorType == "subagent" {
 		line += " (" + mdText(s.ActorLabel) + ")"
@@ -228,7 +235,28 @@ func (m *mdWriter) step(s StepView, images bool) {
 	if s.Duration != "" {
 		line += " · " + s.Duration
 	}
-	m.line(line)
+	return line
+}
+
+// outlineStep writes a step as an item of its turn's list: its line, and
+// under it its error, flags and notes.
+func (m *mdWriter) outlineStep(s StepView) {
+	m.line("- " + stepLine(s))
+	if s.Error.Shown != "" {
+		m.line("  - Error: " + mdText(s.Error.Shown))
+	}
+	for _, f := range s.Flags {
+		m.line("  - Flag: " + mdText(f.Kind) + " (" + mdText(f.Severity) + "): " + mdText(f.Reason.Shown))
+	}
+	for _, n := range s.Notes {
+		m.line("  - **Note** by " + mdText(n.Author) + ": " + mdText(n.Text))
+	}
+}
+
+// step writes a step's line, then everything recorded of it.
+func (m *mdWriter) step(s StepView, images bool) {
+	m.line("")
+	m.line(stepLine(s))
 	m.line("")
 	m.line("- Time: " + when(s.At, "time"))
 	if s.DecisionShown() {

@@ -426,6 +426,9 @@ type ExportPage struct {
 	// Images: the steps' images are data: URIs in the page, which its
 	// policy then allows.
 	Images bool
+	// Outline, for the Markdown report, gives each step its line alone,
+	// with its error, flags and notes: short enough for a pull request.
+	Outline bool
 }
 
 // ExportTurn is one turn of the export, its steps read as they are shown.
