@@ -371,10 +371,11 @@ func mdCode(s string) string {
 func mdCell(s string) string { return strings.ReplaceAll(mdCode(s), "|", `\|`) }
 
 // mdSpecial are the characters that could make Markdown of a text: each is
-// escaped by mdText (CommonMark lets any ASCII punctuation be).
+// escaped by mdText (CommonMark lets any ASCII punctuation be). A "!" is
+// not: it makes an image only before a "[", which is.
 var mdSpecial = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`,
-	"#", `\#`, "|", `\|`, "~", `\~`, "&", `\&`, "!", `\!`,
+	"#", `\#`, "|", `\|`, "~", `\~`, "&", `\&`,
 	"\r\n", " ", "\n", " ", "\r", " ",
 )
 
