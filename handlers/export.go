@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -56,38 +57,60 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 			return
 		}
 		defer gate.leave()
-		keep, err := keptPlaceholders(r)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		format, ok := exportFormats[r.URL.Query().Get("format")]
-		if !ok {
-			writeError(w, r, log, badRequest("query parameter format=%q is not valid: give html or md", r.URL.Query().Get("format")))
-			return
-		}
-		walk, err := newExportWalk(r.Context(), st, sessionID(r), keep)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		walk.images = r.URL.Query().Get("images") != ""
-		walk.outline = r.URL.Query().Get("outline") != ""
-		out := &checkedWriter{w: w, filename: "session-" + fileSafe(walk.d.ID) + format.ext, contentType: format.contentType}
-		err = writeExport(r.Context(), out, walk, time.Now(), format.markdown)
+		q := r.URL.Query()
+		o := ExportOptions{Format: q.Get("format"), Keep: q["keep"], Images: q.Get("images") != "", Outline: q.Get("outline") != ""}
+		var started bool
+		err := WriteExport(r.Context(), st, sessionID(r), o, w, func(filename, contentType string) {
+			started = true
+			w.Header().Set("Content-Type", contentType)
+			w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
+			w.WriteHeader(http.StatusOK)
+		})
 		var withheld *withheldError
 		switch {
 		case err == nil:
-		case !out.started && errors.As(err, &withheld):
-			log.Error("export withheld", "session", walk.d.ID, "err", err)
+		case !started && errors.As(err, &withheld):
+			log.Error("export withheld", "session", sessionID(r), "err", err)
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "export withheld: the report could not be made safe to share"})
-		case !out.started:
+		case !started:
 			writeError(w, r, log, err)
 		default:
-			log.Error("export cut off", "session", walk.d.ID, "err", err)
+			log.Error("export cut off", "session", sessionID(r), "err", err)
 			panic(http.ErrAbortHandler) // the client sees the download fail
 		}
 	})
+}
+
+// ExportOptions are what a report of a session holds and how it is
+// written.
+type ExportOptions struct {
+	Format  string   // "html" (also "") or "md"
+	Keep    []string // placeholders of candidate values left unmasked (redact.Masker.Keep)
+	Images  bool     // the steps' images in the report, which redaction cannot look into
+	Outline bool     // a Markdown report's steps their lines alone
+}
+
+// WriteExport writes session id's redacted report to w, a piece at a
+// time, each scanned for definite secrets before it is written; start is
+// called once, before the first byte, with the report's file name and
+// content type. A bad format or keep list is a 400 statusError, an
+// unknown session store.ErrNotFound; a secret found in the first piece
+// writes nothing.
+func WriteExport(ctx context.Context, st Reader, id string, o ExportOptions, w io.Writer, start func(filename, contentType string)) error {
+	if err := checkKept(o.Keep); err != nil {
+		return err
+	}
+	format, ok := exportFormats[o.Format]
+	if !ok {
+		return badRequest("query parameter format=%q is not valid: give html or md", o.Format)
+	}
+	walk, err := newExportWalk(ctx, st, id, o.Keep)
+	if err != nil {
+		return err
+	}
+	walk.images, walk.outline = o.Images, o.Outline
+	out := &checkedWriter{w: w, start: func() { start("session-"+fileSafe(walk.d.ID)+format.ext, format.contentType) }}
+	return writeExport(ctx, out, walk, time.Now(), format.markdown)
 }
 
 // exportFormat is a kind of file the export writes (?format=).
@@ -156,31 +179,29 @@ func manifestOf(m *redact.Masker) []views.ManifestRow {
 // maxKept bounds the keep list of an export request.
 const maxKept = 1000
 
-// keptPlaceholders is the export request's keep list: the placeholders of
-// candidate values the reviewer ticked to leave unmasked.
-func keptPlaceholders(r *http.Request) ([]string, error) {
-	keep := r.URL.Query()["keep"]
+// checkKept checks an export's keep list: the placeholders of candidate
+// values the reviewer ticked to leave unmasked, at most maxKept.
+func checkKept(keep []string) error {
 	if len(keep) > maxKept {
-		return nil, &statusError{http.StatusBadRequest, fmt.Sprintf("keep lists at most %d values", maxKept)}
+		return &statusError{http.StatusBadRequest, fmt.Sprintf("keep lists at most %d values", maxKept)}
 	}
 	for _, k := range keep {
 		if !redact.IsMaskPlaceholder(k) {
-			return nil, &statusError{http.StatusBadRequest, "keep must name placeholders of the export review, like [generic-secret-1]"}
+			return &statusError{http.StatusBadRequest, "keep must name placeholders of the export review, like [generic-secret-1]"}
 		}
 	}
-	return keep, nil
+	return nil
 }
 
 // checkedWriter holds what the export renders until flush, which scans it
-// for definite secrets before sending it. The first flush sends the
-// headers and the status.
+// for definite secrets before sending it. The first flush calls start.
 type checkedWriter struct {
-	w                     http.ResponseWriter
-	filename, contentType string
-	templ                 *templruntime.Buffer // what an HTML view writes to, into piece; nil for Markdown
-	piece                 strings.Builder      // a string without a copy, for the scan
-	started               bool
-	out                   [32 << 10]byte
+	w       io.Writer
+	start   func()               // before the first byte: an answer's headers
+	templ   *templruntime.Buffer // what an HTML view writes to, into piece; nil for Markdown
+	piece   strings.Builder      // a string without a copy, for the scan
+	started bool
+	out     [32 << 10]byte
 }
 
 func (c *checkedWriter) Write(p []byte) (int, error) { return c.piece.Write(p) }
@@ -212,9 +233,9 @@ func (c *checkedWriter) flush(next int) error {
 	}
 	if !c.started {
 		c.started = true
-		c.w.Header().Set("Content-Type", c.contentType)
-		c.w.Header().Set("Content-Disposition", `attachment; filename="`+c.filename+`"`)
-		c.w.WriteHeader(http.StatusOK)
+		if c.start != nil {
+			c.start()
+		}
 	}
 	// Through a small buffer: the compressing writer has no WriteString,
 	// and io.WriteString would copy a piece of any size whole.

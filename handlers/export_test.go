@@ -144,7 +144,8 @@ func TestExportRefusesAReportThatStillHoldsASecret(t *testing.T) {
 			}
 			change(walk)
 			rec := httptest.NewRecorder()
-			return rec, writeExport(t.Context(), &checkedWriter{w: rec, filename: "s1"}, walk, time.Now(), markdown)
+			start := func() { rec.Header().Set("Content-Disposition", "attachment") }
+			return rec, writeExport(t.Context(), &checkedWriter{w: rec, start: start}, walk, time.Now(), markdown)
 		}
 		if _, err := export(func(*exportWalk) {}); err != nil {
 			t.Fatalf("writeExport(masked, markdown %v) = %v; want it to pass", markdown, err)

@@ -19,6 +19,7 @@ type CLI struct {
 	Delete  DeleteCmd  `cmd:"" help:"Delete a session for good (works while the server runs)."`
 	Share   ShareCmd   `cmd:"" help:"Share sessions with a team server, masked as the export masks them; only what changed since the last share is sent."`
 	Search  SearchCmd  `cmd:"" help:"Search every stored session (works while the server runs)."`
+	Export  ExportCmd  `cmd:"" help:"Write a session's redacted report, HTML or Markdown, as the export panel downloads it (works while the server runs)."`
 	Reindex ReindexCmd `cmd:"" help:"Rebuild the search index from the stored sessions."`
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
 	Demo    DemoCmd    `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
