@@ -31,6 +31,9 @@ func (c *ExportCmd) Run(e *env) error {
 	if c.Outline && c.Format != "md" {
 		return errors.New("--outline is for a Markdown report: add --format md")
 	}
+	if isPostgresURL(c.DB) {
+		return errors.New("export reads a local store file; a team server's sessions download from its app")
+	}
 	if c.Out == "" && isTerminal(e.stdout) {
 		// The report holds the agents' text as recorded, which may hold
 		// terminal escape sequences.
