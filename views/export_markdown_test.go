@@ -117,4 +117,3 @@ func checkShape(t *testing.T, src []byte, s string, steps int, outline bool) {
 		t.Fatalf("no fenced block holds the output %q whole; blocks %q in:\n%s", whole, codes, src)
 	}
 }
-
