@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,14 @@ func exportSession(st Reader, gate exportGate, log *slog.Logger) http.Handler {
 		defer gate.leave()
 		q := r.URL.Query()
 		o := ExportOptions{Format: q.Get("format"), Keep: q["keep"], Images: q.Get("images") != "", Outline: q.Get("outline") != ""}
+		if v := q.Get("step"); v != "" {
+			seq, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || seq < 0 {
+				writeError(w, r, log, badRequest("query parameter step=%q is not valid: give a step's seq", v))
+				return
+			}
+			o.Step = &seq
+		}
 		var started bool
 		err := WriteExport(r.Context(), st, sessionID(r), o, w, func(filename, contentType string) {
 			started = true
@@ -88,6 +97,9 @@ type ExportOptions struct {
 	Keep    []string // placeholders of candidate values left unmasked (redact.Masker.Keep)
 	Images  bool     // the steps' images in the report, which redaction cannot look into
 	Outline bool     // a Markdown report's steps their lines alone
+	// Step, for a Markdown report, makes it that one step alone (its line
+	// and everything recorded of it): a snippet for an issue.
+	Step *int64
 }
 
 // WriteExport writes session id's redacted report to w, a piece at a
@@ -104,13 +116,46 @@ func WriteExport(ctx context.Context, st Reader, id string, o ExportOptions, w i
 	if !ok {
 		return badRequest("query parameter format=%q is not valid: give html or md", o.Format)
 	}
+	if o.Step != nil && !format.markdown {
+		return badRequest("query parameter step is for format=md: a step's Markdown")
+	}
 	walk, err := newExportWalk(ctx, st, id, o.Keep)
 	if err != nil {
 		return err
 	}
 	walk.images, walk.outline = o.Images, o.Outline
-	out := &checkedWriter{w: w, start: func() { start("session-"+fileSafe(walk.d.ID)+format.ext, format.contentType) }}
+	name := "session-" + fileSafe(walk.d.ID)
+	if o.Step != nil {
+		name += "-step-" + strconv.FormatInt(*o.Step, 10)
+	}
+	out := &checkedWriter{w: w, start: func() { start(name+format.ext, format.contentType) }}
+	if o.Step != nil {
+		return writeExportStep(ctx, out, walk, *o.Step)
+	}
 	return writeExport(ctx, out, walk, time.Now(), format.markdown)
+}
+
+// writeExportStep writes one step of the walk's session as Markdown, read
+// and masked as the whole report's steps are; its placeholders are
+// numbered within the snippet, after the session's own values.
+func writeExportStep(ctx context.Context, out *checkedWriter, walk *exportWalk, seq int64) error {
+	d, err := walk.st.Detail(ctx, walk.d.ID, store.DetailQuery{Seq: &seq})
+	if err != nil {
+		return err
+	}
+	if len(d.Steps) == 0 {
+		return store.ErrNotFound
+	}
+	s := d.Steps[0]
+	redact.Step(walk.m, &s)
+	v := stepView(s, 0, walk.d.Workspace.Root)
+	exportImages(v.Images, walk.images)
+	setActor(&v, actorsByID(walk.d.Actors)[s.ActorID], s.ActorID)
+	v.Notes = walk.notes[v.Seq]
+	if err := views.ExportMarkdownStep(out, v, walk.images); err != nil {
+		return err
+	}
+	return out.flush(0)
 }
 
 // exportFormat is a kind of file the export writes (?format=).

@@ -257,3 +257,50 @@ func TestExportMarkdownOutline(t *testing.T) {
 		t.Errorf("the outline lacks step 2's error, masked:\n%s", src)
 	}
 }
+
+// TestExportMarkdownStep: step=N makes the Markdown that one step alone,
+// its line then everything recorded of it, masked; the page's step offers
+// it to copy and the export does not link to it. A step of HTML, a bad
+// step and an unknown one are refused.
+func TestExportMarkdownStep(t *testing.T) {
+	s := newTestService(t)
+	const sid = "md-step"
+	batch, stdout := markdownFixture(sid, time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC))
+	s.mustPush(batch, http.StatusCreated)
+
+	rec := s.get("/api/sessions/" + sid + "/export?format=md&step=2")
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Disposition") != `attachment; filename="session-md-step-step-2.md"` {
+		t.Fatalf("step=2 = %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	src := rec.Body.Bytes()
+	if !strings.HasPrefix(string(src), "**#2 command** ") || strings.Contains(string(src), "**#1 ") || strings.Contains(string(src), "**#3 ") {
+		t.Errorf("step 2's Markdown is not that step alone:\n%s", src)
+	}
+	if strings.Contains(string(src), fakeAWS) {
+		t.Fatal("the step's Markdown holds the secret")
+	}
+	var codes []string
+	doc := goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser().Parse(text.NewReader(src))
+	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if c, ok := n.(*ast.FencedCodeBlock); ok && entering {
+			codes = append(codes, string(c.Lines().Value(src)))
+		}
+		return ast.WalkContinue, nil
+	})
+	if masked := strings.ReplaceAll(stdout, fakeAWS, "[aws-access-key-1]"); !slices.Contains(codes, masked) {
+		t.Errorf("no fenced block holds the output, masked, whole: %q", codes)
+	}
+
+	page := mustDocument(t, s, "/session?id="+sid)
+	if got, _ := page.Find(`[data-testid="step-copy-md"]`).First().Attr("data-copy-url"); got != "/api/sessions/"+sid+"/export?format=md&step=1" {
+		t.Errorf("the page's first step copies from %q", got)
+	}
+	if strings.Contains(s.get("/api/sessions/"+sid+"/export").Body.String(), "step-copy-md") {
+		t.Error("the exported report offers to copy from the server")
+	}
+	for q, want := range map[string]int{"format=md&step=9": 404, "step=2": 400, "format=html&step=2": 400, "format=md&step=x": 400, "format=md&step=-1": 400} {
+		if rec := s.get("/api/sessions/" + sid + "/export?" + q); rec.Code != want {
+			t.Errorf("export?%s = %d %s; want %d", q, rec.Code, rec.Body, want)
+		}
+	}
+}

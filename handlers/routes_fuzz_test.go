@@ -28,7 +28,7 @@ func FuzzReadRoutes(f *testing.F) {
 			"q=test", "q=%22go+test%22+type:command", "q=verdict:%22needs+work%22", "q=a*+b*+c*", "q=%00", "limit=0", "after=zz",
 			"agent=cc&workspace=%2F&since=2026-01-01&until=x&failed=1&flagged=1&noted=1&cost=recorded&verdict=approved&unreviewed=1",
 			"group=day&since=2026-01-01&until=2025-01-01", "group=session&model=%FF", "group=block&breakdown=agent", "breakdown=%00&stack=agent", "group=project&project=%2Ftmp%2Fws-s1", "project=%00%FF", "from=2026-13-01", "s1", "%2e%2e", "a;b=c&&&=",
-			"group=session&sort=cost&titles=3", "sort=%00&estimate=1", "estimate=1&agent=%FF&since=x", "s1?turns=1&before=2&head=-1", "s1?since=zz&seq=x", "s1?seq=99999999999999999999", "s1?images=1", "s1?mask=%00", "s1?format=md&keep=%5Bgeneric-secret-1%5D", "s1?format=md&outline=1&images=1", "s1?format=%00",
+			"group=session&sort=cost&titles=3", "sort=%00&estimate=1", "estimate=1&agent=%FF&since=x", "s1?turns=1&before=2&head=-1", "s1?since=zz&seq=x", "s1?seq=99999999999999999999", "s1?images=1", "s1?mask=%00", "s1?format=md&keep=%5Bgeneric-secret-1%5D", "s1?format=md&outline=1&images=1", "s1?format=md&step=2", "s1?step=%FF&format=md", "s1?format=%00",
 		} {
 			f.Add(uint8(i), q)
 		}

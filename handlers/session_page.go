@@ -101,6 +101,7 @@ func linkSteps(v *views.SessionView, id string, partial bool, open map[int64]boo
 
 func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) {
 	s.BodyURL, s.AllURL = u.step(s.Seq, false), u.step(s.Seq, true)
+	s.MarkdownURL = "/api/sessions/" + url.PathEscape(u.id) + "/export?format=md&step=" + strconv.FormatInt(s.Seq, 10)
 	s.Open = open[s.Seq]
 	s.Partial = partial && (s.IsCut() || len(s.Images) > 0) // images load with the details
 	for i := range s.Images {

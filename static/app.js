@@ -284,6 +284,7 @@
     if (t.id === 'export-button') document.getElementById('export-dialog').showModal();
     if (t.id === 'delete-button') document.getElementById('delete-dialog').showModal();
     if (t.dataset.copy) copyText(t);
+    if (t.dataset.copyUrl) copyURL(t);
   });
 
   // copyText puts the text of the element a Copy button names on the
@@ -292,14 +293,45 @@
   // reader to copy.
   async function copyText(button) {
     const el = document.getElementById(button.dataset.copy);
-    const said = button.parentElement.querySelector('.copied');
     try {
       await navigator.clipboard.writeText(el.textContent);
-      said.textContent = 'Copied';
+      saidBeside(button, 'Copied');
     } catch (err) {
       getSelection().selectAllChildren(el);
-      said.textContent = 'Selected: press Ctrl+C (⌘C) to copy';
+      saidBeside(button, 'Selected: press Ctrl+C (⌘C) to copy');
     }
+  }
+
+  // copyURL puts what a Copy button's URL answers on the clipboard (a
+  // step's redacted Markdown), the fetch inside the clipboard's write so
+  // the click still counts as the reader's. Where the page may not write
+  // to the clipboard, the answer is downloaded instead.
+  async function copyURL(button) {
+    const url = button.dataset.copyUrl;
+    const text = fetch(url).then(function (res) {
+      if (!res.ok) throw new Error('the server answered ' + res.status);
+      return res.text();
+    }).then(function (t) { return new Blob([t], { type: 'text/plain' }); });
+    try {
+      if (!navigator.clipboard || !window.ClipboardItem) throw new Error('no clipboard');
+      await navigator.clipboard.write([new ClipboardItem({ 'text/plain': text })]);
+      saidBeside(button, 'Copied');
+    } catch (err) {
+      const failed = await text.then(function () { return null; }, function (e) { return e; });
+      if (failed) {
+        saidBeside(button, 'Not copied: ' + failed.message);
+        return;
+      }
+      location.href = url;
+      saidBeside(button, 'Downloaded');
+    }
+  }
+
+  // saidBeside says what a Copy button did, in its status beside it, for
+  // a few seconds.
+  function saidBeside(button, what) {
+    const said = button.parentElement.querySelector('.copied');
+    said.textContent = what;
     clearTimeout(button.copiedTimer);
     button.copiedTimer = setTimeout(function () { said.textContent = ''; }, 3000);
   }

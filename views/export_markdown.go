@@ -40,6 +40,14 @@ func ExportMarkdown(w io.Writer, p ExportPage) error {
 	return m.err
 }
 
+// ExportMarkdownStep writes one step of a redacted report as Markdown, as
+// the whole report writes it: its line, then everything recorded of it.
+func ExportMarkdownStep(w io.Writer, s StepView, images bool) error {
+	m := mdWriter{w: w}
+	m.step(s, images)
+	return m.err
+}
+
 // mdWriter writes lines to w, keeping the first error.
 type mdWriter struct {
 	w   io.Writer
@@ -207,6 +215,7 @@ func (m *mdWriter) turn(t ExportTurn, p ExportPage) {
 		if p.Outline {
 			m.outlineStep(s)
 		} else {
+			m.line("")
 			m.step(s, p.Images)
 		}
 	}
@@ -255,7 +264,6 @@ func (m *mdWriter) outlineStep(s StepView) {
 
 // step writes a step's line, then everything recorded of it.
 func (m *mdWriter) step(s StepView, images bool) {
-	m.line("")
 	m.line(stepLine(s))
 	m.line("")
 	m.line("- Time: " + when(s.At, "time"))

@@ -298,6 +298,7 @@ type StepView struct {
 	Open        bool
 	BodyURL     string // the step's details, up to the review app's cut
 	AllURL      string // the step's details, whole
+	MarkdownURL string // the step as redacted Markdown, to copy (the page's; not the export's)
 	Notes       []NoteView
 	CanNote     bool // the page offers to add and edit notes (not the export)
 	Segment     int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,14 +26,7 @@ func TestBrowserResumeCopy(t *testing.T) {
 	s.mustPush(x, http.StatusCreated)
 	base := serveBrowser(t, s)
 	p := b.newTab(t, base)
-	origin, _ := url.Parse(base)
-	for _, name := range []string{"clipboard-read", "clipboard-write"} {
-		p.Do("allow "+name, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: origin.Scheme + "://" + origin.Host})
-			return err
-		}))
-	}
+	grantClipboard(p, base)
 	p.Open("/session?id=" + sid)
 	want := "cd " + root + " && claude --resume " + sid
 	if got := p.Text(`[data-testid="resume-command"]`); got != want {
@@ -53,5 +47,44 @@ func TestBrowserResumeCopy(t *testing.T) {
 	p.WaitFor("the page says to copy the selection", `document.querySelector('[data-testid="resume-copied"]').textContent.startsWith('Selected')`)
 	if got := evalJS[string](p, `getSelection().toString()`); got != want {
 		t.Errorf("the selection is %q, want %q", got, want)
+	}
+}
+
+// TestBrowserStepCopyMarkdown copies an opened step as Markdown by
+// keyboard: the clipboard holds the step's redacted Markdown, as the export
+// route answers it, the secret in its output masked; where the page may
+// not use the clipboard, the Markdown is downloaded instead.
+func TestBrowserStepCopyMarkdown(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	const sid = "copy-step"
+	batch, _ := markdownFixture(sid, time.Now().UTC().Add(-time.Hour))
+	s.mustPush(batch, http.StatusCreated)
+	base := serveBrowser(t, s)
+	p := b.newTab(t, base)
+	grantClipboard(p, base)
+	p.Open("/session?id=" + sid)
+	p.PressEnter("#step-2 > summary")
+	p.WaitFor("step 2 opens with its copy button", `document.querySelector('#step-2 [data-testid="step-copy-md"]')?.checkVisibility()`)
+	p.PressEnter(`#step-2 [data-testid="step-copy-md"]`)
+	p.WaitFor("the page says it copied", `document.querySelector('#step-2 .step-copy .copied').textContent === 'Copied'`)
+	want := s.get("/api/sessions/" + sid + "/export?format=md&step=2").Body.String()
+	got := awaitJS[string](p, `navigator.clipboard.readText()`)
+	if got != want || !strings.HasPrefix(got, "**#2 command**") || strings.Contains(got, fakeAWS) {
+		t.Errorf("the clipboard holds %q; want step 2's masked Markdown %q", got, want)
+	}
+}
+
+// grantClipboard lets the tab's pages at base read and write the
+// clipboard, as a reader who allowed it.
+func grantClipboard(p *tab, base string) {
+	p.T.Helper()
+	origin, _ := url.Parse(base)
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		p.Do("allow "+name, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: origin.Scheme + "://" + origin.Host})
+			return err
+		}))
 	}
 }
