@@ -1700,7 +1700,7 @@ func StepDetail(s StepView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 152, "\" data-testid=\"step-copy-md\">Copy as Markdown</button> <span class=\"copied muted\" role=\"status\"></span> <span class=\"muted\">(secrets masked, as in the export)</span></p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 152, "\" data-testid=\"step-copy-md\">Copy as Markdown</button> <span class=\"muted\">(secrets masked, as in the export)</span> <span class=\"copied\" role=\"status\"></span></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
