@@ -73,6 +73,16 @@ func TestBrowserStepCopyMarkdown(t *testing.T) {
 	if got != want || !strings.HasPrefix(got, "**#2 command**") || strings.Contains(got, fakeAWS) {
 		t.Errorf("the clipboard holds %q; want step 2's masked Markdown %q", got, want)
 	}
+	p.WaitFor("the note goes", `document.querySelector('#step-2 .step-copy .copied').textContent === ''`)
+
+	// A step the server no longer has: nothing is copied, and the page
+	// says why.
+	evalJS[bool](p, `(document.querySelector('#step-2 [data-testid="step-copy-md"]').dataset.copyUrl = '/api/sessions/`+sid+`/export?format=md&step=99') !== ''`)
+	p.PressEnter(`#step-2 [data-testid="step-copy-md"]`)
+	p.WaitFor("the page says it could not copy", `document.querySelector('#step-2 .step-copy .copied').textContent === 'Not copied: the server answered 404'`)
+	if got := awaitJS[string](p, `navigator.clipboard.readText()`); got != want {
+		t.Errorf("after a refused copy the clipboard holds %q; want the last copy", got)
+	}
 }
 
 // grantClipboard lets the tab's pages at base read and write the
