@@ -20,6 +20,7 @@ type CLI struct {
 	Share   ShareCmd   `cmd:"" help:"Share sessions with a team server, masked as the export masks them; only what changed since the last share is sent."`
 	Search  SearchCmd  `cmd:"" help:"Search every stored session (works while the server runs)."`
 	Export  ExportCmd  `cmd:"" help:"Write a session's redacted report, HTML or Markdown, as the export panel downloads it (works while the server runs)."`
+	Resume  ResumeCmd  `cmd:"" help:"Reopen a session in its agent, in its workspace, as the session page's resume command does."`
 	Reindex ReindexCmd `cmd:"" help:"Rebuild the search index from the stored sessions."`
 	Import  ImportCmd  `cmd:"" help:"Import sessions from an agent's own files (incremental: unchanged files are skipped)."`
 	Demo    DemoCmd    `cmd:"" help:"Run the review app on a temporary, read-only store of example sessions."`
