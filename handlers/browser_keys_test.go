@@ -53,7 +53,8 @@ func TestBrowserKeys(t *testing.T) {
 	start := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	s.mustPush(manyTurns("keys-older", 4, start), http.StatusCreated)
 	s.mustPush(manyTurns("keys-newer", 4, start.Add(time.Hour)), http.StatusCreated)
-	p := b.newTab(t, serveBrowser(t, s))
+	base := serveBrowser(t, s)
+	p := b.newTab(t, base)
 	p.Open("/")
 
 	p.key("?")
@@ -108,6 +109,15 @@ func TestBrowserKeys(t *testing.T) {
 	p.WaitFor("[ moves back", turnOf+` === `+browsertest.JSString(first))
 	p.key("\r")
 	p.WaitFor("Enter opens the step", `document.querySelector('.kb-current').open`)
+	p.key("O")
+	grantClipboard(p, base)
+	p.key("c")
+	p.WaitFor("c opens the selected step and copies it", `document.querySelector('.kb-current').open
+		&& document.querySelector('.kb-current .step-copy .copied')?.textContent === 'Copied'`)
+	seq := evalJS[string](p, `document.querySelector('.kb-current').dataset.seq`)
+	if got, want := awaitJS[string](p, `navigator.clipboard.readText()`), s.get("/api/sessions/keys-newer/export?format=md&step="+seq).Body.String(); got != want || want == "" {
+		t.Errorf("c copied %q; want step %s's Markdown %q", got, seq, want)
+	}
 	p.key("O")
 	p.key("a")
 	p.WaitFor("a opens the selected step and the note dialog on it", `document.getElementById('note-dialog').open && document.querySelector('.kb-current').open

@@ -132,6 +132,15 @@
         add.click();
         break;
       }
+      case 'c': {
+        // The step's Copy as Markdown button (app.js copies), in its
+        // details: the step opens, and its details may load first.
+        const c = current();
+        if (!c || !c.matches('details.step')) { done = false; break; }
+        c.open = true;
+        whenThere(c, '[data-testid="step-copy-md"]', function (b) { b.click(); });
+        break;
+      }
       case 'n': {
         const next = document.querySelector('[data-testid="next-unreviewed"] a');
         if (!next) { done = false; break; }
@@ -144,6 +153,21 @@
     }
     if (done) e.preventDefault();
   });
+
+  // whenThere calls then with the first element in root sel matches, now
+  // or once it is there (within five seconds).
+  function whenThere(root, sel, then) {
+    const now = root.querySelector(sel);
+    if (now) { then(now); return; }
+    const watch = new MutationObserver(function () {
+      const el = root.querySelector(sel);
+      if (!el) return;
+      watch.disconnect();
+      then(el);
+    });
+    watch.observe(root, { childList: true, subtree: true });
+    setTimeout(function () { watch.disconnect(); }, 5000);
+  }
 
   // focusOn focuses the first element sel matches and scrolls it to the
   // middle of the screen; false when the page has none.
