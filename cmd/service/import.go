@@ -202,6 +202,20 @@ func isTerminal(w any) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// envOrHome is a folder an agent's environment variable names (dir), else
+// the folder under in the home folder: the one rule of the default folders
+// below.
+func envOrHome(dir string, under ...string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home folder: %w", err)
+	}
+	return filepath.Join(append([]string{home}, under...)...), nil
+}
+
 // claudeCodeFolders is where Claude Code keeps transcripts:
 // $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects and the projects of
 // its folder in the XDG configuration folder ($XDG_CONFIG_HOME/claude,
@@ -211,15 +225,15 @@ func claudeCodeFolders() ([]string, error) {
 	if dir := os.Getenv("CLAUDE_CONFIG_DIR"); dir != "" {
 		return []string{filepath.Join(dir, "projects")}, nil
 	}
-	home, err := os.UserHomeDir()
+	claude, err := envOrHome("", ".claude")
 	if err != nil {
-		return nil, fmt.Errorf("find the home folder: %w", err)
+		return nil, err
 	}
-	config := os.Getenv("XDG_CONFIG_HOME")
-	if config == "" {
-		config = filepath.Join(home, ".config")
+	config, err := envOrHome(os.Getenv("XDG_CONFIG_HOME"), ".config")
+	if err != nil {
+		return nil, err
 	}
-	return []string{filepath.Join(home, ".claude", "projects"), filepath.Join(config, "claude", "projects")}, nil
+	return []string{filepath.Join(claude, "projects"), filepath.Join(config, "claude", "projects")}, nil
 }
 
 // clineFolders is where Cline keeps tasks: its data folder ($CLINE_DATA_DIR,
@@ -260,13 +274,9 @@ var clineEditors = []string{"Code", "Code - Insiders", "VSCodium", "Cursor", "Wi
 // ~/.codex: sessions, then archived_sessions, where Codex moves the
 // rollout of a session archived (it is never written again there).
 func codexFolders() ([]string, error) {
-	dir := os.Getenv("CODEX_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("find the home folder: %w", err)
-		}
-		dir = filepath.Join(home, ".codex")
+	dir, err := envOrHome(os.Getenv("CODEX_HOME"), ".codex")
+	if err != nil {
+		return nil, err
 	}
 	return []string{filepath.Join(dir, "sessions"), filepath.Join(dir, "archived_sessions")}, nil
 }
@@ -274,12 +284,9 @@ func codexFolders() ([]string, error) {
 // geminiFolders is where Gemini CLI keeps sessions, under its home
 // ($GEMINI_CLI_HOME, else the home folder): .gemini/tmp/<project>/chats.
 func geminiFolders() ([]string, error) {
-	home := os.Getenv("GEMINI_CLI_HOME")
-	if home == "" {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
-			return nil, fmt.Errorf("find the home folder: %w", err)
-		}
+	home, err := envOrHome(os.Getenv("GEMINI_CLI_HOME"))
+	if err != nil {
+		return nil, err
 	}
 	return []string{filepath.Join(home, ".gemini", "tmp")}, nil
 }
@@ -288,13 +295,9 @@ func geminiFolders() ([]string, error) {
 // (events.jsonl logs) and history-session-state (older JSON files) in
 // $COPILOT_HOME, else ~/.copilot.
 func copilotCLIFolders() ([]string, error) {
-	dir := os.Getenv("COPILOT_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("find the home folder: %w", err)
-		}
-		dir = filepath.Join(home, ".copilot")
+	dir, err := envOrHome(os.Getenv("COPILOT_HOME"), ".copilot")
+	if err != nil {
+		return nil, err
 	}
 	return []string{filepath.Join(dir, "session-state"), filepath.Join(dir, "history-session-state")}, nil
 }
@@ -304,13 +307,9 @@ func copilotCLIFolders() ([]string, error) {
 // opencode.db (1.2 and later) and storage/ (up to 1.1), and the database
 // $OPENCODE_DB names (a relative name is in the data folder).
 func opencodeFolders() ([]string, error) {
-	data := os.Getenv("XDG_DATA_HOME")
-	if data == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("find the home folder: %w", err)
-		}
-		data = filepath.Join(home, ".local", "share")
+	data, err := envOrHome(os.Getenv("XDG_DATA_HOME"), ".local", "share")
+	if err != nil {
+		return nil, err
 	}
 	data = filepath.Join(data, "opencode")
 	folders := []string{data}
@@ -327,13 +326,9 @@ func opencodeFolders() ([]string, error) {
 // projects/<project>/chats/ in its runtime folder: $QWEN_RUNTIME_DIR, else
 // $QWEN_HOME, else ~/.qwen.
 func qwenCodeFolders() ([]string, error) {
-	dir := cmp.Or(os.Getenv("QWEN_RUNTIME_DIR"), os.Getenv("QWEN_HOME"))
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, fmt.Errorf("find the home folder: %w", err)
-		}
-		dir = filepath.Join(home, ".qwen")
+	dir, err := envOrHome(cmp.Or(os.Getenv("QWEN_RUNTIME_DIR"), os.Getenv("QWEN_HOME")), ".qwen")
+	if err != nil {
+		return nil, err
 	}
 	return []string{filepath.Join(dir, "projects")}, nil
 }
