@@ -966,7 +966,10 @@ func ParseSearchCursor(c string) (ns, pk, seq int64, err error) {
 }
 
 // splitMarks removes the snippet markers and returns the byte offsets of
-// the text between them.
+// the text between them, a match that starts where the one before it ends
+// joined to it: FTS5 closes and opens its marker around a joiner FTSText
+// put between two words (修\u2060改), which the snippet leaves out, and
+// the same text without it (PostgreSQL's) is marked as one.
 func splitMarks(s string) (string, [][2]int) {
 	matches := [][2]int{}
 	var b strings.Builder
@@ -977,10 +980,15 @@ func splitMarks(s string) (string, [][2]int) {
 		case markOpen:
 			open = b.Len()
 		case markClose:
-			if open >= 0 {
-				matches = append(matches, [2]int{open, b.Len()})
-				open = -1
+			if open < 0 {
+				continue
 			}
+			if n := len(matches); n > 0 && matches[n-1][1] == open {
+				matches[n-1][1] = b.Len()
+			} else {
+				matches = append(matches, [2]int{open, b.Len()})
+			}
+			open = -1
 		default:
 			b.WriteRune(r)
 		}

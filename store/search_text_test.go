@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -369,6 +370,36 @@ func TestSearchSnippetMatchesFTS5(t *testing.T) {
 	}
 	if cases < 300 || wide < 5 {
 		t.Fatalf("only %d snippets compared, of %d texts mostly of CJK characters", cases, wide)
+	}
+}
+
+// A snippet is the same of a text with the joiners FTSText puts in it
+// (SQLite's index, whose text the snippets are made of) as without them
+// (PostgreSQL's): two words that touch are one match, not two, where a
+// joiner stood between them (FuzzSearchMatchesSQLite found "修 改").
+func TestSearchSnippetIgnoresJoiners(t *testing.T) {
+	for _, tc := range []struct{ text, q, touching string }{
+		{"請不要修改任何代碼 我希望你", "修 改", "修改"},
+		{"修改v2 then 修改", "改 v2", "改v2"},
+		{"x 代碼 y", "代碼", "代碼"},
+	} {
+		pq, err := store.ParseQuery(tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := pq.Words
+		joined := store.FTSText(tc.text)
+		if joined == tc.text {
+			t.Fatalf("FTSText(%q) put no joiner in it", tc.text)
+		}
+		snippet, matches := store.SearchSnippet(tc.text, words)
+		if s, m := store.SearchSnippet(joined, words); s != snippet || !slices.Equal(m, matches) {
+			t.Errorf("snippet of %q for %q with joiners %q %v; without %q %v", tc.text, tc.q, s, m, snippet, matches)
+		}
+		at := strings.Index(tc.text, tc.touching)
+		if want := [2]int{at, at + len(tc.touching)}; len(matches) == 0 || matches[0] != want {
+			t.Errorf("snippet of %q for %q matches %v; want %v (%q) first", tc.text, tc.q, matches, want, tc.touching)
+		}
 	}
 }
 
