@@ -84,6 +84,13 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			Command: short(c.Command), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		})
 	}
+	tools := d.Report.Tools
+	if n := len(tools); n > maxReportRows {
+		tools, v.ToolsMore = tools[:maxReportRows], n-maxReportRows
+	}
+	for _, t := range tools {
+		v.Tools = append(v.Tools, views.ToolRow{Tool: short(t.Tool), Calls: t.Calls, Failed: t.Failed})
+	}
 	v.Turns = turnViews(d, limit, before)
 	for _, a := range d.Actors {
 		if a.Type != "root" {
@@ -405,8 +412,9 @@ func stepView(s store.Step, limit int, root string) views.StepView {
 	return v
 }
 
-// maxReportRows bounds the rows of Files touched and of Commands run
-// (the first commands run); the JSON report lists every file and command.
+// maxReportRows bounds the rows of Files touched, of Commands run (the
+// first commands run) and of Other tools (the most called); the JSON
+// report lists every file, command and tool.
 const maxReportRows = 500
 
 // fileRows are the files of session id's report as Files touched shows

@@ -44,6 +44,9 @@ func Session(m *Masker, d *store.SessionDetail) {
 	for i := range d.Report.Commands {
 		mask(&d.Report.Commands[i].Command, "report.commands.command")
 	}
+	for i := range d.Report.Tools {
+		mask(&d.Report.Tools[i].Tool, "report.tools.tool")
+	}
 	for i := range d.Segments {
 		g := &d.Segments[i]
 		at := "segments[" + strconv.Itoa(i) + "]."

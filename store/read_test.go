@@ -398,6 +398,11 @@ func TestReport(t *testing.T) {
 		st["outcome"], st["content_status"], st["payload"] = outcome, status, payload
 		return st
 	}
+	tool := func(seq int, name, outcome string) obj {
+		st := step("a", seq, "other")
+		st["outcome"], st["payload"] = outcome, obj{"tool_name": name, "raw": obj{"input": obj{}}}
+		return st
+	}
 	steps := []obj{
 		edit(1, "/a.go", true, "ok"),     // created: not touched before
 		edit(2, "/a.go", false, "ok"),    // edited
@@ -416,7 +421,12 @@ func TestReport(t *testing.T) {
 		command(15, obj{"command": "make", "exit_code": -1}, "ok", "inline"),
 		command(16, obj{"command": "make", "exit_code": 2}, "ok", "inline"),
 		step("a", 17, "message"),
-		step("a", 18, "other"),
+		step("a", 18, "other"), // WebFetch
+		tool(19, "TodoWrite", "ok"),
+		tool(20, "Task", "failed"),
+		tool(21, "mcp__github__get_issue", "ok"),
+		tool(22, "Task", "ok"),
+		tool(23, "TodoWrite", "ok"),
 	}
 	s := mustOpen(t)
 	b := newBatch("a")
@@ -438,6 +448,13 @@ func TestReport(t *testing.T) {
 			{Command: "", Runs: 1, ExitCodes: []int64{}, OutputNotInline: true},
 			{Command: "make", Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
 		},
+		// By calls, most first, then by name.
+		Tools: []store.ToolUse{
+			{Tool: "Task", Calls: 2, Failed: 1},
+			{Tool: "TodoWrite", Calls: 2},
+			{Tool: "WebFetch", Calls: 1},
+			{Tool: "mcp__github__get_issue", Calls: 1},
+		},
 	}
 	d := mustDetail(t, s, "a")
 	if !reflect.DeepEqual(d.Report, want) {
@@ -449,7 +466,7 @@ func TestReportEmpty(t *testing.T) {
 	s := mustOpen(t)
 	mustApply(t, s, obj{"schema_version": "1.2", "session": header("a")})
 	got := string(mustJSON(t, mustDetail(t, s, "a").Report))
-	if want := `{"files":[],"commands":[]}`; got != want {
+	if want := `{"files":[],"commands":[],"tools":[]}`; got != want {
 		t.Errorf("Detail(a).Report = %s; want %s", got, want)
 	}
 }

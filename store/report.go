@@ -1,11 +1,13 @@
 package store
 
-// Report is what a reviewer reads first: the files the session touched and
-// the commands it ran. It is computed when read, over every step, from
-// partial results per block of steps (wholeEntry.report in whole.go).
+// Report is what a reviewer reads first: the files the session touched,
+// the commands it ran and the other tools it called. It is computed when
+// read, over every step, from partial results per block of steps
+// (wholeEntry.report in whole.go).
 type Report struct {
 	Files    []FileTouched `json:"files"`
 	Commands []CommandRun  `json:"commands"`
+	Tools    []ToolUse     `json:"tools"`
 }
 
 // FileTouched counts the steps on one path: its edits and reads, and the
@@ -30,4 +32,13 @@ type CommandRun struct {
 	Failed          int     `json:"failed"`
 	ExitCodes       []int64 `json:"exit_codes"` // distinct codes seen, ascending
 	OutputNotInline bool    `json:"output_not_inline"`
+}
+
+// ToolUse counts the calls of one tool among the steps of type other
+// (their payload's tool_name): the tools the step counts show only as
+// "others", a web fetch, a to-do list, a subagent, an MCP server's tool.
+type ToolUse struct {
+	Tool   string `json:"tool"`
+	Calls  int    `json:"calls"`
+	Failed int    `json:"failed"` // of those calls, how many failed
 }

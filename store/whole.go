@@ -81,7 +81,8 @@ type stepBlock struct {
 	counts   Summary // the step counts only
 	files    map[string]fileTally
 	commands map[string]commandTally
-	changes  []changeRow // the rows FileChanges reads, in seq order
+	tools    map[string]ToolUse // by tool name; Tool is left empty
+	changes  []changeRow        // the rows FileChanges reads, in seq order
 	bytes    int
 }
 
@@ -128,7 +129,8 @@ const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'refer
 	iif(type = 'command', json_extract(payload, '$.exit_code')),
 	iif(type = 'command', json_extract(payload, '$.output_ref') IS NOT NULL),
 	iif(type = 'command', json_extract(payload, '$.cwd')),
-	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0))`
+	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0)),
+	iif(type = 'other', json_extract(payload, '$.tool_name'))`
 
 // BlockReader is what Tallies reads of a backend's store, all within one
 // read transaction.
@@ -247,7 +249,7 @@ func (r sqliteBlocks) ReadSteps(pk, from, to int64, add func(BlockRow)) error {
 				Failed: st.ColumnBool(3), ReferenceOnly: st.ColumnBool(4), Flags: st.ColumnInt(5), Rejected: st.ColumnBool(6),
 				Path: st.ColumnText(7), FullWrite: st.ColumnBool(8),
 				Command: st.ColumnText(9), HasExitCode: !st.ColumnIsNull(10), ExitCode: st.ColumnInt64(10),
-				OutputRef: st.ColumnBool(11), Cwd: st.ColumnText(12), TextLen: st.ColumnInt(13),
+				OutputRef: st.ColumnBool(11), Cwd: st.ColumnText(12), TextLen: st.ColumnInt(13), Tool: st.ColumnText(14),
 			})
 			return nil
 		},
@@ -285,14 +287,16 @@ type BlockRow struct {
 	ExitCode    int64
 	OutputRef   bool
 	Cwd         string
-	TextLen     int // an edit's characters of old_string and new_string
+	TextLen     int    // an edit's characters of old_string and new_string
+	Tool        string // the tool_name of a step of type other
 }
 
 // addBlockRow adds r to the partial results of its block.
 func addBlockRow(blocks map[int64]*stepBlock, r BlockRow) {
 	b := blocks[r.PK>>BlockShift]
 	if b == nil {
-		b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{}}
+		b = &stepBlock{counts: Summary{StepsByType: map[string]int{}}, files: map[string]fileTally{}, commands: map[string]commandTally{},
+			tools: map[string]ToolUse{}}
 		blocks[r.PK>>BlockShift] = b
 	}
 	b.add(r)
@@ -311,6 +315,16 @@ func (b *stepBlock) add(r BlockRow) {
 	}
 	c.Flags += r.Flags
 	switch r.Type {
+	case TypeOther:
+		t, seen := b.tools[r.Tool]
+		if !seen {
+			b.bytes += len(r.Tool) + 48
+		}
+		t.Calls++
+		if r.Failed {
+			t.Failed++
+		}
+		b.tools[r.Tool] = t
 	case TypeEdit, TypeRead:
 		p := r.Path
 		full := r.Type == TypeEdit && r.FullWrite
@@ -413,7 +427,7 @@ func (t *Tally) Usage(read func(after int64) ([]UsageRecord, error)) (*Usage, er
 func (t *Tally) Summary(sum *Summary) { t.e.summary(sum) }
 
 // Report is the session's report: files and commands in order of their
-// first step.
+// first step, tools by calls.
 func (t *Tally) Report() Report { return t.e.report() }
 
 // remember keeps e unless a newer stamp of the session is kept already,
@@ -599,11 +613,16 @@ func (e *wholeEntry) summary(sum *Summary) {
 }
 
 // report puts the report together from e's blocks: files and commands in
-// order of their first step.
+// order of their first step, tools by calls, most first, then by name.
 func (e *wholeEntry) report() Report {
 	files := map[string]fileTally{}
 	commands := map[string]commandTally{}
+	tools := map[string]ToolUse{}
 	for _, b := range e.blocks {
+		for name, t := range b.tools {
+			m := tools[name]
+			tools[name] = ToolUse{Calls: m.Calls + t.Calls, Failed: m.Failed + t.Failed}
+		}
 		for p, t := range b.files {
 			if m, ok := files[p]; ok {
 				if m.first < t.first {
@@ -650,7 +669,7 @@ func (e *wholeEntry) report() Report {
 		byLine = append(byLine, command{c, t})
 	}
 	slices.SortFunc(byLine, func(a, b command) int { return cmp.Compare(a.first, b.first) })
-	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands))}
+	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands)), Tools: make([]ToolUse, 0, len(tools))}
 	for _, f := range byFile {
 		p, t := f.path, f.fileTally
 		created := 0
@@ -668,6 +687,11 @@ func (e *wholeEntry) report() Report {
 		slices.Sort(codes)
 		r.Commands = append(r.Commands, CommandRun{Command: c, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
 	}
+	for name, t := range tools {
+		t.Tool = name
+		r.Tools = append(r.Tools, t)
+	}
+	slices.SortFunc(r.Tools, func(a, b ToolUse) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), strings.Compare(a.Tool, b.Tool)) })
 	return r
 }
 

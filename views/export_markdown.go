@@ -29,6 +29,7 @@ func ExportMarkdown(w io.Writer, p ExportPage) error {
 	m.review(s)
 	m.files(s)
 	m.commands(s)
+	m.tools(s)
 	m.line("## Timeline")
 	for t := range p.Turns {
 		m.turn(t, p)
@@ -151,6 +152,14 @@ func (m *mdWriter) commands(s SessionView) {
 		rows[i] = []string{mdCell(c.Command), Number(int64(c.Runs)), Number(int64(c.Failed)), mdText(c.ExitCodes)}
 	}
 	m.table("Commands run", []string{"Command", "Runs", "Failed", "Exit codes"}, rows, s.CommandsMore, "other command")
+}
+
+func (m *mdWriter) tools(s SessionView) {
+	rows := make([][]string, len(s.Tools))
+	for i, t := range s.Tools {
+		rows[i] = []string{mdCell(t.Tool), Number(int64(t.Calls)), Number(int64(t.Failed))}
+	}
+	m.table("Other tools", []string{"Tool", "Calls", "Failed"}, rows, s.ToolsMore, "other tool")
 }
 
 // table writes a section of a table: its heading, then the rows under

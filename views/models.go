@@ -189,6 +189,8 @@ type SessionView struct {
 	FilesMore    int // files past those in Files, in the JSON report only
 	Commands     []CommandRow
 	CommandsMore int // commands past those in Commands, in the JSON report only
+	Tools        []ToolRow
+	ToolsMore    int // tools past those in Tools, in the JSON report only
 	Turns        []TurnView
 	Actors       []ActorOption // the subagents, for the timeline's filter
 	Verdict      *VerdictView
@@ -202,6 +204,12 @@ type FileRow struct {
 	Href                          string // a search of the session's steps with this path; "" for none
 	Created, Edited, Read, Failed int
 	ByCommand                     int // of those steps, the commands whose lines name the file
+}
+
+// ToolRow is one tool the session's steps of type other called.
+type ToolRow struct {
+	Tool          string
+	Calls, Failed int
 }
 
 // CommandRow is one distinct command the session ran.

@@ -341,10 +341,11 @@ func firstLine(s string) string {
 // wantReport is the report of a session's steps (in seq order): files
 // in order of their first step, created when that step writes the whole
 // file; commands in order of their first run, with the distinct exit
-// codes ascending.
+// codes ascending; the tools of the other steps by their calls, most
+// first, then by name.
 func wantReport(steps []store.Step) store.Report {
-	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}}
-	files, commands := map[string]int{}, map[string]int{}
+	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}, Tools: []store.ToolUse{}}
+	files, commands, tools := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, st := range steps {
 		failed := 0
 		if st.Outcome == "failed" {
@@ -404,8 +405,23 @@ func wantReport(steps []store.Step) store.Report {
 				slices.Sort(c.ExitCodes)
 			}
 			c.OutputNotInline = c.OutputNotInline || st.ContentStatus == store.ContentReferenceOnly || st.Payload.OutputRef != nil
+		case store.TypeOther:
+			i, seen := tools[st.Payload.ToolName]
+			if !seen {
+				i = len(r.Tools)
+				tools[st.Payload.ToolName] = i
+				r.Tools = append(r.Tools, store.ToolUse{Tool: st.Payload.ToolName})
+			}
+			r.Tools[i].Calls++
+			r.Tools[i].Failed += failed
 		}
 	}
+	slices.SortStableFunc(r.Tools, func(a, b store.ToolUse) int {
+		if a.Calls != b.Calls {
+			return b.Calls - a.Calls
+		}
+		return strings.Compare(a.Tool, b.Tool)
+	})
 	return r
 }
 

@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/agentreview/service/views"
+)
+
+// toolRow is a row of Other tools: a tool, its calls and how many failed.
+type toolRow struct {
+	tool          string
+	calls, failed int
+}
+
+// wantTools counts the tools of a batch's steps of type other, most
+// called first, then by name.
+func wantTools(b obj) []toolRow {
+	at := map[string]int{}
+	var rows []toolRow
+	for _, st := range b["steps"].(arr) {
+		st := st.(obj)
+		if st["type"] != "other" {
+			continue
+		}
+		name := st["payload"].(obj)["tool_name"].(string)
+		i, ok := at[name]
+		if !ok {
+			i, at[name] = len(rows), len(rows)
+			rows = append(rows, toolRow{tool: name})
+		}
+		rows[i].calls++
+		if st["outcome"] == "failed" {
+			rows[i].failed++
+		}
+	}
+	slices.SortFunc(rows, func(a, b toolRow) int { return cmp.Or(b.calls-a.calls, strings.Compare(a.tool, b.tool)) })
+	return rows
+}
+
+// withTools adds to b a step of type other for each call, numbered after
+// its last step.
+func withTools(b obj, calls ...[2]string) obj {
+	steps := b["steps"].(arr)
+	last := steps[len(steps)-1].(obj)
+	for i, c := range calls {
+		st := obj{}
+		for k, v := range last {
+			st[k] = v
+		}
+		seq := len(steps) + 1
+		st["id"], st["seq"], st["outcome"] = fmt.Sprintf("%s-tool%d", b["session"].(obj)["id"], i), seq, c[1]
+		st["payload"] = obj{"tool_name": c[0], "raw": obj{"input": obj{"n": i}}}
+		steps = append(steps, st)
+	}
+	b["steps"] = steps
+	return b
+}
+
+// shownTools reads the rows of the Other tools section of a page.
+func shownTools(t *testing.T, page []byte) []toolRow {
+	t.Helper()
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []toolRow
+	doc.Find(`[data-testid="tools"] tbody tr`).Each(func(_ int, tr *goquery.Selection) {
+		num := func(label string) int {
+			n, err := strconv.Atoi(strings.ReplaceAll(tr.Find(`[data-label="`+label+`"]`).Text(), ",", ""))
+			if err != nil {
+				t.Errorf("Other tools: %s %q is not a number", label, tr.Find(`[data-label="`+label+`"]`).Text())
+			}
+			return n
+		}
+		rows = append(rows, toolRow{tool: tr.Find("code").Text(), calls: num("Calls"), failed: num("Failed")})
+	})
+	return rows
+}
+
+// The session page, its HTML report and its Markdown report list the
+// tools of the steps of type other, the step counts' "others": each tool
+// with its calls and failures, most called first, as the pushed steps
+// count them.
+func TestOtherTools(t *testing.T) {
+	s := newTestService(t)
+	b := withTools(newBatch("tools"), [2]string{"TodoWrite", "ok"}, [2]string{"Task", "failed"},
+		[2]string{"mcp__github__get_issue", "ok"}, [2]string{"Task", "ok"}, [2]string{"TodoWrite", "ok"}, [2]string{"TodoWrite", "failed"})
+	s.mustPush(b, http.StatusCreated)
+	want := wantTools(b)
+	if len(want) != 4 || want[0].calls != 3 {
+		t.Fatalf("the batch's tools %v: the test wants four, one called three times", want)
+	}
+
+	page := s.get("/session?id=tools").Body.Bytes()
+	if got := shownTools(t, page); !slices.Equal(got, want) {
+		t.Errorf("the session page's Other tools = %v; want %v", got, want)
+	}
+	if !bytes.Contains(page, []byte(`<a href="#tools">Other tools</a>`)) {
+		t.Error("the session page's sections do not link to Other tools")
+	}
+	if got := shownTools(t, s.get("/api/sessions/tools/export").Body.Bytes()); !slices.Equal(got, want) {
+		t.Errorf("the report's Other tools = %v; want %v", got, want)
+	}
+	md := s.get("/api/sessions/tools/export?format=md").Body.String()
+	for _, r := range want {
+		if row := fmt.Sprintf("| `%s` | %d | %d |", r.tool, r.calls, r.failed); !strings.Contains(md, row) {
+			t.Errorf("the Markdown report has no row %q", row)
+		}
+	}
+	if !strings.Contains(md, "## Other tools") {
+		t.Error("the Markdown report has no Other tools")
+	}
+
+	// A session without any: the section says so.
+	b = newBatch("none")
+	b["steps"] = b["steps"].(arr)[:4] // no step of type other
+	s.mustPush(b, http.StatusCreated)
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=none").Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(doc.Find(`[data-testid="tools"] p`).Text()); got != "None." {
+		t.Errorf("Other tools of a session without any = %q; want None.", got)
+	}
+}
+
+// A session of more distinct tools than Other tools shows lists the
+// maxReportRows most called and counts the rest; the JSON report lists
+// them all.
+func TestManyOtherToolsStayBounded(t *testing.T) {
+	s := newTestService(t)
+	var calls [][2]string
+	for i := range maxReportRows + 70 {
+		calls = append(calls, [2]string{fmt.Sprintf("mcp__server__tool_%04d", i), "ok"})
+	}
+	b := withTools(newBatch("many"), calls...)
+	s.mustPush(b, http.StatusCreated)
+	want := wantTools(b)
+	got := shownTools(t, s.get("/session?id=many").Body.Bytes())
+	if !slices.Equal(got, want[:maxReportRows]) {
+		t.Errorf("Other tools shows %d rows, the first %v; want the %d most called, the first %v", len(got), got[:min(1, len(got))], maxReportRows, want[0])
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=many").Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := strings.TrimSpace(doc.Find(`[data-testid="tools-more"]`).Text())
+	if w := fmt.Sprintf("… and %s more tools", views.Number(int64(len(want)-maxReportRows))); !strings.HasPrefix(more, w) {
+		t.Errorf("Other tools says %q; want it to begin %q", more, w)
+	}
+	var d struct {
+		Report struct {
+			Tools []struct{ Tool string }
+		}
+	}
+	if err := json.Unmarshal(s.get("/api/sessions/many").Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Report.Tools) != len(want) {
+		t.Errorf("the JSON report lists %d tools; want %d", len(d.Report.Tools), len(want))
+	}
+}
