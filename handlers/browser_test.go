@@ -521,8 +521,8 @@ func browserSessionNav(t *testing.T, b *browser) {
 	p := b.newTab(t, serveBrowser(t, s))
 	p.Open("/session?id=long-session")
 	links := evalJS[[][2]string](p, `Array.from(document.querySelectorAll('[data-testid="session-nav"] a'), a => [a.getAttribute('href'), a.textContent])`)
-	if len(links) != 6 {
-		t.Fatalf("section links %v; want 6", links)
+	if len(links) != 7 {
+		t.Fatalf("section links %v; want 7", links)
 	}
 	for _, l := range links {
 		href, name := l[0], l[1]

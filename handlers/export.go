@@ -178,6 +178,9 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	for i := range session.Files {
 		session.Files[i].Href = ""
 	}
+	for i := range session.Tools {
+		session.Tools[i].Href = ""
+	}
 	p := views.ExportPage{
 		Session:   session,
 		Turns:     walk.turns(ctx, out.flush),

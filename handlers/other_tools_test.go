@@ -108,6 +108,26 @@ func TestOtherTools(t *testing.T) {
 	if !bytes.Contains(page, []byte(`<a href="#tools">Other tools</a>`)) {
 		t.Error("the session page's sections do not link to Other tools")
 	}
+	// Each tool links to a search of the steps that called it: tool:, the
+	// name whole.
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := doc.Find(`[data-testid="tools"] a[data-testid="tool-steps"]`)
+	if links.Length() != len(want) {
+		t.Fatalf("Other tools has %d links; want one a tool, %d", links.Length(), len(want))
+	}
+	links.Each(func(i int, a *goquery.Selection) {
+		href := a.AttrOr("href", "")
+		var r struct{ Hits []struct{ Seq int64 } }
+		if err := json.Unmarshal(s.get("/api"+href).Body.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", href, err)
+		}
+		if len(r.Hits) != want[i].calls {
+			t.Errorf("the link of %s (%s) finds %d steps; want its %d calls", want[i].tool, href, len(r.Hits), want[i].calls)
+		}
+	})
 	if got := shownTools(t, s.get("/api/sessions/tools/export").Body.Bytes()); !slices.Equal(got, want) {
 		t.Errorf("the report's Other tools = %v; want %v", got, want)
 	}
@@ -125,7 +145,7 @@ func TestOtherTools(t *testing.T) {
 	b = newBatch("none")
 	b["steps"] = b["steps"].(arr)[:4] // no step of type other
 	s.mustPush(b, http.StatusCreated)
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=none").Body.Bytes()))
+	doc, err = goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=none").Body.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func linkStep(s *views.StepView, u pageURLs, partial bool, open map[int64]bool) 
 	for i := range s.Fields {
 		for j := range s.Fields[i].Files {
 			f := &s.Fields[i].Files[j]
-			f.Href = pathHref(u.id, f.Path)
+			f.Href = filterHref(u.id, "path", f.Path)
 		}
 	}
 }

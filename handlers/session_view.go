@@ -89,7 +89,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		tools, v.ToolsMore = tools[:maxReportRows], n-maxReportRows
 	}
 	for _, t := range tools {
-		v.Tools = append(v.Tools, views.ToolRow{Tool: short(t.Tool), Calls: t.Calls, Failed: t.Failed})
+		v.Tools = append(v.Tools, views.ToolRow{Tool: short(t.Tool), Calls: t.Calls, Failed: t.Failed, Href: filterHref(d.ID, "tool", t.Tool)})
 	}
 	v.Turns = turnViews(d, limit, before)
 	for _, a := range d.Actors {
@@ -419,7 +419,7 @@ const maxReportRows = 500
 
 // fileRows are the files of session id's report as Files touched shows
 // them, each named by its path in the workspace (inWorkspace) and linked
-// to a search of its steps with its path (pathHref: the edits, reads
+// to a search of its steps with its path (filterHref: the edits, reads
 // and commands that name it): a file an agent recorded both by its whole
 // path and by its path in the workspace (Gemini CLI reads README.md,
 // writes /home/wei/repo/bot/README.md) is one row, where it was first
@@ -433,9 +433,9 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		i, ok := at[name]
 		if !ok {
 			i, at[name] = len(rows), len(rows)
-			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: pathHref(id, f.Path)})
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: filterHref(id, "path", f.Path)})
 		} else {
-			rows[i].Href = pathHref(id, name)
+			rows[i].Href = filterHref(id, "path", name)
 			if name != f.Path {
 				rows[i].Path = shorten(f.Path, headChars)
 			}
@@ -450,12 +450,13 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 	return rows
 }
 
-// pathHref is a search of session id's steps with path p (path:"src/a
-// b.go"); "" when the query language cannot say p (a " in it, or longer
+// filterHref is a search of session id's steps by one filter of the
+// query language, its value quoted (path:"src/a b.go", tool:"Web Fetch");
+// "" when the query language cannot say the value (a " in it, or longer
 // than a query may be).
-func pathHref(id, p string) string {
-	q := `path:"` + p + `"`
-	if strings.Contains(p, `"`) || len(q) > store.MaxQueryBytes {
+func filterHref(id, key, value string) string {
+	q := key + `:"` + value + `"`
+	if strings.Contains(value, `"`) || len(q) > store.MaxQueryBytes {
 		return ""
 	}
 	return sessionSearchHref(id, q)

@@ -321,8 +321,8 @@ func upserted(conn *sqlite.Conn, stmt *sqlite.Stmt) (bool, error) {
 
 const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
 	  decision, outcome, content_status, role, flag_count, error, channels, flags, updated_at, payload,
-	  stdout, stderr, text, old_string, new_string, command_files)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	  stdout, stderr, text, old_string, new_string, command_files, tool_name)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (session_pk, id) DO UPDATE SET
 	  seq = excluded.seq, segment_index = excluded.segment_index, turn_id = excluded.turn_id,
 	  actor_id = excluded.actor_id, at = excluded.at, type = excluded.type, decision = excluded.decision,
@@ -330,7 +330,7 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	  flag_count = excluded.flag_count, error = excluded.error, channels = excluded.channels,
 	  flags = excluded.flags, updated_at = excluded.updated_at, payload = excluded.payload, stdout = excluded.stdout, stderr = excluded.stderr,
 	  text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string,
-	  command_files = excluded.command_files
+	  command_files = excluded.command_files, tool_name = excluded.tool_name
 	WHERE (seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status, role,
 	       error, channels, flags, payload, stdout, stderr, text, old_string, new_string)
 	  IS NOT (excluded.seq, excluded.segment_index, excluded.turn_id, excluded.actor_id, excluded.at,
@@ -339,12 +339,15 @@ const upsertStepSQL = `INSERT INTO steps (session_pk, id, seq, segment_index, tu
 	       excluded.stderr, excluded.text, excluded.old_string, excluded.new_string)`
 
 // StepColumns is the JSON columns of a step, as every backend stores them,
-// and the files a command's line names (CommandFilesColumn, for the
-// search's path: filter). The large text fields and the message role
-// leave the payload JSON for columns of their own. An empty ErrorJSON or
-// CommandFiles is NULL.
+// the files a command's line names (CommandFilesColumn, for the search's
+// path: filter) and the tool a step of type other called (for the
+// report's tools and the search's tool: filter, which read it without
+// the payload: SQLite's JSON functions refuse a tool's input nested deeper
+// than they go). The large text fields and the message role leave the
+// payload JSON for columns of their own. An empty ErrorJSON, CommandFiles
+// or ToolName is NULL.
 type StepColumns struct {
-	ErrorJSON, Channels, Flags, Payload, CommandFiles string
+	ErrorJSON, Channels, Flags, Payload, CommandFiles, ToolName string
 }
 
 const emptyArray = "[]"
@@ -384,6 +387,9 @@ func SplitStep(st *Step) (StepColumns, error) {
 	if st.Type == TypeCommand && p.Command != nil {
 		r.CommandFiles = CommandFilesColumn(*p.Command, deref(p.Cwd))
 	}
+	if st.Type == TypeOther {
+		r.ToolName = p.ToolName
+	}
 	return r, nil
 }
 
@@ -421,6 +427,7 @@ func upsertStep(conn *sqlite.Conn, pk int64, st *Step, stamp int64) (bool, error
 		}
 	}
 	bindOptional(stmt, 24, r.CommandFiles)
+	bindOptional(stmt, 25, r.ToolName)
 	return upserted(conn, stmt)
 }
 

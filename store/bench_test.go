@@ -331,6 +331,7 @@ type benchRawStep struct {
 	role, errorJSON                         benchNull
 	channels, flags, payload                string
 	stdout, stderr, text, oldStr, newString benchNull
+	toolName                                benchNull
 }
 
 func benchRows(tb testing.TB, b *store.Batch) *benchRawRows {
@@ -367,6 +368,9 @@ func benchRows(tb testing.TB, b *store.Batch) *benchRawRows {
 		rs := benchRawStep{st: st, role: benchNullText(p.Role),
 			stdout: benchNullPtr(p.Stdout), stderr: benchNullPtr(p.Stderr), text: benchNullPtr(p.Text),
 			oldStr: benchNullPtr(p.OldString), newString: benchNullPtr(p.NewString)}
+		if st.Type == store.TypeOther {
+			rs.toolName = benchNullText(p.ToolName)
+		}
 		p.Role, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString = "", nil, nil, nil, nil, nil
 		rs.payload = must(json.Marshal(p))
 		if st.Error != nil {
@@ -453,8 +457,8 @@ func (r *benchRawRows) insert(conn *sqlite.Conn, stamp int64) (err error) {
 	}
 	st = conn.Prep(`INSERT INTO steps (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
 		decision, outcome, content_status, role, flag_count, error, channels, flags, updated_at, payload,
-		stdout, stderr, text, old_string, new_string)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		stdout, stderr, text, old_string, new_string, tool_name)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	for i := range r.steps {
 		rs := &r.steps[i]
 		s := rs.st
@@ -481,6 +485,7 @@ func (r *benchRawRows) insert(conn *sqlite.Conn, stamp int64) (err error) {
 		benchBind(st, 21, rs.text)
 		benchBind(st, 22, rs.oldStr)
 		benchBind(st, 23, rs.newString)
+		benchBind(st, 24, rs.toolName)
 		if err := benchStep(st); err != nil {
 			return err
 		}

@@ -65,6 +65,8 @@ func BenchmarkSearch(b *testing.B) {
 		{"filter", "type:command"},
 		{"filter-few", "flag:dangerous_command"},
 		{"filter-none", "path:no/such/dir"},
+		{"filter-tool", "tool:TodoWrite"},
+		{"filter-tool-none", "tool:NoSuchTool"},
 		// Notes: three, in the oldest session (a store built before has none).
 		{"note", "note:flaky"},
 		{"word+note", "timeout note:*"},

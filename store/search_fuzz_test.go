@@ -17,7 +17,7 @@ import (
 func FuzzSearch(f *testing.F) {
 	for _, q := range []string{
 		"auth.go", "handlers/auth.go", `"go test"`, "auth*", `"handlers auth"*`, "test -failing",
-		"agent:claude-code", "type:edit|read", "status:failed", "flag:*", "path:handlers/", "workspace:wsroot",
+		"agent:claude-code", "type:edit|read", "status:failed", "flag:*", "path:handlers/", "tool:WebFetch", "workspace:wsroot",
 		"after:2026-01-01 before:2027-01-01", "verdict:none", `verdict:"needs work" test`, `path:"a b"*`,
 		`-verdict:"x y"`, `agent:"`, `"unclosed`, "AND OR NOT ( ) NEAR(", "col:umn", "x^y", "{a b}", `a"b`,
 		"-only", "***", "rm -rf", "écrit* Crème", "\x00", "bad\xff",

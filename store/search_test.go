@@ -277,7 +277,9 @@ func TestSearchMigrationIndexesAnOldStore(t *testing.T) {
 }
 
 // Tool input nested deeper than SQLite's JSON functions go is still
-// stored and indexed (as its text), never a failed push.
+// stored and indexed (as its text), never a failed push, and its step is
+// still counted by its tool and found by tool: (the tool is a column of
+// its own, not read from the payload).
 func TestSearchDeepToolInput(t *testing.T) {
 	s := mustOpen(t)
 	var raw any = "deepword"
@@ -289,6 +291,13 @@ func TestSearchDeepToolInput(t *testing.T) {
 	mustApply(t, s, b)
 	if got := hitKeys(mustSearch(t, s, "deepword")); !reflect.DeepEqual(got, []hitKey{{"a", 5}}) {
 		t.Errorf("Search(deepword) = %v; want [{a 5}]", got)
+	}
+	tool := b["steps"].([]any)[4].(obj)["payload"].(obj)["tool_name"].(string)
+	if got := hitKeys(mustSearch(t, s, "tool:"+tool)); !reflect.DeepEqual(got, []hitKey{{"a", 5}}) {
+		t.Errorf("Search(tool:%s) = %v; want [{a 5}]", tool, got)
+	}
+	if got, want := mustDetail(t, s, "a").Report.Tools, []store.ToolUse{{Tool: tool, Calls: 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the report's tools = %+v; want %+v", got, want)
 	}
 }
 

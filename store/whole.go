@@ -130,7 +130,7 @@ const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'refer
 	iif(type = 'command', json_extract(payload, '$.output_ref') IS NOT NULL),
 	iif(type = 'command', json_extract(payload, '$.cwd')),
 	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0)),
-	iif(type = 'other', json_extract(payload, '$.tool_name'))`
+	tool_name`
 
 // BlockReader is what Tallies reads of a backend's store, all within one
 // read transaction.

@@ -41,7 +41,7 @@ func FuzzExportMarkdownShape(f *testing.F) {
 		for _, outline := range []bool{false, true} {
 			p := ExportPage{
 				Session: SessionView{ID: "s1", Title: s, AgentKind: s, AgentVersion: s, Cost: s, Workspace: s, Repo: s,
-					Files: []FileRow{{Name: s}}, Commands: []CommandRow{{Command: s, ExitCodes: s}},
+					Files: []FileRow{{Name: s}}, Commands: []CommandRow{{Command: s, ExitCodes: s}}, Tools: []ToolRow{{Tool: s, Calls: 1}},
 					Notes: []NoteView{{Seq: 2, Author: s, Text: s}}, Verdict: &VerdictView{State: s, Reviewer: s, Note: s}},
 				Turns: func(yield func(ExportTurn) bool) {
 					yield(ExportTurn{Number: 1, Mode: s, At: "2026-01-01T00:00:00Z", Prompt: s, Steps: slices.Values(steps)})
@@ -98,8 +98,8 @@ func checkShape(t *testing.T, src []byte, s string, steps int, outline bool) {
 		return ast.WalkContinue, nil
 	})
 	// # title, ## Review, [## Notes], ## Files touched, ## Commands run,
-	// ## Timeline, ### Turn 1, ## Redaction.
-	if want := []int{1, 2, 2, 2, 2, 2, 3, 2}; !slices.Equal(headings, want) {
+	// ## Other tools, ## Timeline, ### Turn 1, ## Redaction.
+	if want := []int{1, 2, 2, 2, 2, 2, 2, 3, 2}; !slices.Equal(headings, want) {
 		t.Fatalf("headings %v, want %v in:\n%s", headings, want, src)
 	}
 	want := []string{"#1 message", "#2 command", "#3 message"}

@@ -209,6 +209,7 @@ type FileRow struct {
 // ToolRow is one tool the session's steps of type other called.
 type ToolRow struct {
 	Tool          string
+	Href          string // a search of the session's steps that called it; "" for none
 	Calls, Failed int
 }
 

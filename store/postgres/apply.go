@@ -324,8 +324,8 @@ func queueTurn(q *pgx.Batch, pk int64, t *store.Turn, stamp int64) *pgx.QueuedQu
 // way (as on SQLite); CheckSeqs refuses the stored half of that first.
 const upsertStepSQL = `INSERT INTO steps AS t (session_pk, id, seq, segment_index, turn_id, actor_id, at, type,
 	  decision, outcome, content_status, role, flag_count, error, channels, flags, updated_at, payload,
-	  stdout, stderr, text, old_string, new_string, command_files)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+	  stdout, stderr, text, old_string, new_string, command_files, tool_name)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 	ON CONFLICT (session_pk, id) DO UPDATE SET
 	  seq = excluded.seq, segment_index = excluded.segment_index, turn_id = excluded.turn_id,
 	  actor_id = excluded.actor_id, at = excluded.at, type = excluded.type, decision = excluded.decision,
@@ -333,7 +333,7 @@ const upsertStepSQL = `INSERT INTO steps AS t (session_pk, id, seq, segment_inde
 	  flag_count = excluded.flag_count, error = excluded.error, channels = excluded.channels,
 	  flags = excluded.flags, updated_at = excluded.updated_at, payload = excluded.payload, stdout = excluded.stdout,
 	  stderr = excluded.stderr, text = excluded.text, old_string = excluded.old_string, new_string = excluded.new_string,
-	  command_files = excluded.command_files
+	  command_files = excluded.command_files, tool_name = excluded.tool_name
 	WHERE (t.seq, t.segment_index, t.turn_id, t.actor_id, t.at, t.type, t.decision, t.outcome, t.content_status, t.role,
 	       t.error, t.channels, t.flags, t.payload, t.stdout, t.stderr, t.text, t.old_string, t.new_string)
 	  IS DISTINCT FROM (excluded.seq, excluded.segment_index, excluded.turn_id, excluded.actor_id, excluded.at,
@@ -404,7 +404,8 @@ func queueStep(q *pgx.Batch, pk int64, st *store.Step, stamp int64) (*pgx.Queued
 	p := &st.Payload
 	return q.Queue(upsertStepSQL, pk, st.ID, st.Seq, st.SegmentIndex, st.TurnID, st.ActorID, st.At, st.Type,
 		st.Decision, st.Outcome, st.ContentStatus, store.Nullable(p.Role), int64(len(st.Flags)), store.Nullable(r.ErrorJSON),
-		r.Channels, r.Flags, stamp, r.Payload, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString, store.Nullable(r.CommandFiles)), r.Doc(st), nil
+		r.Channels, r.Flags, stamp, r.Payload, p.Stdout, p.Stderr, p.Text, p.OldString, p.NewString, store.Nullable(r.CommandFiles),
+		store.Nullable(r.ToolName)), r.Doc(st), nil
 }
 
 // queueUsage writes one usage record as SQLite's writeUsage does: a

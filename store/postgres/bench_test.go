@@ -76,6 +76,8 @@ func BenchmarkScale(b *testing.B) {
 		{"search/filter", "type:command"},
 		{"search/filter-few", "flag:dangerous_command"},
 		{"search/filter-none", "path:no/such/dir"},
+		{"search/filter-tool", "tool:TodoWrite"},
+		{"search/filter-tool-none", "tool:NoSuchTool"},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			var hits int
@@ -309,13 +311,15 @@ var scaleCopy = []string{
 	 SELECT x.session_pk + g*@sess, x.id, x.segment_index, x.actor_id, x.idx, x.prompt_id, x.mode, x.started_at, x.updated_at
 	 FROM generate_series(@g0::bigint, @g1::bigint) g CROSS JOIN turns x WHERE x.session_pk <= @sess`,
 	`INSERT INTO steps (pk, session_pk, id, seq, segment_index, turn_id, actor_id, at, type, decision, outcome, content_status,
-	   role, flag_count, error, channels, flags, updated_at, payload, stdout, stderr, text, old_string, new_string)
+	   role, flag_count, error, channels, flags, updated_at, payload, stdout, stderr, text, old_string, new_string,
+	   command_files, tool_name)
 	 OVERRIDING SYSTEM VALUE
 	 SELECT x.pk + g*@step, x.session_pk + g*@sess, x.id, x.seq, x.segment_index, x.turn_id, x.actor_id, x.at, x.type, x.decision,
 	   x.outcome, x.content_status, x.role, x.flag_count, x.error, x.channels, x.flags, x.updated_at,
 	   replace(x.payload, '` + scaleVaried + `', v.word), replace(x.stdout, '` + scaleVaried + `', v.word),
 	   replace(x.stderr, '` + scaleVaried + `', v.word), replace(x.text, '` + scaleVaried + `', v.word),
-	   replace(x.old_string, '` + scaleVaried + `', v.word), replace(x.new_string, '` + scaleVaried + `', v.word)
+	   replace(x.old_string, '` + scaleVaried + `', v.word), replace(x.new_string, '` + scaleVaried + `', v.word),
+	   x.command_files, x.tool_name
 	 FROM generate_series(@g0::bigint, @g1::bigint) g CROSS JOIN steps x
 	   CROSS JOIN LATERAL (SELECT '` + scaleVaried + `' || (g % ` + strconv.Itoa(scaleVariants) + `) AS word) v
 	 WHERE x.session_pk <= @sess`,

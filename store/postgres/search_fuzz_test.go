@@ -21,7 +21,7 @@ func FuzzSearchMatchesSQLite(f *testing.F) {
 	for _, q := range searchQueries {
 		f.Add(q)
 	}
-	for _, q := range []string{"修改", `"代碼"*`, "verdict:\"needs work\"", "path:\"a b\"", "x\u2060y", "ǅ ﬁ", "NEAR(a b)"} {
+	for _, q := range []string{"修改", `"代碼"*`, "verdict:\"needs work\"", "path:\"a b\"", "x\u2060y", "ǅ ﬁ", "NEAR(a b)", "tool:WebFetch", `tool:"Task" status:failed`} {
 		f.Add(q)
 	}
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,6 +173,58 @@ func TestOpenFillsCommandFiles(t *testing.T) {
 		r, err := s.Search(ctx, store.SearchQuery{Q: `path:"` + name + `"`, Session: sid, Limit: store.MaxSearchLimit})
 		if err != nil || !slices.ContainsFunc(r.Hits, func(h store.SearchHit) bool { return h.Seq == seq }) {
 			t.Errorf("Search(path:%q) in %s = %+v, %v; want step %d", name, sid, r.Hits, err, seq)
+		}
+	}
+}
+
+// A store from before migration 014 gets the tool of each of its steps of
+// type other when opened: the column holds, for every such step of the
+// real samples, the tool_name its batch gave it, and tool: finds it.
+func TestOpenFillsToolNames(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, b := range storetest.AgentSamples(t) {
+		if _, err := s.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range b.Steps {
+			if st.Type == store.TypeOther {
+				want[b.Session.ID+"/"+strconv.FormatInt(st.Seq, 10)] = st.Payload.ToolName
+			}
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the samples have no step of type other")
+	}
+	names := func() map[string]string {
+		got := map[string]string{}
+		rows, _ := s.pool.Query(ctx, `SELECT s.id || '/' || st.seq, st.tool_name FROM steps st JOIN sessions s ON s.pk = st.session_pk
+			WHERE st.tool_name IS NOT NULL`)
+		var key, name string
+		if _, err := pgx.ForEachRow(rows, []any{&key, &name}, func() error { got[key] = name; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := names(); !maps.Equal(got, want) {
+		t.Fatalf("tool_name as Apply wrote it = %v; want the batches' %v", got, want)
+	}
+	// The store as migration 013 left it.
+	s = reopened(t, s, dsn, `DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name;
+		DELETE FROM schema_migrations WHERE name = 'migrations/014_step_tools.sql'`)
+	if got := names(); !maps.Equal(got, want) {
+		t.Errorf("tool_name after migrating = %v; want the batches' %v", got, want)
+	}
+	for key, tool := range want {
+		sid, seq, _ := strings.Cut(key, "/")
+		r, err := s.Search(ctx, store.SearchQuery{Q: `tool:"` + tool + `"`, Session: sid, Limit: store.MaxSearchLimit})
+		if err != nil || !slices.ContainsFunc(r.Hits, func(h store.SearchHit) bool { return strconv.FormatInt(h.Seq, 10) == seq }) {
+			t.Errorf("Search(tool:%q) in %s = %+v, %v; want step %s", tool, sid, r.Hits, err, seq)
 		}
 	}
 }

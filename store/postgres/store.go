@@ -127,6 +127,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // its migration's transaction after its SQL.
 var migrationsInGo = map[string]func(context.Context, pgx.Tx) error{
 	"migrations/012_step_command_files.sql": fillCommandFiles,
+	"migrations/014_step_tools.sql":         fillToolNames,
 }
 
 // fillCommandFiles fills the command_files column of the command steps
@@ -163,6 +164,44 @@ func fillCommandFiles(ctx context.Context, tx pgx.Tx) error {
 			FROM unnest($1::bigint[], $2::text[]) AS f(pk, files) WHERE steps.pk = f.pk`, pks, files)
 		if err != nil {
 			return fmt.Errorf("write the commands' files: %w", err)
+		}
+	}
+	_, err := tx.Exec(ctx, `ANALYZE steps`)
+	return err
+}
+
+// fillToolNames fills the tool_name column of the steps of type other
+// stored before migration 014 (store.ToolNameOf, as the writer's
+// StepColumns.ToolName), rewriteSpan step pks a statement, then gathers
+// the table's statistics for the tool: filter's plan, as fillCommandFiles
+// does.
+func fillToolNames(ctx context.Context, tx pgx.Tx) error {
+	var last int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(pk), 0) FROM steps`).Scan(&last); err != nil {
+		return err
+	}
+	for lo := int64(0); lo < last; lo += rewriteSpan {
+		rows, _ := tx.Query(ctx, `SELECT pk, payload FROM steps WHERE type = 'other' AND pk > $1 AND pk <= $2`, lo, lo+rewriteSpan)
+		var pks []int64
+		var names []string
+		var pk int64
+		var payload string
+		_, err := pgx.ForEachRow(rows, []any{&pk, &payload}, func() error {
+			if name := store.ToolNameOf(payload); name != "" {
+				pks, names = append(pks, pk), append(names, name)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the tools: %w", err)
+		}
+		if len(pks) == 0 {
+			continue
+		}
+		_, err = tx.Exec(ctx, `UPDATE steps SET tool_name = f.name
+			FROM unnest($1::bigint[], $2::text[]) AS f(pk, name) WHERE steps.pk = f.pk`, pks, names)
+		if err != nil {
+			return fmt.Errorf("write the tools: %w", err)
 		}
 	}
 	_, err := tx.Exec(ctx, `ANALYZE steps`)

@@ -229,6 +229,14 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 		{"flag:*", func(b *store.Batch, st store.Step) bool { return len(st.Flags) > 0 }},
 		{"path:ws/main", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "ws/main") }},
 		{"path:README", func(b *store.Batch, st store.Step) bool { return strings.Contains(st.Payload.Path, "README") }},
+		{"tool:WebFetch", func(b *store.Batch, st store.Step) bool {
+			return st.Type == store.TypeOther && st.Payload.ToolName == "WebFetch"
+		}},
+		{"tool:WebFetch status:failed", func(b *store.Batch, st store.Step) bool {
+			return st.Type == store.TypeOther && st.Payload.ToolName == "WebFetch" && st.Outcome == "failed"
+		}},
+		{"tool:webfetch", func(b *store.Batch, st store.Step) bool { return false }}, // a tool is matched whole, as written
+		{"tool:Web", func(b *store.Batch, st store.Step) bool { return false }},
 		{"workspace:project-b type:read", func(b *store.Batch, st store.Step) bool {
 			return strings.Contains(b.Session.Workspace.Root, "project-b") && st.Type == store.TypeRead
 		}},
