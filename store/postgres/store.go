@@ -131,77 +131,54 @@ var migrationsInGo = map[string]func(context.Context, pgx.Tx) error{
 }
 
 // fillCommandFiles fills the command_files column of the command steps
-// stored before migration 012 (store.StoredCommandFiles), rewriteSpan
-// step pks a query, writing only the rows whose line names a file; then
-// gathers the table's statistics: without those of the new column, the
-// planner took the path: filter to match most steps and read every step
-// of each session (1.4 s a page at 1,000,000 steps, against 0.8 s with
-// them, docs/performance.md).
+// stored before migration 012 (store.StoredCommandFiles). Without the
+// statistics of the new column fillFromPayload gathers, the planner took
+// the path: filter to match most steps and read every step of each
+// session (1.4 s a page at 1,000,000 steps, against 0.8 s with them,
+// docs/performance.md).
 func fillCommandFiles(ctx context.Context, tx pgx.Tx) error {
-	var last int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(pk), 0) FROM steps`).Scan(&last); err != nil {
-		return err
-	}
-	for lo := int64(0); lo < last; lo += rewriteSpan {
-		rows, _ := tx.Query(ctx, `SELECT pk, payload FROM steps WHERE type = 'command' AND pk > $1 AND pk <= $2`, lo, lo+rewriteSpan)
-		var pks []int64
-		var files []string
-		var pk int64
-		var payload string
-		_, err := pgx.ForEachRow(rows, []any{&pk, &payload}, func() error {
-			if f := store.StoredCommandFiles(payload); f != "" {
-				pks, files = append(pks, pk), append(files, f)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("read the commands: %w", err)
-		}
-		if len(pks) == 0 {
-			continue
-		}
-		_, err = tx.Exec(ctx, `UPDATE steps SET command_files = f.files
-			FROM unnest($1::bigint[], $2::text[]) AS f(pk, files) WHERE steps.pk = f.pk`, pks, files)
-		if err != nil {
-			return fmt.Errorf("write the commands' files: %w", err)
-		}
-	}
-	_, err := tx.Exec(ctx, `ANALYZE steps`)
-	return err
+	return fillFromPayload(ctx, tx, store.TypeCommand, "command_files", store.StoredCommandFiles)
 }
 
 // fillToolNames fills the tool_name column of the steps of type other
 // stored before migration 014 (store.ToolNameOf, as the writer's
-// StepColumns.ToolName), rewriteSpan step pks a statement, then gathers
-// the table's statistics for the tool: filter's plan, as fillCommandFiles
-// does.
+// StepColumns.ToolName).
 func fillToolNames(ctx context.Context, tx pgx.Tx) error {
+	return fillFromPayload(ctx, tx, store.TypeOther, "tool_name", store.ToolNameOf)
+}
+
+// fillFromPayload fills a column a migration added to the steps of one
+// type with what the writer's rule makes of each one's payload (of),
+// rewriteSpan step pks a statement, writing only the rows where it is not
+// empty; then gathers the table's statistics, so the planner knows the new
+// column.
+func fillFromPayload(ctx context.Context, tx pgx.Tx, stepType, column string, of func(payload string) string) error {
 	var last int64
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(pk), 0) FROM steps`).Scan(&last); err != nil {
 		return err
 	}
 	for lo := int64(0); lo < last; lo += rewriteSpan {
-		rows, _ := tx.Query(ctx, `SELECT pk, payload FROM steps WHERE type = 'other' AND pk > $1 AND pk <= $2`, lo, lo+rewriteSpan)
+		rows, _ := tx.Query(ctx, `SELECT pk, payload FROM steps WHERE type = $1 AND pk > $2 AND pk <= $3`, stepType, lo, lo+rewriteSpan)
 		var pks []int64
-		var names []string
+		var values []string
 		var pk int64
 		var payload string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &payload}, func() error {
-			if name := store.ToolNameOf(payload); name != "" {
-				pks, names = append(pks, pk), append(names, name)
+			if v := of(payload); v != "" {
+				pks, values = append(pks, pk), append(values, v)
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("read the tools: %w", err)
+			return fmt.Errorf("read the steps of type %s: %w", stepType, err)
 		}
 		if len(pks) == 0 {
 			continue
 		}
-		_, err = tx.Exec(ctx, `UPDATE steps SET tool_name = f.name
-			FROM unnest($1::bigint[], $2::text[]) AS f(pk, name) WHERE steps.pk = f.pk`, pks, names)
+		_, err = tx.Exec(ctx, `UPDATE steps SET `+column+` = f.value
+			FROM unnest($1::bigint[], $2::text[]) AS f(pk, value) WHERE steps.pk = f.pk`, pks, values)
 		if err != nil {
-			return fmt.Errorf("write the tools: %w", err)
+			return fmt.Errorf("write %s: %w", column, err)
 		}
 	}
 	_, err := tx.Exec(ctx, `ANALYZE steps`)
