@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +84,34 @@ func TestBrowserStepCopyMarkdown(t *testing.T) {
 	p.WaitFor("the page says it could not copy", `document.querySelector('#step-2 .step-copy .copied').textContent === 'Not copied: the server answered 404'`)
 	if got := awaitJS[string](p, `navigator.clipboard.readText()`); got != want {
 		t.Errorf("after a refused copy the clipboard holds %q; want the last copy", got)
+	}
+
+	// A page without a clipboard (a team server over plain HTTP): the
+	// step's Markdown is downloaded, the page staying where it is.
+	evalJS[bool](p, `(document.querySelector('#step-2 [data-testid="step-copy-md"]').dataset.copyUrl = '/api/sessions/`+sid+`/export?format=md&step=2') !== ''`)
+	dir := t.TempDir()
+	p.Do("allow downloads", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir})
+		return err
+	}))
+	evalJS[bool](p, `(navigator.clipboard.write = () => Promise.reject(new DOMException('refused', 'NotAllowedError'))) !== null`)
+	p.PressEnter(`#step-2 [data-testid="step-copy-md"]`)
+	p.WaitFor("the page says it downloaded", `document.querySelector('#step-2 .step-copy .copied').textContent === 'Downloaded'`)
+	file := filepath.Join(dir, "session-"+sid+"-step-2.md")
+	var downloaded []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(file); err == nil && len(b) == len(want) {
+			downloaded = b
+			break
+		}
+	}
+	if string(downloaded) != want {
+		entries, _ := os.ReadDir(dir)
+		t.Errorf("the download %s holds %q (the folder has %v); want step 2's masked Markdown %q", file, downloaded, entries, want)
+	}
+	if got := evalJS[string](p, `location.pathname + location.search`); got != "/session?id="+sid {
+		t.Errorf("after the download the page is %s; want it to stay on the session", got)
 	}
 }
 
