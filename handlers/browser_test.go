@@ -887,6 +887,7 @@ func browserSessionLive(t *testing.T, b *browser) {
 	s.mustPush(laterPush(x, arr{turnRec(sid, 4, at.Add(time.Minute), "act")}, arr{
 		stepRec(sid, 7, 3, at, "read", obj{"path": "/tmp/ws/new.go"}),
 		stepRec(sid, 8, 4, at.Add(time.Minute), "message", userPrompt("prompt 4")),
+		stepRec(sid, 9, 4, at.Add(time.Minute), "other", obj{"tool_name": "WebFetch", "raw": obj{"url": "https://example.com"}}),
 	}), http.StatusOK)
 	p.WaitFor("the new step and the new turn show", `document.querySelector('[data-testid="turn"][data-number="3"] #step-7') !== null
 		&& document.querySelector('[data-testid="turn"][data-number="4"] #step-8') !== null`)
@@ -914,14 +915,17 @@ func browserSessionLive(t *testing.T, b *browser) {
 	if fmt.Sprint(kept) != "[true true false false]" {
 		t.Errorf("turns kept (not redrawn) = %v; want turns 1 and 2 kept, 3 and 4 drawn", kept)
 	}
-	if got := p.Fields(`[data-testid="summary"]`); got["Steps"] != "8" || got["Turns"] != "4" {
-		t.Errorf("summary after the update shows %s steps, %s turns; want 8 and 4", got["Steps"], got["Turns"])
+	if got := p.Fields(`[data-testid="summary"]`); got["Steps"] != "9" || got["Turns"] != "4" {
+		t.Errorf("summary after the update shows %s steps, %s turns; want 9 and 4", got["Steps"], got["Turns"])
 	}
 	if got := p.Text(`[data-testid="turn"][data-number="4"] [data-testid="turn-mode"]`); got != "act" {
 		t.Errorf("new turn's mode = %q; want act", got)
 	}
 	if got := p.Texts(`[data-testid="files"] td code`); fmt.Sprint(got) != "[new.go]" {
 		t.Errorf("files touched after the update = %v; want the new read", got)
+	}
+	if got := p.Texts(`[data-testid="tools"] td code`); fmt.Sprint(got) != "[WebFetch]" {
+		t.Errorf("other tools after the update = %v; want the new call's", got)
 	}
 }
 
