@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -17,6 +19,27 @@ type Note struct {
 	Text      string `json:"text"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+}
+
+// FoldNote is a note's text, or a note: filter's value, as the filter
+// compares them: each character in lower case (unicode.ToLower), one for
+// one, so that a note "Échec du test" holds note:échec and "Ürün adı"
+// note:ÜRÜN. Each note's is stored beside its text (notes.folded, SQLite
+// migration 025, PostgreSQL's 015): SQL's lower() folds ASCII letters
+// alone (SQLite's; PostgreSQL's by its collation), and a search of the
+// folded column answers alike on both.
+func FoldNote(s string) string { return strings.Map(unicode.ToLower, s) }
+
+// registerFoldNote makes FoldNote the SQL function note_fold(text) of the
+// connection: migration 025 fills the folded column of the notes written
+// before it with it.
+func registerFoldNote(conn *sqlite.Conn) error {
+	return conn.CreateFunction("note_fold", &sqlite.FunctionImpl{
+		NArgs: 1, Deterministic: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			return sqlite.TextValue(FoldNote(a[0].Text())), nil
+		},
+	})
 }
 
 // NoteInput is what a reviewer writes: the step (for a new note), the
@@ -114,8 +137,8 @@ func (s *Store) AddNote(ctx context.Context, id string, in NoteInput) (Note, err
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		n = Note{Seq: in.Seq, Author: in.Author, Text: in.Text, CreatedAt: now, UpdatedAt: now}
-		err = sqlitex.Execute(conn, `INSERT INTO notes (session_pk, step_pk, author, text, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{pk, stepPK, in.Author, in.Text, now, now}})
+		err = sqlitex.Execute(conn, `INSERT INTO notes (session_pk, step_pk, author, text, folded, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, &sqlitex.ExecOptions{Args: []any{pk, stepPK, in.Author, in.Text, FoldNote(in.Text), now, now}})
 		if err != nil {
 			return err
 		}
@@ -143,9 +166,9 @@ func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in NoteIn
 			return err
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
-		err = sqlitex.Execute(conn, `UPDATE notes SET author = ?, text = ?, updated_at = ? WHERE id = ?
+		err = sqlitex.Execute(conn, `UPDATE notes SET author = ?, text = ?, folded = ?, updated_at = ? WHERE id = ?
 			RETURNING id, (SELECT seq FROM steps WHERE pk = step_pk), author, text, created_at, updated_at`, &sqlitex.ExecOptions{
-			Args:       []any{in.Author, in.Text, now, noteID},
+			Args:       []any{in.Author, in.Text, FoldNote(in.Text), now, noteID},
 			ResultFunc: func(st *sqlite.Stmt) error { n = scanNote(st); return nil },
 		})
 		if err != nil {

@@ -103,7 +103,7 @@ func AddHitNote(h *SearchHit, author, text string, count int, values []string) {
 }
 
 // NoteValues are the values of a query's note: filters that name text
-// (not note:*'s empty one).
+// (not note:*'s empty one), folded (FoldNote).
 func (pq ParsedQuery) NoteValues() []string {
 	var vs []string
 	for _, f := range pq.Filters {
@@ -114,20 +114,30 @@ func (pq ParsedQuery) NoteValues() []string {
 	return vs
 }
 
-// noteMatches are where the values occur in a note's text as note: finds
-// them (ASCII letters of either case alike, as SQL's lower() folds them),
-// in order, overlapping ones joined.
+// noteMatches are where the values (folded, as NoteValues gives them)
+// occur in a note's text as note: finds them (in the text folded,
+// FoldNote), in order, overlapping ones joined.
 func noteMatches(text string, values []string) [][2]int {
+	// The text folded a character at a time, and where in the text each
+	// byte of it comes from: a character's folded form may have more or
+	// fewer bytes (İ is two, its i one).
+	var folded strings.Builder
+	from := make([]int, 0, len(text)+1)
+	for i, r := range text {
+		n, _ := folded.WriteRune(unicode.ToLower(r))
+		for range n {
+			from = append(from, i)
+		}
+	}
+	from = append(from, len(text))
 	var ms [][2]int
-	folded := asciiLower(text)
 	for _, v := range values {
-		v = asciiLower(v)
 		for at := 0; v != ""; {
-			i := strings.Index(folded[at:], v)
+			i := strings.Index(folded.String()[at:], v)
 			if i < 0 {
 				break
 			}
-			ms = append(ms, [2]int{at + i, at + i + len(v)})
+			ms = append(ms, [2]int{from[at+i], from[at+i+len(v)]})
 			at += i + len(v)
 		}
 	}
@@ -141,17 +151,6 @@ func noteMatches(text string, values []string) [][2]int {
 		out = append(out, m)
 	}
 	return out
-}
-
-// asciiLower is s with its ASCII letters in lower case, as SQLite's
-// lower() and PostgreSQL's in the C collation make it.
-func asciiLower(s string) string {
-	return strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
 }
 
 // Label is what a view shows after a hit's type: a message's role, or
@@ -268,7 +267,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                               // flag:* any kind
 	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0", // edits, reads and commands that name files (migration 021)
 	"tool":      "st.tool_name = ?",                                                                                                                               // the steps of type other that called it (migration 024)
-	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.text", "?") + ")",                                                    // ASCII case ignored; note:* binds "", any note (and SessionPartOf)
+	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.folded", "?") + ")",                                                  // its value folded (FoldNote); note:* binds "", any note (and SessionPartOf)
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
 	"type":      "st.type IN (SELECT value FROM json_each(?))",
@@ -283,7 +282,7 @@ var searchFilters = map[string]string{
 // handlers/auth.go), "exact phrases", prefix*, -excluded, and filters
 // key:value that also work alone: agent:, type: (one of the step types,
 // several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
-// of a path), tool: (the tool a step of type other called, whole), note: (part of a note on the step, ignoring ASCII case; * any
+// of a path), tool: (the tool a step of type other called, whole), note: (part of a note on the step, ignoring case; * any
 // note), workspace: (part of the root), after: and before: (a date,
 // 2026-11-01, or an RFC 3339 time, on the session's start), verdict: (a
 // state, common or not, or none: not reviewed) and owner: (the session's
@@ -418,6 +417,7 @@ func filterArg(key, value string) (any, error) {
 		if value == "*" {
 			return "", nil // any note: every text holds the empty string
 		}
+		return FoldNote(value), nil // as the notes' texts are (notes.folded)
 	case "after", "before":
 		t, err := parseSearchTime(value)
 		if err != nil {
@@ -905,7 +905,7 @@ func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string, values []string) er
 		return err
 	}
 	return sqlitex.Execute(conn, HitNotesSQL("SELECT value FROM json_each(?1) WHERE value > 0", "SELECT value AS v FROM json_each(?2)",
-		noteHolds("text", "v")), &sqlitex.ExecOptions{
+		noteHolds("folded", "v")), &sqlitex.ExecOptions{
 		Args: []any{ids, string(vs)},
 		ResultFunc: func(st *sqlite.Stmt) error {
 			AddHitNote(&rows[at[st.ColumnInt64(0)]].hit, st.ColumnText(1), st.ColumnText(2), st.ColumnInt(3), values)
@@ -914,10 +914,10 @@ func hitNotes(conn *sqlite.Conn, rows []pageRow, ids string, values []string) er
 	})
 }
 
-// noteHolds is the condition of a note's text holding a note: filter's
-// value, ASCII letters of either case alike (SQLite's lower()).
-func noteHolds(text, value string) string {
-	return "instr(lower(" + text + "), lower(" + value + ")) > 0"
+// noteHolds is the condition of a note's folded text (notes.folded)
+// holding a note: filter's value, folded as well (filterArg).
+func noteHolds(folded, value string) string {
+	return "instr(" + folded + ", " + value + ") > 0"
 }
 
 // conditions joins SQL conditions with AND, each after an AND.

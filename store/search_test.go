@@ -617,8 +617,9 @@ func TestSearchMigrationFindsOldCommandsFiles(t *testing.T) {
 	}
 }
 
-// noteMatches marks every place of each value, ASCII case aside, joining
-// overlapping places; other letters keep their case.
+// noteMatches marks every place of each value (folded, as NoteValues
+// gives them), case aside, joining overlapping places, at the bytes of the
+// text itself where a character's lower case has more or fewer.
 func TestNoteMatches(t *testing.T) {
 	for _, tc := range []struct {
 		text   string
@@ -628,7 +629,9 @@ func TestNoteMatches(t *testing.T) {
 		{"Flaky, flaky, FLAKY", []string{"flaky"}, [][2]int{{0, 5}, {7, 12}, {14, 19}}},
 		{"abcd", []string{"bc", "ab"}, [][2]int{{0, 3}}},
 		{"abcd", []string{"cd", "ab"}, [][2]int{{0, 2}, {2, 4}}},
-		{"Ürün ürün", []string{"ürün"}, [][2]int{{7, 13}}},
+		{"Ürün ürün", []string{"ürün"}, [][2]int{{0, 6}, {7, 13}}},
+		{"İstanbul, İSTANBUL", []string{"istanbul"}, [][2]int{{0, 9}, {11, 20}}}, // İ is two bytes, its i one
+		{"xȺy Ⱥ", []string{"ⱥy"}, [][2]int{{1, 4}}},                              // Ⱥ is two bytes, its ⱥ three
 		{"aaa", []string{"aa"}, [][2]int{{0, 2}}},
 		{"note", nil, nil},
 		{"note", []string{""}, nil},

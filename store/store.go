@@ -279,6 +279,9 @@ func prepareConn(conn *sqlite.Conn, index string) error {
 	if err := registerToolName(conn); err != nil { // migration 024 calls it
 		return fmt.Errorf("register step_tool_name: %w", err)
 	}
+	if err := registerFoldNote(conn); err != nil { // migration 025 calls it
+		return fmt.Errorf("register note_fold: %w", err)
+	}
 	if err := sqlitex.ExecuteTransient(conn, "ATTACH DATABASE ? AS idx", &sqlitex.ExecOptions{Args: []any{index}}); err != nil {
 		return fmt.Errorf("attach %s: %w", index, err)
 	}

@@ -408,10 +408,10 @@ func TestImportFillsUsageOfOldStore(t *testing.T) {
 	}
 	// user_version 6: migrations 001-006 applied; 007 and those after it
 	// run again (008 rebuilds the search index from scratch; 021 adds
-	// steps.command_files, 024 steps.tool_name).
+	// steps.command_files, 024 steps.tool_name, 025 notes.folded).
 	err = sqlitex.ExecScript(conn, "DROP TABLE usage_hours; DROP TABLE usage_records; "+
 		"DROP INDEX steps_paths; ALTER TABLE steps DROP COLUMN command_files; "+
-		"DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name; PRAGMA user_version = 6;")
+		"DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name; ALTER TABLE notes DROP COLUMN folded; PRAGMA user_version = 6;")
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -456,13 +456,13 @@ func TestImportCorrectsUsageOfOldRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// user_version 21: migrations 022 to 024 run again (023 adds the hour's
+	// user_version 21: migrations 022 to 025 run again (023 adds the hour's
 	// cache writes, so they go first; its index is made again; 024 adds
-	// steps.tool_name).
+	// steps.tool_name, 025 notes.folded).
 	err = sqlitex.ExecScript(conn, "UPDATE usage_records SET input = input + 1000; DROP INDEX usage_hours_by_time; "+
 		"ALTER TABLE usage_records DROP COLUMN cache_creation_1h; ALTER TABLE usage_hours DROP COLUMN cache_creation_1h; "+
 		"CREATE INDEX usage_hours_by_time ON usage_hours (hour_ns); "+
-		"DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name; PRAGMA user_version = 21;")
+		"DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name; ALTER TABLE notes DROP COLUMN folded; PRAGMA user_version = 21;")
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)

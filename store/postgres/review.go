@@ -135,8 +135,8 @@ func (s *Store) AddNote(ctx context.Context, id string, in store.NoteInput) (sto
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		n = store.Note{Seq: in.Seq, Author: in.Author, Text: in.Text, CreatedAt: now, UpdatedAt: now}
-		err = tx.QueryRow(ctx, `INSERT INTO notes (session_pk, step_pk, author, text, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, pk, stepPK, in.Author, in.Text, now).Scan(&n.ID)
+		err = tx.QueryRow(ctx, `INSERT INTO notes (session_pk, step_pk, author, text, folded, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id`, pk, stepPK, in.Author, in.Text, store.FoldNote(in.Text), now).Scan(&n.ID)
 		if err != nil {
 			return err
 		}
@@ -164,9 +164,9 @@ func (s *Store) EditNote(ctx context.Context, id string, noteID int64, in store.
 			return err
 		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
-		err = tx.QueryRow(ctx, `UPDATE notes n SET author = $1, text = $2, updated_at = $3 WHERE id = $4
+		err = tx.QueryRow(ctx, `UPDATE notes n SET author = $1, text = $2, folded = $3, updated_at = $4 WHERE id = $5
 			RETURNING id, (SELECT seq FROM steps WHERE pk = n.step_pk), author, text, created_at, updated_at`,
-			in.Author, in.Text, now, noteID).Scan(&n.ID, &n.Seq, &n.Author, &n.Text, &n.CreatedAt, &n.UpdatedAt)
+			in.Author, in.Text, store.FoldNote(in.Text), now, noteID).Scan(&n.ID, &n.Seq, &n.Author, &n.Text, &n.CreatedAt, &n.UpdatedAt)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
 	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",    // edits, reads and commands that name files (migrations 007, 012)
 	"tool":      "st.tool_name = $",                                                                                                // the steps of type other that called it (migration 014)
-	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.text", "$") + ")",                     // and store.SessionPartOf
+	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.folded", "$") + ")",                   // and store.SessionPartOf
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict
 	"type":      "st.type = ANY($::text[])",
@@ -518,15 +518,15 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	return kept, nil
 }
 
-// noteHolds is the condition of a note's text holding a note: filter's
-// value, ASCII letters of either case alike, as SQLite's lower() folds
-// them (lower in the C collation).
-func noteHolds(text, value string) string {
-	return "strpos(lower(" + text + ` COLLATE "C"), lower(` + value + ` COLLATE "C")) > 0`
+// noteHolds is the condition of a note's folded text (notes.folded)
+// holding a note: filter's value, folded as well (store.FoldNote), as
+// SQLite's.
+func noteHolds(folded, value string) string {
+	return "strpos(" + folded + ", " + value + ") > 0"
 }
 
 // hitNotesSQL is store.HitNotesSQL for PostgreSQL.
-var hitNotesSQL = store.HitNotesSQL("SELECT unnest($1::bigint[])", "SELECT unnest($2::text[]) AS v", noteHolds("text", "v"))
+var hitNotesSQL = store.HitNotesSQL("SELECT unnest($1::bigint[])", "SELECT unnest($2::text[]) AS v", noteHolds("folded", "v"))
 
 // hitNotes adds to the hits their steps' notes (hitNotesSQL),
 // marked where values match (store.AddHitNote).

@@ -229,6 +229,34 @@ func TestOpenFillsToolNames(t *testing.T) {
 	}
 }
 
+// A store from before migration 015 gets its notes' folded texts when
+// opened: note: then finds a note whatever the case of its letters.
+func TestOpenFoldsNotes(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := storetest.AgentSamples(t)[0]
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	const text = "Échec: the İSTANBUL test"
+	if _, err := s.AddNote(ctx, b.Session.ID, store.NoteInput{Seq: b.Steps[0].Seq, Author: "ann", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	// The store as migration 014 left it.
+	s = reopened(t, s, dsn, `ALTER TABLE notes DROP COLUMN folded;
+		DELETE FROM schema_migrations WHERE name = 'migrations/015_notes_folded.sql'`)
+	for _, q := range []string{"note:échec", "note:istanbul", `note:"ÉCHEC: THE"`} {
+		r, err := s.Search(ctx, store.SearchQuery{Q: q})
+		if err != nil || len(r.Hits) != 1 || r.Hits[0].Seq != b.Steps[0].Seq || len(r.Hits[0].Notes) != 1 || r.Hits[0].Notes[0].Text != text {
+			t.Errorf("after migrating, Search(%s) = %+v, %v; want step %d with its note", q, r.Hits, err, b.Steps[0].Seq)
+		}
+	}
+}
+
 // textByKey is the rows of a query of two columns, a key and a text.
 func textByKey(t *testing.T, s *Store, query string) map[int64]string {
 	t.Helper()

@@ -128,6 +128,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 var migrationsInGo = map[string]func(context.Context, pgx.Tx) error{
 	"migrations/012_step_command_files.sql": fillCommandFiles,
 	"migrations/014_step_tools.sql":         fillToolNames,
+	"migrations/015_notes_folded.sql":       fillNotesFolded,
 }
 
 // fillCommandFiles fills the command_files column of the command steps
@@ -145,6 +146,27 @@ func fillCommandFiles(ctx context.Context, tx pgx.Tx) error {
 // StepColumns.ToolName).
 func fillToolNames(ctx context.Context, tx pgx.Tx) error {
 	return fillFromPayload(ctx, tx, store.TypeOther, "tool_name", store.ToolNameOf)
+}
+
+// fillNotesFolded fills the folded column of the notes written before
+// migration 015 (store.FoldNote, as the writer does). Notes are written by
+// hand: a store holds few enough to read in one statement.
+func fillNotesFolded(ctx context.Context, tx pgx.Tx) error {
+	rows, _ := tx.Query(ctx, `SELECT id, text FROM notes`)
+	var ids []int64
+	var folded []string
+	var id int64
+	var text string
+	_, err := pgx.ForEachRow(rows, []any{&id, &text}, func() error {
+		ids, folded = append(ids, id), append(folded, store.FoldNote(text))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the notes: %w", err)
+	}
+	_, err = tx.Exec(ctx, `UPDATE notes SET folded = f.folded
+		FROM unnest($1::bigint[], $2::text[]) AS f(id, folded) WHERE notes.id = f.id`, ids, folded)
+	return err
 }
 
 // fillFromPayload fills a column a migration added to the steps of one

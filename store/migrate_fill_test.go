@@ -68,13 +68,13 @@ func TestOpenFillsToolNames(t *testing.T) {
 		t.Fatalf("tool_name as Apply wrote it = %v; want the batches' %v", got, want)
 	}
 
-	// The store as migration 023 left it.
+	// The store as migration 023 left it (025 runs again too).
 	conn, err := sqlite.OpenConn(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sqlitex.ExecuteScript(conn, fmt.Sprintf(`DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name;
-		PRAGMA user_version = %d;`, store.Migrations()-1), nil)
+	err = sqlitex.ExecuteScript(conn, `DROP INDEX steps_tools; ALTER TABLE steps DROP COLUMN tool_name;
+		ALTER TABLE notes DROP COLUMN folded; PRAGMA user_version = 23;`, nil)
 	conn.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +94,44 @@ func TestOpenFillsToolNames(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("after migrating, tool:%q does not find step %s", tool, key)
+		}
+	}
+}
+
+// A store from before migration 025 gets its notes' folded texts when
+// opened: note: then finds a note whatever the case of its letters.
+func TestOpenFoldsNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := storetest.AgentSamples(t)[0]
+	if _, err := s.Apply(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	const text = "Échec: the İSTANBUL test"
+	if _, err := s.AddNote(context.Background(), b.Session.ID, store.NoteInput{Seq: b.Steps[0].Seq, Author: "ann", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The store as migration 024 left it.
+	conn, err := sqlite.OpenConn(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteScript(conn, `ALTER TABLE notes DROP COLUMN folded; PRAGMA user_version = 24;`, nil)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path)
+	for _, q := range []string{"note:échec", "note:istanbul", `note:"ÉCHEC: THE"`} {
+		r, err := s.Search(context.Background(), store.SearchQuery{Q: q})
+		if err != nil || len(r.Hits) != 1 || r.Hits[0].Seq != b.Steps[0].Seq || len(r.Hits[0].Notes) != 1 || r.Hits[0].Notes[0].Text != text {
+			t.Errorf("after migrating, Search(%s) = %+v, %v; want step %d with its note", q, r.Hits, err, b.Steps[0].Seq)
 		}
 	}
 }
