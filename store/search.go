@@ -121,19 +121,20 @@ func noteMatches(text string, values []string) [][2]int {
 	// The text folded a character at a time, and where in the text each
 	// byte of it comes from: a character's folded form may have more or
 	// fewer bytes (İ is two, its i one).
-	var folded strings.Builder
+	var b strings.Builder
 	from := make([]int, 0, len(text)+1)
 	for i, r := range text {
-		n, _ := folded.WriteRune(unicode.ToLower(r))
+		n, _ := b.WriteRune(unicode.ToLower(r))
 		for range n {
 			from = append(from, i)
 		}
 	}
 	from = append(from, len(text))
+	folded := b.String()
 	var ms [][2]int
 	for _, v := range values {
 		for at := 0; v != ""; {
-			i := strings.Index(folded.String()[at:], v)
+			i := strings.Index(folded[at:], v)
 			if i < 0 {
 				break
 			}
