@@ -216,7 +216,11 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 	}
 	for _, typ := range store.StepTypes {
 		if n := s.Summary.StepsByType[typ]; n > 0 {
-			r.Counts = append(r.Counts, views.TypeCount{Type: typ, Count: n})
+			c := views.TypeCount{Type: typ, Count: n}
+			if typ == store.TypeOther { // "6 others": which, the session's Other tools says
+				c.Href = r.Href + "#tools"
+			}
+			r.Counts = append(r.Counts, c)
 		}
 	}
 	return r

@@ -141,6 +141,20 @@ func TestOtherTools(t *testing.T) {
 		t.Error("the Markdown report has no Other tools")
 	}
 
+	// The list's count of the session's other steps links to them.
+	list, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/").Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, r := range want {
+		calls += r.calls
+	}
+	link := list.Find(`[data-session-id="tools"] [data-testid="count-tools"]`)
+	if got, href := strings.TrimSpace(link.Text()), link.AttrOr("href", ""); got != fmt.Sprintf("%d others", calls) || href != "/session?id=tools#tools" {
+		t.Errorf("the list's count of others = %q linking to %q; want %q linking to the session's Other tools", got, href, fmt.Sprintf("%d others", calls))
+	}
+
 	// A session without any: the section says so.
 	b = newBatch("none")
 	b["steps"] = b["steps"].(arr)[:4] // no step of type other

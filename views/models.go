@@ -146,6 +146,7 @@ type SessionRow struct {
 type TypeCount struct {
 	Type  string
 	Count int
+	Href  string // where the page says more of them (the others: its Other tools); "" for none
 }
 
 // SessionView is one whole session as a reviewer reads it: the summary,
