@@ -214,16 +214,25 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		r.StartedDate = t.Format("2006-01-02 15:04")
 		r.StartedAgo = ago(now.Sub(t))
 	}
+	r.Counts = typeCounts(s.Summary.StepsByType, r.Href+"#tools")
+	return r
+}
+
+// typeCounts are a session's step counts by type, in StepTypes' order,
+// leaving out those it has none of; the others' links to tools, its
+// Other tools, which says which they are.
+func typeCounts(byType map[string]int, tools string) []views.TypeCount {
+	var counts []views.TypeCount
 	for _, typ := range store.StepTypes {
-		if n := s.Summary.StepsByType[typ]; n > 0 {
+		if n := byType[typ]; n > 0 {
 			c := views.TypeCount{Type: typ, Count: n}
-			if typ == store.TypeOther { // "6 others": which, the session's Other tools says
-				c.Href = r.Href + "#tools"
+			if typ == store.TypeOther {
+				c.Href = tools
 			}
-			r.Counts = append(r.Counts, c)
+			counts = append(counts, c)
 		}
 	}
-	return r
+	return counts
 }
 
 // sessionSearchHref is the search page of query within one session.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/agentreview/service/store"
 	"github.com/agentreview/service/views"
 )
 
@@ -139,6 +140,29 @@ func TestOtherTools(t *testing.T) {
 	}
 	if !strings.Contains(md, "## Other tools") {
 		t.Error("the Markdown report has no Other tools")
+	}
+
+	// The summary counts the steps by type, as the list does, its others
+	// linked to Other tools; so does the Markdown report's.
+	byType := map[string]int{}
+	for _, st := range b["steps"].(arr) {
+		byType[st.(obj)["type"].(string)]++
+	}
+	var counts []string
+	for _, typ := range store.StepTypes {
+		if n := byType[typ]; n > 0 {
+			counts = append(counts, views.Plural(n, typ))
+		}
+	}
+	summary := doc.Find(`[data-testid="summary-step-counts"]`)
+	if got, want := strings.Join(strings.Fields(summary.Text()), " "), strings.Join(counts, " · "); got != want {
+		t.Errorf("the summary's steps by type = %q; want %q", got, want)
+	}
+	if href := summary.Find("a").AttrOr("href", ""); href != "#tools" {
+		t.Errorf("the summary's others link to %q; want #tools", href)
+	}
+	if want := "(" + strings.Join(counts, ", ") + ")"; !strings.Contains(md, want) {
+		t.Errorf("the Markdown report's summary lacks the steps by type %q", want)
 	}
 
 	// The list's count of the session's other steps links to them.

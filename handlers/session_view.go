@@ -67,6 +67,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			v.AddedUp = "from its telemetry"
 		}
 	}
+	v.StepCounts = typeCounts(d.Summary.StepsByType, "#tools")
 	v.Files = fileRows(d.ID, d.Workspace.Root, d.Report.Files)
 	if n := len(v.Files); n > maxReportRows {
 		v.Files, v.FilesMore = v.Files[:maxReportRows], n-maxReportRows

@@ -101,7 +101,15 @@ func (m *mdWriter) summary(s SessionView) {
 		tokens += ", " + mdText(s.AddedUp)
 	}
 	item("Tokens in / out", tokens)
-	item("Steps", Number(int64(s.Steps))+" in "+Plural(s.TurnCount, "turn")+" · "+Number(int64(s.Failed))+" failed · "+
+	steps := Number(int64(s.Steps))
+	if len(s.StepCounts) > 0 {
+		byType := make([]string, len(s.StepCounts))
+		for i, c := range s.StepCounts {
+			byType[i] = Plural(c.Count, c.Type)
+		}
+		steps += " (" + strings.Join(byType, ", ") + ")"
+	}
+	item("Steps", steps+" in "+Plural(s.TurnCount, "turn")+" · "+Number(int64(s.Failed))+" failed · "+
 		Number(int64(s.RefOnly))+" reference-only · "+Plural(s.Flags, "flag"))
 	owner := mdText(s.Owner)
 	if s.CapturedOn != "" {

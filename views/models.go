@@ -191,7 +191,8 @@ type SessionView struct {
 	Commands     []CommandRow
 	CommandsMore int // commands past those in Commands, in the JSON report only
 	Tools        []ToolRow
-	ToolsMore    int // tools past those in Tools, in the JSON report only
+	ToolsMore    int         // tools past those in Tools, in the JSON report only
+	StepCounts   []TypeCount // the steps by type, as the list counts them
 	Turns        []TurnView
 	Actors       []ActorOption // the subagents, for the timeline's filter
 	Verdict      *VerdictView
