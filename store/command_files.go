@@ -5,8 +5,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-
-	"zombiezen.com/go/sqlite"
 )
 
 // A CommandFile is a file a command line names as one it reads, writes
@@ -295,19 +293,4 @@ func StoredCommandFiles(payload string) string {
 		return ""
 	}
 	return CommandFilesColumn(*p.Command, deref(p.Cwd))
-}
-
-// registerCommandFiles makes StoredCommandFiles the SQL function
-// step_command_files(payload) of the connection, NULL for "": migration
-// 021 fills the column of the steps stored before it with it.
-func registerCommandFiles(conn *sqlite.Conn) error {
-	return conn.CreateFunction("step_command_files", &sqlite.FunctionImpl{
-		NArgs: 1, Deterministic: true,
-		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
-			if files := StoredCommandFiles(a[0].Text()); files != "" {
-				return sqlite.TextValue(files), nil
-			}
-			return sqlite.Value{}, nil // NULL
-		},
-	})
 }

@@ -165,21 +165,6 @@ func ToolNameOf(payload string) string {
 	return ""
 }
 
-// registerToolName makes ToolNameOf the SQL function
-// step_tool_name(payload) of the connection, NULL for "": migration 024
-// fills the tool_name column of the steps stored before it with it.
-func registerToolName(conn *sqlite.Conn) error {
-	return conn.CreateFunction("step_tool_name", &sqlite.FunctionImpl{
-		NArgs: 1, Deterministic: true,
-		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
-			if name := ToolNameOf(a[0].Text()); name != "" {
-				return sqlite.TextValue(name), nil
-			}
-			return sqlite.Value{}, nil // NULL
-		},
-	})
-}
-
 // appendJSONPart appends the string values of JSON text j as one part
 // (appendPart), or with raw the text itself when it is not JSON SQLite
 // reads (appendJSONStrings).

@@ -255,6 +255,26 @@ func loadSchema() (sqlitemigration.Schema, error) {
 	return schema, nil
 }
 
+// registerPayloadRule makes rule the SQL function name(payload) of the
+// connection, NULL where it makes "": a migration that adds a column the
+// writer fills from each step's payload fills it with it for the steps
+// stored before.
+func registerPayloadRule(conn *sqlite.Conn, name string, rule func(payload string) string) error {
+	err := conn.CreateFunction(name, &sqlite.FunctionImpl{
+		NArgs: 1, Deterministic: true,
+		Scalar: func(_ sqlite.Context, a []sqlite.Value) (sqlite.Value, error) {
+			if v := rule(a[0].Text()); v != "" {
+				return sqlite.TextValue(v), nil
+			}
+			return sqlite.Value{}, nil // NULL
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("register %s: %w", name, err)
+	}
+	return nil
+}
+
 // prepareConn sets what every connection needs: the search views' SQL
 // functions (registerSearchText), and the search index's file (index)
 // attached as schema idx with the same settings. SQLite's temporary
@@ -273,11 +293,13 @@ func prepareConn(conn *sqlite.Conn, index string) error {
 	if err := registerSearchText(conn); err != nil { // the search views call it
 		return fmt.Errorf("register search functions: %w", err)
 	}
-	if err := registerCommandFiles(conn); err != nil { // migration 021 calls it
-		return fmt.Errorf("register step_command_files: %w", err)
+	// The writer's rules for the columns it fills from a step's payload,
+	// for the migrations that fill them for the steps stored before.
+	if err := registerPayloadRule(conn, "step_command_files", StoredCommandFiles); err != nil { // migration 021
+		return err
 	}
-	if err := registerToolName(conn); err != nil { // migration 024 calls it
-		return fmt.Errorf("register step_tool_name: %w", err)
+	if err := registerPayloadRule(conn, "step_tool_name", ToolNameOf); err != nil { // migration 024
+		return err
 	}
 	if err := registerFoldNote(conn); err != nil { // migration 025 calls it
 		return fmt.Errorf("register note_fold: %w", err)
