@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +102,15 @@ func openStore(e *env, db string, opts ...store.Option) (*store.Store, string, e
 	opts = append(opts, store.OnIndexProgress(indexProgress(e.stderr)))
 	st, err := store.Open(e.ctx, path, opts...)
 	return st, path, err
+}
+
+// notStored says a read of session id found no such session as a command
+// says it, and returns any other error as it is.
+func notStored(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no session %q in the store", id)
+	}
+	return err
 }
 
 // storePath returns the --db path, or ~/.service/store.db.

@@ -73,7 +73,7 @@ func exportError(id string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("no session %q in the store", id)
+		return notStored(id, err)
 	}
 	return fmt.Errorf("export of session %s: %w", id, err)
 }

@@ -32,11 +32,8 @@ func (c *ResumeCmd) Run(e *env) error {
 	}
 	d, err := st.Detail(e.ctx, c.ID, store.DetailQuery{NoSteps: true})
 	st.Close()
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no session %q in the store", c.ID)
-	}
 	if err != nil {
-		return err
+		return notStored(c.ID, err)
 	}
 	line := agents.ResumeCommand(d.Agent.Kind, d.ID, d.Workspace.Root)
 	if line == "" {

@@ -280,11 +280,8 @@ func (s *sharer) share(ctx context.Context, id string) error {
 		return &goneError{id, s.target, true}
 	}
 	ch, err := s.st.ChangesOf(ctx, id, sh.Stamp)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no session %s in the store", id)
-	}
 	if err != nil {
-		return err
+		return notStored(id, err)
 	}
 	if sh.Pending == 0 {
 		if ch.Stamp == sh.Stamp {

@@ -500,7 +500,7 @@ func TestShareRefusesBadInput(t *testing.T) {
 		{"auto with ids", []string{shareSessionID, "--auto", "--to", f.target.base}, "--auto saves a rule"},
 		{"nothing named", []string{}, "name the sessions"},
 		{"no rules saved", []string{"--auto"}, "no sharing rules are saved"},
-		{"unknown session", []string{"nope", "--to", f.target.base}, "no session nope"},
+		{"unknown session", []string{"nope", "--to", f.target.base}, `no session "nope" in the store`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
