@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,47 @@ func TestSearchPage(t *testing.T) {
 			t.Errorf("GET /search?q=%s = %d; want 400 with the problem on the page", q, rec.Code)
 		}
 	}
+}
+
+// TestSearchHitShowsError: a hit of a step that recorded an error shows
+// it under the snippet, type and message, escaped, the message cut to
+// store.HitErrorChars; a step without one shows none.
+func TestSearchHitShowsError(t *testing.T) {
+	s := newTestService(t)
+	a := newBatch("a")
+	steps := a["steps"].([]any)
+	errs := map[int]obj{
+		2: {"type": "exit_code", "message": "Exit code 1 <b>FAIL</b> handlers"},
+		3: {"type": "tool_error", "message": strings.Repeat("old_string not found ", 20)},
+	}
+	for seq, e := range errs {
+		steps[seq-1].(obj)["outcome"], steps[seq-1].(obj)["error"] = "failed", e
+	}
+	s.mustPush(a, http.StatusCreated)
+	doc := mustDocument(t, s, "/search?q="+url.QueryEscape("type:command|edit|read"))
+	hits := doc.Find(`[data-testid="search-hit"]`)
+	if hits.Length() != 3 {
+		t.Fatalf("hits = %d; want the command, the edit and the read", hits.Length())
+	}
+	hits.Each(func(_ int, h *goquery.Selection) {
+		seq, _ := strconv.Atoi(h.AttrOr("data-seq", ""))
+		shown := h.Find(`[data-testid="search-hit-error"]`)
+		e, ok := errs[seq]
+		if !ok {
+			if shown.Length() != 0 {
+				t.Errorf("step %d has no error; its hit shows %q", seq, shown.Text())
+			}
+			return
+		}
+		msg := e["message"].(string)
+		if r := []rune(msg); len(r) > store.HitErrorChars {
+			msg = string(r[:store.HitErrorChars]) + "…"
+		}
+		if got := strings.Join(strings.Fields(shown.Text()), " "); got != strings.Join(strings.Fields(e["type"].(string)+" "+msg), " ") ||
+			shown.Find(".hit-error-type").Text() != e["type"] || shown.Find("b").Length() != 0 {
+			t.Errorf("step %d's hit shows the error %q; want %s %q, escaped", seq, got, e["type"], msg)
+		}
+	})
 }
 
 // withReplies is newBatch(id) with n more assistant replies of text.

@@ -65,6 +65,27 @@ type SearchHit struct {
 	// agent recorded. Empty on a step without notes.
 	Notes     []HitNote `json:"notes,omitempty"`
 	NoteCount int       `json:"note_count,omitempty"`
+	// The step's error as the agent reported it, its message cut to
+	// HitErrorChars characters (marked with "…" when cut): why a failed or
+	// rejected step did not do its work, which its first words seldom say.
+	// Nil when the step recorded none.
+	Error *StepError `json:"error,omitempty"`
+}
+
+// HitErrorChars is how much of its step's error message a hit holds.
+const HitErrorChars = 200
+
+// HitError is a hit's Error, from its step's error column as stored
+// (JSON; empty when NULL).
+func HitError(column string) *StepError {
+	var e StepError
+	if column == "" || json.Unmarshal([]byte(column), &e) != nil || e.Type == "" && e.Message == "" {
+		return nil
+	}
+	if r := []rune(e.Message); len(r) > HitErrorChars {
+		e.Message = string(r[:HitErrorChars]) + "…"
+	}
+	return &e
 }
 
 // HitNote is a note of a hit's step: who wrote it and what, with the
@@ -593,7 +614,7 @@ func (s *Store) Search(ctx context.Context, sq SearchQuery) (SearchResult, error
 			}
 			for i, r := range rows {
 				sn := snippets[r.rid]
-				rows[i].hit.Snippet, rows[i].hit.Matches, rows[i].hit.Tool = sn.text, sn.matches, sn.tool
+				rows[i].hit.Snippet, rows[i].hit.Matches, rows[i].hit.Tool, rows[i].hit.Error = sn.text, sn.matches, sn.tool, sn.err
 			}
 			if err := hitNotes(conn, rows, string(ids), q.notes); err != nil {
 				return err
@@ -863,6 +884,7 @@ type snippet struct {
 	text    string
 	matches [][2]int
 	tool    string
+	err     *StepError
 }
 
 // rowSnippets makes the snippet of each index row of a page (ids, a JSON
@@ -877,14 +899,14 @@ type snippet struct {
 // real store").
 func rowSnippets(conn *sqlite.Conn, ids string, words []SearchPhrase) (map[int64]snippet, error) {
 	snippets := map[int64]snippet{}
-	err := sqlitex.Execute(conn, `SELECT step_pk, body, (SELECT payload FROM steps WHERE pk = step_pk)
-		FROM search_step_docs WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+	err := sqlitex.Execute(conn, `SELECT step_pk, body, s.payload, s.error
+		FROM search_step_docs JOIN steps s ON s.pk = step_pk WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
 		UNION ALL
-		SELECT -session_pk, body, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
+		SELECT -session_pk, body, NULL, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
 		&sqlitex.ExecOptions{
 			Args: []any{ids},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				s := snippet{tool: ToolNameOf(st.ColumnText(2))}
+				s := snippet{tool: ToolNameOf(st.ColumnText(2)), err: HitError(st.ColumnText(3))}
 				s.text, s.matches = SearchSnippet(st.ColumnText(1), words)
 				snippets[st.ColumnInt64(0)] = s
 				return nil

@@ -61,6 +61,9 @@ type SearchHitRow struct {
 	// MoreNotes how many more it has.
 	Notes     []HitNote
 	MoreNotes int
+	// ErrorType and ErrorMessage are the step's error (the message cut
+	// by the store, store.HitErrorChars); both empty when it has none.
+	ErrorType, ErrorMessage string
 }
 
 // HitNote is a reviewer's note on a hit's step, its text in runs marked

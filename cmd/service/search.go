@@ -56,6 +56,9 @@ func (c *SearchCmd) Run(e *env) error {
 		}
 		snippet, _ := h.SnippetPastRole()
 		fmt.Fprintf(e.stdout, "  #%d %s %s  %s\n", h.Seq, kind, terminalSafe(h.Status), terminalSafe(snippet))
+		if h.Error != nil {
+			fmt.Fprintf(e.stdout, "      error %s: %s\n", terminalSafe(h.Error.Type), terminalSafe(h.Error.Message))
+		}
 		for _, n := range h.Notes {
 			fmt.Fprintf(e.stdout, "      note by %s: %s\n", terminalSafe(n.Author), terminalSafe(n.Text))
 		}

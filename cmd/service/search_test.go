@@ -149,4 +149,20 @@ func TestSearchCommandBesideServer(t *testing.T) {
 		strings.Contains(out, texts[store.MaxHitNotes]) || !strings.HasPrefix(out, "s2 ") || strings.Contains(out, "\x1b") {
 		t.Errorf("service search note:flaky = %v\n%s\nwant s2's step alone, %q and no escape", err, out, want)
 	}
+
+	// A failed step's error prints under its hit, on one line.
+	if err := json.Unmarshal(batchJSON("s5", 1), &msg); err != nil {
+		t.Fatal(err)
+	}
+	step = msg["steps"].([]any)[0].(map[string]any)
+	stepErr := map[string]any{"type": "exit_code", "message": "Exit code 1\nFAIL\tbroken_pkg \x1b[31m"}
+	step["outcome"], step["error"] = "failed", stepErr
+	body, _ = json.Marshal(msg)
+	if code, out, err := pushTo(srv.base, token, body); err != nil || code != http.StatusCreated {
+		t.Fatalf("push = %d %s %v; want 201", code, out, err)
+	}
+	want = fmt.Sprintf("      error %s: %s\n", stepErr["type"], terminalSafe(stepErr["message"].(string)))
+	if out, err := run("search", "status:failed", "--db", db); err != nil || !strings.Contains(out, want) || strings.Contains(out, "\x1b") {
+		t.Errorf("service search status:failed = %v\n%s\nwant the line %q", err, out, want)
+	}
 }

@@ -451,6 +451,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		match         bool
 		snippet, tool string
 		matches       [][2]int
+		err           *store.StepError
 	}
 	inGo := map[int64]bool{}
 	var stepPKs, sessionPKs []int64
@@ -465,8 +466,8 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 	done := map[int64]checked{}
 	// check matches a row's text, made only when the row is to be checked
 	// in Go or shown.
-	check := func(rid int64, text func() string, tool string) {
-		c, t := checked{match: true, tool: tool}, ""
+	check := func(rid int64, text func() string, tool string, stepErr *store.StepError) {
+		c, t := checked{match: true, tool: tool, err: stepErr}, ""
 		if inGo[rid] {
 			t = text()
 			c.match = store.MatchesText(t, pq.Words, pq.Excluded)
@@ -485,7 +486,14 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var pk int64
 		var d store.StepDoc
 		_, err := pgx.ForEachRow(rows, []any{&pk, &d.Payload, &d.Role, &d.Text, &d.Stdout, &d.Stderr, &d.OldString, &d.NewString, &d.Err, &d.Flags},
-			func() error { check(pk, d.SearchText, store.ToolNameOf(d.Payload)); return nil })
+			func() error {
+				var stepErr *store.StepError
+				if d.Err != nil {
+					stepErr = store.HitError(*d.Err)
+				}
+				check(pk, d.SearchText, store.ToolNameOf(d.Payload), stepErr)
+				return nil
+			})
 		if err != nil {
 			return nil, err
 		}
@@ -497,7 +505,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 		var repo *string
 		_, err := pgx.ForEachRow(rows, []any{&pk, &agent, &root, &repo},
 			func() error {
-				check(-pk, func() string { return store.SessionSearchText(agent, root, repo) }, "")
+				check(-pk, func() string { return store.SessionSearchText(agent, root, repo) }, "", nil)
 				return nil
 			})
 		if err != nil {
@@ -511,7 +519,7 @@ func checkRows(ctx context.Context, tx pgx.Tx, page []searchRow, pq store.Parsed
 			continue
 		}
 		if ok {
-			r.hit.Snippet, r.hit.Matches, r.hit.Tool = c.snippet, c.matches, c.tool
+			r.hit.Snippet, r.hit.Matches, r.hit.Tool, r.hit.Error = c.snippet, c.matches, c.tool, c.err
 		}
 		kept = append(kept, r)
 	}

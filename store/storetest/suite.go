@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchFields", testSearchFields},
 		{"SearchFilters", testSearchFilters},
 		{"SearchHitNotes", testSearchHitNotes},
+		{"SearchHitErrors", testSearchHitErrors},
 		{"SearchPathOfCommands", testSearchPathOfCommands},
 		{"SearchFiltersSnippet", testSearchFiltersSnippet},
 		{"SearchJSONInAString", testSearchJSONInAString},

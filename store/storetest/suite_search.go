@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentreview/service/store"
 )
@@ -338,6 +339,45 @@ func testSearchFiltersSnippet(t *testing.T, s store.Backend) {
 	}
 	if r := mustSearch(t, s, store.SearchQuery{Q: "type:command -" + folder, Session: "b"}); len(r.Hits) != 0 {
 		t.Errorf("Search(type:command -%s) in b = %+v; want none: its folder names %s", folder, r.Hits, folder)
+	}
+}
+
+// A hit carries its step's error, as the step recorded it, the message
+// cut to store.HitErrorChars characters: the reason a failed or rejected
+// step did not do its work, which its first words seldom say. A step
+// without an error has none, with words or with filters alone.
+func testSearchHitErrors(t *testing.T, s store.Backend) {
+	b := smallBatch("a")
+	long := strings.Repeat("é ünïcode ", 40) // 400 characters, 600 bytes
+	b.Steps[1].Outcome, b.Steps[1].Error = "failed", &store.StepError{Type: "exit_code", Message: "Exit code 2"}
+	b.Steps[2].Outcome, b.Steps[2].Error = "failed", &store.StepError{Type: "tool_error", Message: long}
+	b.Steps[3].Outcome, b.Steps[3].Decision, b.Steps[3].Error = "not_run", "rejected", &store.StepError{Type: "rejected", Message: ""}
+	mustApply(t, s, b)
+	// want is the error a hit of st shows, computed from what was pushed.
+	want := func(st store.Step) *store.StepError {
+		if st.Error == nil {
+			return nil
+		}
+		e := *st.Error
+		if r := []rune(e.Message); len(r) > store.HitErrorChars {
+			e.Message = string(r[:store.HitErrorChars]) + "…"
+		}
+		return &e
+	}
+	for _, q := range []string{"type:command|edit|read|message|other", "status:failed", "test", "main"} {
+		r := mustSearch(t, s, store.SearchQuery{Q: q})
+		if len(r.Hits) == 0 {
+			t.Fatalf("Search(%s) found nothing", q)
+		}
+		for _, h := range r.Hits {
+			if st := b.Steps[h.Seq-1]; !reflect.DeepEqual(h.Error, want(st)) {
+				t.Errorf("Search(%s): hit #%d error = %+v; want %+v", q, h.Seq, h.Error, want(st))
+			}
+		}
+	}
+	if r := mustSearch(t, s, store.SearchQuery{Q: "status:failed type:edit"}); len(r.Hits) != 1 ||
+		r.Hits[0].Error == nil || utf8.RuneCountInString(r.Hits[0].Error.Message) != store.HitErrorChars+1 {
+		t.Errorf("Search(status:failed type:edit) = %+v; want the edit, its message cut to %d characters and …", r.Hits, store.HitErrorChars)
 	}
 }
 
