@@ -161,7 +161,7 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 			row.Notes = append(row.Notes, views.HitNote{Author: shorten(n.Author, lineChars), Text: noteParts(n)})
 		}
 		if h.Error != nil {
-			row.ErrorType, row.ErrorMessage = shorten(h.Error.Type, lineChars), h.Error.Message
+			row.ErrorType, row.ErrorMessage = h.Error.Type, h.Error.Message
 		}
 		if h.Seq > 0 {
 			row.Href += matchedParam(snippet, matches) + "#step-" + strconv.FormatInt(h.Seq, 10)

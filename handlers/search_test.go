@@ -150,8 +150,8 @@ func TestSearchPage(t *testing.T) {
 }
 
 // TestSearchHitShowsError: a hit of a step that recorded an error shows
-// it under the snippet, type and message, escaped, the message cut to
-// store.HitErrorChars; a step without one shows none.
+// it under the snippet, type and message, escaped, as the store cut them
+// (store.HitErrorChars); a step without one shows none.
 func TestSearchHitShowsError(t *testing.T) {
 	s := newTestService(t)
 	a := newBatch("a")

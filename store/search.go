@@ -65,14 +65,15 @@ type SearchHit struct {
 	// agent recorded. Empty on a step without notes.
 	Notes     []HitNote `json:"notes,omitempty"`
 	NoteCount int       `json:"note_count,omitempty"`
-	// The step's error as the agent reported it, its message cut to
-	// HitErrorChars characters (marked with "…" when cut): why a failed or
+	// The step's error as the agent reported it, its type and message
+	// each cut to HitErrorChars characters (marked with "…" when cut): why a failed or
 	// rejected step did not do its work, which its first words seldom say.
 	// Nil when the step recorded none.
 	Error *StepError `json:"error,omitempty"`
 }
 
-// HitErrorChars is how much of its step's error message a hit holds.
+// HitErrorChars is how much of its step's error type and message a hit
+// holds.
 const HitErrorChars = 200
 
 // HitError is a hit's Error, from its step's error column as stored
@@ -82,8 +83,10 @@ func HitError(column string) *StepError {
 	if column == "" || json.Unmarshal([]byte(column), &e) != nil || e.Type == "" && e.Message == "" {
 		return nil
 	}
-	if r := []rune(e.Message); len(r) > HitErrorChars {
-		e.Message = string(r[:HitErrorChars]) + "…"
+	for _, f := range []*string{&e.Type, &e.Message} {
+		if r := []rune(*f); len(r) > HitErrorChars {
+			*f = string(r[:HitErrorChars]) + "…"
+		}
 	}
 	return &e
 }

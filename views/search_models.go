@@ -61,8 +61,8 @@ type SearchHitRow struct {
 	// MoreNotes how many more it has.
 	Notes     []HitNote
 	MoreNotes int
-	// ErrorType and ErrorMessage are the step's error (the message cut
-	// by the store, store.HitErrorChars); both empty when it has none.
+	// ErrorType and ErrorMessage are the step's error (each cut by the
+	// store, store.HitErrorChars); both empty when it has none.
 	ErrorType, ErrorMessage string
 }
 

@@ -342,8 +342,8 @@ func testSearchFiltersSnippet(t *testing.T, s store.Backend) {
 	}
 }
 
-// A hit carries its step's error, as the step recorded it, the message
-// cut to store.HitErrorChars characters: the reason a failed or rejected
+// A hit carries its step's error, as the step recorded it, its type and
+// message each cut to store.HitErrorChars characters: the reason a failed or rejected
 // step did not do its work, which its first words seldom say. A step
 // without an error has none, with words or with filters alone.
 func testSearchHitErrors(t *testing.T, s store.Backend) {
@@ -351,6 +351,7 @@ func testSearchHitErrors(t *testing.T, s store.Backend) {
 	long := strings.Repeat("é ünïcode ", 40) // 400 characters, 600 bytes
 	b.Steps[1].Outcome, b.Steps[1].Error = "failed", &store.StepError{Type: "exit_code", Message: "Exit code 2"}
 	b.Steps[2].Outcome, b.Steps[2].Error = "failed", &store.StepError{Type: "tool_error", Message: long}
+	b.Steps[4].Outcome, b.Steps[4].Error = "failed", &store.StepError{Type: long, Message: "no type this long is shown whole"}
 	b.Steps[3].Outcome, b.Steps[3].Decision, b.Steps[3].Error = "not_run", "rejected", &store.StepError{Type: "rejected", Message: ""}
 	mustApply(t, s, b)
 	// want is the error a hit of st shows, computed from what was pushed.
@@ -358,11 +359,13 @@ func testSearchHitErrors(t *testing.T, s store.Backend) {
 		if st.Error == nil {
 			return nil
 		}
-		e := *st.Error
-		if r := []rune(e.Message); len(r) > store.HitErrorChars {
-			e.Message = string(r[:store.HitErrorChars]) + "…"
+		cut := func(s string) string {
+			if r := []rune(s); len(r) > store.HitErrorChars {
+				return string(r[:store.HitErrorChars]) + "…"
+			}
+			return s
 		}
-		return &e
+		return &store.StepError{Type: cut(st.Error.Type), Message: cut(st.Error.Message)}
 	}
 	for _, q := range []string{"type:command|edit|read|message|other", "status:failed", "test", "main"} {
 		r := mustSearch(t, s, store.SearchQuery{Q: q})
