@@ -155,7 +155,28 @@ func TestBrowserKeys(t *testing.T) {
 	p.key("/")
 	p.Type(`[data-testid="topbar-search"]`, "prompt\r")
 	p.WaitFor("the top bar's search opens the search page with hits", `location.pathname === '/search'
-		&& new URLSearchParams(location.search).get('q') === 'prompt' && document.querySelector('[data-testid="search-hit"]') !== null`)
+		&& new URLSearchParams(location.search).get('q') === 'prompt' && document.querySelector('[data-testid="search-hit"]') !== null
+		&& document.readyState === 'complete'`)
+	// j/k move through the hits, across their sessions, and Enter opens
+	// the selected hit's step.
+	evalJS[bool](p, `document.activeElement.blur(), true`)
+	hit := func(i int) string {
+		return `document.querySelectorAll('[data-testid="search-hit"]')[` + fmt.Sprint(i) + `]`
+	}
+	if n := evalJS[int](p, `document.querySelectorAll('[data-testid="search-group"]')[0].querySelectorAll('[data-testid="search-hit"]').length`); n < 1 ||
+		p.Count(`[data-testid="search-group"]`) < 2 {
+		t.Fatalf("the search of prompt shows %d groups, the first of %d hits; want hits in both sessions", p.Count(`[data-testid="search-group"]`), n)
+	}
+	last := p.Count(`[data-testid="search-hit"]`) - 1
+	for range last + 2 { // one more than the hits: j stays on the last
+		p.key("j")
+	}
+	p.WaitFor("j moves through every hit, into the next session's", hit(last)+`.classList.contains('kb-current') && `+hit(last)+`.contains(document.activeElement)`)
+	p.key("k")
+	p.WaitFor("k selects the hit before", hit(last-1)+`.classList.contains('kb-current') && !`+hit(last)+`.classList.contains('kb-current')`)
+	want := evalJS[string](p, hit(last-1)+`.querySelector('[data-testid="search-hit-link"]').href`)
+	p.key("\r")
+	p.WaitFor("Enter opens the selected hit's step", `location.href === `+browsertest.JSString(want)+` && document.readyState === 'complete'`)
 	if v := p.TakeCSPViolations(); len(v) != 0 {
 		t.Errorf("CSP violations: %v", v)
 	}

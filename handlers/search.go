@@ -145,7 +145,7 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 	for _, h := range hits {
 		if len(gs) == 0 || gs[len(gs)-1].SessionID != h.SessionID {
 			g := views.SearchGroup{
-				SessionID: h.SessionID, Agent: shorten(h.Agent, lineChars), Title: oneLine(h.Title),
+				Index: len(gs), SessionID: h.SessionID, Agent: shorten(h.Agent, lineChars), Title: oneLine(h.Title),
 				StartedAt: h.StartedAt, Started: h.StartedAt, Href: "/session?id=" + url.QueryEscape(h.SessionID),
 			}
 			if t, ok := store.ParseTimestamp(h.StartedAt); ok {

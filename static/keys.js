@@ -1,5 +1,6 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
-// session's page), j/k move through list rows or timeline steps, Enter
+// session's page), j/k move through list rows, timeline steps or search
+// hits, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
 // failed or flagged step, v the verdict's buttons, a a note on the
 // selected step, n the next session not reviewed, g then s sessions, g
@@ -9,15 +10,18 @@
 (function () {
   'use strict';
 
-  // The items j/k move through: the session list's rows, or the timeline's steps.
+  // The items j/k move through: the session list's rows, the timeline's
+  // steps, or the search's hits.
   function items() {
-    return Array.from(document.querySelectorAll('tr[data-testid="session-row"], details.step'));
+    return Array.from(document.querySelectorAll('tr[data-testid="session-row"], details.step, li[data-testid="search-hit"]'));
   }
 
   // The element of an item that takes focus and opens it: a row's title
-  // link, a step's summary.
+  // link, a step's summary, a hit's link to its step.
   function handle(item) {
-    return item.matches('tr') ? item.querySelector('a[data-testid="title"]') : item.querySelector('summary');
+    if (item.matches('tr')) return item.querySelector('a[data-testid="title"]');
+    if (item.matches('li')) return item.querySelector('a[data-testid="search-hit-link"]');
+    return item.querySelector('summary');
   }
 
   // The selection is kept by id: a live refresh redraws the rows and turns,

@@ -1,5 +1,7 @@
 package views
 
+import "strconv"
+
 // SearchPage is the page at /search: the query, its problem when it is
 // malformed, and the hits grouped by session, newest first.
 type SearchPage struct {
@@ -39,6 +41,7 @@ type SearchExample struct {
 
 // SearchGroup is one session's hits.
 type SearchGroup struct {
+	Index     int // its place on the page, from 0
 	SessionID string
 	Agent     string
 	Title     string
@@ -46,6 +49,12 @@ type SearchGroup struct {
 	StartedAt string // RFC 3339, for the time element
 	Href      string
 	Hits      []SearchHitRow
+}
+
+// HitID is the element id of the group's hit i, unique on the page, by
+// which the keyboard's selection (j/k) finds it again.
+func (g SearchGroup) HitID(i int) string {
+	return "hit-" + strconv.Itoa(g.Index) + "-" + strconv.Itoa(i)
 }
 
 // SearchHitRow is one step that matched, linking to it on its session's
