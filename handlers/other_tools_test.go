@@ -228,3 +228,54 @@ func TestManyOtherToolsStayBounded(t *testing.T) {
 		t.Errorf("the JSON report lists %d tools; want %d", len(d.Report.Tools), len(want))
 	}
 }
+
+// Each command of Commands run links to its first run, on the session's
+// page and in its HTML report, where that step is in the file.
+func TestCommandsLinkToFirstRun(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("cmds")
+	steps := b["steps"].(arr)
+	for i, line := range []string{"make", "go test ./...", "make lint", "make"} {
+		st := obj{}
+		for k, v := range steps[1].(obj) { // the batch's command
+			st[k] = v
+		}
+		st["id"], st["seq"] = fmt.Sprintf("cmds-run%d", i), len(steps)+1
+		st["payload"] = obj{"command": line, "exit_code": i}
+		steps = append(steps, st)
+	}
+	b["steps"] = steps
+	s.mustPush(b, http.StatusCreated)
+	first := map[string]string{} // each line's first run, from the batch
+	var lines []string
+	for _, st := range steps {
+		st := st.(obj)
+		if st["type"] != "command" {
+			continue
+		}
+		line := st["payload"].(obj)["command"].(string)
+		if _, ok := first[line]; !ok {
+			first[line] = fmt.Sprintf("#step-%v", st["seq"])
+			lines = append(lines, line)
+		}
+	}
+	for _, route := range []string{"/session?id=cmds", "/api/sessions/cmds/export"} {
+		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get(route).Body.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		links := doc.Find(`[data-testid="commands"] a[data-testid="command-step"]`)
+		if links.Length() != len(lines) {
+			t.Fatalf("%s: Commands run has %d links; want one a distinct command, %d", route, links.Length(), len(lines))
+		}
+		links.Each(func(i int, a *goquery.Selection) {
+			href := a.AttrOr("href", "")
+			if a.Text() != lines[i] || href != first[lines[i]] {
+				t.Errorf("%s: command %q links to %q; want %q linking to its first run, %s", route, a.Text(), href, lines[i], first[lines[i]])
+			}
+			if doc.Find(href).Length() != 1 {
+				t.Errorf("%s: the link of %q goes to %s, which the page does not hold", route, lines[i], href)
+			}
+		})
+	}
+}

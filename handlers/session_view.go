@@ -82,7 +82,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			codes[i] = strconv.FormatInt(code, 10)
 		}
 		v.Commands = append(v.Commands, views.CommandRow{
-			Command: short(c.Command), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
+			Command: short(c.Command), Href: "#step-" + strconv.FormatInt(c.FirstSeq, 10), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		})
 	}
 	tools := d.Report.Tools

@@ -444,9 +444,9 @@ func TestReport(t *testing.T) {
 			{Path: "/d.go", Created: 1, Failed: 1},
 		},
 		Commands: []store.CommandRun{
-			{Command: "go test ./...", Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
-			{Command: "", Runs: 1, ExitCodes: []int64{}, OutputNotInline: true},
-			{Command: "make", Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
+			{Command: "go test ./...", FirstSeq: 9, Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
+			{Command: "", FirstSeq: 13, Runs: 1, ExitCodes: []int64{}, OutputNotInline: true},
+			{Command: "make", FirstSeq: 14, Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
 		},
 		// By calls, most first, then by name.
 		Tools: []store.ToolUse{

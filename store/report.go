@@ -28,6 +28,7 @@ type FileTouched struct {
 // command whose text was never recorded groups under the empty command.
 type CommandRun struct {
 	Command         string  `json:"command"`
+	FirstSeq        int64   `json:"first_seq"` // the seq of its first run
 	Runs            int     `json:"runs"`
 	Failed          int     `json:"failed"`
 	ExitCodes       []int64 `json:"exit_codes"` // distinct codes seen, ascending

@@ -685,7 +685,7 @@ func (e *wholeEntry) report() Report {
 			codes = []int64{}
 		}
 		slices.Sort(codes)
-		r.Commands = append(r.Commands, CommandRun{Command: c, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
+		r.Commands = append(r.Commands, CommandRun{Command: c, FirstSeq: t.first, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
 	}
 	for name, t := range tools {
 		t.Tool = name

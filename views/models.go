@@ -218,6 +218,7 @@ type ToolRow struct {
 // CommandRow is one distinct command the session ran.
 type CommandRow struct {
 	Command   string
+	Href      string // its first run: #step-<seq>
 	Runs      int
 	Failed    int
 	ExitCodes string // "0, 1"

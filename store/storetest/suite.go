@@ -396,7 +396,7 @@ func wantReport(steps []store.Step) store.Report {
 			if !seen {
 				i = len(r.Commands)
 				commands[line] = i
-				r.Commands = append(r.Commands, store.CommandRun{Command: line, ExitCodes: []int64{}})
+				r.Commands = append(r.Commands, store.CommandRun{Command: line, FirstSeq: st.Seq, ExitCodes: []int64{}})
 			}
 			c := &r.Commands[i]
 			c.Runs++
