@@ -890,6 +890,13 @@ type snippet struct {
 	err     *StepError
 }
 
+// rowSnippetsSQL reads the text of each index row of a page (?1), with
+// its step's payload and error, each by its key.
+const rowSnippetsSQL = `SELECT step_pk, body, s.payload, s.error
+	FROM search_step_docs JOIN steps s ON s.pk = step_pk WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
+	UNION ALL
+	SELECT -session_pk, body, NULL, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`
+
 // rowSnippets makes the snippet of each index row of a page (ids, a JSON
 // array of the step's pk, or minus the session's) from the text it was indexed with, read from
 // the same views as the index, which keeps no copy of it; with no words
@@ -902,10 +909,7 @@ type snippet struct {
 // real store").
 func rowSnippets(conn *sqlite.Conn, ids string, words []SearchPhrase) (map[int64]snippet, error) {
 	snippets := map[int64]snippet{}
-	err := sqlitex.Execute(conn, `SELECT step_pk, body, s.payload, s.error
-		FROM search_step_docs JOIN steps s ON s.pk = step_pk WHERE step_pk IN (SELECT value FROM json_each(?1) WHERE value > 0)
-		UNION ALL
-		SELECT -session_pk, body, NULL, NULL FROM search_session_docs WHERE session_pk IN (SELECT -value FROM json_each(?1) WHERE value < 0)`,
+	err := sqlitex.Execute(conn, rowSnippetsSQL,
 		&sqlitex.ExecOptions{
 			Args: []any{ids},
 			ResultFunc: func(st *sqlite.Stmt) error {

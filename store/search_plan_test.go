@@ -49,6 +49,20 @@ func TestFilterPageWalksInOrder(t *testing.T) {
 	}
 }
 
+// A page's snippets read its rows' texts, payloads and errors by their
+// keys, never a scan of the steps or the sessions.
+func TestRowSnippetsReadByKey(t *testing.T) {
+	plan := queryPlan(t, mustOpenInternal(t), rowSnippetsSQL)
+	for _, step := range plan {
+		if scan, ok := strings.CutPrefix(step, "SCAN "); ok && !strings.HasPrefix(scan, "json_each") {
+			t.Errorf("rowSnippetsSQL reads more than its page's rows: %q (plan: %q)", step, plan)
+		}
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(plan), func(s string) bool { return !strings.Contains(s, "USING INTEGER PRIMARY KEY") })); n < 3 {
+		t.Errorf("rowSnippetsSQL looks up %d tables by key; want the step's doc, the step and the session's doc (plan: %q)", n, plan)
+	}
+}
+
 // mustOpenInternal opens a store in a temporary folder, closed at the
 // end of the test.
 func mustOpenInternal(t *testing.T) *Store {
