@@ -229,35 +229,46 @@ func TestManyOtherToolsStayBounded(t *testing.T) {
 	}
 }
 
-// Each command of Commands run links to its first run, on the session's
-// page and in its HTML report, where that step is in the file.
+// Each command of Commands run links to its first run, and its count of
+// failed runs to the first of them, on the session's page and in its
+// HTML report, where those steps are in the file.
 func TestCommandsLinkToFirstRun(t *testing.T) {
 	s := newTestService(t)
 	b := newBatch("cmds")
 	steps := b["steps"].(arr)
-	for i, line := range []string{"make", "go test ./...", "make lint", "make"} {
+	for i, line := range []string{"make", "go test ./...", "make lint", "make", "make"} {
 		st := obj{}
 		for k, v := range steps[1].(obj) { // the batch's command
 			st[k] = v
 		}
 		st["id"], st["seq"] = fmt.Sprintf("cmds-run%d", i), len(steps)+1
-		st["payload"] = obj{"command": line, "exit_code": i}
+		st["payload"] = obj{"command": line, "exit_code": i % 4}
+		if i%4 != 0 {
+			st["outcome"] = "failed"
+		}
 		steps = append(steps, st)
 	}
 	b["steps"] = steps
 	s.mustPush(b, http.StatusCreated)
-	first := map[string]string{} // each line's first run, from the batch
+	// Each line's first run and first failed run, from the batch.
+	first, firstFailed := map[string]string{}, map[string]string{}
 	var lines []string
 	for _, st := range steps {
 		st := st.(obj)
 		if st["type"] != "command" {
 			continue
 		}
-		line := st["payload"].(obj)["command"].(string)
+		line, at := st["payload"].(obj)["command"].(string), fmt.Sprintf("#step-%v", st["seq"])
 		if _, ok := first[line]; !ok {
-			first[line] = fmt.Sprintf("#step-%v", st["seq"])
+			first[line] = at
 			lines = append(lines, line)
 		}
+		if _, ok := firstFailed[line]; !ok && st["outcome"] == "failed" {
+			firstFailed[line] = at
+		}
+	}
+	if firstFailed["make"] == "" || firstFailed["make"] == first["make"] {
+		t.Fatalf("the batch's make fails first at %q, its first run %q: the test wants a later run", firstFailed["make"], first["make"])
 	}
 	for _, route := range []string{"/session?id=cmds", "/api/sessions/cmds/export"} {
 		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get(route).Body.Bytes()))
@@ -275,6 +286,10 @@ func TestCommandsLinkToFirstRun(t *testing.T) {
 			}
 			if doc.Find(href).Length() != 1 {
 				t.Errorf("%s: the link of %q goes to %s, which the page does not hold", route, lines[i], href)
+			}
+			failed := a.Closest("tr").Find(`a[data-testid="command-failed-step"]`)
+			if got := failed.AttrOr("href", ""); got != firstFailed[lines[i]] || firstFailed[lines[i]] != "" && doc.Find(got).Length() != 1 {
+				t.Errorf("%s: the failed runs of %q link to %q; want its first failed run %q, on the page", route, lines[i], got, firstFailed[lines[i]])
 			}
 		})
 	}

@@ -81,9 +81,13 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		for i, code := range c.ExitCodes {
 			codes[i] = strconv.FormatInt(code, 10)
 		}
-		v.Commands = append(v.Commands, views.CommandRow{
+		row := views.CommandRow{
 			Command: short(c.Command), Href: "#step-" + strconv.FormatInt(c.FirstSeq, 10), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
-		})
+		}
+		if c.FirstFailedSeq > 0 {
+			row.FailedHref = "#step-" + strconv.FormatInt(c.FirstFailedSeq, 10)
+		}
+		v.Commands = append(v.Commands, row)
 	}
 	tools := d.Report.Tools
 	if n := len(tools); n > maxReportRows {

@@ -412,8 +412,8 @@ func TestReport(t *testing.T) {
 		read(6, "/c.go", "failed"),       // read, failed
 		edit(7, "/d.go", true, "failed"), // created, failed
 		edit(8, "/a.go", false, "failed"),
-		command(9, obj{"command": "go test ./...", "exit_code": 1}, "failed", "inline"),
-		command(10, obj{"command": "go test ./...", "exit_code": 0, "stdout": "ok"}, "ok", "inline"),
+		command(9, obj{"command": "go test ./...", "exit_code": 0, "stdout": "ok"}, "ok", "inline"),
+		command(10, obj{"command": "go test ./...", "exit_code": 1}, "failed", "inline"), // its first failure
 		command(11, obj{"command": "go test ./...", "exit_code": 1}, "failed", "inline"),
 		command(12, obj{"command": "go test ./..."}, "ok", "inline"),
 		command(13, obj{"output_ref": "otel:9"}, "ok", "reference_only"),
@@ -444,9 +444,9 @@ func TestReport(t *testing.T) {
 			{Path: "/d.go", Created: 1, Failed: 1},
 		},
 		Commands: []store.CommandRun{
-			{Command: "go test ./...", FirstSeq: 9, Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
+			{Command: "go test ./...", FirstSeq: 9, FirstFailedSeq: 10, Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
 			{Command: "", FirstSeq: 13, Runs: 1, ExitCodes: []int64{}, OutputNotInline: true},
-			{Command: "make", FirstSeq: 14, Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
+			{Command: "make", FirstSeq: 14, FirstFailedSeq: 14, Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
 		},
 		// By calls, most first, then by name.
 		Tools: []store.ToolUse{

@@ -27,8 +27,11 @@ type FileTouched struct {
 // CommandRun groups the runs of one distinct command line. A reference-only
 // command whose text was never recorded groups under the empty command.
 type CommandRun struct {
-	Command         string  `json:"command"`
-	FirstSeq        int64   `json:"first_seq"` // the seq of its first run
+	Command  string `json:"command"`
+	FirstSeq int64  `json:"first_seq"` // the seq of its first run
+	// FirstFailedSeq is the seq of its first failed run; 0 (left out)
+	// when none failed.
+	FirstFailedSeq  int64   `json:"first_failed_seq,omitempty"`
 	Runs            int     `json:"runs"`
 	Failed          int     `json:"failed"`
 	ExitCodes       []int64 `json:"exit_codes"` // distinct codes seen, ascending

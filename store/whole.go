@@ -100,9 +100,18 @@ type fileTally struct {
 // commandTally is what a block's runs of one command line add up to.
 type commandTally struct {
 	first        int64 // seq of the first run
+	firstFailed  int64 // seq of the first failed run; 0 when none failed
 	runs, failed int
 	exitCodes    []int64 // distinct
 	notInline    bool
+}
+
+// firstSeq is the earlier of two seqs of which 0 is none.
+func firstSeq(a, b int64) int64 {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // changeRow is a step FileChanges reads: an edit, a read, or a command
@@ -359,6 +368,7 @@ func (b *stepBlock) add(r BlockRow) {
 		t.runs++
 		if r.Failed {
 			t.failed++
+			t.firstFailed = firstSeq(t.firstFailed, r.Seq)
 		}
 		if r.HasExitCode && !slices.Contains(t.exitCodes, r.ExitCode) {
 			t.exitCodes = append(t.exitCodes, r.ExitCode)
@@ -634,7 +644,7 @@ func (e *wholeEntry) report() Report {
 		}
 		for c, t := range b.commands {
 			if m, ok := commands[c]; ok {
-				t.first = min(t.first, m.first)
+				t.first, t.firstFailed = min(t.first, m.first), firstSeq(t.firstFailed, m.firstFailed)
 				t.runs, t.failed, t.notInline = t.runs+m.runs, t.failed+m.failed, t.notInline || m.notInline
 				codes := slices.Clone(m.exitCodes)
 				for _, code := range t.exitCodes {
@@ -685,7 +695,7 @@ func (e *wholeEntry) report() Report {
 			codes = []int64{}
 		}
 		slices.Sort(codes)
-		r.Commands = append(r.Commands, CommandRun{Command: c, FirstSeq: t.first, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
+		r.Commands = append(r.Commands, CommandRun{Command: c, FirstSeq: t.first, FirstFailedSeq: t.firstFailed, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
 	}
 	for name, t := range tools {
 		t.Tool = name

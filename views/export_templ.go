@@ -570,7 +570,7 @@ table { border-collapse: collapse; width: 100%; } td, th { text-align: left; pad
 .mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; } .turn-time { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .6rem; } .turn-tokens, .turn-cost { white-space: nowrap; }
 .step { border-bottom: 1px solid var(--line); padding: .15rem 0; } summary { cursor: pointer; }
 .seq { color: var(--muted); display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
-.status.ok { color: var(--ok); } .status.failed, .failed, .flagged { color: var(--bad); } .status.ref { color: var(--warn); } .flag { color: var(--bad); margin-left: .4rem; }
+.status.ok { color: var(--ok); } .status.failed, .failed, .flagged { color: var(--bad); } td.failed a { color: inherit; } .status.ref { color: var(--warn); } .flag { color: var(--bad); margin-left: .4rem; }
 .detail { padding: .4rem 0 .6rem 3rem; } .detail dl { grid-template-columns: fit-content(14rem) minmax(0, 1fr); } .detail dt { overflow-wrap: anywhere; } pre { white-space: pre-wrap; word-break: break-word; background: var(--sunken); padding: .4rem; margin: .2rem 0; }
 .block .label { color: var(--muted); margin-top: .4rem; } .sources ol { margin: .2rem 0; padding-left: 1.6rem; } .sources li { overflow-wrap: anywhere; } .sources .host { color: var(--muted); margin-left: .4rem; } .diff .dl { display: block; } .dl.add { background: var(--add-bg); color: var(--ok); } .dl.del { background: var(--del-bg); color: var(--bad); } .dl.hunk { color: var(--muted); }
 .sev-danger { color: var(--bad); } .sev-warn { color: var(--warn); }

@@ -217,12 +217,14 @@ type ToolRow struct {
 
 // CommandRow is one distinct command the session ran.
 type CommandRow struct {
-	Command   string
-	Href      string // its first run: #step-<seq>
-	Runs      int
-	Failed    int
-	ExitCodes string // "0, 1"
-	NotInline bool
+	Command string
+	Href    string // its first run: #step-<seq>
+	// FailedHref is its first failed run; empty when none failed.
+	FailedHref string
+	Runs       int
+	Failed     int
+	ExitCodes  string // "0, 1"
+	NotInline  bool
 }
 
 // TurnView is the steps that followed one prompt.

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"List", testList},
 		{"ListPages", testListPages},
 		{"Detail", testDetail},
+		{"DetailAcrossBlocks", testDetailAcrossBlocks},
 		{"DetailQuery", testDetailQuery},
 		{"DetailStepWindow", testDetailStepWindow},
 		{"TurnSteps", testTurnSteps},
@@ -401,6 +402,9 @@ func wantReport(steps []store.Step) store.Report {
 			c := &r.Commands[i]
 			c.Runs++
 			c.Failed += failed
+			if failed == 1 && c.FirstFailedSeq == 0 {
+				c.FirstFailedSeq = st.Seq
+			}
 			if code := st.Payload.ExitCode; code != nil && !slices.Contains(c.ExitCodes, *code) {
 				c.ExitCodes = append(c.ExitCodes, *code)
 				slices.Sort(c.ExitCodes)

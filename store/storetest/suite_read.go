@@ -303,6 +303,30 @@ func withStepIDs(turns []store.Turn, steps []store.Step) []store.Turn {
 	return turns
 }
 
+// A session of more than one block of steps (store.BlockShift) has the
+// summary and report computed from all its steps: the blocks' partial
+// results add up to them, a command's first run and first failure
+// included wherever its runs fall.
+func testDetailAcrossBlocks(t *testing.T, s store.Backend) {
+	b := Batch("blocks", 0, 1<<store.BlockShift+300)
+	mustApply(t, s, b)
+	d := mustDetail(t, s, "blocks")
+	want := wantReport(b.Steps)
+	if !reflect.DeepEqual(d.Report, want) {
+		t.Errorf("Detail(blocks).Report =\n%+v\nwant\n%+v", d.Report, want)
+	}
+	if want := wantSummary(b.Steps, len(b.Turns), len(b.Segments)); !reflect.DeepEqual(d.Summary, want) {
+		t.Errorf("Detail(blocks).Summary = %+v; want %+v", d.Summary, want)
+	}
+	// The batch has what the test is for: a command failing first in a
+	// later block than it first ran.
+	if !slices.ContainsFunc(want.Commands, func(c store.CommandRun) bool {
+		return c.FirstFailedSeq>>store.BlockShift > c.FirstSeq>>store.BlockShift
+	}) {
+		t.Errorf("no command of the batch fails first in a later block than its first run: %+v", want.Commands)
+	}
+}
+
 // A whole session: the summary and report computed from its steps,
 // turns in order with their steps, steps in seq order.
 func testDetail(t *testing.T, s store.Backend) {
