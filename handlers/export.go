@@ -176,10 +176,10 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	session := sessionView(walk.d, 0, nil)
 	session.FailedHref, session.FlagsHref, session.UsageHref, session.NotesHref = "", "", "", "" // a file has no search or usage page to link to
 	for i := range session.Files {
-		session.Files[i].Href = ""
+		session.Files[i].Href, session.Files[i].FailedHref = "", ""
 	}
 	for i := range session.Tools {
-		session.Tools[i].Href = ""
+		session.Tools[i].Href, session.Tools[i].FailedHref = "", ""
 	}
 	p := views.ExportPage{
 		Session:   session,

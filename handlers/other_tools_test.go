@@ -128,6 +128,19 @@ func TestOtherTools(t *testing.T) {
 		if len(r.Hits) != want[i].calls {
 			t.Errorf("the link of %s (%s) finds %d steps; want its %d calls", want[i].tool, href, len(r.Hits), want[i].calls)
 		}
+		// Its count of failed calls links to them, where there are some.
+		failed := a.Closest("tr").Find(`a[data-testid="tool-failed-steps"]`)
+		if want[i].failed == 0 {
+			if failed.Length() != 0 {
+				t.Errorf("%s has no failed call; its count links to %q", want[i].tool, failed.AttrOr("href", ""))
+			}
+			return
+		}
+		var f struct{ Hits []store.SearchHit }
+		json.Unmarshal(s.get("/api"+failed.AttrOr("href", "")).Body.Bytes(), &f)
+		if len(f.Hits) != want[i].failed || slices.ContainsFunc(f.Hits, func(h store.SearchHit) bool { return h.Status != "failed" }) {
+			t.Errorf("the failed count of %s links to %q, finding %+v; want its %d failed calls", want[i].tool, failed.AttrOr("href", ""), f.Hits, want[i].failed)
+		}
 	})
 	if got := shownTools(t, s.get("/api/sessions/tools/export").Body.Bytes()); !slices.Equal(got, want) {
 		t.Errorf("the report's Other tools = %v; want %v", got, want)

@@ -94,7 +94,11 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		tools, v.ToolsMore = tools[:maxReportRows], n-maxReportRows
 	}
 	for _, t := range tools {
-		v.Tools = append(v.Tools, views.ToolRow{Tool: short(t.Tool), Calls: t.Calls, Failed: t.Failed, Href: filterHref(d.ID, "tool", t.Tool)})
+		row := views.ToolRow{Tool: short(t.Tool), Calls: t.Calls, Failed: t.Failed, Href: filterHref(d.ID, "tool", t.Tool)}
+		if t.Failed > 0 {
+			row.FailedHref = filterHref(d.ID, "tool", t.Tool, failedFilter)
+		}
+		v.Tools = append(v.Tools, row)
 	}
 	v.Turns = turnViews(d, limit, before)
 	for _, a := range d.Actors {
@@ -432,15 +436,17 @@ const maxReportRows = 500
 // search of the path in the workspace, which both hold.
 func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 	var rows []views.FileRow
+	var searched []string // the path each row's links search for
 	at := map[string]int{}
 	for _, f := range files {
 		name := inWorkspace(root, f.Path)
 		i, ok := at[name]
 		if !ok {
 			i, at[name] = len(rows), len(rows)
-			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars), Href: filterHref(id, "path", f.Path)})
+			rows = append(rows, views.FileRow{Name: shorten(name, headChars), Path: shorten(f.Path, headChars)})
+			searched = append(searched, f.Path)
 		} else {
-			rows[i].Href = filterHref(id, "path", name)
+			searched[i] = name
 			if name != f.Path {
 				rows[i].Path = shorten(f.Path, headChars)
 			}
@@ -452,15 +458,24 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 		r.Failed += f.Failed
 		r.ByCommand += f.ByCommand
 	}
+	for i := range rows {
+		rows[i].Href = filterHref(id, "path", searched[i])
+		if rows[i].Failed > 0 {
+			rows[i].FailedHref = filterHref(id, "path", searched[i], failedFilter)
+		}
+	}
 	return rows
 }
 
+// failedFilter keeps the failed steps, for the links of a count of them.
+const failedFilter = "status:failed"
+
 // filterHref is a search of session id's steps by one filter of the
-// query language, its value quoted (path:"src/a b.go", tool:"Web Fetch");
-// "" when the query language cannot say the value (a " in it, or longer
-// than a query may be).
-func filterHref(id, key, value string) string {
-	q := key + `:"` + value + `"`
+// query language, its value quoted (path:"src/a b.go", tool:"Web Fetch"),
+// and the filters also; "" when the query language cannot say the value
+// (a " in it, or longer than a query may be).
+func filterHref(id, key, value string, also ...string) string {
+	q := strings.Join(append([]string{key + `:"` + value + `"`}, also...), " ")
 	if strings.Contains(value, `"`) || len(q) > store.MaxQueryBytes {
 		return ""
 	}

@@ -43,7 +43,8 @@ func TestInWorkspace(t *testing.T) {
 // Files touched has one row for a file recorded both by its path in the
 // workspace and by its whole path, with the counts of both, where it was
 // first touched, the whole path as its title, and a link to a search of
-// the path in the workspace, which both records hold.
+// the path in the workspace, which both records hold (and of its failed
+// steps).
 func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 	files := []store.FileTouched{
 		{Path: "README.md", Read: 2},
@@ -52,9 +53,12 @@ func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 		{Path: "/home/wei/bot/src/a.py", Edited: 1},
 	}
 	got := fileRows("s", "/home/wei/bot", files)
-	href := func(p string) string { return "/search?q=" + url.QueryEscape(`path:"`+p+`"`) + "&session=s" }
+	href := func(p string, also ...string) string {
+		return "/search?q=" + url.QueryEscape(strings.Join(append([]string{`path:"` + p + `"`}, also...), " ")) + "&session=s"
+	}
 	want := []views.FileRow{
-		{Name: "README.md", Path: "/home/wei/bot/README.md", Href: href("README.md"), Created: 1, Edited: 3, Read: 2, Failed: 1},
+		{Name: "README.md", Path: "/home/wei/bot/README.md", Href: href("README.md"), FailedHref: href("README.md", "status:failed"),
+			Created: 1, Edited: 3, Read: 2, Failed: 1},
 		{Name: "/etc/hosts", Path: "/etc/hosts", Href: href("/etc/hosts"), Read: 1},
 		{Name: "src/a.py", Path: "/home/wei/bot/src/a.py", Href: href("/home/wei/bot/src/a.py"), Edited: 1},
 	}
@@ -64,20 +68,34 @@ func TestFileRowsJoinBothPathsOfAFile(t *testing.T) {
 }
 
 // Each file of Files touched links to a search of the session's steps
-// with its path, which finds the steps that touched it; the export's
-// rows link nowhere.
+// with its path, which finds the steps that touched it, and its count of
+// failed steps to those of them that failed; the export's rows link
+// nowhere.
 func TestFilesTouchedLinkToTheirSteps(t *testing.T) {
 	s := newTestService(t)
 	b := newBatch("a")
+	edit := b["steps"].([]any)[2].(obj)
+	edit["outcome"], edit["error"] = "failed", obj{"type": "tool_error", "message": "old_string not found"}
 	s.mustPush(b, http.StatusCreated)
 	s.mustPush(newBatch("b"), http.StatusCreated)
 	var file string
-	var want []string
+	var want, wantFailed []string
 	for _, st := range b["steps"].([]any) {
 		if p, ok := st.(obj)["payload"].(obj)["path"].(string); ok {
 			file = p
 			want = append(want, fmt.Sprint(st.(obj)["seq"]))
+			if st.(obj)["outcome"] == "failed" {
+				wantFailed = append(wantFailed, fmt.Sprint(st.(obj)["seq"]))
+			}
 		}
+	}
+	failed := mustDocument(t, s, "/session?id=a").Find(`[data-testid="files"] [data-testid="file-failed-steps"]`)
+	var gotFailed []string
+	mustDocument(t, s, failed.AttrOr("href", "")).Find(`[data-testid="search-group"][data-session-id="a"] [data-testid="search-hit"]`).Each(func(_ int, h *goquery.Selection) {
+		gotFailed = append(gotFailed, h.AttrOr("data-seq", ""))
+	})
+	if failed.Length() != 1 || failed.Text() != fmt.Sprint(len(wantFailed)) || strings.Join(gotFailed, ",") != strings.Join(wantFailed, ",") {
+		t.Errorf("the file's failed count %q links to %q, which finds steps %v; want %d linking to steps %v", failed.Text(), failed.AttrOr("href", ""), gotFailed, len(wantFailed), wantFailed)
 	}
 	link := mustDocument(t, s, "/session?id=a").Find(`[data-testid="files"] [data-testid="file-steps"]`)
 	href, _ := link.Attr("href")
@@ -91,7 +109,7 @@ func TestFilesTouchedLinkToTheirSteps(t *testing.T) {
 		t.Errorf("%s finds steps %v in %d sessions; want session a's %v", href, got, hits.Length(), want)
 	}
 	rec := s.get("/api/sessions/a/export")
-	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `data-testid="file-steps"`) {
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `data-testid="file-steps"`) || strings.Contains(rec.Body.String(), `data-testid="file-failed-steps"`) {
 		t.Errorf("GET the export = %d; want 200 and no link from its files", rec.Code)
 	}
 }

@@ -204,6 +204,7 @@ type FileRow struct {
 	Path                          string // as recorded
 	Name                          string // as shown: relative to the workspace when in it (InWorkspace)
 	Href                          string // a search of the session's steps with this path; "" for none
+	FailedHref                    string // of those that failed; "" for none
 	Created, Edited, Read, Failed int
 	ByCommand                     int // of those steps, the commands whose lines name the file
 }
@@ -212,6 +213,7 @@ type FileRow struct {
 type ToolRow struct {
 	Tool          string
 	Href          string // a search of the session's steps that called it; "" for none
+	FailedHref    string // of those that failed; "" for none
 	Calls, Failed int
 }
 
