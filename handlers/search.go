@@ -124,7 +124,7 @@ func searchPage(src PageSource, demo bool, log *slog.Logger) http.Handler {
 // searchExamples are the queries the page without one offers to start
 // from, each with what it finds.
 var searchExamples = []struct{ query, finds string }{
-	{"status:failed", "failed steps"},
+	{"status:failed", "failed steps, each with its error"},
 	{"flag:*", "flagged steps"},
 	{"type:command status:failed", "failed commands"},
 	{"type:edit", "edits"},
