@@ -249,7 +249,7 @@ func TestCommandsLinkToFirstRun(t *testing.T) {
 	s := newTestService(t)
 	b := newBatch("cmds")
 	steps := b["steps"].(arr)
-	for i, line := range []string{"make", "go test ./...", "make lint", "make", "make"} {
+	for i, line := range []string{"make", "go test ./...", "make lint", "make", "make", "bd ready"} {
 		st := obj{}
 		for k, v := range steps[1].(obj) { // the batch's command
 			st[k] = v
@@ -258,6 +258,9 @@ func TestCommandsLinkToFirstRun(t *testing.T) {
 		st["payload"] = obj{"command": line, "exit_code": i % 4}
 		if i%4 != 0 {
 			st["outcome"] = "failed"
+		}
+		if line == "bd ready" {
+			st["payload"], st["outcome"] = obj{"command": line}, "ok" // no exit code recorded
 		}
 		steps = append(steps, st)
 	}
@@ -300,10 +303,17 @@ func TestCommandsLinkToFirstRun(t *testing.T) {
 			if doc.Find(href).Length() != 1 {
 				t.Errorf("%s: the link of %q goes to %s, which the page does not hold", route, lines[i], href)
 			}
+			if codes := a.Closest("tr").Find(`[data-label="Exit codes"]`).Text(); lines[i] == "bd ready" && codes != "not recorded" {
+				t.Errorf("%s: %q, run without an exit code, shows exit codes %q; want not recorded", route, lines[i], codes)
+			}
 			failed := a.Closest("tr").Find(`a[data-testid="command-failed-step"]`)
 			if got := failed.AttrOr("href", ""); got != firstFailed[lines[i]] || firstFailed[lines[i]] != "" && doc.Find(got).Length() != 1 {
 				t.Errorf("%s: the failed runs of %q link to %q; want its first failed run %q, on the page", route, lines[i], got, firstFailed[lines[i]])
 			}
 		})
+	}
+	// The Markdown report says so too, where its cell was empty.
+	if md, row := s.get("/api/sessions/cmds/export?format=md").Body.String(), "| `bd ready` | 1 | 0 | not recorded |"; !strings.Contains(md, row) {
+		t.Errorf("the Markdown report has no row %q", row)
 	}
 }

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"io"
 	"strconv"
 	"strings"
@@ -157,7 +158,7 @@ func (m *mdWriter) files(s SessionView) {
 func (m *mdWriter) commands(s SessionView) {
 	rows := make([][]string, len(s.Commands))
 	for i, c := range s.Commands {
-		rows[i] = []string{mdCell(c.Command), Number(int64(c.Runs)), Number(int64(c.Failed)), mdText(c.ExitCodes)}
+		rows[i] = []string{mdCell(c.Command), Number(int64(c.Runs)), Number(int64(c.Failed)), mdText(cmp.Or(c.ExitCodes, "not recorded"))}
 	}
 	m.table("Commands run", []string{"Command", "Runs", "Failed", "Exit codes"}, rows, s.CommandsMore, "other command")
 }
