@@ -164,7 +164,7 @@ func searchGroups(hits []store.SearchHit) []views.SearchGroup {
 			row.ErrorType, row.ErrorMessage = h.Error.Type, h.Error.Message
 		}
 		if h.Seq > 0 {
-			row.Href += matchedParam(snippet, matches) + "#step-" + strconv.FormatInt(h.Seq, 10)
+			row.Href += matchedParam(snippet, matches) + "#" + stepDOMID(h.Seq)
 		}
 		g.Hits = append(g.Hits, row)
 	}

@@ -343,7 +343,7 @@ func exportPanelFragment(src PageSource, log *slog.Logger) http.Handler {
 				place := views.Place{Label: w.Field}
 				if w.Seq != nil {
 					seq := strconv.FormatInt(*w.Seq, 10)
-					place = views.Place{Label: "step " + seq + " " + w.Field, Href: "#step-" + seq}
+					place = views.Place{Label: "step " + seq + " " + w.Field, Href: "#" + stepDOMID(*w.Seq)}
 				}
 				pf.Where = append(pf.Where, place)
 			}

@@ -25,7 +25,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 	v := views.SessionView{
 		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
 		Cost: cost(d.Metrics), APIRequests: "not recorded", Tokens: "not recorded",
-		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed, FailedHref: sessionSearchHref(d.ID, "status:failed"),
+		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed, FailedHref: sessionSearchHref(d.ID, failedFilter),
 		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags, FlagsHref: sessionSearchHref(d.ID, "flag:*"), NotesHref: "/search?q=" + url.QueryEscape("note:*"),
 		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
@@ -82,10 +82,10 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 			codes[i] = strconv.FormatInt(code, 10)
 		}
 		row := views.CommandRow{
-			Command: short(c.Command), Href: "#step-" + strconv.FormatInt(c.FirstSeq, 10), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
+			Command: short(c.Command), Href: "#" + stepDOMID(c.FirstSeq), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		}
 		if c.FirstFailedSeq > 0 {
-			row.FailedHref = "#step-" + strconv.FormatInt(c.FirstFailedSeq, 10)
+			row.FailedHref = "#" + stepDOMID(c.FirstFailedSeq)
 		}
 		v.Commands = append(v.Commands, row)
 	}
