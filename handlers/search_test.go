@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/agentreview/service/store"
@@ -151,7 +152,7 @@ func TestSearchPage(t *testing.T) {
 
 // TestSearchHitShowsError: a hit of a step that recorded an error shows
 // it under the snippet, type and message, escaped, as the store cut them
-// (store.HitErrorChars); a step without one shows none.
+// (at a word's end, store.HitErrorChars); a step without one shows none.
 func TestSearchHitShowsError(t *testing.T) {
 	s := newTestService(t)
 	a := newBatch("a")
@@ -180,8 +181,15 @@ func TestSearchHitShowsError(t *testing.T) {
 			return
 		}
 		msg := e["message"].(string)
-		if r := []rune(msg); len(r) > store.HitErrorChars {
-			msg = string(r[:store.HitErrorChars]) + "…"
+		if utf8.RuneCountInString(msg) > store.HitErrorChars { // the words that fit, then …
+			var kept []string
+			for _, w := range strings.Fields(msg) {
+				if utf8.RuneCountInString(strings.Join(append(kept, w), " ")) > store.HitErrorChars {
+					break
+				}
+				kept = append(kept, w)
+			}
+			msg = strings.Join(kept, " ") + "…"
 		}
 		if got := strings.Join(strings.Fields(shown.Text()), " "); got != strings.Join(strings.Fields(e["type"].(string)+" "+msg), " ") ||
 			shown.Find(".hit-error-type").Text() != e["type"] || shown.Find("b").Length() != 0 {

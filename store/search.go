@@ -66,9 +66,10 @@ type SearchHit struct {
 	Notes     []HitNote `json:"notes,omitempty"`
 	NoteCount int       `json:"note_count,omitempty"`
 	// The step's error as the agent reported it, its type and message
-	// each cut to HitErrorChars characters (marked with "…" when cut): why a failed or
-	// rejected step did not do its work, which its first words seldom say.
-	// Nil when the step recorded none.
+	// each cut at the end of a word to at most HitErrorChars characters
+	// (marked with "…" when cut): why a failed or rejected step did not
+	// do its work, which its first words seldom say. Nil when the step
+	// recorded none.
 	Error *StepError `json:"error,omitempty"`
 }
 
@@ -83,12 +84,28 @@ func HitError(column string) *StepError {
 	if column == "" || json.Unmarshal([]byte(column), &e) != nil || e.Type == "" && e.Message == "" {
 		return nil
 	}
-	for _, f := range []*string{&e.Type, &e.Message} {
-		if r := []rune(*f); len(r) > HitErrorChars {
-			*f = string(r[:HitErrorChars]) + "…"
-		}
-	}
+	e.Type, e.Message = cutAtWord(e.Type, HitErrorChars), cutAtWord(e.Message, HitErrorChars)
 	return &e
+}
+
+// cutAtWord is s cut to at most n characters, at the end of its last
+// word that fits, and marked with "…"; a first word longer than n is cut
+// within it. s whole when it has at most n characters; spaces before
+// the cut are dropped.
+func cutAtWord(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	end := n
+	for end > 0 && !unicode.IsSpace(r[n]) && !unicode.IsSpace(r[end-1]) { // n falls within a word: end before it
+		end--
+	}
+	kept := strings.TrimRightFunc(string(r[:end]), unicode.IsSpace)
+	if kept == "" {
+		kept = string(r[:n])
+	}
+	return kept + "…"
 }
 
 // HitNote is a note of a hit's step: who wrote it and what, with the

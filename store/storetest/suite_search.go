@@ -343,15 +343,16 @@ func testSearchFiltersSnippet(t *testing.T, s store.Backend) {
 }
 
 // A hit carries its step's error, as the step recorded it, its type and
-// message each cut to store.HitErrorChars characters: the reason a failed or rejected
+// message each cut at a word's end within store.HitErrorChars characters: the reason a failed or rejected
 // step did not do its work, which its first words seldom say. A step
 // without an error has none, with words or with filters alone.
 func testSearchHitErrors(t *testing.T, s store.Backend) {
 	b := smallBatch("a")
-	long := strings.Repeat("é ünïcode ", 40) // 400 characters, 600 bytes
+	long := strings.Repeat("échoué ", 60) // 420 characters: the 200th within a word
+	oneWord := strings.Repeat("ü", 250)   // no word's end to cut at
 	b.Steps[1].Outcome, b.Steps[1].Error = "failed", &store.StepError{Type: "exit_code", Message: "Exit code 2"}
 	b.Steps[2].Outcome, b.Steps[2].Error = "failed", &store.StepError{Type: "tool_error", Message: long}
-	b.Steps[4].Outcome, b.Steps[4].Error = "failed", &store.StepError{Type: long, Message: "no type this long is shown whole"}
+	b.Steps[4].Outcome, b.Steps[4].Error = "failed", &store.StepError{Type: oneWord, Message: "no type this long is shown whole"}
 	b.Steps[3].Outcome, b.Steps[3].Decision, b.Steps[3].Error = "not_run", "rejected", &store.StepError{Type: "rejected", Message: ""}
 	mustApply(t, s, b)
 	// want is the error a hit of st shows, computed from what was pushed.
@@ -359,11 +360,23 @@ func testSearchHitErrors(t *testing.T, s store.Backend) {
 		if st.Error == nil {
 			return nil
 		}
+		// cut keeps the words of s (separated by single spaces) that
+		// fit, then …; a first word too long is cut within.
 		cut := func(s string) string {
-			if r := []rune(s); len(r) > store.HitErrorChars {
-				return string(r[:store.HitErrorChars]) + "…"
+			if utf8.RuneCountInString(s) <= store.HitErrorChars {
+				return s
 			}
-			return s
+			var kept []string
+			for _, w := range strings.Split(s, " ") {
+				if utf8.RuneCountInString(strings.Join(append(kept, w), " ")) > store.HitErrorChars {
+					break
+				}
+				kept = append(kept, w)
+			}
+			if len(kept) == 0 {
+				return string([]rune(s)[:store.HitErrorChars]) + "…"
+			}
+			return strings.Join(kept, " ") + "…"
 		}
 		return &store.StepError{Type: cut(st.Error.Type), Message: cut(st.Error.Message)}
 	}
@@ -378,9 +391,9 @@ func testSearchHitErrors(t *testing.T, s store.Backend) {
 			}
 		}
 	}
-	if r := mustSearch(t, s, store.SearchQuery{Q: "status:failed type:edit"}); len(r.Hits) != 1 ||
-		r.Hits[0].Error == nil || utf8.RuneCountInString(r.Hits[0].Error.Message) != store.HitErrorChars+1 {
-		t.Errorf("Search(status:failed type:edit) = %+v; want the edit, its message cut to %d characters and …", r.Hits, store.HitErrorChars)
+	if r := mustSearch(t, s, store.SearchQuery{Q: "status:failed type:edit"}); len(r.Hits) != 1 || r.Hits[0].Error == nil ||
+		!strings.HasSuffix(r.Hits[0].Error.Message, "échoué…") || utf8.RuneCountInString(r.Hits[0].Error.Message) > store.HitErrorChars+1 {
+		t.Errorf("Search(status:failed type:edit) = %+v; want the edit, its message cut at a word's end within %d characters, and …", r.Hits, store.HitErrorChars)
 	}
 }
 
