@@ -42,6 +42,7 @@ var notMasked = map[string]string{
 	"Usage.Pricing.Source":     "the embedded price table's own name, not the agent's",
 	"Usage.Pricing.AsOf":       "the embedded price table's date",
 	"Usage.Turns[].TurnID":     "a key, not shown in the report",
+	"Report.Turns[].TurnID":    "a key, not shown in the report",
 	"Usage.Turns[].First":      "a timestamp, validated on write",
 	"Usage.Turns[].Last":       "a timestamp, validated on write",
 	"Usage.Source":             "a closed enumeration (file, otel) the store sets",

@@ -428,9 +428,14 @@ func TestReport(t *testing.T) {
 		tool(22, "Task", "ok"),
 		tool(23, "TodoWrite", "ok"),
 	}
+	// From seq 14 on, a second turn. Every command keeps the flag step gives it.
+	for _, st := range steps[13:] {
+		st["turn_id"] = "a-t2"
+	}
 	s := mustOpen(t)
 	b := newBatch("a")
 	delete(b, "steps")
+	b["turns"] = arr{turn("a", "t1", 1), turn("a", "t2", 2)}
 	mustApply(t, s, b)
 	// Pushed in reverse: the report follows seq order, not push order.
 	slices.Reverse(steps)
@@ -455,6 +460,12 @@ func TestReport(t *testing.T) {
 			{Tool: "WebFetch", Calls: 1},
 			{Tool: "mcp__github__get_issue", Calls: 1},
 		},
+		// Failed: 6, 7, 8, 10 and 11, then 14 and 20; flagged: the
+		// commands, 9 to 13, then 14 to 16.
+		Turns: []store.TurnProblems{
+			{TurnID: "a-t1", Failed: 5, FirstFailedSeq: 6, Flags: 5, FirstFlaggedSeq: 9},
+			{TurnID: "a-t2", Failed: 2, FirstFailedSeq: 14, Flags: 3, FirstFlaggedSeq: 14},
+		},
 	}
 	d := mustDetail(t, s, "a")
 	if !reflect.DeepEqual(d.Report, want) {
@@ -466,7 +477,7 @@ func TestReportEmpty(t *testing.T) {
 	s := mustOpen(t)
 	mustApply(t, s, obj{"schema_version": "1.2", "session": header("a")})
 	got := string(mustJSON(t, mustDetail(t, s, "a").Report))
-	if want := `{"files":[],"commands":[],"tools":[]}`; got != want {
+	if want := `{"files":[],"commands":[],"tools":[],"turns":[]}`; got != want {
 		t.Errorf("Detail(a).Report = %s; want %s", got, want)
 	}
 }

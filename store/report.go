@@ -8,6 +8,10 @@ type Report struct {
 	Files    []FileTouched `json:"files"`
 	Commands []CommandRun  `json:"commands"`
 	Tools    []ToolUse     `json:"tools"`
+	// Turns are the turns with failed or flagged steps, in order of the
+	// first of those steps: what a turn's header says of its steps when
+	// the page shows only some of them.
+	Turns []TurnProblems `json:"turns"`
 }
 
 // FileTouched counts the steps on one path: its edits and reads, and the
@@ -46,3 +50,21 @@ type ToolUse struct {
 	Calls  int    `json:"calls"`
 	Failed int    `json:"failed"` // of those calls, how many failed
 }
+
+// TurnProblems counts the failed steps of one turn and the flags on its
+// steps, with the first step of each, as the summary counts them for the
+// session.
+type TurnProblems struct {
+	TurnID string `json:"turn_id"`
+	Failed int    `json:"failed"`
+	// FirstFailedSeq is the seq of its first failed step; 0 (left out)
+	// when none failed.
+	FirstFailedSeq int64 `json:"first_failed_seq,omitempty"`
+	Flags          int   `json:"flags"`
+	// FirstFlaggedSeq is the seq of its first flagged step; 0 (left out)
+	// when none is flagged.
+	FirstFlaggedSeq int64 `json:"first_flagged_seq,omitempty"`
+}
+
+// first is the seq of the turn's first failed or flagged step.
+func (t TurnProblems) first() int64 { return firstSeq(t.FirstFailedSeq, t.FirstFlaggedSeq) }

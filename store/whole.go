@@ -81,8 +81,9 @@ type stepBlock struct {
 	counts   Summary // the step counts only
 	files    map[string]fileTally
 	commands map[string]commandTally
-	tools    map[string]ToolUse // by tool name; Tool is left empty
-	changes  []changeRow        // the rows FileChanges reads, in seq order
+	tools    map[string]ToolUse      // by tool name; Tool is left empty
+	turns    map[string]TurnProblems // the turns of its failed or flagged steps, by id; nil when none; TurnID is left empty
+	changes  []changeRow             // the rows FileChanges reads, in seq order
 	bytes    int
 }
 
@@ -139,7 +140,8 @@ const blockColumns = `pk, seq, type, outcome = 'failed', content_status = 'refer
 	iif(type = 'command', json_extract(payload, '$.output_ref') IS NOT NULL),
 	iif(type = 'command', json_extract(payload, '$.cwd')),
 	iif(type = 'edit', coalesce(length(old_string), 0) + coalesce(length(new_string), 0)),
-	tool_name`
+	tool_name,
+	iif(outcome = 'failed' OR flag_count > 0, turn_id)`
 
 // BlockReader is what Tallies reads of a backend's store, all within one
 // read transaction.
@@ -259,6 +261,7 @@ func (r sqliteBlocks) ReadSteps(pk, from, to int64, add func(BlockRow)) error {
 				Path: st.ColumnText(7), FullWrite: st.ColumnBool(8),
 				Command: st.ColumnText(9), HasExitCode: !st.ColumnIsNull(10), ExitCode: st.ColumnInt64(10),
 				OutputRef: st.ColumnBool(11), Cwd: st.ColumnText(12), TextLen: st.ColumnInt(13), Tool: st.ColumnText(14),
+				TurnID: st.ColumnText(15),
 			})
 			return nil
 		},
@@ -298,6 +301,7 @@ type BlockRow struct {
 	Cwd         string
 	TextLen     int    // an edit's characters of old_string and new_string
 	Tool        string // the tool_name of a step of type other
+	TurnID      string // the turn of a failed or flagged step; "" for the others
 }
 
 // addBlockRow adds r to the partial results of its block.
@@ -323,6 +327,9 @@ func (b *stepBlock) add(r BlockRow) {
 		c.ReferenceOnly++
 	}
 	c.Flags += r.Flags
+	if r.Failed || r.Flags > 0 {
+		b.addProblem(r)
+	}
 	switch r.Type {
 	case TypeOther:
 		t, seen := b.tools[r.Tool]
@@ -413,6 +420,26 @@ func (b *stepBlock) add(r BlockRow) {
 			}
 		}
 	}
+}
+
+// addProblem counts a failed or flagged step into its turn's problems.
+func (b *stepBlock) addProblem(r BlockRow) {
+	if b.turns == nil {
+		b.turns = map[string]TurnProblems{}
+	}
+	t, seen := b.turns[r.TurnID]
+	if !seen {
+		b.bytes += len(r.TurnID) + 64
+	}
+	if r.Failed {
+		t.Failed++
+		t.FirstFailedSeq = firstSeq(t.FirstFailedSeq, r.Seq)
+	}
+	if r.Flags > 0 {
+		t.Flags += r.Flags
+		t.FirstFlaggedSeq = firstSeq(t.FirstFlaggedSeq, r.Seq)
+	}
+	b.turns[r.TurnID] = t
 }
 
 // Tally is a whole session's results (step counts, report, Changes
@@ -628,7 +655,13 @@ func (e *wholeEntry) report() Report {
 	files := map[string]fileTally{}
 	commands := map[string]commandTally{}
 	tools := map[string]ToolUse{}
+	turns := map[string]TurnProblems{}
 	for _, b := range e.blocks {
+		for id, t := range b.turns {
+			m := turns[id]
+			turns[id] = TurnProblems{Failed: m.Failed + t.Failed, FirstFailedSeq: firstSeq(m.FirstFailedSeq, t.FirstFailedSeq),
+				Flags: m.Flags + t.Flags, FirstFlaggedSeq: firstSeq(m.FirstFlaggedSeq, t.FirstFlaggedSeq)}
+		}
 		for name, t := range b.tools {
 			m := tools[name]
 			tools[name] = ToolUse{Calls: m.Calls + t.Calls, Failed: m.Failed + t.Failed}
@@ -679,7 +712,8 @@ func (e *wholeEntry) report() Report {
 		byLine = append(byLine, command{c, t})
 	}
 	slices.SortFunc(byLine, func(a, b command) int { return cmp.Compare(a.first, b.first) })
-	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands)), Tools: make([]ToolUse, 0, len(tools))}
+	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands)), Tools: make([]ToolUse, 0, len(tools)),
+		Turns: make([]TurnProblems, 0, len(turns))}
 	for _, f := range byFile {
 		p, t := f.path, f.fileTally
 		created := 0
@@ -702,6 +736,11 @@ func (e *wholeEntry) report() Report {
 		r.Tools = append(r.Tools, t)
 	}
 	slices.SortFunc(r.Tools, func(a, b ToolUse) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), strings.Compare(a.Tool, b.Tool)) })
+	for id, t := range turns {
+		t.TurnID = id
+		r.Turns = append(r.Turns, t)
+	}
+	slices.SortFunc(r.Turns, func(a, b TurnProblems) int { return cmp.Compare(a.first(), b.first()) })
 	return r
 }
 

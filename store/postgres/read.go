@@ -163,14 +163,15 @@ func (r pgBlocks) ReadSteps(pk, from, to int64, add func(store.BlockRow)) error 
 	rows, _ := r.tx.Query(r.ctx, `SELECT pk, seq, type, outcome = 'failed', content_status = 'reference_only', flag_count,
 		  decision = 'rejected', coalesce(j ->> 'path', ''), coalesce((j ->> 'is_full_write')::boolean, false),
 		  coalesce(j ->> 'command', ''), j ->> 'exit_code' IS NOT NULL, coalesce((j ->> 'exit_code')::bigint, 0),
-		  j ->> 'output_ref' IS NOT NULL, coalesce(j ->> 'cwd', ''), text_len, coalesce(tool_name, '')
-		FROM (SELECT pk, seq, type, outcome, content_status, flag_count, decision, tool_name,
+		  j ->> 'output_ref' IS NOT NULL, coalesce(j ->> 'cwd', ''), text_len, coalesce(tool_name, ''),
+		  CASE WHEN outcome = 'failed' OR flag_count > 0 THEN turn_id ELSE '' END
+		FROM (SELECT pk, seq, type, outcome, content_status, flag_count, decision, tool_name, turn_id,
 		    CASE WHEN type IN ('edit', 'read', 'command') THEN payload::jsonb END AS j,
 		    CASE WHEN type = 'edit' THEN coalesce(length(old_string), 0) + coalesce(length(new_string), 0) ELSE 0 END AS text_len
 		  FROM steps WHERE `+where+`) p`, args...)
 	var b store.BlockRow
 	_, err := pgx.ForEachRow(rows, []any{&b.PK, &b.Seq, &b.Type, &b.Failed, &b.ReferenceOnly, &b.Flags,
-		&b.Rejected, &b.Path, &b.FullWrite, &b.Command, &b.HasExitCode, &b.ExitCode, &b.OutputRef, &b.Cwd, &b.TextLen, &b.Tool},
+		&b.Rejected, &b.Path, &b.FullWrite, &b.Command, &b.HasExitCode, &b.ExitCode, &b.OutputRef, &b.Cwd, &b.TextLen, &b.Tool, &b.TurnID},
 		func() error { add(b); return nil })
 	return err
 }

@@ -344,14 +344,36 @@ func firstLine(s string) string {
 // in order of their first step, created when that step writes the whole
 // file; commands in order of their first run, with the distinct exit
 // codes ascending; the tools of the other steps by their calls, most
-// first, then by name.
+// first, then by name; the turns with failed or flagged steps in order of
+// the first of them.
 func wantReport(steps []store.Step) store.Report {
-	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}, Tools: []store.ToolUse{}}
-	files, commands, tools := map[string]int{}, map[string]int{}, map[string]int{}
+	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}, Tools: []store.ToolUse{}, Turns: []store.TurnProblems{}}
+	files, commands, tools, turns := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	for _, st := range steps {
 		failed := 0
 		if st.Outcome == "failed" {
 			failed = 1
+		}
+		if failed == 1 || len(st.Flags) > 0 {
+			i, seen := turns[st.TurnID]
+			if !seen {
+				i = len(r.Turns)
+				turns[st.TurnID] = i
+				r.Turns = append(r.Turns, store.TurnProblems{TurnID: st.TurnID})
+			}
+			t := &r.Turns[i]
+			if failed == 1 {
+				t.Failed++
+				if t.FirstFailedSeq == 0 {
+					t.FirstFailedSeq = st.Seq
+				}
+			}
+			if len(st.Flags) > 0 {
+				t.Flags += len(st.Flags)
+				if t.FirstFlaggedSeq == 0 {
+					t.FirstFlaggedSeq = st.Seq
+				}
+			}
 		}
 		touch := func(path string, write, whole, command bool) {
 			i, seen := files[path]

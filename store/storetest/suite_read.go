@@ -306,9 +306,19 @@ func withStepIDs(turns []store.Turn, steps []store.Step) []store.Turn {
 // A session of more than one block of steps (store.BlockShift) has the
 // summary and report computed from all its steps: the blocks' partial
 // results add up to them, a command's first run and first failure
-// included wherever its runs fall.
+// included wherever its runs fall, and a turn's failures.
 func testDetailAcrossBlocks(t *testing.T, s store.Backend) {
 	b := Batch("blocks", 0, 1<<store.BlockShift+300)
+	// One turn of more steps than a block, the first and last of them
+	// failed: its failures fall in two blocks.
+	mid := b.Steps[len(b.Steps)/2].TurnID
+	run := b.Steps[len(b.Steps)/2-600 : len(b.Steps)/2+600]
+	for i := range run {
+		run[i].TurnID = mid
+	}
+	for _, i := range []int{0, len(run) - 1} {
+		run[i].Outcome, run[i].Error = "failed", &store.StepError{Type: "tool_error", Message: "failed"}
+	}
 	mustApply(t, s, b)
 	d := mustDetail(t, s, "blocks")
 	want := wantReport(b.Steps)
