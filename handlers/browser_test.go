@@ -352,7 +352,7 @@ func browserSessionView(t *testing.T, b *browser) {
 					.map(e => e.textContent.trim()).join(' | ')) };
 	})`)
 	want := []turnInfo{{
-		Number: "1", Head: "Turn 1 plan 10:00:01 · 3 s", Prompt: "Fix the failing test in the parser package", Mode: "plan",
+		Number: "1", Head: "Turn 1 plan 1 failed · 1 flag 10:00:01 · 3 s", Prompt: "Fix the failing test in the parser package", Mode: "plan",
 		Steps: []string{
 			"#1 | message | user: Fix the failing test … | ok",
 			"#2 | command | go test ./... | failed: exit_status",

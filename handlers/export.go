@@ -414,7 +414,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 		return w.err == nil
 	}
 	actors := actorsByID(w.d.Actors)
-	tokens := turnTokens(w.d.Usage)
+	tokens, problems := turnTokens(w.d.Usage), turnProblems(w.d.Report)
 	marks := newSegmentMarks(w.d.Segments)
 	return func(yield func(views.ExportTurn) bool) {
 		for _, t := range w.d.Turns {
@@ -423,7 +423,7 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 				return
 			}
 			et := views.ExportTurn{Number: t.Index, Mode: shorten(t.Mode, lineChars), At: t.StartedAt, Duration: between(t.StartedAt, w.turnEnds[t.ID]),
-				Tokens: tokens[t.ID], Divider: marks.turn(t)}
+				Tokens: tokens[t.ID], Problems: problems[t.ID], Divider: marks.turn(t)}
 			// The turn's prompt is its first step when that is a user
 			// message: the walk does not look ahead.
 			if len(page) > 0 && page[0].Type == store.TypeMessage && page[0].Payload.Role == "user" {

@@ -127,6 +127,11 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			out[i].Tokens = tok
 		}
 	}
+	for id, p := range turnProblems(d.Report) {
+		if i, ok := byID[id]; ok {
+			out[i].Problems = p
+		}
+	}
 	// A turn the read left steps out of: its steps before each gap are a
 	// run of Earlier, and a step before a gap takes no time to the step
 	// after it.
@@ -194,6 +199,24 @@ func turnTokens(u *store.Usage) map[string]*views.TurnTokens {
 			Output: t.Tokens.Output, CacheRead: t.Tokens.CacheRead, CacheCreate: t.Tokens.CacheCreation,
 			Cost:    usageBar(store.UsageRow{ReportedCostUSD: t.ReportedCostUSD, EstimatedCostUSD: t.EstimatedCostUSD}, 0),
 			Pricing: note}
+	}
+	return out
+}
+
+// turnProblems is each turn's count of failed steps and of flags as its
+// header shows them, each linking to the first such step, by turn id;
+// none for a turn without.
+func turnProblems(r store.Report) map[string]views.TurnProblems {
+	out := make(map[string]views.TurnProblems, len(r.Turns))
+	for _, t := range r.Turns {
+		p := views.TurnProblems{Failed: t.Failed, Flags: t.Flags}
+		if t.FirstFailedSeq > 0 {
+			p.FailedHref = "#" + stepDOMID(t.FirstFailedSeq)
+		}
+		if t.FirstFlaggedSeq > 0 {
+			p.FlagsHref = "#" + stepDOMID(t.FirstFlaggedSeq)
+		}
+		out[t.TurnID] = p
 	}
 	return out
 }

@@ -328,3 +328,112 @@ func TestLongTurnLiveUpdate(t *testing.T) {
 		t.Errorf("GET updates with a bad from = %d; want the update, from left out", rec.Code)
 	}
 }
+
+// TestTurnHeaderCountsProblems: a turn's header counts its failed steps
+// and the flags on its steps, all of them, shown or not, each count a link
+// to the first such step; a turn without has neither. The HTML report's
+// headers say the same, a later push counts in, and a link to a step the
+// page does not show names it.
+func TestTurnHeaderCountsProblems(t *testing.T) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	b := longTurn("p", 800, at)
+	steps := b["steps"].(arr)
+	fail := func(st obj) {
+		st["outcome"], st["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+	}
+	flag := func(st obj, kinds ...string) {
+		for _, k := range kinds {
+			st["flags"] = append(st["flags"].(arr), obj{"kind": k, "severity": "warn", "reason": "test"})
+		}
+	}
+	// Turn 1 none; turn 2 its problems in the steps the page leaves out:
+	// failed 100 and 400, flagged 250 (twice) and 400.
+	fail(steps[99].(obj))
+	flag(steps[249].(obj), "dangerous_command", "secret")
+	fail(steps[399].(obj))
+	flag(steps[399].(obj), "failed")
+	s.mustPush(b, http.StatusCreated)
+
+	// What each turn's header should say, computed from the steps pushed.
+	type problems struct {
+		failed, flags             int
+		firstFailed, firstFlagged string
+	}
+	want := func(steps arr) map[string]problems {
+		out := map[string]problems{}
+		for _, v := range steps {
+			st := v.(obj)
+			turn, seq := st["turn_id"].(string), fmt.Sprint(st["seq"])
+			p := out[turn]
+			if st["outcome"] == "failed" {
+				if p.failed++; p.firstFailed == "" {
+					p.firstFailed = "#step-" + seq
+				}
+			}
+			if n := len(st["flags"].(arr)); n > 0 {
+				if p.flags += n; p.firstFlagged == "" {
+					p.firstFlagged = "#step-" + seq
+				}
+			}
+			out[turn] = p
+		}
+		return out
+	}
+	check := func(what string, doc *goquery.Selection, want map[string]problems) {
+		t.Helper()
+		for n, turn := range []string{"p-t1", "p-t2"} {
+			h := doc.Find(`section.turn h3`).Eq(n)
+			w := want[turn]
+			failed, flags := h.Find(`[data-testid="turn-failed"]`), h.Find(`[data-testid="turn-flags"]`)
+			count := func(name string, got *goquery.Selection, n int, text, href string) {
+				t.Helper()
+				switch {
+				case n == 0 && got.Length() != 0:
+					t.Errorf("%s: turn %s's header says %q; want no count of %s", what, turn, got.Text(), name)
+				case n > 0 && (got.Text() != text || got.AttrOr("href", "") != href):
+					t.Errorf("%s: turn %s's count of %s is %q linking to %q; want %q linking to %q", what, turn, name, got.Text(), got.AttrOr("href", ""), text, href)
+				}
+			}
+			count("failed steps", failed, w.failed, fmt.Sprintf("%d failed", w.failed), w.firstFailed)
+			count("flags", flags, w.flags, views.Plural(w.flags, "flag"), w.firstFlagged)
+		}
+	}
+	page := mustDocument(t, s, "/session?id=p")
+	if page.Find("#step-100, #step-250, #step-400").Length() != 0 {
+		t.Fatalf("the page shows a step the test needs left out")
+	}
+	check("the page", page.Selection, want(steps))
+	linked := mustDocument(t, s, "/session?id=p&turns=all&step=250")
+	if linked.Find("#step-250").Length() != 1 {
+		t.Errorf("the page of a link to the first flagged step does not show it")
+	}
+	exp, err := goquery.NewDocumentFromReader(s.get("/api/sessions/p/export").Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the HTML report", exp.Selection, want(steps))
+	md := s.get("/api/sessions/p/export?format=md").Body.String()
+	for n, turn := range []string{"p-t1", "p-t2"} {
+		w, head := want(steps)[turn], fmt.Sprintf("### Turn %d ·", n+1)
+		if w.failed > 0 {
+			head += fmt.Sprintf(" %d failed ·", w.failed)
+		}
+		if w.flags > 0 {
+			head += " " + views.Plural(w.flags, "flag") + " ·"
+		}
+		if !strings.Contains(md, "\n"+head+" ") {
+			t.Errorf("the Markdown report has no line beginning %q", head)
+		}
+	}
+
+	// A later push: a failed step of turn 1, and turn 2's first failure
+	// earlier than it was.
+	st := stepRec("p", 2, 1, at, "command", obj{"command": "step 2", "stdout": "no"})
+	fail(st)
+	early := withFields(steps[49].(obj))
+	fail(early)
+	s.mustPush(laterPush(b, nil, arr{st, early}), http.StatusOK)
+	steps[1], steps[49] = st, early
+	check("the page after a push", mustDocument(t, s, "/session?id=p").Selection, want(steps))
+}

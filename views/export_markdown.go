@@ -207,6 +207,12 @@ func (m *mdWriter) turn(t ExportTurn, p ExportPage) {
 	if t.Mode != "" {
 		head += " (" + mdText(t.Mode) + ")"
 	}
+	if t.Problems.Failed > 0 {
+		head += " · " + Number(int64(t.Problems.Failed)) + " failed"
+	}
+	if t.Problems.Flags > 0 {
+		head += " · " + Plural(t.Problems.Flags, "flag")
+	}
 	head += " · " + when(t.At, "time")
 	if t.Duration != "" {
 		head += " · " + t.Duration

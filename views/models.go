@@ -240,6 +240,7 @@ type TurnView struct {
 	At       string      // RFC 3339
 	Duration string      // from the turn's start to its last step
 	Tokens   *TurnTokens // nil when no usage was recorded for the turn
+	Problems TurnProblems
 	Steps    []StepView
 	// Earlier, for a turn of more steps than the page shows, are its steps
 	// before Steps, each run of them followed by the control of the steps
@@ -249,6 +250,16 @@ type TurnView struct {
 	// Divider, when set, is shown before the turn's header: the turn
 	// started in a segment that begins with it.
 	Divider *SegmentDivider
+}
+
+// TurnProblems is what a turn's header says of its failed steps and the
+// flags on its steps: all of them, shown or not, each count a link to the
+// first.
+type TurnProblems struct {
+	Failed     int
+	FailedHref string
+	Flags      int
+	FlagsHref  string
 }
 
 // StepRun is a run of a turn's steps the page shows, and the steps after
@@ -455,6 +466,7 @@ type ExportTurn struct {
 	At       string      // RFC 3339, when it started
 	Duration string      // from its start to its last step, as on the page
 	Tokens   *TurnTokens // its usage, as on the page; nil for none
+	Problems TurnProblems
 	Prompt   string
 	Steps    iter.Seq[StepView]
 	Divider  *SegmentDivider // before the turn's header, as on the page
