@@ -414,7 +414,10 @@ func (w *exportWalk) turns(ctx context.Context, pause func(next int) error) iter
 		return w.err == nil
 	}
 	actors := actorsByID(w.d.Actors)
-	tokens, problems := turnTokens(w.d.Usage), turnProblems(w.d.Report)
+	tokens, problems := turnTokens(w.d.Usage), make(map[string]views.TurnProblems, len(w.d.Report.Turns))
+	for _, t := range w.d.Report.Turns {
+		problems[t.TurnID] = turnProblems(t)
+	}
 	marks := newSegmentMarks(w.d.Segments)
 	return func(yield func(views.ExportTurn) bool) {
 		for _, t := range w.d.Turns {

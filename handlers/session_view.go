@@ -84,8 +84,8 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		row := views.CommandRow{
 			Command: short(c.Command), Href: "#" + stepDOMID(c.FirstSeq), Runs: c.Runs, Failed: c.Failed, ExitCodes: strings.Join(codes, ", "), NotInline: c.OutputNotInline,
 		}
-		if c.FirstFailedSeq > 0 {
-			row.FailedHref = "#" + stepDOMID(c.FirstFailedSeq)
+		if c.FirstFailedSeq != nil {
+			row.FailedHref = "#" + stepDOMID(*c.FirstFailedSeq)
 		}
 		v.Commands = append(v.Commands, row)
 	}
@@ -127,9 +127,9 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 			out[i].Tokens = tok
 		}
 	}
-	for id, p := range turnProblems(d.Report) {
-		if i, ok := byID[id]; ok {
-			out[i].Problems = p
+	for _, t := range d.Report.Turns {
+		if i, ok := byID[t.TurnID]; ok {
+			out[i].Problems = turnProblems(t)
 		}
 	}
 	// A turn the read left steps out of: its steps before each gap are a
@@ -203,22 +203,17 @@ func turnTokens(u *store.Usage) map[string]*views.TurnTokens {
 	return out
 }
 
-// turnProblems is each turn's count of failed steps and of flags as its
-// header shows them, each linking to the first such step, by turn id;
-// none for a turn without.
-func turnProblems(r store.Report) map[string]views.TurnProblems {
-	out := make(map[string]views.TurnProblems, len(r.Turns))
-	for _, t := range r.Turns {
-		p := views.TurnProblems{Failed: t.Failed, Flags: t.Flags}
-		if t.FirstFailedSeq > 0 {
-			p.FailedHref = "#" + stepDOMID(t.FirstFailedSeq)
-		}
-		if t.FirstFlaggedSeq > 0 {
-			p.FlagsHref = "#" + stepDOMID(t.FirstFlaggedSeq)
-		}
-		out[t.TurnID] = p
+// turnProblems is a turn's count of failed steps and of flags as its
+// header shows them, each linking to the first such step.
+func turnProblems(t store.TurnProblems) views.TurnProblems {
+	p := views.TurnProblems{Failed: t.Failed, Flags: t.Flags}
+	if t.FirstFailedSeq != nil {
+		p.FailedHref = "#" + stepDOMID(*t.FirstFailedSeq)
 	}
-	return out
+	if t.FirstFlaggedSeq != nil {
+		p.FlagsHref = "#" + stepDOMID(*t.FirstFlaggedSeq)
+	}
+	return p
 }
 
 // spawnOf is the subagent kind and task description a Task or Agent call

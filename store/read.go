@@ -727,6 +727,7 @@ func (s *Store) Detail(ctx context.Context, id string, q DetailQuery) (SessionDe
 		if d.Turns, d.Window, err = readTurns(conn, pk, id, q); err != nil {
 			return err
 		}
+		d.Report.Turns = e.turnProblems(d.Turns)
 		d.Steps, d.Gaps, err = readSteps(conn, pk, id, q, d.Turns)
 		return err
 	})

@@ -404,6 +404,7 @@ func TestReport(t *testing.T) {
 		return st
 	}
 	steps := []obj{
+		command(0, obj{"command": "make", "exit_code": 2}, "failed", "inline"), // seq 0, a step like any other
 		edit(1, "/a.go", true, "ok"),     // created: not touched before
 		edit(2, "/a.go", false, "ok"),    // edited
 		edit(3, "/a.go", true, "ok"),     // a full write of a touched path: edited
@@ -429,7 +430,7 @@ func TestReport(t *testing.T) {
 		tool(23, "TodoWrite", "ok"),
 	}
 	// From seq 14 on, a second turn. Every command keeps the flag step gives it.
-	for _, st := range steps[13:] {
+	for _, st := range steps[14:] {
 		st["turn_id"] = "a-t2"
 	}
 	s := mustOpen(t)
@@ -449,9 +450,9 @@ func TestReport(t *testing.T) {
 			{Path: "/d.go", Created: 1, Failed: 1},
 		},
 		Commands: []store.CommandRun{
-			{Command: "go test ./...", FirstSeq: 9, FirstFailedSeq: 10, Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
+			{Command: "make", FirstSeq: 0, FirstFailedSeq: new(int64(0)), Runs: 4, Failed: 2, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
+			{Command: "go test ./...", FirstSeq: 9, FirstFailedSeq: new(int64(10)), Runs: 4, Failed: 2, ExitCodes: []int64{0, 1}},
 			{Command: "", FirstSeq: 13, Runs: 1, ExitCodes: []int64{}, OutputNotInline: true},
-			{Command: "make", FirstSeq: 14, FirstFailedSeq: 14, Runs: 3, Failed: 1, ExitCodes: []int64{-1, 2}, OutputNotInline: true},
 		},
 		// By calls, most first, then by name.
 		Tools: []store.ToolUse{
@@ -460,16 +461,26 @@ func TestReport(t *testing.T) {
 			{Tool: "WebFetch", Calls: 1},
 			{Tool: "mcp__github__get_issue", Calls: 1},
 		},
-		// Failed: 6, 7, 8, 10 and 11, then 14 and 20; flagged: the
-		// commands, 9 to 13, then 14 to 16.
+		// Failed: 0, 6, 7, 8, 10 and 11, then 14 and 20; flagged: the
+		// commands, 0 and 9 to 13, then 14 to 16.
 		Turns: []store.TurnProblems{
-			{TurnID: "a-t1", Failed: 5, FirstFailedSeq: 6, Flags: 5, FirstFlaggedSeq: 9},
-			{TurnID: "a-t2", Failed: 2, FirstFailedSeq: 14, Flags: 3, FirstFlaggedSeq: 14},
+			{TurnID: "a-t1", Failed: 6, FirstFailedSeq: new(int64(0)), Flags: 6, FirstFlaggedSeq: new(int64(0))},
+			{TurnID: "a-t2", Failed: 2, FirstFailedSeq: new(int64(14)), Flags: 3, FirstFlaggedSeq: new(int64(14))},
 		},
 	}
 	d := mustDetail(t, s, "a")
 	if !reflect.DeepEqual(d.Report, want) {
 		t.Errorf("Detail(a).Report =\n%+v\nwant\n%+v", d.Report, want)
+	}
+	// A read of the last turn: the problems of that turn alone, the rest
+	// of the report the whole session's.
+	last, err := s.Detail(context.Background(), "a", store.DetailQuery{Turns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Turns = want.Turns[1:]
+	if !reflect.DeepEqual(last.Report, want) {
+		t.Errorf("Detail(a, the last turn).Report =\n%+v\nwant\n%+v", last.Report, want)
 	}
 }
 

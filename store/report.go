@@ -8,9 +8,9 @@ type Report struct {
 	Files    []FileTouched `json:"files"`
 	Commands []CommandRun  `json:"commands"`
 	Tools    []ToolUse     `json:"tools"`
-	// Turns are the turns with failed or flagged steps, in order of the
-	// first of those steps: what a turn's header says of its steps when
-	// the page shows only some of them.
+	// Turns are the turns of the read (SessionDetail.Turns) with failed
+	// or flagged steps, in the read's order, counted over all their steps
+	// however few of them the read returns: what a turn's header says.
 	Turns []TurnProblems `json:"turns"`
 }
 
@@ -33,9 +33,9 @@ type FileTouched struct {
 type CommandRun struct {
 	Command  string `json:"command"`
 	FirstSeq int64  `json:"first_seq"` // the seq of its first run
-	// FirstFailedSeq is the seq of its first failed run; 0 (left out)
+	// FirstFailedSeq is the seq of its first failed run; nil (left out)
 	// when none failed.
-	FirstFailedSeq  int64   `json:"first_failed_seq,omitempty"`
+	FirstFailedSeq  *int64  `json:"first_failed_seq,omitempty"`
 	Runs            int     `json:"runs"`
 	Failed          int     `json:"failed"`
 	ExitCodes       []int64 `json:"exit_codes"` // distinct codes seen, ascending
@@ -57,14 +57,11 @@ type ToolUse struct {
 type TurnProblems struct {
 	TurnID string `json:"turn_id"`
 	Failed int    `json:"failed"`
-	// FirstFailedSeq is the seq of its first failed step; 0 (left out)
+	// FirstFailedSeq is the seq of its first failed step; nil (left out)
 	// when none failed.
-	FirstFailedSeq int64 `json:"first_failed_seq,omitempty"`
-	Flags          int   `json:"flags"`
-	// FirstFlaggedSeq is the seq of its first flagged step; 0 (left out)
-	// when none is flagged.
-	FirstFlaggedSeq int64 `json:"first_flagged_seq,omitempty"`
+	FirstFailedSeq *int64 `json:"first_failed_seq,omitempty"`
+	Flags          int    `json:"flags"`
+	// FirstFlaggedSeq is the seq of its first flagged step; nil (left
+	// out) when none is flagged.
+	FirstFlaggedSeq *int64 `json:"first_flagged_seq,omitempty"`
 }
-
-// first is the seq of the turn's first failed or flagged step.
-func (t TurnProblems) first() int64 { return firstSeq(t.FirstFailedSeq, t.FirstFlaggedSeq) }

@@ -81,9 +81,9 @@ type stepBlock struct {
 	counts   Summary // the step counts only
 	files    map[string]fileTally
 	commands map[string]commandTally
-	tools    map[string]ToolUse      // by tool name; Tool is left empty
-	turns    map[string]TurnProblems // the turns of its failed or flagged steps, by id; nil when none; TurnID is left empty
-	changes  []changeRow             // the rows FileChanges reads, in seq order
+	tools    map[string]ToolUse   // by tool name; Tool is left empty
+	turns    map[string]turnTally // the turns of its failed or flagged steps, by id; nil when none
+	changes  []changeRow          // the rows FileChanges reads, in seq order
 	bytes    int
 }
 
@@ -101,18 +101,37 @@ type fileTally struct {
 // commandTally is what a block's runs of one command line add up to.
 type commandTally struct {
 	first        int64 // seq of the first run
-	firstFailed  int64 // seq of the first failed run; 0 when none failed
+	firstFailed  int64 // seq of the first failed run, when failed > 0
 	runs, failed int
 	exitCodes    []int64 // distinct
 	notInline    bool
 }
 
-// firstSeq is the earlier of two seqs of which 0 is none.
-func firstSeq(a, b int64) int64 {
-	if a == 0 || b != 0 && b < a {
-		return b
+// turnTally is what a block's failed and flagged steps of one turn add up
+// to.
+type turnTally struct {
+	failed, flags             int
+	firstFailed, firstFlagged int64 // seqs of the first failed and flagged step, when their count is not 0
+}
+
+// earliest is the first seq of two sets of steps, a of them from seq
+// aSeq and b from bSeq: an empty set's seq is none (a seq may be 0).
+func earliest(a int, aSeq int64, b int, bSeq int64) int64 {
+	switch {
+	case b == 0:
+		return aSeq
+	case a == 0:
+		return bSeq
 	}
-	return a
+	return min(aSeq, bSeq)
+}
+
+// seqOf is seq as the report gives it: nil when its count is 0.
+func seqOf(n int, seq int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &seq
 }
 
 // changeRow is a step FileChanges reads: an edit, a read, or a command
@@ -374,8 +393,8 @@ func (b *stepBlock) add(r BlockRow) {
 		}
 		t.runs++
 		if r.Failed {
+			t.firstFailed = earliest(t.failed, t.firstFailed, 1, r.Seq)
 			t.failed++
-			t.firstFailed = firstSeq(t.firstFailed, r.Seq)
 		}
 		if r.HasExitCode && !slices.Contains(t.exitCodes, r.ExitCode) {
 			t.exitCodes = append(t.exitCodes, r.ExitCode)
@@ -425,19 +444,19 @@ func (b *stepBlock) add(r BlockRow) {
 // addProblem counts a failed or flagged step into its turn's problems.
 func (b *stepBlock) addProblem(r BlockRow) {
 	if b.turns == nil {
-		b.turns = map[string]TurnProblems{}
+		b.turns = map[string]turnTally{}
 	}
 	t, seen := b.turns[r.TurnID]
 	if !seen {
 		b.bytes += len(r.TurnID) + 64
 	}
 	if r.Failed {
-		t.Failed++
-		t.FirstFailedSeq = firstSeq(t.FirstFailedSeq, r.Seq)
+		t.firstFailed = earliest(t.failed, t.firstFailed, 1, r.Seq)
+		t.failed++
 	}
 	if r.Flags > 0 {
-		t.Flags += r.Flags
-		t.FirstFlaggedSeq = firstSeq(t.FirstFlaggedSeq, r.Seq)
+		t.firstFlagged = earliest(t.flags, t.firstFlagged, r.Flags, r.Seq)
+		t.flags += r.Flags
 	}
 	b.turns[r.TurnID] = t
 }
@@ -464,8 +483,13 @@ func (t *Tally) Usage(read func(after int64) ([]UsageRecord, error)) (*Usage, er
 func (t *Tally) Summary(sum *Summary) { t.e.summary(sum) }
 
 // Report is the session's report: files and commands in order of their
-// first step, tools by calls.
+// first step, tools by calls, and the problems of turns (of the read: its
+// Turns are empty until TurnProblems).
 func (t *Tally) Report() Report { return t.e.report() }
+
+// TurnProblems are the failed steps and flags of each of turns that has
+// any, in their order (Report.Turns).
+func (t *Tally) TurnProblems(turns []Turn) []TurnProblems { return t.e.turnProblems(turns) }
 
 // remember keeps e unless a newer stamp of the session is kept already,
 // and forgets sessions deleted since they were remembered (by any
@@ -655,13 +679,7 @@ func (e *wholeEntry) report() Report {
 	files := map[string]fileTally{}
 	commands := map[string]commandTally{}
 	tools := map[string]ToolUse{}
-	turns := map[string]TurnProblems{}
 	for _, b := range e.blocks {
-		for id, t := range b.turns {
-			m := turns[id]
-			turns[id] = TurnProblems{Failed: m.Failed + t.Failed, FirstFailedSeq: firstSeq(m.FirstFailedSeq, t.FirstFailedSeq),
-				Flags: m.Flags + t.Flags, FirstFlaggedSeq: firstSeq(m.FirstFlaggedSeq, t.FirstFlaggedSeq)}
-		}
 		for name, t := range b.tools {
 			m := tools[name]
 			tools[name] = ToolUse{Calls: m.Calls + t.Calls, Failed: m.Failed + t.Failed}
@@ -677,7 +695,7 @@ func (e *wholeEntry) report() Report {
 		}
 		for c, t := range b.commands {
 			if m, ok := commands[c]; ok {
-				t.first, t.firstFailed = min(t.first, m.first), firstSeq(t.firstFailed, m.firstFailed)
+				t.first, t.firstFailed = min(t.first, m.first), earliest(t.failed, t.firstFailed, m.failed, m.firstFailed)
 				t.runs, t.failed, t.notInline = t.runs+m.runs, t.failed+m.failed, t.notInline || m.notInline
 				codes := slices.Clone(m.exitCodes)
 				for _, code := range t.exitCodes {
@@ -713,7 +731,7 @@ func (e *wholeEntry) report() Report {
 	}
 	slices.SortFunc(byLine, func(a, b command) int { return cmp.Compare(a.first, b.first) })
 	r := Report{Files: make([]FileTouched, 0, len(files)), Commands: make([]CommandRun, 0, len(commands)), Tools: make([]ToolUse, 0, len(tools)),
-		Turns: make([]TurnProblems, 0, len(turns))}
+		Turns: []TurnProblems{}}
 	for _, f := range byFile {
 		p, t := f.path, f.fileTally
 		created := 0
@@ -729,19 +747,42 @@ func (e *wholeEntry) report() Report {
 			codes = []int64{}
 		}
 		slices.Sort(codes)
-		r.Commands = append(r.Commands, CommandRun{Command: c, FirstSeq: t.first, FirstFailedSeq: t.firstFailed, Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
+		r.Commands = append(r.Commands, CommandRun{Command: c, FirstSeq: t.first, FirstFailedSeq: seqOf(t.failed, t.firstFailed), Runs: t.runs, Failed: t.failed, ExitCodes: codes, OutputNotInline: t.notInline})
 	}
 	for name, t := range tools {
 		t.Tool = name
 		r.Tools = append(r.Tools, t)
 	}
 	slices.SortFunc(r.Tools, func(a, b ToolUse) int { return cmp.Or(cmp.Compare(b.Calls, a.Calls), strings.Compare(a.Tool, b.Tool)) })
-	for id, t := range turns {
-		t.TurnID = id
-		r.Turns = append(r.Turns, t)
-	}
-	slices.SortFunc(r.Turns, func(a, b TurnProblems) int { return cmp.Compare(a.first(), b.first()) })
 	return r
+}
+
+// turnProblems are the failed steps and flags of each of turns that has
+// any, in their order, from all their steps: a page of 30 turns of a
+// session of thousands with failures merges the blocks' counts of its 30.
+func (e *wholeEntry) turnProblems(turns []Turn) []TurnProblems {
+	at := make(map[string]int, len(turns))
+	for i, t := range turns {
+		at[t.ID] = i
+	}
+	merged := make([]turnTally, len(turns))
+	for _, b := range e.blocks {
+		for id, t := range b.turns {
+			if i, ok := at[id]; ok {
+				m := merged[i]
+				merged[i] = turnTally{failed: m.failed + t.failed, firstFailed: earliest(m.failed, m.firstFailed, t.failed, t.firstFailed),
+					flags: m.flags + t.flags, firstFlagged: earliest(m.flags, m.firstFlagged, t.flags, t.firstFlagged)}
+			}
+		}
+	}
+	out := []TurnProblems{}
+	for i, m := range merged {
+		if m.failed > 0 || m.flags > 0 {
+			out = append(out, TurnProblems{TurnID: turns[i].ID, Failed: m.failed, FirstFailedSeq: seqOf(m.failed, m.firstFailed),
+				Flags: m.flags, FirstFlaggedSeq: seqOf(m.flags, m.firstFlagged)})
+		}
+	}
+	return out
 }
 
 // changeRows are e's FileChanges rows in seq order.

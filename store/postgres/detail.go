@@ -52,6 +52,7 @@ func (s *Store) Detail(ctx context.Context, id string, q store.DetailQuery) (sto
 		if d.Turns, d.Window, err = readTurns(ctx, tx, pk, id, q); err != nil {
 			return err
 		}
+		d.Report.Turns = t.TurnProblems(d.Turns)
 		d.Steps, d.Gaps, err = readSteps(ctx, tx, pk, id, q, d.Turns)
 		return err
 	})

@@ -344,34 +344,30 @@ func firstLine(s string) string {
 // in order of their first step, created when that step writes the whole
 // file; commands in order of their first run, with the distinct exit
 // codes ascending; the tools of the other steps by their calls, most
-// first, then by name; the turns with failed or flagged steps in order of
-// the first of them.
-func wantReport(steps []store.Step) store.Report {
-	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}, Tools: []store.ToolUse{}, Turns: []store.TurnProblems{}}
+// first, then by name; of the turns a read returned (read), those with
+// failed or flagged steps, in the read's order.
+func wantReport(steps []store.Step, read []store.Turn) store.Report {
+	r := store.Report{Files: []store.FileTouched{}, Commands: []store.CommandRun{}, Tools: []store.ToolUse{}}
 	files, commands, tools, turns := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	problems := make([]store.TurnProblems, len(read))
+	for i, t := range read {
+		turns[t.ID], problems[i].TurnID = i, t.ID
+	}
 	for _, st := range steps {
 		failed := 0
 		if st.Outcome == "failed" {
 			failed = 1
 		}
-		if failed == 1 || len(st.Flags) > 0 {
-			i, seen := turns[st.TurnID]
-			if !seen {
-				i = len(r.Turns)
-				turns[st.TurnID] = i
-				r.Turns = append(r.Turns, store.TurnProblems{TurnID: st.TurnID})
-			}
-			t := &r.Turns[i]
+		if i, ok := turns[st.TurnID]; ok { // a turn of the read
+			t := &problems[i]
 			if failed == 1 {
-				t.Failed++
-				if t.FirstFailedSeq == 0 {
-					t.FirstFailedSeq = st.Seq
+				if t.Failed++; t.FirstFailedSeq == nil {
+					t.FirstFailedSeq = new(st.Seq)
 				}
 			}
 			if len(st.Flags) > 0 {
-				t.Flags += len(st.Flags)
-				if t.FirstFlaggedSeq == 0 {
-					t.FirstFlaggedSeq = st.Seq
+				if t.Flags += len(st.Flags); t.FirstFlaggedSeq == nil {
+					t.FirstFlaggedSeq = new(st.Seq)
 				}
 			}
 		}
@@ -424,8 +420,8 @@ func wantReport(steps []store.Step) store.Report {
 			c := &r.Commands[i]
 			c.Runs++
 			c.Failed += failed
-			if failed == 1 && c.FirstFailedSeq == 0 {
-				c.FirstFailedSeq = st.Seq
+			if failed == 1 && c.FirstFailedSeq == nil {
+				c.FirstFailedSeq = new(st.Seq)
 			}
 			if code := st.Payload.ExitCode; code != nil && !slices.Contains(c.ExitCodes, *code) {
 				c.ExitCodes = append(c.ExitCodes, *code)
@@ -443,6 +439,7 @@ func wantReport(steps []store.Step) store.Report {
 			r.Tools[i].Failed += failed
 		}
 	}
+	r.Turns = slices.DeleteFunc(problems, func(t store.TurnProblems) bool { return t.Failed == 0 && t.Flags == 0 })
 	slices.SortStableFunc(r.Tools, func(a, b store.ToolUse) int {
 		if a.Calls != b.Calls {
 			return b.Calls - a.Calls

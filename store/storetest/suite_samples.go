@@ -65,7 +65,7 @@ func testSamples(t *testing.T, s store.Backend) {
 				if want := wantSummary(steps, len(turns), len(segments)); !reflect.DeepEqual(d.Summary, want) {
 					t.Errorf("Detail(%s).Summary = %+v; want %+v", id, d.Summary, want)
 				}
-				if want := wantReport(steps); !reflect.DeepEqual(d.Report, want) {
+				if want := wantReport(steps, d.Turns); !reflect.DeepEqual(d.Report, want) {
 					t.Errorf("Detail(%s).Report =\n%+v\nwant\n%+v", id, d.Report, want)
 				}
 				if len(d.Steps) != len(steps) {
