@@ -584,7 +584,7 @@ dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2re
 table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .25rem .5rem; border-top: 1px solid var(--line); }
 .tag { margin-left: .4rem; padding: 0 .3rem; border: 1px solid var(--line-strong); border-radius: 3px; font-size: 11px; color: var(--muted); }
 .turn { border-top: 2px solid var(--line); } .prompt { background: var(--surface-2); padding: .4rem .6rem; }
-.mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; } .turn-time { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .6rem; } .turn-problems { font-size: 12px; color: var(--bad); margin-left: .6rem; white-space: nowrap; } .turn-tokens, .turn-cost { white-space: nowrap; }
+.mode { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .4rem; } .turn-time { font-weight: normal; font-size: 12px; color: var(--muted); margin-left: .6rem; } .turn-problems { font-size: 12px; color: var(--bad); margin-left: .6rem; white-space: nowrap; } .turn-problems a { color: inherit; } .turn-tokens, .turn-cost { white-space: nowrap; }
 .step { border-bottom: 1px solid var(--line); padding: .15rem 0; } summary { cursor: pointer; }
 .seq { color: var(--muted); display: inline-block; min-width: 3rem; } .type { display: inline-block; min-width: 4.5rem; font-weight: 600; }
 .status.ok { color: var(--ok); } .status.failed, .failed, .flagged { color: var(--bad); } td.failed a { color: inherit; } .status.ref { color: var(--warn); } .flag { color: var(--bad); margin-left: .4rem; }
