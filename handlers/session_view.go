@@ -133,8 +133,8 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 		}
 	}
 	// A turn the read left steps out of: its steps before each gap are a
-	// run of Earlier, and a step before a gap takes no time to the step
-	// after it.
+	// run of Earlier, and a step before a gap takes until the first step
+	// the gap leaves out.
 	type place struct {
 		turn int
 		seq  int64
@@ -146,6 +146,13 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 		}
 	}
 	lastAt := make([]time.Time, len(out))
+	// took gives turn i's last step shown its time: until next, the time
+	// of the step after it.
+	took := func(i int, next time.Time) {
+		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && next.After(lastAt[i]) {
+			out[i].Steps[n-1].Duration = views.Duration(next.Sub(lastAt[i]))
+		}
+	}
 	for _, s := range d.Steps {
 		i, ok := byID[s.TurnID]
 		if !ok {
@@ -156,13 +163,13 @@ func turnViews(d store.SessionDetail, limit int, before map[string]int64) []view
 		}
 		at, _ := store.ParseTimestamp(s.At)
 		if g, ok := gapAt[place{i, s.Seq}]; ok {
+			next, _ := store.ParseTimestamp(g.FirstAt)
+			took(i, next)
 			out[i].Earlier = append(out[i].Earlier, views.StepRun{Steps: out[i].Steps,
 				Gap: views.StepGap{Steps: g.Steps, After: g.After, Before: g.Before}})
 			out[i].Steps, lastAt[i] = nil, time.Time{}
 		}
-		if n := len(out[i].Steps); n > 0 && !lastAt[i].IsZero() && at.After(lastAt[i]) {
-			out[i].Steps[n-1].Duration = views.Duration(at.Sub(lastAt[i]))
-		}
+		took(i, at)
 		if !at.IsZero() {
 			lastAt[i] = at
 		}

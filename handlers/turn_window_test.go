@@ -68,7 +68,8 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 	s := newTestService(t)
 	const n = 1234 // steps of the long turn: seqs 3 to 3+n-1
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	s.mustPush(longTurn("long", n, at), http.StatusCreated)
+	b := longTurn("long", n, at)
+	s.mustPush(b, http.StatusCreated)
 	last := 3 + n - 1
 
 	page := mustDocument(t, s, "/session?id=long")
@@ -83,10 +84,17 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 	if got := long.Find(`.prompt`).Text(); !strings.Contains(got, "a long turn") {
 		t.Errorf("the long turn's prompt = %q; want its first step's text", got)
 	}
-	// A step's time runs until the next step: the first step's next is not
-	// on the page.
-	if got := long.Find(`#step-3 .dur`).Text(); got != "" {
-		t.Errorf("the long turn's first step took %q; want no time, its next step is not shown", got)
+	// A step's time runs until the next step, shown or not: the first
+	// step's next is the first the page leaves out.
+	stepAt := func(i int) time.Time {
+		at, err := time.Parse(time.RFC3339Nano, b["steps"].(arr)[i].(obj)["at"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if got, want := long.Find(`#step-3 .dur`).Text(), views.Duration(stepAt(3).Sub(stepAt(2))); got != want {
+		t.Errorf("the long turn's first step took %q; want %q, until seq 4, which the page does not show", got, want)
 	}
 	if got := long.Find(fmt.Sprintf(`#step-%d .dur`, last-1)).Text(); got != views.Duration(time.Second) {
 		t.Errorf("the step before the last took %q; want a second", got)

@@ -30,6 +30,7 @@ var notMasked = map[string]string{
 	"Turns[].StartedAt":        "a timestamp, validated on write",
 	"Turns[].StepIDs[]":        "keys, not shown in the report",
 	"Gaps[].TurnID":            "a key, not shown in the report (whose reads leave no step out: it has no gaps)",
+	"Gaps[].FirstAt":           "a timestamp, validated on write",
 	"Steps[].ID":               "a key, not shown in the report",
 	"Steps[].SessionID":        "a key, not shown in the report",
 	"Steps[].TurnID":           "a key, not shown in the report",

@@ -859,6 +859,9 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		}
 		var keep []int64
 		keep, gaps = q.StepWindow(turns, seqs)
+		if err := gapTimes(conn, pk, gaps); err != nil {
+			return nil, nil, err
+		}
 		b, _ := json.Marshal(keep)
 		named[":seqs"] = string(b)
 		delete(named, ":seq")
@@ -890,6 +893,21 @@ func readSteps(conn *sqlite.Conn, pk int64, sid string, q DetailQuery, turns []T
 		},
 	})
 	return out, gaps, err
+}
+
+// gapTimes gives each gap the time of its first step (StepGap.FirstAt).
+func gapTimes(conn *sqlite.Conn, pk int64, gaps []StepGap) error {
+	if len(gaps) == 0 {
+		return nil
+	}
+	firsts, _ := json.Marshal(GapFirsts(gaps))
+	at := make(map[int64]string, len(gaps))
+	err := sqlitex.Execute(conn, `SELECT p.seq, p.at FROM json_each(?) AS w CROSS JOIN steps p WHERE p.session_pk = ? AND p.seq = w.value`, &sqlitex.ExecOptions{
+		Args:       []any{string(firsts), pk},
+		ResultFunc: func(st *sqlite.Stmt) error { at[st.ColumnInt64(0)] = st.ColumnText(1); return nil },
+	})
+	SetFirstAt(gaps, at)
+	return err
 }
 
 func turnIDsJSON(turns []Turn) string {

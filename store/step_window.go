@@ -8,11 +8,32 @@ import (
 // StepGap is the steps of a turn that a read left out (DetailQuery.Steps):
 // Steps of them, between seq After, the step the read kept before them
 // (or DetailQuery.StepsAfter), and seq Before, the step it kept after them.
+// First is the seq of the first of them and FirstAt its time: the step
+// before the gap took until then.
 type StepGap struct {
-	TurnID string `json:"turn_id"`
-	After  int64  `json:"after"`
-	Before int64  `json:"before"`
-	Steps  int    `json:"steps"`
+	TurnID  string `json:"turn_id"`
+	After   int64  `json:"after"`
+	Before  int64  `json:"before"`
+	Steps   int    `json:"steps"`
+	First   int64  `json:"first"`
+	FirstAt string `json:"first_at"`
+}
+
+// GapFirsts are the seqs of the first steps gaps left out, whose times a
+// read gives them (StepGap.FirstAt) by SetFirstAt.
+func GapFirsts(gaps []StepGap) []int64 {
+	out := make([]int64, len(gaps))
+	for i, g := range gaps {
+		out[i] = g.First
+	}
+	return out
+}
+
+// SetFirstAt gives each gap the time of its first step, by seq.
+func SetFirstAt(gaps []StepGap, at map[int64]string) {
+	for i := range gaps {
+		gaps[i].FirstAt = at[gaps[i].First]
+	}
 }
 
 // AroundSteps are the steps a windowed read keeps either side of the step
@@ -84,7 +105,7 @@ func (q DetailQuery) StepWindow(turns []Turn, seqs map[string][]int64) (keep []i
 				j++
 			}
 			// j < len(s): the turn's last step is always kept (q.Steps > 0).
-			gaps = append(gaps, StepGap{TurnID: t.ID, After: after, Before: s[j], Steps: j - i})
+			gaps = append(gaps, StepGap{TurnID: t.ID, After: after, Before: s[j], Steps: j - i, First: s[i]})
 			i = j
 		}
 	}

@@ -195,6 +195,9 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 		}
 		var keep []int64
 		keep, gaps = q.StepWindow(turns, seqs)
+		if err := gapTimes(ctx, tx, pk, gaps); err != nil {
+			return nil, nil, err
+		}
 		args = append(args, keep)
 		where += fmt.Sprintf(" AND seq = ANY($%d)", len(args))
 	case !q.Whole():
@@ -221,6 +224,24 @@ func readSteps(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 		return nil, nil, fmt.Errorf("steps: %w", err)
 	}
 	return out, gaps, nil
+}
+
+// gapTimes gives each gap the time of its first step (store.StepGap.FirstAt).
+func gapTimes(ctx context.Context, tx pgx.Tx, pk int64, gaps []store.StepGap) error {
+	if len(gaps) == 0 {
+		return nil
+	}
+	at := make(map[int64]string, len(gaps))
+	rows, _ := tx.Query(ctx, `SELECT seq, at FROM steps WHERE session_pk = $1 AND seq = ANY($2)`, pk, store.GapFirsts(gaps))
+	var (
+		seq int64
+		t   string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &t}, func() error { at[seq] = t; return nil }); err != nil {
+		return fmt.Errorf("times of gaps: %w", err)
+	}
+	store.SetFirstAt(gaps, at)
+	return nil
 }
 
 // turnSeqs are the seqs of the steps of the turns ids between

@@ -509,7 +509,8 @@ func testDetailStepWindow(t *testing.T, s store.Backend) {
 				continue
 			}
 			keep = append(append(keep, all[0]), all[first:]...)
-			gaps = append(gaps, store.StepGap{TurnID: tn.ID, After: all[0].Seq, Before: all[first].Seq, Steps: first - 1})
+			gaps = append(gaps, store.StepGap{TurnID: tn.ID, After: all[0].Seq, Before: all[first].Seq, Steps: first - 1,
+				First: all[1].Seq, FirstAt: all[1].At})
 		}
 		slices.SortFunc(keep, func(a, b store.Step) int { return cmp.Compare(a.Seq, b.Seq) })
 		return keep, gaps
@@ -589,8 +590,8 @@ func testDetailAround(t *testing.T, s store.Backend) {
 		t.Errorf("Detail(w, around seq %d).Steps = %v; want the first, %d either side of it and the last %d", seqs[around], got, store.AroundSteps, last)
 	}
 	wantGaps := []store.StepGap{
-		{TurnID: b.Turns[0].ID, After: seqs[0], Before: seqs[lo], Steps: lo - 1},
-		{TurnID: b.Turns[0].ID, After: seqs[hi], Before: seqs[n-last], Steps: n - last - hi - 1},
+		{TurnID: b.Turns[0].ID, After: seqs[0], Before: seqs[lo], Steps: lo - 1, First: seqs[1], FirstAt: b.Steps[1].At},
+		{TurnID: b.Turns[0].ID, After: seqs[hi], Before: seqs[n-last], Steps: n - last - hi - 1, First: seqs[hi+1], FirstAt: b.Steps[hi+1].At},
 	}
 	if !reflect.DeepEqual(d.Gaps, wantGaps) {
 		t.Errorf("Detail(w, around seq %d).Gaps = %+v; want %+v", seqs[around], d.Gaps, wantGaps)
@@ -627,7 +628,8 @@ func readGap(t *testing.T, s store.Backend, sid string, gap store.StepGap, n int
 		if len(w.Gaps) == 0 {
 			return got
 		}
-		if len(w.Gaps) != 1 || w.Gaps[0].After != gap.After || w.Gaps[0].Before != w.Steps[0].Seq || len(got) > gap.Steps {
+		if len(w.Gaps) != 1 || w.Gaps[0].After != gap.After || w.Gaps[0].Before != w.Steps[0].Seq || len(got) > gap.Steps ||
+			w.Gaps[0].First != gap.First || w.Gaps[0].FirstAt != gap.FirstAt {
 			t.Fatalf("Detail(%s, turn %s between %d and %d).Gaps = %+v; want the one before its steps", sid, gap.TurnID, gap.After, before, w.Gaps)
 		}
 		before = w.Gaps[0].Before
