@@ -444,4 +444,12 @@ func TestTurnHeaderCountsProblems(t *testing.T) {
 	s.mustPush(laterPush(b, nil, arr{st, early}), http.StatusOK)
 	steps[1], steps[49] = st, early
 	check("the page after a push", mustDocument(t, s, "/session?id=p").Selection, want(steps))
+	// The live refresh of the page before it: both turns changed.
+	rec := s.get(page.Find("#session").AttrOr("data-updates-url", "") + "&since=" + url.QueryEscape(page.Find("#session").AttrOr("data-stamp", "")))
+	var turns strings.Builder
+	htmlDoc(t, rec.Body.String()).Find(`template[data-turn]`).Each(func(_ int, tpl *goquery.Selection) {
+		h, _ := tpl.Html() // x/net/html keeps a template's content as its children
+		turns.WriteString(h)
+	})
+	check("the live refresh after a push", htmlDoc(t, turns.String()).Selection, want(steps))
 }
