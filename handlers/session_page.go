@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -229,7 +230,12 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "turn must be a turn's id"})
 			return
 		}
-		q := store.DetailQuery{Turn: turn, Steps: earlierSteps, StepsAfter: &after, StepsBefore: before, Head: headChars}
+		// The read takes the page's step of seq before too, so that the
+		// step before it has its time until it; the page shows it already.
+		q := store.DetailQuery{Turn: turn, Steps: earlierSteps + 1, StepsAfter: &after, StepsBefore: before + 1, Head: headChars}
+		if before == math.MaxInt64 {
+			q.Steps, q.StepsBefore = earlierSteps, before
+		}
 		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)
@@ -244,7 +250,11 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		render(w, r, log, http.StatusOK, views.StepsBefore(v.Turns[0]))
+		t := v.Turns[0]
+		if n := len(t.Steps); n > 0 && t.Steps[n-1].Seq == before {
+			t.Steps = t.Steps[:n-1]
+		}
+		render(w, r, log, http.StatusOK, views.StepsBefore(t))
 	})
 }
 

@@ -118,6 +118,14 @@ func TestLongTurnShowsItsEnds(t *testing.T) {
 	if got, want := seqsOf(t, long, ""), span(3, last); !slices.Equal(got, want) {
 		t.Errorf("the long turn with every control followed shows %d steps (%v…); want its %d, in order", len(got), got[:min(3, len(got))], len(want))
 	}
+	// And each step but the last has its time until the next, the last of
+	// each run a control added as well.
+	for seq := 3; seq < last; seq++ {
+		if got, want := long.Find(fmt.Sprintf(`#step-%d .dur`, seq)).Text(), views.Duration(stepAt(seq).Sub(stepAt(seq-1))); got != want {
+			t.Errorf("with every control followed, step %d took %q; want %q", seq, got, want)
+			break
+		}
+	}
 
 	// A link to a step not shown: every turn, and the steps around it
 	// between the gaps before and after them.
