@@ -196,7 +196,7 @@
         return; // an older turn than those shown
       }
       htmx.process(fresh);
-      filterActors(fresh, false);
+      filterTimeline(fresh, false);
     });
     if (stamp) session.dataset.stamp = stamp;
   }
@@ -369,18 +369,28 @@
     });
   }
 
-  function filterActors(root, openChosen) {
+  // filterTimeline shows what the timeline's filters keep: the actor
+  // chosen (Show), and with Only failed or flagged the failed or flagged
+  // steps, the subagent blocks holding one and the turns whose header
+  // counts one, shown or not.
+  function filterTimeline(root, openChosen) {
     const sel = document.getElementById('actor-filter');
     const want = sel ? sel.value : '';
+    const box = document.getElementById('problems-only');
+    const problems = box !== null && box.checked;
+    const turns = root.matches('section.turn') ? [root] : Array.from(root.querySelectorAll('section.turn'));
+    turns.forEach(function (t) { t.hidden = problems && !t.hasAttribute('data-problems'); });
     root.querySelectorAll('details.subagent, details.step').forEach(function (el) {
       const sub = el.dataset.actorType === 'subagent';
+      const step = el.classList.contains('step');
       let show = true;
       if (want === 'root') show = !sub;
       else if (want !== '') show = sub && el.dataset.actorId === want;
-      if (el.classList.contains('step') && el.closest('details.subagent')) show = true; // its block decides
+      if (step && el.closest('details.subagent')) show = true; // its block decides
+      if (problems) show = show && (step ? el.hasAttribute('data-problem') : el.querySelector('details.step[data-problem]') !== null);
       el.hidden = !show;
       const notes = el.nextElementSibling;
-      if (el.classList.contains('step') && notes && notes.classList.contains('step-notes')) notes.hidden = !show;
+      if (step && notes && notes.classList.contains('step-notes')) notes.hidden = !show;
       if (openChosen && show && want !== '' && want !== 'root' && el.classList.contains('subagent')) el.open = true;
     });
   }
@@ -403,13 +413,13 @@
   // Earlier turns shown later follow the filter too.
   document.addEventListener('htmx:afterSettle', function () {
     const timeline = document.getElementById('timeline');
-    if (timeline && document.getElementById('actor-filter')) filterActors(timeline, false);
+    if (timeline) filterTimeline(timeline, false);
   });
 
   document.addEventListener('change', function (e) {
-    if (e.target.id !== 'actor-filter') return;
+    if (e.target.id !== 'actor-filter' && e.target.id !== 'problems-only') return;
     const timeline = document.getElementById('timeline');
-    if (timeline) filterActors(timeline, true);
+    if (timeline) filterTimeline(timeline, true);
   });
 })();
 

@@ -11,9 +11,10 @@
   'use strict';
 
   // The items j/k move through: the session list's rows, the timeline's
-  // steps, or the search's hits.
+  // steps (those its filters show), or the search's hits.
   function items() {
-    return Array.from(document.querySelectorAll('tr[data-testid="session-row"], details.step, li[data-testid="search-hit"]'));
+    return Array.from(document.querySelectorAll('tr[data-testid="session-row"], details.step, li[data-testid="search-hit"]'))
+      .filter(function (el) { return !el.closest('[hidden]'); }); // not those a filter hides
   }
 
   // The element of an item that takes focus and opens it: a row's title
@@ -86,6 +87,7 @@
   }
 
   function typing(el) {
+    if (el && el.tagName === 'INPUT' && /^(checkbox|radio|button|submit|reset)$/.test(el.type)) return false; // nothing is typed there
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
 

@@ -1,0 +1,66 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestBrowserProblemsOnly: Only failed or flagged shows the failed and
+// flagged steps alone, and the turns that count one (a turn whose failure
+// the page leaves out too), j/k move through those steps only, and
+// unchecked it shows every step again.
+func TestBrowserProblemsOnly(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	// Turn 1: a prompt and a command, no problem; turn 2: 400 steps, its
+	// problems at seqs 60 (failed, left out of the page), 380 (failed)
+	// and 390 (flagged).
+	x := longTurn("only", 400, at)
+	steps := x["steps"].(arr)
+	for i, st := range steps {
+		switch st.(obj)["seq"] {
+		case 60, 380:
+			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+		case 390:
+			steps[i].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
+		}
+	}
+	s.mustPush(x, http.StatusCreated)
+	var problems []string // the steps the page shows that the filter keeps
+	for _, st := range steps {
+		st := st.(obj)
+		seq := st["seq"].(int)
+		if (st["outcome"] == "failed" || len(st["flags"].(arr)) > 0) && seq > 402-recentSteps {
+			problems = append(problems, fmt.Sprint(seq))
+		}
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=only")
+	all := p.Count(`details.step`)
+	shown := func() []string {
+		return evalJS[[]string](p, `Array.from(document.querySelectorAll('details.step')).filter(e => e.getClientRects().length > 0).map(e => e.dataset.seq)`)
+	}
+	turnShown := func(n int) bool {
+		return evalJS[bool](p, fmt.Sprintf(`document.querySelector('section.turn[data-number="%d"]').getClientRects().length > 0`, n))
+	}
+	p.Click(`[data-testid="problems-only"]`)
+	if got := shown(); !slices.Equal(got, problems) {
+		t.Errorf("only failed or flagged: steps %v shown; want %v", got, problems)
+	}
+	if turnShown(1) || !turnShown(2) {
+		t.Errorf("only failed or flagged: turn 1 shown %v, turn 2 %v; want only turn 2, which counts problems", turnShown(1), turnShown(2))
+	}
+	p.key("j")
+	p.key("j")
+	if got := evalJS[string](p, `document.querySelector('.kb-current') ? document.querySelector('.kb-current').dataset.seq : ''`); got != problems[1] {
+		t.Errorf("j twice selects step %q; want %s, the second step shown", got, problems[1])
+	}
+	p.Click(`[data-testid="problems-only"]`)
+	if got := len(shown()); got != all || !turnShown(1) {
+		t.Errorf("unchecked: %d of %d steps shown, turn 1 shown %v; want all", got, all, turnShown(1))
+	}
+}
