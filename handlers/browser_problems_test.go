@@ -10,8 +10,8 @@ import (
 
 // TestBrowserProblemsOnly: Only failed or flagged shows the failed and
 // flagged steps alone, and the turns that count one (a turn whose failure
-// the page leaves out too), j/k move through those steps only, and
-// unchecked it shows every step again.
+// the page leaves out too), j/k move through those steps only, a live
+// refresh follows it, and unchecked it shows every step again.
 func TestBrowserProblemsOnly(t *testing.T) {
 	b := startBrowser(t)
 	s := newTestService(t)
@@ -58,6 +58,16 @@ func TestBrowserProblemsOnly(t *testing.T) {
 	p.key("j")
 	if got := evalJS[string](p, `document.querySelector('.kb-current') ? document.querySelector('.kb-current').dataset.seq : ''`); got != problems[1] {
 		t.Errorf("j twice selects step %q; want %s, the second step shown", got, problems[1])
+	}
+	// A live refresh follows the filter: turn 1 redrawn with a failed
+	// step shows, with that step alone.
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	failed := stepRec("only", 2, 1, at, "command", obj{"command": "step 2", "stdout": "no"})
+	failed["outcome"], failed["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+	s.mustPush(laterPush(x, nil, arr{failed}), http.StatusOK)
+	p.WaitFor("turn 1 shows, with its failed step alone", `document.querySelector('section.turn[data-number="1"]').getClientRects().length > 0`)
+	if got := shown(); !slices.Equal(got, append([]string{"2"}, problems...)) {
+		t.Errorf("after a failure in turn 1: steps %v shown; want 2 and %v", got, problems)
 	}
 	p.Click(`[data-testid="problems-only"]`)
 	if got := len(shown()); got != all || !turnShown(1) {
