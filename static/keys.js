@@ -2,7 +2,7 @@
 // session's page), j/k move through list rows, timeline steps or search
 // hits, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step, v the verdict's buttons, a a note on the
+// failed or flagged step, p only those on or off, v the verdict's buttons, a a note on the
 // selected step, n the next session not reviewed, g then s sessions, g
 // then u usage, ? the list of shortcuts.
 // None fires while typing in a field, with a modifier held, or while a
@@ -127,6 +127,7 @@
       case ']': turn(1); break;
       case 'e': problem(1); break;
       case 'E': problem(-1); break;
+      case 'p': click('problems-only'); break;
       case 'v': done = focusOn('[data-testid="verdict-quick"]'); break;
       case 'a': {
         // The step's Add note button (review.js opens its dialog), there
