@@ -151,12 +151,15 @@ func FuzzUsageMatchesSQLite(f *testing.F) {
 // FuzzDetailMatchesSQLite: for any narrowing of any session (every agent's
 // samples and a generated session pushed twice), PostgreSQL's detail reads
 // as SQLite's does: the same error, or the same session, turns, steps,
-// heads and report. Since, a change stamp of each store's own, is left out.
+// heads, gaps (a window of each turn's steps, around a step) and report.
+// Since, a change stamp of each store's own, is left out.
 func FuzzDetailMatchesSQLite(f *testing.F) {
-	f.Add(uint8(0), 0, 0, int64(0), false, 0, false)
-	f.Add(uint8(1), 2, 4, int64(3), true, 40, false)
-	f.Add(uint8(2), -1, -5, int64(-1), true, -3, true)
-	f.Add(uint8(3), 1, 1000, int64(100000), false, 1, true)
+	f.Add(uint8(0), 0, 0, int64(0), false, 0, false, 0, false)
+	f.Add(uint8(1), 2, 4, int64(3), true, 40, false, 0, false)
+	f.Add(uint8(2), -1, -5, int64(-1), true, -3, true, -2, true)
+	f.Add(uint8(3), 1, 1000, int64(100000), false, 1, true, 1, false)
+	f.Add(uint8(5), 0, 0, int64(30), false, 0, false, 3, true)   // a window of a sample's turn, around seq 30
+	f.Add(uint8(5), 2, 0, int64(0), false, 100, false, 5, false) // its last two turns' windows
 	p := newPair(f)
 	for _, b := range storetest.AgentSamples(f) {
 		p.apply(f, b)
@@ -169,11 +172,14 @@ func FuzzDetailMatchesSQLite(f *testing.F) {
 	if err != nil || len(l.Sessions) < 5 {
 		f.Fatalf("List = %d sessions, %v", len(l.Sessions), err)
 	}
-	f.Fuzz(func(t *testing.T, session uint8, turns, before int, seq int64, bySeq bool, head int, noSteps bool) {
+	f.Fuzz(func(t *testing.T, session uint8, turns, before int, seq int64, bySeq bool, head int, noSteps bool, steps int, around bool) {
 		id := l.Sessions[int(session)%len(l.Sessions)].ID
-		q := store.DetailQuery{Turns: turns, Before: before, Head: head, NoSteps: noSteps}
+		q := store.DetailQuery{Turns: turns, Before: before, Head: head, NoSteps: noSteps, Steps: steps}
 		if bySeq {
 			q.Seq = &seq
+		}
+		if around {
+			q.Around = seq
 		}
 		lite, errLite := p.lite.Detail(ctx, id, q)
 		pg, errPG := p.pg.Detail(ctx, id, q)
