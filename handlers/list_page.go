@@ -208,7 +208,7 @@ func sessionRow(s store.SessionOverview, now time.Time) views.SessionRow {
 		Workspace: shorten(path.Base(s.Workspace.Root), lineChars), StartedISO: s.StartedAt,
 		Failed: s.Summary.Failed, RefOnly: s.Summary.ReferenceOnly, Flags: s.Summary.Flags, Notes: s.Summary.Notes,
 		Cost: cost(s.Metrics), Verdict: listVerdict(s.Verdict),
-		FailedHref: sessionSearchHref(s.ID, failedFilter), FlagsHref: sessionSearchHref(s.ID, "flag:*"),
+		FailedHref: sessionSearchHref(s.ID, failedFilter), FlagsHref: sessionSearchHref(s.ID, flaggedFilter),
 	}
 	if t, ok := store.ParseTimestamp(s.StartedAt); ok {
 		r.StartedDate = t.Format("2006-01-02 15:04")

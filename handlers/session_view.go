@@ -26,7 +26,7 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		ID: d.ID, Title: oneLine(d.Summary.Title), AgentKind: short(d.Agent.Kind), AgentVersion: short(d.Agent.Version),
 		Cost: cost(d.Metrics), APIRequests: "not recorded", Tokens: "not recorded",
 		Steps: d.Summary.Steps, TurnCount: d.Summary.Turns, Failed: d.Summary.Failed, FailedHref: sessionSearchHref(d.ID, failedFilter),
-		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags, FlagsHref: sessionSearchHref(d.ID, "flag:*"), NotesHref: "/search?q=" + url.QueryEscape("note:*"),
+		RefOnly: d.Summary.ReferenceOnly, Flags: d.Summary.Flags, FlagsHref: sessionSearchHref(d.ID, flaggedFilter), NotesHref: "/search?q=" + url.QueryEscape("note:*"),
 		Workspace: short(d.Workspace.Root), Repo: short(d.Workspace.Repo),
 		Started: d.StartedAt, Ended: d.EndedAt, Segments: d.Summary.Segments,
 		Owner: short(d.OwnerID), CapturedOn: short(d.CapturedOn),
@@ -492,8 +492,12 @@ func fileRows(id, root string, files []store.FileTouched) []views.FileRow {
 	return rows
 }
 
-// failedFilter keeps the failed steps, for the links of a count of them.
-const failedFilter = "status:failed"
+// failedFilter and flaggedFilter keep the failed and the flagged steps,
+// for the links of a count of them.
+const (
+	failedFilter  = "status:failed"
+	flaggedFilter = "flag:*"
+)
 
 // filterHref is a search of session id's steps by one filter of the
 // query language, its value quoted (path:"src/a b.go", tool:"Web Fetch"),
