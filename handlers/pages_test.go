@@ -127,6 +127,32 @@ func TestListPage(t *testing.T) {
 	}
 }
 
+// TestUnknownAddressIsAPage: a mistyped or stale address opened in the
+// browser gets a page of the app saying so, with the way back to the
+// list; the API and the static files keep their own answers.
+func TestUnknownAddressIsAPage(t *testing.T) {
+	s := newTestService(t)
+	for _, path := range []string{"/nope", "/sessions/abc", "/session/nope?id=x"} {
+		doc := mustDocumentStatus(t, s, path, http.StatusNotFound)
+		if got := doc.Find(`[data-testid="missing"]`).Text(); got != "There is no page at this address." {
+			t.Errorf("GET %s says %q; want that there is no page there", path, got)
+		}
+		if doc.Find(`main a[href="/"]`).Length() != 1 || doc.Find(`[data-testid="topbar"]`).Length() != 1 {
+			t.Errorf("GET %s: want the top bar and a link to the list", path)
+		}
+	}
+	if rec := s.get("/api/nope"); rec.Code != http.StatusNotFound || decodeError(t, rec).Error != "not found" {
+		t.Errorf("GET /api/nope = %d %q; want 404 JSON", rec.Code, rec.Body)
+	}
+	if rec := s.get("/static/nope.css"); rec.Code != http.StatusNotFound || strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Errorf("GET /static/nope.css = %d %q; want 404 without a page", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	req := httptest.NewRequest(http.MethodPost, "/nope", nil)
+	if rec := s.do(req); rec.Code != http.StatusNotFound || rec.Body.String() != "not found\n" {
+		t.Errorf("POST /nope = %d %q; want 404 text", rec.Code, rec.Body)
+	}
+}
+
 // The pages hold nothing the Content-Security-Policy refuses: no inline
 // script or style, no style or event-handler attribute, and htmx is told
 // not to inject its indicator style.
@@ -134,7 +160,7 @@ func TestPagesHaveNoInlineScriptOrStyle(t *testing.T) {
 	s := newTestService(t)
 	s.mustPush(richSession(), http.StatusCreated)
 	id := richSession()["session"].(obj)["id"].(string)
-	for _, path := range []string{"/", "/rows", "/session?id=" + id, "/session?id=nope", "/session?id=" + id + "&turns=all",
+	for _, path := range []string{"/", "/rows", "/session?id=" + id, "/session?id=nope", "/no-such-page", "/session?id=" + id + "&turns=all",
 		"/session/updates?id=" + id + "&since=2000-01-01T00:00:00Z", "/session/step?id=" + id + "&seq=2", "/session/export-panel?id=" + id} {
 		rec := s.get(path)
 		if rec.Code != http.StatusOK && rec.Code != http.StatusNotFound {

@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/agentreview/service/static"
+	"github.com/agentreview/service/views"
 )
 
 // Store is every store method the routes use.
@@ -66,6 +67,12 @@ func Routes(d Deps) http.Handler {
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if strings.HasPrefix(req.URL.Path, "/api/") {
 			writeJSON(w, http.StatusNotFound, errorBody{Error: "not found"})
+			return
+		}
+		if req.Method == http.MethodGet || req.Method == http.MethodHead {
+			// A mistyped or stale address in the browser: a page with the
+			// way back, as for a session that is gone.
+			render(w, req, d.Log, http.StatusNotFound, views.Missing("There is no page at this address."))
 			return
 		}
 		writeText(w, http.StatusNotFound, "not found")
