@@ -48,7 +48,14 @@ func (s storeSource) Review(ctx context.Context, id string) (Review, error) {
 		return Review{}, errExportsBusy
 	}
 	defer s.exports.leave()
-	w, err := newExportWalk(ctx, s.Reader, id, nil)
+	return ReviewSecrets(ctx, s.Reader, id)
+}
+
+// ReviewSecrets is every value the export of session id masks, found by
+// the walk that masks the download: the export panel's list, and each
+// session's lines of `service secrets`.
+func ReviewSecrets(ctx context.Context, st Reader, id string) (Review, error) {
+	w, err := newExportWalk(ctx, st, id, nil)
 	if err != nil {
 		return Review{}, err
 	}

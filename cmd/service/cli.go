@@ -30,6 +30,7 @@ type CLI struct {
 	Hook    HookCmd    `cmd:"" help:"What Claude Code's hooks run (hook JSON on stdin): brings the session up to date. Always exits 0, prints nothing."`
 	Hooks   HooksCmd   `cmd:"" help:"Install or uninstall the service's hooks and telemetry settings in Claude Code's settings file."`
 	Usage   UsageCmd   `cmd:"" help:"Print token usage and cost by day, week, month or session (estimated cost marked ≈)."`
+	Secrets SecretsCmd `cmd:"" help:"List the secrets (keys, tokens, passwords) the stored sessions hold, as the export finds and masks them: which keys to rotate (works while the server runs)."`
 	Team    TeamCmd    `cmd:"" help:"Administer a team server: push tokens of its users (PostgreSQL, --db postgres://...)."`
 }
 
