@@ -26,7 +26,7 @@ type SecretsCmd struct {
 	Until      string `help:"Only the sessions started before this date or time." placeholder:"DATE"`
 	Candidates bool   `help:"Also list the values only the generic rule matched (a long random-looking value beside a word such as key or token): the export masks them too, but many are not secrets."`
 	JSON       bool   `help:"Print each session with secrets as the export review route answers it (GET /api/sessions/<id>/export/review), with its agent, title and start."`
-	DB         string `help:"Store file (default ~/.service/store.db)." placeholder:"PATH"`
+	DB         string `help:"Store file (default ~/.service/store.db), or a team server's PostgreSQL URL (postgres://...): the sessions its users pushed." placeholder:"PATH"`
 }
 
 // secretsPage is how many sessions each read of the list takes.
@@ -41,17 +41,26 @@ type secretsSession struct {
 }
 
 // Run reads every session the filters keep, newest first, from the store
-// file directly (beside a running server), and prints those whose export
+// file directly (beside a running server) or a team server's database, and
+// prints those whose export
 // would mask a value, each value once with the steps it is in.
 func (c *SecretsCmd) Run(e *env) error {
+	var st handlers.Reader
 	if isPostgresURL(c.DB) {
-		return errors.New("secrets reads a local store file; a team server's sessions are masked before they are shared")
+		pg, err := teamDB{DB: c.DB}.open(e.ctx)
+		if err != nil {
+			return err
+		}
+		defer pg.Close()
+		st = pg
+	} else {
+		sq, _, err := openStore(e, c.DB)
+		if err != nil {
+			return err
+		}
+		defer sq.Close()
+		st = sq
 	}
-	st, _, err := openStore(e, c.DB)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	// definite and possible count the values listed; left, those not.
 	scanned, definite, possible, left := 0, 0, 0, 0
 	with := []secretsSession{}
@@ -122,7 +131,7 @@ func (c *SecretsCmd) Run(e *env) error {
 // sessions yields the sessions the command looks in: --session alone, or
 // every session the filters keep, newest first, a page of the list at a
 // time.
-func (c *SecretsCmd) sessions(e *env, st *store.Store) iter.Seq2[store.SessionOverview, error] {
+func (c *SecretsCmd) sessions(e *env, st handlers.Reader) iter.Seq2[store.SessionOverview, error] {
 	return func(yield func(store.SessionOverview, error) bool) {
 		if c.Session != "" {
 			d, err := st.Detail(e.ctx, c.Session, store.DetailQuery{NoSteps: true})

@@ -12,23 +12,43 @@ import (
 
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/store/postgres"
+	"github.com/agentreview/service/store/postgres/pgtest"
 )
 
-// TestSecretsCommand lists, from a store file, the sessions holding a
-// secret and each secret once with the steps it is in: which sessions,
-// rules, previews and steps, each computed from what was pushed (the
-// value planted, where, and what the export's scan says of that value
-// alone); a value only the generic rule matches only with --candidates;
-// the list's filters, --session, --json, and refusals of a bad date or
-// an unknown session.
+// TestSecretsCommand lists, from a store file and from a team server's
+// database, the sessions holding a secret and each secret once with the
+// steps it is in: which sessions, rules, previews and steps, each computed
+// from what was pushed (the value planted, where, and what the export's
+// scan says of that value alone); a value only the generic rule matches
+// only with --candidates; the list's filters, --session, --json, and
+// refusals of a bad date or an unknown session.
 func TestSecretsCommand(t *testing.T) {
-	withHome(t)
+	t.Run("SQLite", func(t *testing.T) {
+		withHome(t)
+		db := filepath.Join(t.TempDir(), "store.db")
+		testSecretsCommand(t, db, func(ctx context.Context, b *store.Batch) (store.ApplyResult, error) {
+			st, err := store.Open(ctx, db)
+			if err != nil {
+				return store.ApplyResult{}, err
+			}
+			defer st.Close()
+			return st.Apply(ctx, b)
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		db := pgtest.DSN(t)
+		st, err := postgres.Open(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		testSecretsCommand(t, db, st.Apply)
+	})
+}
+
+func testSecretsCommand(t *testing.T, db string, apply func(context.Context, *store.Batch) (store.ApplyResult, error)) {
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "store.db")
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	token := "ghp_8fK2mQ9xL4tR7vZ1cW5nB3hJ6pY0sD2gA4eU" // a GitHub token: a definite secret
 	key := "AKIA" + "Q4T7ZK2M8XW3NB5R"                  // an AWS access key id
 	candidate := "Xk29fQ7vLp03Zt8mWq1Rb6Yc4Nd5Hs"       // random-looking, beside "api_key": a candidate
@@ -71,11 +91,10 @@ func TestSecretsCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Apply(ctx, b); err != nil {
+		if _, err := apply(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.Close()
 
 	// What the scan says of each value alone: its rule and preview.
 	alone := func(text string) redact.Finding {
