@@ -84,9 +84,11 @@ type record struct {
 // read, any other tool an other step. A call's status success is ok, error
 // failed, cancelled rejected (not run); Gemini records no approvals, so the
 // decision of a call that ran is unknown. info, warning and error messages
-// are system messages. The workspace is the folder whose SHA-256 is the
-// project hash, found among the absolute paths the calls name, unless the
-// project folder has a .project_root file (newer versions) naming it. Gemini
+// are system messages, an error failed (api_error when the CLI formatted a
+// failed request to the model, "[API Error: …]"). The workspace is the
+// folder whose SHA-256 is the project hash, found among the absolute paths
+// the calls name, unless the project folder has a .project_root file
+// (newer versions) naming it. Gemini
 // reports tokens per reply but no cost, and metrics need a cost: the
 // tokens go to Session.Usage (input less cached, output without thoughts).
 func Parse(u adapters.Unit, files []adapters.File) *adapters.Session {
@@ -256,8 +258,20 @@ func (p *parser) message(e *entry) {
 		p.s.Message(nil, id, "user", text, at)
 	case "gemini":
 		p.reply(m, at)
-	case "info", "warning", "error":
+	case "info", "warning":
 		p.s.Message(nil, p.stepID(m.ID), "system", partsText(m.Content), at)
+	case "error":
+		// What the CLI showed as an error: mostly a request to the model
+		// that failed ("[API Error: …]", formatted by the CLI), else a
+		// stream it broke off or a mode change it could not send. A failed
+		// step, as a Claude Code reply that was an API error.
+		text := partsText(m.Content)
+		st := p.s.Message(nil, p.stepID(m.ID), "system", text, at)
+		typ := "error"
+		if strings.HasPrefix(strings.TrimSpace(text), "[API Error") {
+			typ = "api_error"
+		}
+		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: typ, Message: cmp.Or(strings.TrimSpace(text), "error")}
 	default:
 		p.b.Skip("message:" + m.Type)
 	}

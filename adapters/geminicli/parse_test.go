@@ -2,6 +2,7 @@ package geminicli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,5 +182,47 @@ func TestProjectRootFile(t *testing.T) {
 	}
 	if files := s.Batches[0].Segments[0].SourceFiles; len(files) != 2 {
 		t.Errorf("source files = %v; want the session file and .project_root", files)
+	}
+}
+
+// TestErrorMessagesFail: an error the CLI showed is a failed system step
+// with its text as the error, api_error when the CLI wrote a failed request
+// to the model as it formats one ("[API Error: …]"); info and warning
+// messages stay ok.
+func TestErrorMessagesFail(t *testing.T) {
+	records := []struct{ id, typ, content string }{
+		{"i", "info", "Request cancelled."},
+		{"w", "warning", "Loop detection has been disabled for this session."},
+		{"a", "error", "[API Error: You exceeded your current quota, please check your plan and billing details.]"},
+		{"e", "error", "Failed to update the model about exiting Plan Mode."},
+	}
+	text := header + `{"id":"u","timestamp":"2026-05-01T10:00:01.000Z","type":"user","content":[{"text":"go"}]}` + "\n"
+	for i, r := range records {
+		text += fmt.Sprintf(`{"id":%q,"timestamp":"2026-05-01T10:00:0%d.000Z","type":%q,"content":%q}`, r.id, i+2, r.typ, r.content) + "\n"
+	}
+	got := map[string]store.Step{}
+	for _, st := range steps(parseText(t, "session-e.jsonl", text)) {
+		got[st.ID] = st
+	}
+	for _, r := range records {
+		st, ok := got[r.id]
+		if !ok || st.Type != store.TypeMessage || st.Payload.Role != "system" || st.Payload.Text == nil || *st.Payload.Text != r.content {
+			t.Errorf("%s record %s = %+v; want a system message of its text", r.typ, r.id, st)
+			continue
+		}
+		switch {
+		case r.typ != "error":
+			if st.Outcome != adapters.OutcomeOK || st.Error != nil {
+				t.Errorf("%s record: outcome %s, error %+v; want ok", r.typ, st.Outcome, st.Error)
+			}
+		default:
+			want := "error"
+			if strings.HasPrefix(r.content, "[API Error") {
+				want = "api_error"
+			}
+			if st.Outcome != adapters.OutcomeFailed || st.Error == nil || st.Error.Type != want || st.Error.Message != r.content {
+				t.Errorf("error record %s: outcome %s, error %+v; want failed, %s: %s", r.id, st.Outcome, st.Error, want, r.content)
+			}
+		}
 	}
 }
