@@ -41,9 +41,9 @@ type secretsSession struct {
 }
 
 // Run reads every session the filters keep, newest first, from the store
-// file directly (beside a running server) or a team server's database, and
-// prints those whose export
-// would mask a value, each value once with the steps it is in.
+// file directly (beside a running server) or a team server's database,
+// and prints those whose export would mask a value, each value once with
+// the steps it is in.
 func (c *SecretsCmd) Run(e *env) error {
 	var st handlers.Reader
 	if isPostgresURL(c.DB) {
@@ -73,7 +73,7 @@ func (c *SecretsCmd) Run(e *env) error {
 			continue // deleted since the list was read
 		}
 		if err != nil {
-			return fmt.Errorf("session %s: %w", s.ID, notStored(s.ID, err))
+			return fmt.Errorf("session %s: %w", s.ID, err)
 		}
 		scanned++
 		kept := []handlers.ReviewFinding{}
@@ -161,7 +161,7 @@ func (c *SecretsCmd) sessions(e *env, st handlers.Reader) iter.Seq2[store.Sessio
 	}
 }
 
-// places says where a value is: "step 14 stdout, step 20 command, title".
+// places says where a value is: "step 14 payload.stdout, title".
 func places(where []handlers.ReviewPlace) string {
 	parts := make([]string, len(where))
 	for i, w := range where {
