@@ -57,6 +57,9 @@ type data struct {
 	Success          *bool           `json:"success"`
 	Result           json.RawMessage `json:"result"` // a permission.completed's too
 	Error            json.RawMessage `json:"error"`
+	// session.error
+	ErrorType string `json:"errorType"`
+	Message   string `json:"message"`
 	// session.shutdown
 	ModelMetrics map[string]struct {
 		Requests struct {
@@ -89,7 +92,9 @@ type data struct {
 // Events with an agentId (older: a parentToolCallId) are a subagent's,
 // spawned by the call subagent.started names; its task prompt opens no
 // turn. session.resume, session.compaction_complete and
-// session.context_cleared start segments. Step ids are the toolCallId of
+// session.context_cleared start segments. A session.error (a failed
+// model request, mostly) is a failed system message, its errorType the
+// error's type. Step ids are the toolCallId of
 // tool calls and the event id of everything else.
 //
 // Copilot reports tokens and requests (session.shutdown's modelMetrics,
@@ -217,6 +222,14 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		p.permission(d)
 	case "tool.execution_complete":
 		p.result(d)
+	case "session.error":
+		// An error Copilot showed: mostly a model request that failed or
+		// was refused (errorType quota, rate_limit, authentication,
+		// context_limit, ...). A failed step, as a Claude Code reply that
+		// was an API error.
+		text := strings.TrimSpace(cmp.Or(d.Message, d.ErrorType, "error"))
+		st := p.s.Message(p.actor(ev.AgentID, d.ParentToolCallID), ev.ID, "system", text, at)
+		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: cmp.Or(d.ErrorType, "error"), Message: text}
 	case "session.shutdown":
 		p.usage(d, at)
 		b.Header.EndedAt = at.Text

@@ -275,3 +275,67 @@ func TestIsSessionFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionErrorFails: a session.error in the real sample's log (as
+// Copilot's event schema writes one: errorType, message, statusCode) is a
+// failed system step of the turn it came in, its errorType the error's
+// type and its message the text; one without a type is of type error. The
+// rest of the sample reads as before.
+func TestSessionErrorFails(t *testing.T) {
+	path := filepath.Join("testdata", "session-state", "96ef38f0-9d09-45c3-8124-6448c36090ed", "events.jsonl")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	var prompt int // the first user.message
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"user.message"`) {
+			prompt = i
+			break
+		}
+	}
+	errs := []struct{ id, errorType, message string }{
+		{"err-1", "rate_limit", "Sorry, you have been rate-limited. Please wait a moment before trying again."},
+		{"err-2", "", "stream disconnected before completion"},
+	}
+	var added []string
+	for _, e := range errs {
+		d, _ := json.Marshal(map[string]any{"errorType": e.errorType, "message": e.message, "statusCode": 429})
+		if e.errorType == "" {
+			d, _ = json.Marshal(map[string]any{"message": e.message})
+		}
+		added = append(added, fmt.Sprintf(`{"type":"session.error","data":%s,"id":%q,"timestamp":"2026-04-23T17:09:00.000Z","parentId":null}`+"\n", d, e.id))
+	}
+	text := strings.Join(lines[:prompt+1], "") + strings.Join(added, "") + strings.Join(lines[prompt+1:], "")
+	before, after := parseText(string(raw)), parseText(text)
+	byID := map[string]store.Step{}
+	failed := map[string]int{}
+	for name, s := range map[string]*adapters.Session{"before": before, "after": after} {
+		for _, b := range s.Batches {
+			for _, st := range b.Steps {
+				if name == "after" {
+					byID[st.ID] = st
+				}
+				if st.Outcome == adapters.OutcomeFailed {
+					failed[name]++
+				}
+			}
+		}
+	}
+	if failed["after"] != failed["before"]+len(errs) {
+		t.Errorf("failed steps %d with the errors, %d without; want %d more", failed["after"], failed["before"], len(errs))
+	}
+	firstTurn := after.Batches[0].Turns[0].ID
+	for _, e := range errs {
+		st, ok := byID[e.id]
+		want := e.errorType
+		if want == "" {
+			want = "error"
+		}
+		if !ok || st.Type != store.TypeMessage || st.Payload.Role != "system" || st.Payload.Text == nil || *st.Payload.Text != e.message ||
+			st.Outcome != adapters.OutcomeFailed || st.Error == nil || st.Error.Type != want || st.Error.Message != e.message || st.TurnID != firstTurn {
+			t.Errorf("session.error %s = %+v; want a failed system message of turn %s, error %s: %s", e.id, st, firstTurn, want, e.message)
+		}
+	}
+}
