@@ -77,9 +77,10 @@ type functionResponse struct {
 // chat_compression record starts a segment "compaction" and its summary
 // is a summary message; a change of CLI version mid-file starts a segment
 // "resume". ui_telemetry tool_call events give the decision of the next
-// result of the same tool and arguments; api_response events repeat the
-// assistant records' usageMetadata and are skipped, as are the other
-// system records. Records with an agentId are a subagent's, under the
+// result of the same tool and arguments; an api_error event (a request to
+// the model that failed) is a failed system message of its error;
+// api_response events repeat the assistant records' usageMetadata and are
+// skipped, as are the other system records. Records with an agentId are a subagent's, under the
 // actor agent-<agentId>. The session's version is the first record's,
 // its workspace the first cwd. Qwen Code reports tokens but no cost: each
 // assistant record's usageMetadata is one response in Session.Usage (input
@@ -294,6 +295,8 @@ func (p *parser) system(r *record, at adapters.Time) {
 			FunctionName string          `json:"function_name"`
 			FunctionArgs json.RawMessage `json:"function_args"`
 			Decision     string          `json:"decision"`
+			Error        string          `json:"error"`         // api_error
+			ErrorMessage string          `json:"error_message"` // api_error, in some versions
 		} `json:"uiEvent"`
 		Phase             string     `json:"phase"`
 		RawCommand        string     `json:"rawCommand"`
@@ -310,6 +313,14 @@ func (p *parser) system(r *record, at adapters.Time) {
 		if name == "tool_call" && ev.Decision != "" {
 			k := callKey(ev.FunctionName, ev.FunctionArgs)
 			p.decisions[k] = append(p.decisions[k], ev.Decision)
+		}
+		if name == "api_error" {
+			// A request to the model that failed (each retry its own):
+			// a failed step, as a Claude Code reply that was an API error.
+			text := strings.TrimSpace(cmp.Or(ev.Error, ev.ErrorMessage, "the request to the model failed"))
+			st := p.s.Message(p.actor(r), p.stepID(r.UUID), "system", text, at)
+			st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: "api_error", Message: text}
+			return
 		}
 		p.b.Skip("ui_telemetry:" + name)
 	case "slash_command":

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -462,5 +463,73 @@ func TestThoughtsCountedApart(t *testing.T) {
 		if s == nil || s.Usage == nil || s.Usage.Output != c.want || s.Usage.Input != c.prompt {
 			t.Errorf("%+v: usage %+v; want output %d", c, s.Usage, c.want)
 		}
+	}
+}
+
+// TestAPIErrorFails: an api_error telemetry event in the real sample's
+// recording (as Qwen Code writes an ApiErrorEvent: error, error_type,
+// status_code; some versions error_message) is a failed system step with
+// its error, in the turn it came in; the api_response events stay
+// skipped, and the rest of the sample reads as before.
+func TestAPIErrorFails(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "shared", "samples", "qwen-code", "splitrail", "qwen_code.jsonl")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	var first map[string]any // the first record, whose session and cwd the errors carry
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	prompt := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"type":"user"`) })
+	errs := []struct{ id, field, message string }{
+		{"api-err-1", "error", "429 Throttling: Requests rate limit exceeded, please try again later."},
+		{"api-err-2", "error_message", "Request failed with status 500"},
+	}
+	var added []string
+	for _, e := range errs {
+		ev := map[string]any{"event.name": "qwen-code.api_error", "event.timestamp": first["timestamp"], "model": "coder-model",
+			e.field: e.message, "error_type": "RateLimitError", "status_code": 429, "duration_ms": 120, "prompt_id": "p#0"}
+		r := map[string]any{"uuid": e.id, "parentUuid": nil, "sessionId": first["sessionId"], "timestamp": first["timestamp"],
+			"type": "system", "subtype": "ui_telemetry", "cwd": first["cwd"], "version": first["version"], "systemPayload": map[string]any{"uiEvent": ev}}
+		b, _ := json.Marshal(r)
+		added = append(added, string(b)+"\n")
+	}
+	text := strings.Join(lines[:prompt+1], "") + strings.Join(added, "") + strings.Join(lines[prompt+1:], "")
+	before, after := parseText(t, "before", string(raw)), parseText(t, "after", text)
+	failed := func(s *adapters.Session) (n int) {
+		for _, st := range steps(s) {
+			if st.Outcome == adapters.OutcomeFailed {
+				n++
+			}
+		}
+		return n
+	}
+	if got, want := failed(after), failed(before)+len(errs); got != want {
+		t.Errorf("%d failed steps with the errors; want %d", got, want)
+	}
+	byID := stepsByID(t, after)
+	var promptID string
+	for _, st := range steps(after) {
+		if st.Payload.Role == "user" {
+			promptID = st.TurnID
+			break
+		}
+	}
+	for _, e := range errs {
+		var st store.Step
+		for id, s := range byID {
+			if strings.Contains(id, e.id) {
+				st = s
+			}
+		}
+		if st.Type != store.TypeMessage || st.Payload.Role != "system" || str(st.Payload.Text) != e.message || st.Outcome != adapters.OutcomeFailed ||
+			st.Error == nil || st.Error.Type != "api_error" || st.Error.Message != e.message || st.TurnID != promptID {
+			t.Errorf("api_error %s = %+v; want a failed system message %q of turn %s", e.id, st, e.message, promptID)
+		}
+	}
+	if after.Skipped["ui_telemetry:api_response"] != before.Skipped["ui_telemetry:api_response"] {
+		t.Errorf("api_response events skipped %d; want %d as before", after.Skipped["ui_telemetry:api_response"], before.Skipped["ui_telemetry:api_response"])
 	}
 }
