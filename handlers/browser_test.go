@@ -24,6 +24,7 @@ import (
 	"github.com/agentreview/service/internal/browsertest"
 	"github.com/agentreview/service/pricing"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // TestBrowser drives the review app in headless Chromium against a real
@@ -1180,9 +1181,9 @@ func browserExport(t *testing.T, b *browser) {
 		var where []string
 		for _, w := range f.Where {
 			if w.Seq != nil {
-				where = append(where, fmt.Sprintf("step %d %s", *w.Seq, w.Field))
+				where = append(where, fmt.Sprintf("step %d %s", *w.Seq, views.FieldLabel(w.Field)))
 			} else {
-				where = append(where, w.Field)
+				where = append(where, views.FieldLabel(w.Field))
 			}
 		}
 		want = append(want, finding{Rule: f.Rule + " " + f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder, Where: strings.Join(where, ", ")})
@@ -1192,7 +1193,7 @@ func browserExport(t *testing.T, b *browser) {
 	}
 	var found bool
 	for _, f := range got {
-		found = found || strings.Contains(f.Where, "step 2 payload.stdout")
+		found = found || strings.Contains(f.Where, "step 2 output")
 	}
 	if !found {
 		t.Errorf("export panel %+v names no finding in step 2's stdout", got)

@@ -357,10 +357,10 @@ func exportPanelFragment(src PageSource, log *slog.Logger) http.Handler {
 			pf := views.PanelFinding{Rule: f.Rule, Confidence: f.Confidence, Preview: f.Preview, Placeholder: f.Placeholder,
 				Keepable: f.Confidence == string(redact.Candidate)}
 			for _, w := range f.Where {
-				place := views.Place{Label: w.Field}
+				place := views.Place{Label: views.FieldLabel(w.Field)}
 				if w.Seq != nil {
 					seq := strconv.FormatInt(*w.Seq, 10)
-					place = views.Place{Label: "step " + seq + " " + w.Field, Href: "#" + stepDOMID(*w.Seq)}
+					place = views.Place{Label: "step " + seq + " " + views.FieldLabel(w.Field), Href: "#" + stepDOMID(*w.Seq)}
 				}
 				pf.Where = append(pf.Where, place)
 			}

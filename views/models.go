@@ -519,6 +519,31 @@ type Place struct {
 	Href  string // #step-<seq>
 }
 
+// fieldLabels name in words the fields the export's scan labels by their
+// JSON path (redact.Step, redact.Session).
+var fieldLabels = map[string]string{
+	"payload.command": "command", "payload.cwd": "working folder", "payload.stdout": "output",
+	"payload.stderr": "error output", "payload.output_ref": "output file", "payload.path": "path",
+	"payload.old_string": "old text", "payload.new_string": "new text", "payload.structured_patch": "patch",
+	"payload.text": "text", "payload.text_ref": "text file", "payload.tool_name": "tool name",
+	"payload.raw": "tool data", "error.type": "error type", "error.message": "error",
+	"flags.kind": "flag", "flags.reason": "flag reason", "note.author": "note author", "note.text": "note",
+	"session.title": "title", "session.workspace.root": "workspace", "session.workspace.repo": "repository",
+	"session.verdict.note": "verdict note", "session.verdict.reviewer": "reviewer",
+	"report.files.path": "files touched", "report.commands.command": "commands run",
+	"report.tools.tool": "other tools", "usage.models.model": "model",
+}
+
+// FieldLabel is a field the export's scan names by its JSON path
+// ("payload.stdout") in words ("output"); a field without a name in words
+// stays as it is.
+func FieldLabel(field string) string {
+	if l, ok := fieldLabels[field]; ok {
+		return l
+	}
+	return field
+}
+
 // textOf writes s as HTML text a slice at a time. Unlike { s }, which
 // copies a value whole before escaping it, it holds no copy of a long
 // recorded value.

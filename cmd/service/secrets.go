@@ -11,6 +11,7 @@ import (
 	"github.com/agentreview/service/handlers"
 	"github.com/agentreview/service/redact"
 	"github.com/agentreview/service/store"
+	"github.com/agentreview/service/views"
 )
 
 // SecretsCmd is `service secrets [--session ID] [--agent KIND]
@@ -161,11 +162,12 @@ func (c *SecretsCmd) sessions(e *env, st handlers.Reader) iter.Seq2[store.Sessio
 	}
 }
 
-// places says where a value is: "step 14 payload.stdout, title".
+// places says where a value is, as the export panel does: "step 14
+// output, title".
 func places(where []handlers.ReviewPlace) string {
 	parts := make([]string, len(where))
 	for i, w := range where {
-		parts[i] = terminalSafe(w.Field)
+		parts[i] = terminalSafe(views.FieldLabel(w.Field))
 		if w.Seq != nil {
 			parts[i] = "step " + strconv.FormatInt(*w.Seq, 10) + " " + parts[i]
 		}

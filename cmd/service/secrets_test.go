@@ -124,7 +124,7 @@ func testSecretsCommand(t *testing.T, db string, apply func(context.Context, *st
 				at = append(at, fmt.Sprintf("step %d ", i+1))
 			}
 		}
-		return strings.Join(at, "payload.stdout, ") + "payload.stdout"
+		return strings.Join(at, "output, ") + "output" // the field stdout, in words
 	}
 	leakHead := "leak  2026-03-02T10:00:00Z  claude-code  " + strings.ReplaceAll(sessions[0].title, "\x1b", " ") + "\n"
 	tokLine := fmt.Sprintf("  %s  %s  %s\n", tok.Rule, tok.Preview, where(0, token))
