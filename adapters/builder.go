@@ -516,3 +516,11 @@ func Reject(st *store.Step, message string) {
 	st.Decision, st.Outcome = DecisionRejected, OutcomeNotRun
 	st.Error = &store.StepError{Type: "rejected", Message: message}
 }
+
+// Fail marks a step as failed with an error of type typ: a request to the
+// model that failed is a message step failed with "api_error" (or the
+// agent's own type of it), in every adapter that records one.
+func Fail(st *store.Step, typ, message string) {
+	st.Outcome = OutcomeFailed
+	st.Error = &store.StepError{Type: typ, Message: message}
+}

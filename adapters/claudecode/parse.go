@@ -627,8 +627,7 @@ func (p *parser) assistant(c ctx, ln *line, at adapters.Time) {
 			}
 			s := p.message(c, id, "assistant", b.Text, at)
 			if r.IsAPIError {
-				s.St.Outcome = adapters.OutcomeFailed
-				s.St.Error = &store.StepError{Type: "api_error", Message: b.Text}
+				adapters.Fail(s.St, "api_error", b.Text)
 			}
 		case "thinking":
 			if b.Thinking == "" {

@@ -229,7 +229,7 @@ func (p *parser) event(ev *event, d *data, at adapters.Time) {
 		// was an API error.
 		text := strings.TrimSpace(cmp.Or(d.Message, d.ErrorType, "error"))
 		st := p.s.Message(p.actor(ev.AgentID, d.ParentToolCallID), ev.ID, "system", text, at)
-		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: cmp.Or(d.ErrorType, "error"), Message: text}
+		adapters.Fail(st.St, cmp.Or(d.ErrorType, "error"), text)
 	case "session.shutdown":
 		p.usage(d, at)
 		b.Header.EndedAt = at.Text

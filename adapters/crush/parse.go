@@ -224,7 +224,7 @@ func (p *parser) finished(s *adapters.Stream, a *adapters.Actor, m *messageRow, 
 	st := s.Message(a, partID(m, i), "system", text, p.time(cmp.Or(d.Time, m.Finished, m.Created)))
 	if failed != nil {
 		// As a Claude Code reply that was an API error: a failed step.
-		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, failed
+		adapters.Fail(st.St, failed.Type, failed.Message)
 	}
 }
 

@@ -271,7 +271,7 @@ func (p *parser) message(e *entry) {
 		if strings.HasPrefix(strings.TrimSpace(text), "[API Error") {
 			typ = "api_error"
 		}
-		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: typ, Message: cmp.Or(strings.TrimSpace(text), "error")}
+		adapters.Fail(st.St, typ, cmp.Or(strings.TrimSpace(text), "error"))
 	default:
 		p.b.Skip("message:" + m.Type)
 	}

@@ -187,7 +187,7 @@ func (p *parser) failure(in *messageInfo, at adapters.Time) {
 		// The provider's error (APIError, ProviderAuthError,
 		// MessageOutputLengthError, UnknownError): a failed step, as a
 		// Claude Code reply that was an API error; an abort is the user's.
-		st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: "api_error", Message: text}
+		adapters.Fail(st.St, "api_error", text)
 	}
 }
 

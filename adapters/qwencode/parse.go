@@ -319,7 +319,7 @@ func (p *parser) system(r *record, at adapters.Time) {
 			// a failed step, as a Claude Code reply that was an API error.
 			text := strings.TrimSpace(cmp.Or(ev.Error, ev.ErrorMessage, "the request to the model failed"))
 			st := p.s.Message(p.actor(r), p.stepID(r.UUID), "system", text, at)
-			st.St.Outcome, st.St.Error = adapters.OutcomeFailed, &store.StepError{Type: "api_error", Message: text}
+			adapters.Fail(st.St, "api_error", text)
 			return
 		}
 		p.b.Skip("ui_telemetry:" + name)
