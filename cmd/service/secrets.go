@@ -16,7 +16,7 @@ import (
 
 // SecretsCmd is `service secrets [--session ID] [--agent KIND]
 // [--workspace TEXT] [--since DATE] [--until DATE] [--candidates] [--json]
-// [--db PATH]`: the secrets the stored sessions hold, which their agents
+// [--fail] [--db PATH]`: the secrets the stored sessions hold, which their agents
 // sent to a model or printed, found by the scan that masks the export; to
 // know which keys to rotate.
 type SecretsCmd struct {
@@ -27,6 +27,7 @@ type SecretsCmd struct {
 	Until      string `help:"Only the sessions started before this date or time." placeholder:"DATE"`
 	Candidates bool   `help:"Also list the values only the generic rule matched (a long random-looking value beside a word such as key or token): the export masks them too, but many are not secrets."`
 	JSON       bool   `help:"Print each session with secrets as the export review route answers it (GET /api/sessions/<id>/export/review), with its agent, title and start."`
+	Fail       bool   `help:"Exit with status 1 when a secret is listed, as a scanner in a script or a scheduled job does."`
 	DB         string `help:"Store file (default ~/.service/store.db), or a team server's PostgreSQL URL (postgres://...): the sessions its users pushed." placeholder:"PATH"`
 }
 
@@ -108,9 +109,25 @@ func (c *SecretsCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
-		return err
+		if _, err := fmt.Fprintf(e.stdout, "%s\n", b); err != nil {
+			return err
+		}
+		return c.failed(definite, possible)
 	}
+	if found := listed(definite, possible); found == "" {
+		fmt.Fprintf(e.stdout, "No secrets in %s\n", plural(scanned, "session", "sessions"))
+	} else {
+		fmt.Fprintf(e.stdout, "%s in %d of %s\n", found, len(with), plural(scanned, "session", "sessions"))
+	}
+	if left > 0 {
+		fmt.Fprintf(e.stdout, "(%s only the generic rule matched not listed: --candidates lists them)\n", plural(left, "possible secret", "possible secrets"))
+	}
+	return c.failed(definite, possible)
+}
+
+// listed says how many values were listed: "2 secrets and 1 possible
+// secret"; "" for none.
+func listed(definite, possible int) string {
 	var found []string
 	if definite > 0 {
 		found = append(found, plural(definite, "secret", "secrets"))
@@ -118,15 +135,15 @@ func (c *SecretsCmd) Run(e *env) error {
 	if possible > 0 {
 		found = append(found, plural(possible, "possible secret", "possible secrets"))
 	}
-	if len(found) == 0 {
-		fmt.Fprintf(e.stdout, "No secrets in %s\n", plural(scanned, "session", "sessions"))
-	} else {
-		fmt.Fprintf(e.stdout, "%s in %d of %s\n", strings.Join(found, " and "), len(with), plural(scanned, "session", "sessions"))
+	return strings.Join(found, " and ")
+}
+
+// failed is the command's end with --fail when it listed values.
+func (c *SecretsCmd) failed(definite, possible int) error {
+	if !c.Fail || definite+possible == 0 {
+		return nil
 	}
-	if left > 0 {
-		fmt.Fprintf(e.stdout, "(%s only the generic rule matched not listed: --candidates lists them)\n", plural(left, "possible secret", "possible secrets"))
-	}
-	return nil
+	return fmt.Errorf("%s listed (--fail)", listed(definite, possible))
 }
 
 // sessions yields the sessions the command looks in: --session alone, or

@@ -184,6 +184,22 @@ func testSecretsCommand(t *testing.T, db string, apply func(context.Context, *st
 		t.Errorf("secrets --json: %d scanned, places %q; want %d and %q", res.Scanned, got, len(sessions), want)
 	}
 
+	// --fail: status 1 once a value is listed, after the listing.
+	for _, c := range []struct {
+		args []string
+		want string // the error; "" for none
+	}{
+		{[]string{"--fail"}, "2 secrets listed (--fail)"},
+		{[]string{"--fail", "--agent", "codex"}, ""},
+		{[]string{"--fail", "--agent", "codex", "--candidates"}, "1 possible secret listed (--fail)"},
+		{[]string{"--fail", "--json", "--session", "leak"}, "2 secrets listed (--fail)"},
+	} {
+		out, err := secrets(c.args...)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) || !strings.Contains(out, "in ") && !strings.Contains(out, `"scanned"`) {
+			t.Errorf("secrets %q = %v\n%s\nwant error %q after the listing", c.args, err, out, c.want)
+		}
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string
