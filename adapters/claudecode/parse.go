@@ -28,7 +28,9 @@ const transcript = "transcript"
 // command or a `!` shell command typed by the user too); prompts and
 // replies are message steps, thinking is role thinking, the compaction
 // summary is role summary, and text the CLI injects (interruptions, task
-// notifications, reminders) is role system. Each tool_use is one step,
+// notifications, reminders) is role system. A reply that is an API error
+// failed; the notices of its retries before it (system api_error) are one
+// system step a stall, not failed (apiRetry). Each tool_use is one step,
 // completed by its tool_result. Segments start at the first record
 // ("start", or "clear" when the file opens with /clear), at each
 // compact_boundary ("compaction"), and where the CLI was started again on
@@ -106,6 +108,7 @@ type parser struct {
 	spawns     []*adapters.Step          // Task calls, to match subagents by prompt
 	local      map[*agent]*adapters.Step // last slash or ! command, for its output
 	rootLocal  *adapters.Step
+	retries    map[*agent]*adapters.Step // an actor's step of API retries (nil: the root's), for the next notice
 }
 
 // source is one of the session's files, read line by line: the lines
@@ -751,8 +754,49 @@ func (p *parser) system(c ctx, ln *line, at adapters.Time) {
 			p.userText(c, r, p.recordID(c, ln), text, at)
 			return
 		}
+	case "api_error":
+		p.apiRetry(c, ln, at)
+		return
 	}
 	p.skip("system:" + cmp.Or(r.Subtype, "?"))
+}
+
+// apiRetry maps Claude Code's notice that a request to the model failed
+// and is retried (a system api_error record, one per attempt): a system
+// message saying why and which attempt, not a failure, since most retries
+// succeed and the request that gives up is written as a reply that is an
+// API error (a failed step). The notices of one stall, with no other step
+// of the actor between them, are one step: its text says the last attempt.
+func (p *parser) apiRetry(c ctx, ln *line, at adapters.Time) {
+	r := ln.rec
+	var e struct {
+		Message   string          `json:"message"`
+		Formatted string          `json:"formatted"`
+		Status    json.RawMessage `json:"status"`
+	}
+	decode(r.Error, &e)
+	why := cmp.Or(strings.TrimSpace(e.Formatted), strings.TrimSpace(e.Message))
+	if why == "" && len(e.Status) > 0 {
+		why = "status " + strings.Trim(string(e.Status), `"`)
+	}
+	var content string
+	decode(r.Content, &content)
+	text := "API error, retrying: " + cmp.Or(why, strings.TrimSpace(content), "the request failed")
+	if r.RetryAttempt > 0 {
+		text += fmt.Sprintf(" (attempt %d", r.RetryAttempt)
+		if r.MaxRetries > 0 {
+			text += fmt.Sprintf(" of %d", r.MaxRetries)
+		}
+		text += ")"
+	}
+	if s := p.retries[c.agent]; s != nil && c.s.Last() == s {
+		s.St.Payload.Text = adapters.Text(text)
+		return
+	}
+	if p.retries == nil {
+		p.retries = map[*agent]*adapters.Step{}
+	}
+	p.retries[c.agent] = p.message(c, p.recordID(c, ln), "system", text, at)
 }
 
 func (p *parser) progress(c ctx, ln *line) {

@@ -612,3 +612,59 @@ func TestLongFolderOfManyCalls(t *testing.T) {
 		t.Errorf("a %d-byte transcript: %d steps record the folder, %d bytes; want some, at most %d", size, withCwd, cwdBytes, limit)
 	}
 }
+
+// TestAPIRetryNotices: Claude Code's system api_error records (one per
+// retry of a failed request, in the shapes seen in real transcripts: an
+// error object with its formatted text, or with a status alone) put into
+// the real sample: the notices of one stall, one after another, are one
+// system step named for the first, saying the last attempt; a notice after
+// another step is a step of its own; none is a failure, so the sample's
+// failed steps stay as they were.
+func TestAPIRetryNotices(t *testing.T) {
+	lines := sampleLines(t, "agentlogs_crud.jsonl")
+	var head map[string]any // the sample's first prompt: its session and time
+	prompt := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"type":"user"`) })
+	if err := json.Unmarshal([]byte(lines[prompt]), &head); err != nil {
+		t.Fatal(err)
+	}
+	notice := func(uuid string, attempt int, e map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"parentUuid": head["uuid"], "isSidechain": false, "type": "system", "subtype": "api_error",
+			"level": "error", "error": e, "retryInMs": 600, "retryAttempt": attempt, "maxRetries": 10, "source": "request_retry",
+			"timestamp": head["timestamp"], "uuid": uuid, "sessionId": head["sessionId"], "version": head["version"], "cwd": head["cwd"]})
+		return string(b)
+	}
+	overloaded := map[string]any{"message": "529 overloaded", "status": 529, "formatted": "529 overloaded_error", "connection": nil}
+	stall := []string{notice("retry-1", 1, overloaded), notice("retry-2", 2, overloaded), notice("retry-3", 3, overloaded)}
+	later := notice("retry-later", 1, map[string]any{"status": 500})
+	last := len(lines) - 1
+	withRetries := slices.Concat(lines[:prompt+1], stall, lines[prompt+1:last], []string{later}, lines[last:])
+	path := filepath.Join(t.TempDir(), "8122657c-fe54-4dc9-89a3-20049e8a84f7.jsonl")
+	writeFile(t, path, append(withRetries, "")...)
+	before := gather(adapterstest.ParseRoots(t, Agent, filepath.Join("testdata", "agentlogs_crud.jsonl"))["8122657c-fe54-4dc9-89a3-20049e8a84f7"])
+	s := adapterstest.ParseRoots(t, Agent, path)["8122657c-fe54-4dc9-89a3-20049e8a84f7"]
+	mustValid(t, s)
+	after := gather(s)
+	if len(after.steps) != len(before.steps)+2 {
+		t.Errorf("%d steps with the notices; want the sample's %d and 2", len(after.steps), len(before.steps))
+	}
+	failed := func(a all) (n int) {
+		for _, st := range a.steps {
+			if st.Outcome == "failed" {
+				n++
+			}
+		}
+		return n
+	}
+	if failed(after) != failed(before) {
+		t.Errorf("%d failed steps with the notices; want the sample's %d", failed(after), failed(before))
+	}
+	for id, want := range map[string]string{
+		"retry-1":     "API error, retrying: 529 overloaded_error (attempt 3 of 10)",
+		"retry-later": "API error, retrying: status 500 (attempt 1 of 10)",
+	} {
+		st := after.step(t, id)
+		if st.Type != store.TypeMessage || st.Payload.Role != "system" || st.Payload.Text == nil || *st.Payload.Text != want || st.Outcome != "ok" {
+			t.Errorf("notice %s = %+v %+v; want an ok system message %q", id, st, st.Payload, want)
+		}
+	}
+}

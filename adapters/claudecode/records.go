@@ -33,6 +33,11 @@ type record struct {
 	Content          json.RawMessage `json:"content"`
 	Data             json.RawMessage `json:"data"`
 	ParentToolUseID  string          `json:"parentToolUseID"`
+	// A system api_error record: the request's error ({message, status,
+	// formatted}) and which retry comes next.
+	Error        json.RawMessage `json:"error"`
+	RetryAttempt int             `json:"retryAttempt"`
+	MaxRetries   int             `json:"maxRetries"`
 }
 
 // decodeOptions make the one-pass decoder read what encoding/json would:
