@@ -185,19 +185,22 @@ func (c CoreClient) UsageReports(ctx context.Context, uq store.UsageQuery, more 
 	if uq.Breakdown != "" {
 		q.Set("breakdown", uq.Breakdown)
 	}
-	if uq.Sort != "" {
-		q.Set("sort", uq.Sort)
-	}
 	var reports [][]store.UsageRow
-	for _, g := range append([]string{uq.Group}, more...) {
+	for i, g := range append([]string{uq.Group}, more...) {
 		q.Set("group", g)
+		q.Del("sort")
+		switch {
+		case i == 0 && uq.Sort != "":
+			q.Set("sort", uq.Sort)
+		case i > 0 && g == store.UsageBySession && uq.SortSessions != "":
+			q.Set("sort", uq.SortSessions)
+		}
 		var rep UsageReport
 		if err := c.get(ctx, "/api/usage", q, &rep); err != nil {
 			return nil, err
 		}
 		reports = append(reports, rep.Rows)
 		q.Del("breakdown") // of q.Group alone
-		q.Del("sort")
 	}
 	return reports, nil
 }

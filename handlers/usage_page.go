@@ -82,21 +82,10 @@ func usagePage(src store.UsageReporter, demo bool, log *slog.Logger) http.Handle
 		for _, c := range charts[1:] {
 			more = append(more, c.ID)
 		}
-		// The days split by the chart's stack; the top sessions' rows show
-		// their titles. Sessions by cost are a report of their own (the
-		// order is its first group's), the last chart's.
-		q.Group, q.Breakdown, q.Titles = charts[0].ID, p.Stack, usageChartBars
-		if p.SessionsBy != store.UsageSortTokens {
-			more = more[:len(more)-1]
-		}
+		// One read: the days split by the chart's stack, the other charts
+		// by tokens, the top sessions in the order asked, with their titles.
+		q.Group, q.Breakdown, q.SortSessions, q.Titles = charts[0].ID, p.Stack, p.SessionsBy, usageChartBars
 		reports, err := src.UsageReports(r.Context(), q.UsageQuery, more...)
-		if err == nil && len(reports) < len(charts) {
-			bySession := q.UsageQuery
-			bySession.Group, bySession.Breakdown, bySession.Sort = store.UsageBySession, "", p.SessionsBy
-			var sessions []store.UsageRow
-			sessions, err = store.UsageReport(r.Context(), src, bySession)
-			reports = append(reports, sessions)
-		}
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -53,6 +53,39 @@ func BenchmarkUsageReportPage(b *testing.B) {
 	}
 }
 
+// BenchmarkUsageReportPageByCost: the usage page's reports with its top
+// sessions by cost, on the store of BenchmarkUsageReportDaily: in one read
+// (SortSessions, as the page reads them), and in two, the charts and then
+// the sessions by cost (as it read them before).
+func BenchmarkUsageReportPageByCost(b *testing.B) {
+	ctx := context.Background()
+	s := openUsageBench(b)
+	q := store.UsageQuery{Group: store.UsageByDay, Breakdown: store.UsageByModel, Titles: 20}
+	more := []string{store.UsageByModel, store.UsageByAgent, store.UsageByProject, store.UsageByBlock}
+	b.Run("one-read", func(b *testing.B) {
+		q := q
+		q.SortSessions = store.UsageSortCost
+		for b.Loop() {
+			reports, err := s.UsageReports(ctx, q, append(more, store.UsageBySession)...)
+			if err != nil || len(reports) != 6 || reports[5][0].Title == "" {
+				b.Fatalf("UsageReports = %d reports, %v", len(reports), err)
+			}
+		}
+	})
+	b.Run("two-reads", func(b *testing.B) {
+		for b.Loop() {
+			reports, err := s.UsageReports(ctx, q, more...)
+			if err != nil || len(reports) != 5 {
+				b.Fatalf("UsageReports = %d reports, %v", len(reports), err)
+			}
+			rows, err := store.UsageReport(ctx, s, store.UsageQuery{Group: store.UsageBySession, Sort: store.UsageSortCost, Titles: 20})
+			if err != nil || rows[0].Title == "" {
+				b.Fatalf("UsageReport = %d rows, %v", len(rows), err)
+			}
+		}
+	})
+}
+
 // BenchmarkUsageReportListPage: the report by session of the 100
 // sessions of a list page (UsageQuery.Sessions), on the store of
 // BenchmarkUsageReportDaily: what the list adds to price the usage of

@@ -98,6 +98,10 @@ type UsageQuery struct {
 	// most first; else by tokens, most first. Not the reports of the
 	// groups asked beside it (UsageReports), nor the rows by time.
 	Sort string
+	// SortSessions orders as Sort does the rows of the group by session
+	// when it is asked beside Group (UsageReports' more): the usage page's
+	// top sessions by cost, from the same read as its charts by tokens.
+	SortSessions string
 	// Titles, for the group by session, is how many rows (the first, in
 	// the report's order) carry their session's title: each costs a read,
 	// and a report may have a row for every stored session.
@@ -308,6 +312,9 @@ func (p UsagePlan) SessionTotalsKeys() string {
 // and says what they read.
 func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
 	p := UsagePlan{Since: int64(-1 << 63), Until: int64(1<<63 - 1)}
+	if q.SortSessions != "" && !slices.Contains(UsageSorts, q.SortSessions) {
+		return UsagePlan{}, fmt.Errorf("unknown sort %q of the sessions", q.SortSessions)
+	}
 	// column is the index of a group's column in p.Keys, added once.
 	column := func(group string) int {
 		col := map[string]string{UsageBySession: "s.id", UsageByModel: "h.model", UsageByAgent: "s.agent_kind", UsageByProject: "s.workspace_root"}[group]
@@ -346,14 +353,21 @@ func PlanUsage(q UsageQuery, more ...string) (UsagePlan, error) {
 			}
 			g.split = column(q.Breakdown)
 		}
-		if i == 0 && q.Sort != "" {
-			if !slices.Contains(UsageSorts, q.Sort) {
-				return UsagePlan{}, fmt.Errorf("unknown sort %q", q.Sort)
+		sort := q.Sort
+		if i > 0 {
+			sort = ""
+			if name == UsageBySession {
+				sort = q.SortSessions
+			}
+		}
+		if sort != "" {
+			if !slices.Contains(UsageSorts, sort) {
+				return UsagePlan{}, fmt.Errorf("unknown sort %q", sort)
 			}
 			if slices.Contains(UsageTimeGroups, name) {
-				return UsagePlan{}, fmt.Errorf("sort %q of the rows by %s: they are in the order of time", q.Sort, name)
+				return UsagePlan{}, fmt.Errorf("sort %q of the rows by %s: they are in the order of time", sort, name)
 			}
-			g.byCost = q.Sort == UsageSortCost
+			g.byCost = sort == UsageSortCost
 		}
 		p.groups = append(p.groups, g)
 	}

@@ -267,7 +267,26 @@ func testUsage(t *testing.T, s store.Backend) {
 		// The report asked beside it keeps its order by tokens.
 		compare(store.UsageQuery{Group: group}, reports[1], want(group, all))
 	}
-	for _, q := range []store.UsageQuery{{Group: store.UsageBySession, Sort: "price"}, {Group: store.UsageByDay, Sort: store.UsageSortCost}, {Group: store.UsageByBlock, Sort: store.UsageSortTokens}} {
+	// The usage page's read: the sessions asked beside the days by cost
+	// (SortSessions), the days and the models beside them by tokens.
+	for _, by := range store.UsageSorts {
+		q := store.UsageQuery{Group: store.UsageByDay, SortSessions: by}
+		reports, err := s.UsageReports(bg, q, store.UsageByModel, store.UsageBySession)
+		if err != nil || len(reports) != 3 {
+			t.Fatalf("UsageReports(%+v, model, session) = %d reports, %v", q, len(reports), err)
+		}
+		compare(store.UsageQuery{Group: store.UsageByDay}, reports[0], want(store.UsageByDay, all))
+		compare(store.UsageQuery{Group: store.UsageByModel}, reports[1], want(store.UsageByModel, all))
+		wantKeys := keysOf(want(store.UsageBySession, all))
+		if by == store.UsageSortCost {
+			wantKeys = byCost(store.UsageBySession)
+		}
+		if got := keysOf(reports[2]); !slices.Equal(got, wantKeys) {
+			t.Errorf("UsageReports(%+v) sessions = %q; want by %s %q", q, got, by, wantKeys)
+		}
+	}
+	for _, q := range []store.UsageQuery{{Group: store.UsageBySession, Sort: "price"}, {Group: store.UsageByDay, Sort: store.UsageSortCost}, {Group: store.UsageByBlock, Sort: store.UsageSortTokens},
+		{Group: store.UsageByDay, SortSessions: "price"}} {
 		if _, err := s.UsageReports(bg, q); err == nil {
 			t.Errorf("UsageReports(%+v) = nil error; want the sort refused", q)
 		}
