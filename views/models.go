@@ -262,6 +262,9 @@ type TurnProblems struct {
 	FlagsHref  string
 }
 
+// Any is whether the turn has a failed step or a flag.
+func (p TurnProblems) Any() bool { return p.Failed > 0 || p.Flags > 0 }
+
 // StepRun is a run of a turn's steps the page shows, and the steps after
 // it that it does not (Gap).
 type StepRun struct {

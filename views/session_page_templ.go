@@ -608,7 +608,7 @@ func Turn(t TurnView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if t.Problems.Failed > 0 || t.Problems.Flags > 0 {
+		if t.Problems.Any() {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 50, " data-problems")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -837,7 +837,7 @@ func turnProblems(p TurnProblems) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if p.Failed > 0 || p.Flags > 0 {
+		if p.Any() {
 			var templ_7745c5c3_Var37 string
 			templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(" ")
 			if templ_7745c5c3_Err != nil {
