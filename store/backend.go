@@ -17,6 +17,9 @@ type Backend interface {
 	Detail(ctx context.Context, id string, q DetailQuery) (SessionDetail, error)
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]Step, error)
 	FileChanges(ctx context.Context, id string) ([]FileChange, error)
+	// NextProblem is the seq of the first failed or flagged step after seq
+	// (back: the last before it), ok false for none.
+	NextProblem(ctx context.Context, id string, seq int64, back bool) (next int64, ok bool, err error)
 	Image(ctx context.Context, id string, seq int64, n int) (Image, error)
 	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
 	// UsageReports is the usage report of q.Group and of each of more, from

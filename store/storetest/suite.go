@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"DetailStepWindow", testDetailStepWindow},
 		{"TurnSteps", testTurnSteps},
 		{"FileChanges", testFileChanges},
+		{"NextProblem", testNextProblem},
 		{"Image", testImage},
 		{"EndSession", testEndSession},
 		{"Delete", testDelete},

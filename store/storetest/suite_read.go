@@ -752,3 +752,83 @@ func testImage(t *testing.T, s store.Backend) {
 		}
 	}
 }
+
+// NextProblem finds, from any seq, the next and the previous failed or
+// flagged step of the session's steps, as a later push changes them; a
+// session without any has none, and one not stored (or deleted) is not
+// found.
+func testNextProblem(t *testing.T, s store.Backend) {
+	pushes, _ := generated(t, s, "np")
+	steps := mergeSteps(pushes...)
+	check := func(when string, steps []store.Step) {
+		t.Helper()
+		var problems []int64
+		for _, st := range steps {
+			if st.Outcome == "failed" || len(st.Flags) > 0 {
+				problems = append(problems, st.Seq)
+			}
+		}
+		if len(problems) < 3 || len(problems) == len(steps) {
+			t.Fatalf("%s: %d problems in %d steps; the batch should have some, not all", when, len(problems), len(steps))
+		}
+		last := steps[len(steps)-1].Seq
+		for seq := int64(-1); seq <= last+1; seq++ {
+			i, _ := slices.BinarySearch(problems, seq+1)
+			wantNext, wantOK := int64(0), i < len(problems)
+			if wantOK {
+				wantNext = problems[i]
+			}
+			next, ok, err := s.NextProblem(bg, "np", seq, false)
+			if err != nil || next != wantNext || ok != wantOK {
+				t.Fatalf("%s: NextProblem(np, %d) = %d, %v, %v; want %d, %v", when, seq, next, ok, err, wantNext, wantOK)
+			}
+			j, _ := slices.BinarySearch(problems, seq)
+			wantPrev, wantOK := int64(0), j > 0
+			if wantOK {
+				wantPrev = problems[j-1]
+			}
+			prev, ok, err := s.NextProblem(bg, "np", seq, true)
+			if err != nil || prev != wantPrev || ok != wantOK {
+				t.Fatalf("%s: NextProblem(np, %d, back) = %d, %v, %v; want %d, %v", when, seq, prev, ok, err, wantPrev, wantOK)
+			}
+		}
+	}
+	check("first pushes", steps)
+
+	// A later push: the first problem mended (neither failed nor flagged),
+	// and the last step that was neither fails.
+	first := slices.IndexFunc(steps, func(st store.Step) bool { return st.Outcome == "failed" || len(st.Flags) > 0 })
+	mended := steps[first]
+	mended.Outcome, mended.Error, mended.Flags = "ok", nil, []store.Flag{}
+	var failing store.Step
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Outcome != "failed" && len(steps[i].Flags) == 0 {
+			failing = steps[i]
+			failing.Outcome, failing.Error = "failed", &store.StepError{Type: "tool_error", Message: "failed later"}
+			steps[i] = failing
+			break
+		}
+	}
+	steps[first] = mended
+	mustApply(t, s, stepsBatch("np", mended, failing))
+	check("after a later push", steps)
+
+	b := smallBatch("calm")
+	for i := range b.Steps {
+		b.Steps[i].Outcome, b.Steps[i].Error, b.Steps[i].Flags = "ok", nil, []store.Flag{}
+	}
+	mustApply(t, s, b)
+	for _, back := range []bool{false, true} {
+		if next, ok, err := s.NextProblem(bg, "calm", 3, back); ok || err != nil {
+			t.Errorf("NextProblem(calm, 3, %v) = %d, %v, %v; want none", back, next, ok, err)
+		}
+	}
+	if err := s.Delete(bg, "np"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"np", "nope"} {
+		if _, _, err := s.NextProblem(bg, id, 0, false); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("NextProblem(%s) = %v; want ErrNotFound", id, err)
+		}
+	}
+}
