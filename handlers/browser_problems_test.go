@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentreview/service/internal/browsertest"
 )
 
 // TestBrowserProblemsOnly: Only failed or flagged shows the failed and
@@ -74,4 +76,64 @@ func TestBrowserProblemsOnly(t *testing.T) {
 	if got := len(shown()); got != all || !turnShown(1) || evalJS[bool](p, `document.querySelector('[data-testid="problems-only"]').checked`) {
 		t.Errorf("unchecked: %d of %d steps shown, turn 1 shown %v; want all", got, all, turnShown(1))
 	}
+}
+
+// TestBrowserKeysReachEveryProblem: on a page that leaves steps out, e and
+// E go through every failed or flagged step of the session in order, those
+// left out too (shown with the steps around them), and round at either
+// end; j goes on from a step e opened that way.
+func TestBrowserKeysReachEveryProblem(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	// Turn 1's command (seq 2) and the long turn's steps 60, 61 and 150,
+	// which its first view leaves out, and 380 and 390, which it shows.
+	x := longTurn("reach", 400, at)
+	steps := x["steps"].(arr)
+	for i, st := range steps {
+		switch st.(obj)["seq"] {
+		case 2, 61, 380:
+			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+		case 60, 150, 390:
+			steps[i].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
+		}
+	}
+	s.mustPush(x, http.StatusCreated)
+	var problems []string // from the batch, in seq order
+	for _, st := range steps {
+		if st := st.(obj); st["outcome"] == "failed" || len(st["flags"].(arr)) > 0 {
+			problems = append(problems, fmt.Sprint("step-", st["seq"]))
+		}
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=reach")
+	var left []string
+	for _, id := range problems {
+		if p.Count("#"+id) == 0 {
+			left = append(left, id)
+		}
+	}
+	if len(left) != 3 {
+		t.Fatalf("the first view leaves out %v of the problems %v; want three of them", left, problems)
+	}
+	selected := func(what, id string) {
+		t.Helper()
+		p.WaitFor(what, `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === `+browsertest.JSString(id))
+	}
+	for _, id := range problems {
+		p.key("e")
+		selected("e selects the next problem, "+id, id)
+	}
+	p.key("e")
+	selected("e goes round to the first", problems[0])
+	p.key("E")
+	selected("E goes round to the last", problems[len(problems)-1])
+	for i := len(problems) - 2; i >= 0; i-- {
+		p.key("E")
+		selected("E selects the one before, "+problems[i], problems[i])
+	}
+	p.key("e")
+	selected("e from the first selects the second", problems[1])
+	p.key("j")
+	selected("j goes on from there", fmt.Sprint("step-", 61))
 }

@@ -94,6 +94,22 @@ func coreProxy(core *url.URL) http.Handler {
 	}
 }
 
+// NextProblem is the core's GET /session/problem, which goes round at
+// either end itself: ok is false only for a session without a problem.
+func (c CoreClient) NextProblem(ctx context.Context, id string, seq int64, back bool) (int64, bool, error) {
+	q := url.Values{"id": {id}}
+	if back {
+		q.Set("before", strconv.FormatInt(seq, 10))
+	} else {
+		q.Set("after", strconv.FormatInt(seq, 10))
+	}
+	var a problemAnswer
+	if err := c.get(ctx, "/session/problem", q, &a); err != nil || a.Seq == nil {
+		return 0, false, err
+	}
+	return *a.Seq, true, nil
+}
+
 // FileChanges is GET /api/sessions/<id>/changes.
 func (c CoreClient) FileChanges(ctx context.Context, id string) ([]store.FileChange, error) {
 	var a changesAnswer

@@ -83,6 +83,19 @@ func TestDevServerRendersFromCore(t *testing.T) {
 			t.Errorf("dev GET %s = %d %q; want 200 and the core's own %q", path, code, body, own)
 		}
 	}
+	// The next failed or flagged step (the e and E keys), asked of the
+	// core's own route: a step, going round, none, and not found.
+	pr := newBatch("pr")
+	pr["steps"].(arr)[2].(obj)["outcome"] = "failed"
+	pr["steps"].(arr)[4].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
+	core.mustPush(pr, http.StatusCreated)
+	for _, path := range []string{"/session/problem?id=pr&after=0", "/session/problem?id=pr&before=1",
+		"/session/problem?id=pr&after=5", "/session/problem?id=s1&after=1", "/session/problem?id=nope&after=1"} {
+		code, body := get(path)
+		if own := core.get(path); code != own.Code || body != own.Body.String() || strings.HasPrefix(path, "/session/problem?id=pr") && !strings.Contains(body, `"seq"`) {
+			t.Errorf("dev GET %s = %d %q; want the core's own %d %q", path, code, body, own.Code, own.Body)
+		}
+	}
 	if code, _ := get("/session?id=nope"); code != http.StatusNotFound {
 		t.Errorf("dev GET /session?id=nope = %d; want 404", code)
 	}

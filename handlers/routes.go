@@ -134,6 +134,7 @@ func Routes(d Deps) http.Handler {
 	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/next", nextUnreviewedPage(pages, d.Log))
+	r.Handler(http.MethodGet, "/session/problem", nextProblem(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/changes", changesFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/change", changeFragment(pages, d.Log))
 	r.Handler(http.MethodGet, "/session/export-panel", exportPanelFragment(pages, d.Log))

@@ -32,6 +32,7 @@ type PageSource interface {
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	Review(ctx context.Context, id string) (Review, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
+	NextProblem(ctx context.Context, id string, seq int64, back bool) (next int64, ok bool, err error)
 	Searcher
 	store.UsageReporter
 }
@@ -339,6 +340,46 @@ func stepFragment(src PageSource, log *slog.Logger) http.Handler {
 		s := stepView(d.Steps[0], q.Head, d.Workspace.Root)
 		linkStep(&s, pageURLs{d.ID}, false, nil)
 		render(w, r, log, http.StatusOK, views.StepDetail(s))
+	})
+}
+
+// problemAnswer is what nextProblem answers: the seq of the step, none
+// when the session has no failed or flagged step.
+type problemAnswer struct {
+	Seq *int64 `json:"seq,omitempty"`
+}
+
+// nextProblem is GET /session/problem?id=&after=N (or &before=N): the seq
+// of the session's first failed or flagged step after step N (the last
+// before it), going round at either end. The e and E keys ask it when the
+// page leaves steps out, so they reach every problem, not only those
+// shown.
+func nextProblem(src PageSource, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		back, param, end := false, "after", int64(-1)
+		if q.Has("before") {
+			back, param, end = true, "before", math.MaxInt64
+		}
+		seq, err := strconv.ParseInt(q.Get(param), 10, 64)
+		if err != nil || q.Has("after") && q.Has("before") {
+			writeError(w, r, log, &statusError{http.StatusBadRequest, "give after or before, a step's seq"})
+			return
+		}
+		id := q.Get("id")
+		next, ok, err := src.NextProblem(r.Context(), id, seq, back)
+		if err == nil && !ok { // round from the other end
+			next, ok, err = src.NextProblem(r.Context(), id, end, back)
+		}
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		var a problemAnswer
+		if ok {
+			a.Seq = &next
+		}
+		writeJSON(w, http.StatusOK, a)
 	})
 }
 

@@ -18,6 +18,7 @@ type Reader interface {
 	Detail(ctx context.Context, id string, q store.DetailQuery) (store.SessionDetail, error)
 	TurnSteps(ctx context.Context, id, turnID string, after int64, budget int) ([]store.Step, error)
 	FileChanges(ctx context.Context, id string) ([]store.FileChange, error)
+	NextProblem(ctx context.Context, id string, seq int64, back bool) (next int64, ok bool, err error)
 	Searcher
 	store.UsageReporter
 }

@@ -2,7 +2,7 @@
 // session's page), j/k move through list rows, timeline steps or search
 // hits, Enter
 // opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step, p only those on or off, v the verdict's buttons, a a note on the
+// failed or flagged step of the session, p only those on or off, v the verdict's buttons, a a note on the
 // selected step, n the next session not reviewed, g then s sessions, g
 // then u usage, ? the list of shortcuts.
 // None fires while typing in a field, with a modifier held, or while a
@@ -75,9 +75,38 @@
   }
 
   // problem moves to the next (+1) or previous (-1) failed or flagged step
-  // of the timeline from the current step (from the top without one),
-  // going round at either end.
+  // from the current step (from the top without one), going round at
+  // either end. A page that leaves steps out (the middle of a long turn,
+  // earlier turns: a control shows them) asks the server for the next of
+  // all the session's (/session/problem), and a step it does not show is
+  // opened by its link (#step-N, app.js), which reads the steps around it;
+  // one the timeline's filters hide, or no answer, falls back to the
+  // steps shown. Presses wait for the one before, so each goes on from
+  // the step it selected.
+  let asked = Promise.resolve();
   function problem(by) {
+    const session = document.getElementById('session');
+    if (!session || !session.querySelector('button.earlier')) {
+      problemShown(by);
+      return;
+    }
+    asked = asked.then(function () {
+      const c = current();
+      const from = c && c.matches('details.step') ? c.dataset.seq : (by > 0 ? '-1' : String(Number.MAX_SAFE_INTEGER));
+      const url = '/session/problem?id=' + encodeURIComponent(session.dataset.sessionId) + (by > 0 ? '&after=' : '&before=') + from;
+      return fetch(url).then(function (r) { return r.ok ? r.json() : null; }).catch(function () { return null; }).then(function (a) {
+        if (!a) { problemShown(by); return; }
+        if (a.seq === undefined) return; // none in the session
+        const el = document.getElementById('step-' + a.seq);
+        if (!el) { openLink('#step-' + a.seq); return; }
+        if (el.closest('[hidden]')) { problemShown(by); return; }
+        select(el);
+      });
+    });
+  }
+
+  // problemShown is problem among the steps the page shows.
+  function problemShown(by) {
     const steps = items();
     const problems = steps.filter(function (s) { return s.hasAttribute('data-problem'); });
     if (problems.length === 0) return;
@@ -85,6 +114,28 @@
     const after = problems.filter(function (s) { return by > 0 ? steps.indexOf(s) > at : at >= 0 && steps.indexOf(s) < at; });
     select(by > 0 ? (after[0] || problems[0]) : (after[after.length - 1] || problems[problems.length - 1]));
   }
+
+  // openLink follows a #step-N link as a click on it would, also when the
+  // address has it already.
+  function openLink(hash) {
+    if (location.hash === hash) window.dispatchEvent(new HashChangeEvent('hashchange'));
+    else location.hash = hash;
+  }
+
+  // The step a link names (#step-N, app.js opens it) is the one selected,
+  // so j, e and the others go on from it.
+  function selectLinked() {
+    const m = /^#step-(\d+)$/.exec(location.hash);
+    const el = m && document.getElementById('step-' + m[1]);
+    if (!el) return;
+    const was = current();
+    if (was) was.classList.remove('kb-current');
+    currentID = el.id;
+    el.classList.add('kb-current');
+    focused = handle(el);
+  }
+  window.addEventListener('load', selectLinked);
+  window.addEventListener('hashchange', selectLinked);
 
   function typing(el) {
     if (el && el.tagName === 'INPUT' && /^(checkbox|radio|button|submit|reset)$/.test(el.type)) return false; // nothing is typed there
