@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,32 +21,12 @@ import (
 // session (5,000 turns) over a real server: one step pushed (not timed),
 // then GET /session?id=<big>. page-bytes is the page's size. docs/performance.md records the numbers.
 func BenchmarkSessionPageAfterChange(b *testing.B) {
-	const pushes, perPush = 20, 5000
-	path := filepath.Join(b.TempDir(), "store.db")
-	st, err := store.Open(context.Background(), path)
-	if err != nil {
-		b.Fatalf("store.Open = %v", err)
-	}
-	for p := range pushes {
-		if _, err := st.Apply(context.Background(), storetest.Batch("big", p, perPush)); err != nil {
-			b.Fatalf("Apply(push %d) = %v", p, err)
-		}
-	}
-	if err := st.Close(); err != nil { // finishes the search index first
-		b.Fatalf("Close = %v", err)
-	}
-	if st, err = store.Open(context.Background(), path); err != nil {
-		b.Fatalf("store.Open = %v", err)
-	}
-	b.Cleanup(func() { st.Close() })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
-	b.Cleanup(srv.Close)
+	st, srv := bigSessionServer(b)
 	var size int64 // of the page, uncompressed
 	get := func() { size = getPage(b, srv.URL+"/session?id=big") }
 	get()                 // the first view computes everything: not timed
 	var cpu time.Duration // of the process, over the timed views
-	next := pushes * perPush
+	next := bigPushes * bigPerPush
 	for b.Loop() {
 		b.StopTimer()
 		if _, err := st.Apply(context.Background(), storetest.Batch("big", next, 1)); err != nil {
@@ -59,6 +40,49 @@ func BenchmarkSessionPageAfterChange(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "page-bytes")
 	cputime.Report(b, cpu)
+}
+
+// The 100,000-step session "big" of storetest.Batch's steps (5,000 turns),
+// in bigPushes pushes of bigPerPush.
+const bigPushes, bigPerPush = 20, 5000
+
+// bigSessionServer is a store holding the session "big", its search index
+// caught up, and a real server of it.
+func bigSessionServer(b *testing.B) (*store.Store, *httptest.Server) {
+	path := filepath.Join(b.TempDir(), "store.db")
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		b.Fatalf("store.Open = %v", err)
+	}
+	for p := range bigPushes {
+		if _, err := st.Apply(context.Background(), storetest.Batch("big", p, bigPerPush)); err != nil {
+			b.Fatalf("Apply(push %d) = %v", p, err)
+		}
+	}
+	if err := st.Close(); err != nil { // finishes the search index first
+		b.Fatalf("Close = %v", err)
+	}
+	if st, err = store.Open(context.Background(), path); err != nil {
+		b.Fatalf("store.Open = %v", err)
+	}
+	b.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(Routes(Deps{Store: st, Auth: Auth{Token: testToken, TokenFile: "~/.service/ingest-token"}, Log: log}))
+	b.Cleanup(srv.Close)
+	return st, srv
+}
+
+// BenchmarkNextProblem is the e key's question on a page of the
+// 100,000-step session that leaves steps out: GET /session/problem from a
+// step spread over the session, after it and before it in turn.
+func BenchmarkNextProblem(b *testing.B) {
+	_, srv := bigSessionServer(b)
+	i := 0
+	for b.Loop() {
+		dir := [2]string{"after", "before"}[i%2]
+		getPage(b, fmt.Sprintf("%s/session/problem?id=big&%s=%d", srv.URL, dir, i*7919%(bigPushes*bigPerPush)))
+		i++
+	}
 }
 
 // BenchmarkSessionPageUsage is the page of a 20,000-step session with a
