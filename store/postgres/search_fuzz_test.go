@@ -151,7 +151,8 @@ func FuzzUsageMatchesSQLite(f *testing.F) {
 // FuzzDetailMatchesSQLite: for any narrowing of any session (every agent's
 // samples and a generated session pushed twice), PostgreSQL's detail reads
 // as SQLite's does: the same error, or the same session, turns, steps,
-// heads, gaps (a window of each turn's steps, around a step) and report.
+// heads, gaps (a window of each turn's steps, around a step) and report,
+// and the same next and previous failed or flagged step from the seq.
 // Since, a change stamp of each store's own, is left out.
 func FuzzDetailMatchesSQLite(f *testing.F) {
 	f.Add(uint8(0), 0, 0, int64(0), false, 0, false, 0, false)
@@ -184,5 +185,17 @@ func FuzzDetailMatchesSQLite(f *testing.F) {
 		lite, errLite := p.lite.Detail(ctx, id, q)
 		pg, errPG := p.pg.Detail(ctx, id, q)
 		same(t, fmt.Sprintf("Detail(%s, %+v)", id, q), lite, pg, errLite, errPG)
+		// The e and E keys' question from the same seq.
+		type next struct {
+			Seq int64
+			OK  bool
+		}
+		for _, back := range []bool{false, true} {
+			var lite, pg next
+			var errLite, errPG error
+			lite.Seq, lite.OK, errLite = p.lite.NextProblem(ctx, id, seq, back)
+			pg.Seq, pg.OK, errPG = p.pg.NextProblem(ctx, id, seq, back)
+			same(t, fmt.Sprintf("NextProblem(%s, %d, %v)", id, seq, back), lite, pg, errLite, errPG)
+		}
 	})
 }
