@@ -94,6 +94,7 @@ func TestBrowserSubagents(t *testing.T) {
 	t.Run("NestedBlocks", func(t *testing.T) { browserSubagentBlocks(t, b) })
 	t.Run("ActorFilter", func(t *testing.T) { browserActorFilter(t, b) })
 	t.Run("StepLinkOpensBlock", func(t *testing.T) { browserSubagentStepLink(t, b) })
+	t.Run("KeysOpenBlock", func(t *testing.T) { browserSubagentKeys(t, b) })
 	t.Run("OpenBlockSurvivesUpdate", func(t *testing.T) { browserSubagentSurvivesUpdate(t, b) })
 }
 
@@ -241,6 +242,43 @@ func browserSubagentStepLink(t *testing.T, b *browser) {
 		&& document.querySelector('`+step+`').closest('details.subagent').open`)
 	if n := p.Count(`details.subagent[open]`); n != 1 {
 		t.Errorf("%d blocks open; want only the linked step's", n)
+	}
+}
+
+// browserSubagentKeys: j onto a step of a closed subagent block opens the
+// block and shows the step; the other blocks stay closed.
+func browserSubagentKeys(t *testing.T, b *browser) {
+	s := newTestService(t)
+	d := importSubagentSample(t, s)
+	var first int64 = -1 // the first step of a subagent, and the steps before it
+	before := 0
+	for _, st := range d.Steps {
+		if st.ActorID != d.Actors[0].ID && first < 0 {
+			first = st.Seq
+		}
+		if first < 0 {
+			before++
+		}
+	}
+	if d.Actors[0].Type != "root" || first < 0 {
+		t.Fatalf("the sample's first actor is %+v, its first subagent step %d; want the root and a subagent step", d.Actors[0], first)
+	}
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=" + d.ID + "&turns=all")
+	step := fmt.Sprintf("#step-%d", first)
+	if p.Count(step) != 1 || p.Count(`details.subagent[open]`) != 0 {
+		t.Fatalf("the page has %d of step %d and %d blocks open; want the step, in a closed block", p.Count(step), first, p.Count(`details.subagent[open]`))
+	}
+	for range before + 1 {
+		p.key("j")
+	}
+	p.WaitFor("j selects the subagent's first step, its block open and the step on the screen",
+		`document.querySelector('.kb-current') === document.querySelector('`+step+`')
+		&& document.querySelector('`+step+`').closest('details.subagent').open
+		&& document.querySelector('`+step+`').getBoundingClientRect().bottom <= innerHeight
+		&& document.querySelector('`+step+`').getBoundingClientRect().top >= 0`)
+	if n := p.Count(`details.subagent[open]`); n != 1 {
+		t.Errorf("%d blocks open; want only the selected step's", n)
 	}
 }
 

@@ -43,7 +43,10 @@
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
 
+  // select marks item as the current one and focuses it, opening the
+  // subagent blocks it is in (closed, a step of theirs is not seen).
   function select(item) {
+    for (let b = item.closest('details.subagent'); b; b = b.parentElement.closest('details.subagent')) b.open = true;
     const was = current();
     if (was) was.classList.remove('kb-current');
     currentID = item.id;
