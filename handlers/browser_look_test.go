@@ -39,6 +39,7 @@ func TestBrowserLook(t *testing.T) {
 		{"LocalTime", browserLocalTime},
 		{"ExportKeep", browserExportKeep},
 		{"Disabled", browserDisabled},
+		{"LongCommand", browserLongCommand},
 		{"Screenshots", browserScreenshots},
 		{"Accessible", browserAccessible},
 	} {
@@ -316,6 +317,37 @@ func browserExportKeep(t *testing.T, b *browser) {
 	p.Click(`[data-testid="finding-step"][href="#step-2"]`)
 	p.WaitFor("the link closes the panel and opens the step", `!document.querySelector('[data-testid="export-dialog"]').open
 		&& document.querySelector('#step-2').open`)
+}
+
+// browserLongCommand: a command of many lines (a commit and its message)
+// shows its first three in the Commands run table, its whole text still
+// there, for a copy or a screen reader.
+func browserLongCommand(t *testing.T, b *browser) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf("line %d of the commit message", i+1))
+	}
+	command := "git commit -m \"$(cat <<'EOF'\n" + strings.Join(lines, "\n") + "\nEOF\n)\""
+	x := sessionBatch("long-command", "testagent", "1.0.0", at, "/tmp/ws", metricsOf(0.1, 1, 1, 1))
+	x["turns"] = arr{turnRec("long-command", 1, at, "")}
+	x["steps"] = arr{stepRec("long-command", 1, 1, at, "message", userPrompt("commit it")),
+		stepRec("long-command", 2, 1, at, "command", obj{"command": command, "stdout": "ok"})}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	for _, w := range []int64{1280, 390} {
+		p.Emulate(w, 844, "light")
+		p.Open("/session?id=long-command")
+		const cell = `document.querySelector('[data-testid="command-step"] code')`
+		if got := evalJS[string](p, cell+`.textContent`); got != command {
+			t.Errorf("at %d px the cell's text is %q; want the whole command", w, got)
+		}
+		lines := evalJS[float64](p, `(function(){ const c = `+cell+`; return c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight) })()`)
+		if !(lines >= 2.5 && lines <= 3.5) { // NaN too: a line height not in pixels
+			t.Errorf("at %d px the cell shows %.1f lines of the command; want 3", w, lines)
+		}
+	}
 }
 
 // browserDisabled: a disabled button looks disabled: faded, with a
