@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -670,7 +671,9 @@ type DetailQuery struct {
 	Steps int
 	From  []int64
 	// Around (with Steps) keeps also the steps near this step in its turn
-	// (AroundSteps either side): a link to it.
+	// (AroundSteps either side): a link to it. With Turns and no Before,
+	// the turns kept are those around the step's turn (AroundTurns after
+	// it, fewer at the end), not the last ones.
 	Around int64
 	// Turn keeps only the turn of this id; StepsAfter (nil: from the
 	// first) and StepsBefore (0: to the last), with Steps, only its steps
@@ -795,7 +798,17 @@ func readTurns(conn *sqlite.Conn, pk int64, sid string, q DetailQuery) ([]Turn, 
 	if err != nil {
 		return nil, nil, err
 	}
-	out, w := q.Narrow(all, changed)
+	var around string
+	if q.AroundTurn() {
+		err := sqlitex.Execute(conn, `SELECT turn_id FROM steps WHERE session_pk = ? AND seq = ?`, &sqlitex.ExecOptions{
+			Args:       []any{pk, q.Around},
+			ResultFunc: func(st *sqlite.Stmt) error { around = st.ColumnText(0); return nil },
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	out, w := q.Narrow(all, changed, around)
 	return out, w, nil
 }
 
@@ -805,16 +818,30 @@ func (q DetailQuery) Whole() bool {
 	return q.Turns == 0 && q.Since == 0 && q.Seq == nil && q.Turn == ""
 }
 
+// AroundTurns are the turns a read of DetailQuery.Turns turns keeps after
+// the turn of the step it reads around (DetailQuery.Around); those before
+// it make up the rest.
+const AroundTurns = 20
+
+// AroundTurn says whether q reads the turns around the turn of its step
+// Around: the backend then finds that turn for Narrow.
+func (q DetailQuery) AroundTurn() bool { return q.Around > 0 && q.Turns > 0 && q.Before == 0 }
+
 // Narrow keeps the turns q asks for of all (a session's turns in order),
 // changed being the ids of the turns changed since q.Since (nil when
-// q.Since is 0), and says which it kept (nil for a whole read).
-func (q DetailQuery) Narrow(all []Turn, changed map[string]bool) ([]Turn, *TurnWindow) {
+// q.Since is 0), and around the turn of id around when q.AroundTurn (""
+// when the step is not stored: the last turns then), and says which it
+// kept (nil for a whole read).
+func (q DetailQuery) Narrow(all []Turn, changed map[string]bool, around string) ([]Turn, *TurnWindow) {
 	if q.Whole() {
 		return all, nil
 	}
 	end := len(all)
 	if q.Before > 0 && q.Before < end {
 		end = q.Before
+	}
+	if i := slices.IndexFunc(all, func(t Turn) bool { return t.ID == around }); q.AroundTurn() && i >= 0 {
+		end = min(end, i+1+AroundTurns)
 	}
 	first := 0
 	if q.Turns > 0 {

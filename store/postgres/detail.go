@@ -158,7 +158,14 @@ func readTurns(ctx context.Context, tx pgx.Tx, pk int64, sid string, q store.Det
 	if err != nil {
 		return nil, nil, fmt.Errorf("turns: %w", err)
 	}
-	out, w := q.Narrow(all, changed)
+	var around string
+	if q.AroundTurn() {
+		err := tx.QueryRow(ctx, `SELECT turn_id FROM steps WHERE session_pk = $1 AND seq = $2`, pk, q.Around).Scan(&around)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, fmt.Errorf("the turn of step %d: %w", q.Around, err)
+		}
+	}
+	out, w := q.Narrow(all, changed, around)
 	return out, w, nil
 }
 

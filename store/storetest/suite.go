@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"DetailAcrossBlocks", testDetailAcrossBlocks},
 		{"DetailQuery", testDetailQuery},
 		{"DetailStepWindow", testDetailStepWindow},
+		{"DetailAroundTurn", testDetailAroundTurn},
 		{"TurnSteps", testTurnSteps},
 		{"FileChanges", testFileChanges},
 		{"NextProblem", testNextProblem},

@@ -609,6 +609,41 @@ func testDetailAround(t *testing.T, s store.Backend) {
 	}
 }
 
+// A link to a step of an older turn than the last ones: a read of a few
+// turns around its step (Turns and Around, no Before) keeps its turn, the
+// AroundTurns after it (fewer at the end) and those before it, not the
+// last turns; a step not stored keeps the last turns.
+func testDetailAroundTurn(t *testing.T, s store.Backend) {
+	b := Batch("at", 0, 600)
+	mustApply(t, s, b)
+	d := mustDetail(t, s, "at")
+	total := len(d.Turns)
+	if total < store.AroundTurns+8 {
+		t.Fatalf("the batch has %d turns; want more than %d", total, store.AroundTurns+8)
+	}
+	const turns = 5
+	for _, pos := range []int{0, 2, total / 2, total - store.AroundTurns, total - 1} {
+		turn := d.Turns[pos]
+		seq := b.Steps[slices.IndexFunc(b.Steps, func(st store.Step) bool { return st.TurnID == turn.ID })].Seq
+		end := min(total, pos+1+store.AroundTurns)
+		first := max(0, end-turns)
+		got, err := s.Detail(bg, "at", store.DetailQuery{Turns: turns, Steps: 10, Around: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, want := turnIDs(got.Turns), turnIDs(d.Turns[first:end]); !slices.Equal(ids, want) || got.Window == nil || got.Window.First != first || got.Window.Total != total {
+			t.Errorf("Detail(at, %d turns around seq %d of turn %d) = turns %v, window %+v; want %v from %d of %d", turns, seq, pos, ids, got.Window, want, first, total)
+		}
+	}
+	got, err := s.Detail(bg, "at", store.DetailQuery{Turns: turns, Steps: 10, Around: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, want := turnIDs(got.Turns), turnIDs(d.Turns[total-turns:]); !slices.Equal(ids, want) {
+		t.Errorf("Detail(at, around a step not stored) = turns %v; want the last %v", ids, want)
+	}
+}
+
 // readGap reads the steps a gap of session sid left out, n at a time from
 // its end, as the review app's control does (DetailQuery.StepsAfter and
 // StepsBefore), checking that each read keeps only those.
