@@ -275,8 +275,8 @@ func browserSubagentKeys(t *testing.T, b *browser) {
 	p.WaitFor("j selects the subagent's first step, its block open and the step on the screen",
 		`document.querySelector('.kb-current') === document.querySelector('`+step+`')
 		&& document.querySelector('`+step+`').closest('details.subagent').open
-		&& document.querySelector('`+step+`').getBoundingClientRect().bottom <= innerHeight
-		&& document.querySelector('`+step+`').getBoundingClientRect().top >= 0`)
+		&& document.querySelector('`+step+`').getBoundingClientRect().bottom <= innerHeight + 1
+		&& document.querySelector('`+step+`').getBoundingClientRect().top >= -1`) // scrolled to an edge, within a pixel
 	if n := p.Count(`details.subagent[open]`); n != 1 {
 		t.Errorf("%d blocks open; want only the selected step's", n)
 	}

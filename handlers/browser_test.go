@@ -498,19 +498,55 @@ func browserStepLink(t *testing.T, b *browser) {
 	p.WaitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
 
 	// Step 5 is in turn 5, older than the 30 shown: the page reloads with
-	// every turn. The hash changes after the evaluation returns, as the
-	// reload it starts would lose the evaluation's answer.
+	// the turns around it (turn 5 and the 20 after it, those before it).
+	// The hash changes after the evaluation returns, as the reload it
+	// starts would lose the evaluation's answer.
 	evalJS[bool](p, `setTimeout(() => { location.hash = '#step-5' }), true`)
-	p.WaitFor("the page reloads with every turn and opens step 5", `new URLSearchParams(location.search).get('turns') === 'all'
+	p.WaitFor("the page reloads around step 5 and opens it", `new URLSearchParams(location.search).get('step') === '5'
 		&& location.hash === '#step-5' && document.querySelector('#step-5') !== null && document.querySelector('#step-5').open`)
 	p.WaitFor("step 5 is scrolled to", inView("#step-5"))
 	p.WaitFor("step 5 has the focus", `document.activeElement === document.querySelector('#step-5 > summary')`)
-	if n := p.Count(`[data-testid="turn"]`); n != 90 {
-		t.Errorf("%d turns shown after a link to an older step; want all 90", n)
+	const total, pos = 90, 4 // turns, and step 5's turn's position
+	end := min(total, pos+1+store.AroundTurns)
+	first := max(0, end-recentTurns)
+	numbers := func() []string {
+		return evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`)
 	}
-	if n := p.Count(`[data-testid="earlier-turns"]`); n != 0 {
-		t.Errorf("the earlier-turns control shows with every turn shown")
+	if got, want := numbers(), turnNumbers(first+1, end); !slices.Equal(got, want) {
+		t.Errorf("turns %v shown after a link to an older step; want %v", got, want)
 	}
+	if n := p.Count(`[data-testid="earlier-turns"]`); (n == 1) != (first > 0) {
+		t.Errorf("%d earlier-turns controls with the turns from %d shown", n, first+1)
+	}
+	if got, want := p.Text(`[data-testid="later-turns"]`), fmt.Sprintf("Show 50 later turns (%d not shown)", total-end); got != want {
+		t.Errorf("later-turns control %q; want %q", got, want)
+	}
+	// A turn pushed meanwhile waits for the control: the page does not
+	// show it after a gap.
+	before := evalJS[string](p, `document.getElementById('session').dataset.stamp`)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC).Add(91 * time.Second)
+	s.mustPush(laterPush(manyTurns("long-session", 1, at), arr{turnRec("long-session", 91, at, "")},
+		arr{stepRec("long-session", 91, 91, at, "message", userPrompt("prompt 91"))}), http.StatusOK)
+	p.WaitFor("the page takes the push", `document.getElementById('session').dataset.stamp !== `+browsertest.JSString(before))
+	if got, want := numbers(), turnNumbers(first+1, end); !slices.Equal(got, want) {
+		t.Errorf("turns %v shown after a push of turn 91; want still %v", got, want)
+	}
+	p.Click(`[data-testid="later-turns"]`)
+	p.WaitFor("the control adds 50 turns", fmt.Sprintf(`document.querySelectorAll('[data-testid="turn"]').length === %d`, end-first+50))
+	p.Click(`[data-testid="later-turns"]`)
+	p.WaitFor("the control adds the rest, turn 91 too", `document.querySelectorAll('[data-testid="turn"]').length === 91`)
+	if got, want := numbers(), turnNumbers(first+1, total+1); !slices.Equal(got, want) || p.Count(`[data-testid="later-turns"]`) != 0 {
+		t.Errorf("turns %v shown, %d later-turns controls; want %v and none", got, p.Count(`[data-testid="later-turns"]`), want)
+	}
+}
+
+// turnNumbers are the numbers from through to, as the page writes them.
+func turnNumbers(from, to int) []string {
+	var out []string
+	for n := from; n <= to; n++ {
+		out = append(out, strconv.Itoa(n))
+	}
+	return out
 }
 
 // browserSessionNav: the links under a session's title name the page's

@@ -15,7 +15,7 @@ var fuzzRoutes = []string{
 	"/", "/rows", "/session", "/session/turns", "/session/steps", "/session/updates", "/session/step", "/session/changes",
 	"/session/change", "/session/export-panel", "/search", "/usage", "/api/sessions", "/api/search", "/api/usage",
 	"/api/sessions/:id", "/api/sessions/:id/changes", "/api/sessions/:id/export", "/api/sessions/:id/export/review",
-	"/api/sessions/:id/steps/1/images/1", "/session/next", "/total-estimate",
+	"/api/sessions/:id/steps/1/images/1", "/session/next", "/total-estimate", "/session/problem",
 }
 
 // FuzzReadRoutes checks that no query string or id, however hostile, makes
@@ -24,7 +24,7 @@ var fuzzRoutes = []string{
 func FuzzReadRoutes(f *testing.F) {
 	for i := range fuzzRoutes {
 		for _, q := range []string{
-			"", "id=s1", "id=s1&before=1", "id=s1&turn=s1-t1&after=1&before=3", "id=s1&turns=all&step=2", "id=s1&since=0&from=1,2", "id=s1&since=0", "id=s1&seq=2", "id=s1&path=main.go", "id=%00", "id=%FF&seq=-1",
+			"", "id=s1", "id=s1&before=1", "id=s1&turn=s1-t1&after=1&before=3", "id=s1&turns=all&step=2", "id=s1&from=0&to=1", "id=s1&from=1&to=99", "id=s1&after=2", "id=s1&before=%FF", "id=s1&since=0&from=1,2", "id=s1&since=0", "id=s1&seq=2", "id=s1&path=main.go", "id=%00", "id=%FF&seq=-1",
 			"q=test", "q=%22go+test%22+type:command", "q=verdict:%22needs+work%22", "q=a*+b*+c*", "q=%00", "limit=0", "after=zz",
 			"agent=cc&workspace=%2F&since=2026-01-01&until=x&failed=1&flagged=1&noted=1&cost=recorded&verdict=approved&unreviewed=1",
 			"group=day&since=2026-01-01&until=2025-01-01", "group=session&model=%FF", "group=block&breakdown=agent", "breakdown=%00&stack=agent", "group=project&project=%2Ftmp%2Fws-s1", "project=%00%FF", "from=2026-13-01", "s1", "%2e%2e", "a;b=c&&&=",

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -138,18 +139,19 @@ func timelineView(r *http.Request, src PageSource, d store.SessionDetail, demo b
 	return v, nil
 }
 
-// sessionPage is GET /session?id=: the session view. turns=all shows every
-// turn, for links to a step, and step= the steps around that one in a turn
-// of many. On a team server (team) the owner's delete
+// sessionPage is GET /session?id=: the session view, its last turns.
+// step= shows the turns around that step's instead, and the steps around it
+// in a turn of many: a link to a step not shown. turns=all (without step=)
+// shows every turn. On a team server (team) the owner's delete
 // is for the whole team, and only the owner is offered it.
 func sessionPage(src PageSource, demo, team bool, reviewer string, resume func(kind, id, dir string) string, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		q := store.DetailQuery{Turns: recentTurns, Steps: recentSteps, Head: headChars}
-		if r.URL.Query().Get("turns") == "all" {
+		q.Around, _ = strconv.ParseInt(r.URL.Query().Get("step"), 10, 64)
+		if r.URL.Query().Get("turns") == "all" && q.Around <= 0 {
 			q.Turns = 0
 		}
-		q.Around, _ = strconv.ParseInt(r.URL.Query().Get("step"), 10, 64)
 		d, err := src.Detail(r.Context(), id, q)
 		if err != nil {
 			writePageError(w, r, log, err)
@@ -190,14 +192,34 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, resume func(k
 			p.Earlier = d.Window.First
 			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
 		}
+		p.Later, p.LaterURL = laterTurns(d)
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
 
+// laterTurns is how many turns come after those d holds (a read of the
+// turns around a step, or of some after those), and the route that reads
+// the next 50 of them; 0 and "" when d holds the last.
+func laterTurns(d store.SessionDetail) (int, string) {
+	if d.Window == nil {
+		return 0, ""
+	}
+	end := d.Window.First + len(d.Turns)
+	if end >= d.Window.Total {
+		return 0, ""
+	}
+	return d.Window.Total - end, pageURLs{d.ID}.with("/session/turns", "from", strconv.Itoa(end), "to", strconv.Itoa(min(d.Window.Total, end+earlierTurns)))
+}
+
 // earlierTurnsFragment is GET /session/turns?id=&before=: the 50 turns
-// before turn position before.
+// before turn position before; with from=&to= instead, the turns from
+// position from until position to (at most 50), the later-turns control's.
 func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("from") {
+			laterTurnsFragment(w, r, src, demo, log)
+			return
+		}
 		before, err := strconv.Atoi(r.URL.Query().Get("before"))
 		if err != nil || before <= 0 {
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a turn position above 0"})
@@ -220,6 +242,29 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 		}
 		render(w, r, log, http.StatusOK, views.TurnsBefore(v.Turns, earlier, next))
 	})
+}
+
+// laterTurnsFragment answers GET /session/turns?id=&from=&to= (see
+// earlierTurnsFragment), with the control for the turns after them.
+func laterTurnsFragment(w http.ResponseWriter, r *http.Request, src PageSource, demo bool, log *slog.Logger) {
+	from, err := strconv.Atoi(r.URL.Query().Get("from"))
+	to, err2 := strconv.Atoi(r.URL.Query().Get("to"))
+	if err != nil || err2 != nil || from < 0 || to <= from || to-from > earlierTurns {
+		writeError(w, r, log, &statusError{http.StatusBadRequest, fmt.Sprintf("from and to must be turn positions, from below to, at most %d apart", earlierTurns)})
+		return
+	}
+	d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: to - from, Before: to, Steps: recentSteps, Head: headChars})
+	if err != nil {
+		writeError(w, r, log, err)
+		return
+	}
+	v, err := timelineView(r, src, d, demo, nil)
+	if err != nil {
+		writeError(w, r, log, err)
+		return
+	}
+	later, next := laterTurns(d)
+	render(w, r, log, http.StatusOK, views.TurnsAfter(v.Turns, later, next))
 }
 
 // earlierStepsFragment is GET /session/steps?id=&turn=&after=&before=:

@@ -190,10 +190,10 @@
         keepOpenBlocks(old, fresh);
         keepEarlierSteps(old, fresh);
         old.replaceWith(fresh);
-      } else if (shown.length === 0 || Number(fresh.dataset.number) >= Number(shown[0].dataset.number)) {
+      } else if (!later() && (shown.length === 0 || Number(fresh.dataset.number) >= Number(shown[0].dataset.number))) {
         turns.appendChild(fresh);
       } else {
-        return; // an older turn than those shown
+        return; // an older turn than those shown, or one the later-turns control will show
       }
       htmx.process(fresh);
       filterTimeline(fresh, false);
@@ -215,6 +215,10 @@
       return keep ? t.dataset.from : null;
     }).filter(Boolean);
   }
+
+  // later is the control of the turns after those shown, on a page of the
+  // turns around a linked step.
+  function later() { return document.querySelector('#turns [data-testid="later-turns"]'); }
 
   function keepEarlierSteps(old, fresh) {
     const shown = old.querySelector(':scope > .turn-earlier');
@@ -251,18 +255,18 @@
     setTimeout(function () { expanding = false; }); // toggle events fire after this task
   }
 
-  // #step-<seq> opens that step and scrolls to it, showing every turn and
-  // the steps around it (step=) if it is not among those shown.
+  // #step-<seq> opens that step and scrolls to it, showing the turns and
+  // steps around it (step=) if it is not among those shown.
   function openHash() {
     const m = /^#step-(\d+)$/.exec(location.hash);
     if (!m || !document.getElementById('session')) return;
     const d = document.getElementById('step-' + m[1]);
     if (!d) {
-      const all = new URL(location.href);
-      if (all.searchParams.get('turns') !== 'all' || all.searchParams.get('step') !== m[1]) {
-        all.searchParams.set('turns', 'all');
-        all.searchParams.set('step', m[1]);
-        location.replace(all);
+      const around = new URL(location.href);
+      if (around.searchParams.get('step') !== m[1]) {
+        around.searchParams.delete('turns');
+        around.searchParams.set('step', m[1]);
+        location.replace(around);
       }
       return;
     }
@@ -400,12 +404,12 @@
   // step added, not back to the top of the page.
   document.addEventListener('htmx:beforeSwap', function (e) {
     const control = e.detail.target;
-    if (!control.matches('button.earlier') || document.activeElement !== control) return;
+    if (!control.matches('button.more') || document.activeElement !== control) return;
     const before = control.previousSibling;
     const parent = control.parentNode;
     document.addEventListener('htmx:afterSettle', function () {
       const next = before ? before.nextElementSibling : parent.firstElementChild;
-      const focus = next && (next.matches('button.earlier') ? next : next.querySelector('details.step > summary'));
+      const focus = next && (next.matches('button.more') ? next : next.querySelector('details.step > summary'));
       if (focus) focus.focus({ preventScroll: true });
     }, { once: true });
   });

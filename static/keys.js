@@ -80,7 +80,7 @@
   // problem moves to the next (+1) or previous (-1) failed or flagged step
   // from the current step (from the top without one), going round at
   // either end. A page that leaves steps out (the middle of a long turn,
-  // earlier turns: a control shows them) asks the server for the next of
+  // earlier or later turns: a control shows them) asks the server for the next of
   // all the session's (/session/problem), and a step it does not show is
   // opened by its link (#step-N, app.js), which reads the steps around it;
   // one the timeline's filters hide, or no answer, falls back to the
@@ -89,7 +89,7 @@
   let asked = Promise.resolve();
   function problem(by) {
     const session = document.getElementById('session');
-    if (!session || !session.querySelector('button.earlier')) {
+    if (!session || !session.querySelector('button.more')) {
       problemShown(by);
       return;
     }

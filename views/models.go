@@ -490,6 +490,8 @@ type SessionPage struct {
 	UpdatesURL string // the changed turns since Stamp
 	Earlier    int    // turns older than the first one shown
 	EarlierURL string // the 50 turns before the first one shown
+	Later      int    // turns newer than the last one shown (a page around a linked step)
+	LaterURL   string // the 50 turns after the last one shown
 	ExportURL  string // the redacted download
 	PanelURL   string // the list of values the export masks
 	DeleteURL  string // empty in the demo, and on a team server for all but the owner: no delete button
