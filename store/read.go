@@ -655,8 +655,11 @@ type DetailQuery struct {
 	Turns  int
 	Before int
 	// Since keeps only the turns changed after this change stamp, or whose
-	// steps changed after it.
-	Since int64
+	// steps changed after it; with MostChanged, only the last MostChanged
+	// of those (TurnWindow.Changed counts them all): a reader that cannot
+	// show more reads the session again instead.
+	Since       int64
+	MostChanged int
 	// Seq keeps only the step with this seq.
 	Seq *int64
 	// Head cuts each text field of the steps to its first Head characters,
@@ -688,6 +691,9 @@ type DetailQuery struct {
 type TurnWindow struct {
 	First int `json:"first"`
 	Total int `json:"total"`
+	// Changed is how many turns of the window changed since
+	// DetailQuery.Since, those MostChanged left out too; 0 without Since.
+	Changed int `json:"changed,omitempty"`
 }
 
 // Detail returns a session, whole or narrowed by q, or ErrNotFound (also
@@ -853,10 +859,17 @@ func (q DetailQuery) Narrow(all []Turn, changed map[string]bool, around string) 
 			out = append(out, t)
 		}
 	}
+	w := &TurnWindow{First: first, Total: len(all)}
+	if changed != nil {
+		w.Changed = len(out)
+		if q.MostChanged > 0 && len(out) > q.MostChanged {
+			out = out[len(out)-q.MostChanged:]
+		}
+	}
 	if out == nil {
 		out = []Turn{}
 	}
-	return out, &TurnWindow{First: first, Total: len(all)}
+	return out, w
 }
 
 // readSteps reads the steps of the given turns (all of them for a whole

@@ -434,6 +434,16 @@ func testDetailQuery(t *testing.T, s store.Backend) {
 	if d := read(store.DetailQuery{Since: stamps[1]}); len(d.Turns) != 0 || len(d.Steps) != 0 {
 		t.Errorf("Detail(g, since the last write) = %v, %d steps; want none", turnIDs(d.Turns), len(d.Steps))
 	}
+	// MostChanged: the last of those, and the count of them all.
+	if len(changed) < 2 {
+		t.Fatalf("the second push changed %d turns; want more than one", len(changed))
+	}
+	most := len(changed) - 1
+	d = read(store.DetailQuery{Since: stamps[0], MostChanged: most})
+	if !reflect.DeepEqual(turnIDs(d.Turns), turnIDs(changed[1:])) || !sameJSON(t, d.Steps, stepsOf(changed[1:])) || d.Window == nil || d.Window.Changed != len(changed) {
+		t.Errorf("Detail(g, since the first push, at most %d) = turns %v, %d steps, window %+v; want %v, %d, %d changed",
+			most, turnIDs(d.Turns), len(d.Steps), d.Window, turnIDs(changed[1:]), len(stepsOf(changed[1:])), len(changed))
+	}
 
 	// Seq: one step.
 	one := steps[len(steps)/2]
