@@ -52,6 +52,7 @@ func TestBrowser(t *testing.T) {
 		{"LongTurn", browserLongTurn},
 		{"LongTurnLink", browserLongTurnLink},
 		{"SessionLive", browserSessionLive},
+		{"LiveManyTurns", browserLiveManyTurns},
 		{"LivePill", browserLivePill},
 		{"ManyTabs", browserManyTabs},
 		{"StreamsFull", browserStreamsFull},
@@ -537,6 +538,32 @@ func browserStepLink(t *testing.T, b *browser) {
 	p.WaitFor("the control adds the rest, turn 91 too", `document.querySelectorAll('[data-testid="turn"]').length === 91`)
 	if got, want := numbers(), turnNumbers(first+1, total+1); !slices.Equal(got, want) || p.Count(`[data-testid="later-turns"]`) != 0 {
 		t.Errorf("turns %v shown, %d later-turns controls; want %v and none", got, p.Count(`[data-testid="later-turns"]`), want)
+	}
+}
+
+// browserLiveManyTurns: a push that changes more turns than a live update
+// redraws reloads the page, which shows the last turns, changed, as a
+// first view does, and not every turn.
+func browserLiveManyTurns(t *testing.T, b *browser) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	const n = updateTurns + 10
+	x := manyTurns("many", n, at)
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=many")
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	evalJS[bool](p, `(window.notReloaded = true)`)
+	for _, st := range x["steps"].(arr) {
+		st.(obj)["outcome"] = "failed"
+	}
+	s.mustPush(laterPush(x, nil, x["steps"].(arr)), http.StatusOK)
+	p.WaitFor("the page reloads", `window.notReloaded === undefined && document.readyState === 'complete'`)
+	if got, want := evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`), turnNumbers(n-recentTurns+1, n); !slices.Equal(got, want) {
+		t.Errorf("turns %v shown after the reload; want the last %d, %v", got, recentTurns, want)
+	}
+	if got := p.Count(`details.step[data-problem]`); got != recentTurns {
+		t.Errorf("%d failed steps shown after the reload; want the %d of the turns shown", got, recentTurns)
 	}
 }
 

@@ -57,7 +57,7 @@ func (c CoreClient) Detail(ctx context.Context, id string, dq store.DetailQuery)
 	var d store.SessionDetail
 	q := url.Values{}
 	for name, n := range map[string]int64{"turns": int64(dq.Turns), "before": int64(dq.Before), "head": int64(dq.Head),
-		"steps": int64(dq.Steps), "steps_before": dq.StepsBefore, "around": dq.Around} {
+		"steps": int64(dq.Steps), "steps_before": dq.StepsBefore, "around": dq.Around, "most_changed": int64(dq.MostChanged)} {
 		if n > 0 {
 			q.Set(name, strconv.FormatInt(n, 10))
 		}

@@ -78,7 +78,8 @@ func TestPreflightNeverApproved(t *testing.T) {
 
 func TestResponsesCompressedWhenAccepted(t *testing.T) {
 	s := newTestService(t)
-	s.mustPush(manyTurns("big", 60, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	// As many turns as a live update redraws, each changed since 2026-01-01.
+	s.mustPush(manyTurns("big", updateTurns, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
 	for _, path := range []string{
 		"/", "/session?id=big", "/session/updates?id=big&since=2026-01-01T00:00:00Z",
 		"/api/sessions/big", "/api/sessions/big/export",

@@ -219,6 +219,51 @@ func TestStepLineReadsMessageMarkdown(t *testing.T) {
 	}
 }
 
+// TestUpdatesOfManyTurnsReload: a live refresh after a push that changed
+// more turns than an update redraws (updateTurns) is 205, so the page
+// reloads instead of receiving every turn; one turn fewer is redrawn.
+func TestUpdatesOfManyTurnsReload(t *testing.T) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := manyTurns("many", updateTurns+10, at)
+	s.mustPush(x, http.StatusCreated)
+	stamp := func() string {
+		d, err := s.store.Detail(context.Background(), "many", store.DetailQuery{NoSteps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.UpdatedAt
+	}
+	// A push that fails the prompt step of each of the first n turns.
+	fail := func(n int) {
+		var steps arr
+		for _, st := range x["steps"].(arr)[:n] {
+			steps = append(steps, withFields(st.(obj), "outcome", "failed"))
+		}
+		s.mustPush(laterPush(x, nil, steps), http.StatusOK)
+	}
+	before := stamp()
+	fail(updateTurns)
+	rec := s.get("/session/updates?id=many&since=" + url.QueryEscape(before))
+	if n := mustDoc(t, rec).Find(`template[data-turn]`).Length(); rec.Code != http.StatusOK || n != updateTurns {
+		t.Errorf("updates after a push to %d turns = %d, %d turns redrawn; want 200 and all of them", updateTurns, rec.Code, n)
+	}
+	before = stamp()
+	fail(updateTurns + 1) // the first updateTurns again, unchanged, and one more
+	if rec := s.get("/session/updates?id=many&since=" + url.QueryEscape(before)); rec.Code != http.StatusOK {
+		t.Errorf("updates after a push that changed one turn = %d; want 200", rec.Code)
+	}
+	x2 := manyTurns("many", updateTurns+10, at)
+	for _, st := range x2["steps"].(arr) {
+		st.(obj)["payload"].(obj)["text"] = "changed"
+	}
+	before = stamp()
+	s.mustPush(laterPush(x2, nil, x2["steps"].(arr)), http.StatusOK)
+	if rec := s.get("/session/updates?id=many&since=" + url.QueryEscape(before)); rec.Code != http.StatusResetContent || rec.Body.Len() != 0 {
+		t.Errorf("updates after a push to %d turns = %d, %d bytes; want 205 and nothing", updateTurns+10, rec.Code, rec.Body.Len())
+	}
+}
+
 // TestUpdatesSinceTheStampAreEmpty: the live refresh of a session page
 // whose stamp has not moved is 204 with nothing to redraw; a verdict or a
 // push moves the stamp, and the refresh from the old one redraws.

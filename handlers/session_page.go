@@ -20,6 +20,7 @@ const (
 	pageSessions = 100     // sessions per page of the list
 	recentTurns  = 30      // turns shown at first
 	earlierTurns = 50      // turns added by the earlier-turns control
+	updateTurns  = 50      // turns a live update redraws; more changed, the page is read again
 	recentSteps  = 200     // of a turn's steps after its first, shown at first
 	earlierSteps = 500     // steps of a turn added by the earlier-steps control
 	headChars    = 2048    // of each text, in the first delivery
@@ -320,7 +321,8 @@ func earlierStepsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 // them. The new stamp is in X-Session-Stamp.
 // Every change to a session moves its stamp (a push, an end, a verdict, a
 // note), so an unmoved stamp is 204 with nothing: the refresh a stream's
-// connecting makes does not redraw the page under the reader's hand.
+// connecting makes does not redraw the page under the reader's hand. More
+// than updateTurns turns changed is 205: the page reloads.
 func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		since, ok := store.ParseTimestamp(r.URL.Query().Get("since"))
@@ -328,7 +330,7 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, &statusError{http.StatusBadRequest, "since must be the page's updated_at stamp"})
 			return
 		}
-		q := store.DetailQuery{Since: since.UnixMicro(), Steps: recentSteps, Head: headChars}
+		q := store.DetailQuery{Since: since.UnixMicro(), MostChanged: updateTurns, Steps: recentSteps, Head: headChars}
 		if s := r.URL.Query().Get("from"); s != "" {
 			q.From = parseSeqs(s, maxSeqs)
 		}
@@ -340,6 +342,13 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		w.Header().Set("X-Session-Stamp", d.UpdatedAt)
 		if stamp, _ := store.ParseTimestamp(d.UpdatedAt); stamp.Equal(since) {
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if d.Window != nil && d.Window.Changed > len(d.Turns) {
+			// More turns changed than an update redraws (an import
+			// rewrote the session, a page woke after hours): the page
+			// is read again, as big as a first view, not this answer.
+			w.WriteHeader(http.StatusResetContent)
 			return
 		}
 		files, err := src.FileChanges(r.Context(), d.ID)

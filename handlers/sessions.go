@@ -82,9 +82,9 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 		return &statusError{http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q is not valid", name, v.Get(name))}
 	}
 	// Counts and seqs, none below 0.
-	var turns, before, head, steps, after int64 = 0, 0, 0, 0, -1
+	var turns, before, head, steps, after, most int64 = 0, 0, 0, 0, -1, 0
 	for name, dst := range map[string]*int64{"turns": &turns, "before": &before, "head": &head, "steps": &steps,
-		"steps_after": &after, "steps_before": &q.StepsBefore, "around": &q.Around} {
+		"steps_after": &after, "steps_before": &q.StepsBefore, "around": &q.Around, "most_changed": &most} {
 		if s := v.Get(name); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {
@@ -93,7 +93,7 @@ func parseDetailQuery(v url.Values) (store.DetailQuery, error) {
 			*dst = n
 		}
 	}
-	q.Turns, q.Before, q.Head, q.Steps = int(turns), int(before), int(head), int(steps)
+	q.Turns, q.Before, q.Head, q.Steps, q.MostChanged = int(turns), int(before), int(head), int(steps), int(most)
 	if after >= 0 {
 		q.StepsAfter = &after
 	}

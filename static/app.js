@@ -171,6 +171,7 @@
     if (from.length) url.searchParams.set('from', from.join(','));
     const res = await fetch(url, { headers: { 'HX-Request': 'true' } });
     if (res.status === 404) return showGone();
+    if (res.status === 205) return location.reload(); // more turns changed than an update redraws
     if (!res.ok || res.status === 204) return; // 204: nothing changed since the page's stamp
     const stamp = res.headers.get('X-Session-Stamp');
     const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
