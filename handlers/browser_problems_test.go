@@ -137,3 +137,36 @@ func TestBrowserKeysReachEveryProblem(t *testing.T) {
 	p.key("j")
 	selected("j goes on from there", fmt.Sprint("step-", 61))
 }
+
+// TestBrowserProblemsOnlyKeptInAddress: Only failed or flagged is kept in
+// the page's address, so e going to a step the page did not show keeps it
+// (browserActorFilter checks Show's).
+func TestBrowserProblemsOnlyKeptInAddress(t *testing.T) {
+	b := startBrowser(t)
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := longTurn("kept", 400, at)
+	steps := x["steps"].(arr)
+	for i, st := range steps {
+		if seq := st.(obj)["seq"]; seq == 60 || seq == 390 {
+			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+		}
+	}
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=kept")
+	if p.Count("#step-60") != 0 {
+		t.Fatal("the first view shows step 60; the test needs it left out")
+	}
+	p.key("p")
+	p.WaitFor("the address says so", `new URLSearchParams(location.search).get('only') === 'problems'`)
+	p.key("e")
+	p.WaitFor("e goes to step 60, the page read around it", `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-60'`)
+	shown := evalJS[[]string](p, `Array.from(document.querySelectorAll('details.step')).filter(e => e.getClientRects().length > 0).map(e => e.dataset.seq)`)
+	if !evalJS[bool](p, `document.getElementById('problems-only').checked`) || !slices.Equal(shown, []string{"60", "390"}) {
+		t.Errorf("after e read the page again: box checked %v, steps %v shown; want checked and 60, 390",
+			evalJS[bool](p, `document.getElementById('problems-only').checked`), shown)
+	}
+	p.key("p")
+	p.WaitFor("unticked, the address drops it", `!new URLSearchParams(location.search).has('only')`)
+}

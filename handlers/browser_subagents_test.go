@@ -215,6 +215,15 @@ func browserActorFilter(t *testing.T, b *browser) {
 	if got := visible(`details.step:not([data-actor-id="agent-a881341"])`); got != 0 {
 		t.Errorf("one actor: %d other steps visible; want 0", got)
 	}
+	// The address keeps the actor chosen, and a reload shows it again.
+	if got := evalJS[string](p, `new URLSearchParams(location.search).get('actor')`); got != "agent-a881341" {
+		t.Errorf("one actor: the address's actor is %q; want agent-a881341", got)
+	}
+	evalJS[bool](p, `(window.notReloaded = true, location.reload(), true)`)
+	p.WaitFor("reloaded", `window.notReloaded === undefined && document.readyState === 'complete'`)
+	if got, sel := visible(`details.step`), evalJS[string](p, `document.querySelector('#actor-filter').value`); got != want || sel != "agent-a881341" {
+		t.Errorf("one actor, reloaded: %d steps visible, Show %q; want %d and agent-a881341", got, sel, want)
+	}
 	setFilter("")
 	p.Click("#expand-all")
 	if got := visible(`details.step`); got != all {

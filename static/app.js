@@ -425,7 +425,34 @@
     if (e.target.id !== 'actor-filter' && e.target.id !== 'problems-only') return;
     const timeline = document.getElementById('timeline');
     if (timeline) filterTimeline(timeline, true);
+    keepFilters();
   });
+
+  // The timeline's filters are kept in the address (only=problems,
+  // actor=<id>), so a reload, a link to a step the page did not show (the
+  // e key, a report's count) or an address copied keeps them.
+  function keepFilters() {
+    const u = new URL(location.href);
+    const box = document.getElementById('problems-only');
+    const sel = document.getElementById('actor-filter');
+    if (box && box.checked) u.searchParams.set('only', 'problems');
+    else u.searchParams.delete('only');
+    if (sel && sel.value) u.searchParams.set('actor', sel.value);
+    else u.searchParams.delete('actor');
+    history.replaceState(history.state, '', u);
+  }
+
+  (function restoreFilters() {
+    const timeline = document.getElementById('timeline');
+    if (!timeline) return;
+    const u = new URL(location.href);
+    const box = document.getElementById('problems-only');
+    const sel = document.getElementById('actor-filter');
+    const actor = u.searchParams.get('actor');
+    if (box && u.searchParams.get('only') === 'problems') box.checked = true;
+    if (sel && actor && Array.from(sel.options).some(function (o) { return o.value === actor; })) sel.value = actor;
+    if ((box && box.checked) || (sel && sel.value)) filterTimeline(timeline, true);
+  })();
 })();
 
 // Images: a step's thumbnail opens its image whole in a dialog (Esc, the
