@@ -1,10 +1,10 @@
 // Keyboard shortcuts, on every page: / search, f find in this session (a
 // session's page), j/k move through list rows, timeline steps or search
-// hits, Enter
-// opens, o/O expand/collapse all, [/] previous/next turn, e/E next/previous
-// failed or flagged step of the session, p only those on or off, v the verdict's buttons, a a note on the
-// selected step, n the next session not reviewed, g then s sessions, g
-// then u usage, ? the list of shortcuts.
+// hits, Enter opens, o/O expand/collapse all, [/] previous/next turn, e/E
+// next/previous failed or flagged step of the session, p only those on or
+// off, v the verdict's buttons, a a note on the selected step, n the next
+// session not reviewed, g then s sessions, g then u usage, ? the list of
+// shortcuts.
 // None fires while typing in a field, with a modifier held, or while a
 // dialog is open.
 (function () {
@@ -43,15 +43,20 @@
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
 
-  // select marks item as the current one and focuses it, opening the
-  // subagent blocks it is in (closed, a step of theirs is not seen).
-  function select(item) {
-    for (let b = item.closest('details.subagent'); b; b = b.parentElement.closest('details.subagent')) b.open = true;
+  // mark makes item the current one.
+  function mark(item) {
     const was = current();
     if (was) was.classList.remove('kb-current');
     currentID = item.id;
     item.classList.add('kb-current');
     focused = handle(item);
+  }
+
+  // select marks item and focuses it, opening the subagent blocks it is in
+  // (closed, a step of theirs is not seen).
+  function select(item) {
+    for (let b = item.closest('details.subagent'); b; b = b.parentElement.closest('details.subagent')) b.open = true;
+    mark(item);
     focused.focus({ preventScroll: true });
     item.scrollIntoView({ block: 'nearest' });
   }
@@ -80,12 +85,12 @@
   // problem moves to the next (+1) or previous (-1) failed or flagged step
   // from the current step (from the top without one), going round at
   // either end. A page that leaves steps out (the middle of a long turn,
-  // earlier or later turns: a control shows them) asks the server for the next of
-  // all the session's (/session/problem), and a step it does not show is
-  // opened by its link (#step-N, app.js), which reads the steps around it;
-  // one the timeline's filters hide, or no answer, falls back to the
-  // steps shown. Presses wait for the one before, so each goes on from
-  // the step it selected.
+  // earlier or later turns: a control shows them) asks the server for the
+  // next of all the session's (/session/problem), and a step it does not
+  // show is opened by its link (#step-N, app.js), which reads the steps
+  // around it; one the timeline's filters hide, or no answer, falls back
+  // to the steps shown. Presses wait for the one before, so each goes on
+  // from the step it selected.
   let asked = Promise.resolve();
   function problem(by) {
     const session = document.getElementById('session');
@@ -125,20 +130,15 @@
     else location.hash = hash;
   }
 
-  // The step a link names (#step-N, app.js opens it) is the one selected,
-  // so j, e and the others go on from it.
-  function selectLinked() {
+  // The step a link names (#step-N, which app.js opens and focuses) is the
+  // current one, so j, e and the others go on from it.
+  function markLinked() {
     const m = /^#step-(\d+)$/.exec(location.hash);
     const el = m && document.getElementById('step-' + m[1]);
-    if (!el) return;
-    const was = current();
-    if (was) was.classList.remove('kb-current');
-    currentID = el.id;
-    el.classList.add('kb-current');
-    focused = handle(el);
+    if (el) mark(el);
   }
-  window.addEventListener('load', selectLinked);
-  window.addEventListener('hashchange', selectLinked);
+  window.addEventListener('load', markLinked);
+  window.addEventListener('hashchange', markLinked);
 
   function typing(el) {
     if (el && el.tagName === 'INPUT' && /^(checkbox|radio|button|submit|reset)$/.test(el.type)) return false; // nothing is typed there
