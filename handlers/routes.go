@@ -129,7 +129,7 @@ func Routes(d Deps) http.Handler {
 	r.Handler(http.MethodGet, "/rows", listPage(pages, d.Demo, d.Team != nil, d.Log, true))
 	r.Handler(http.MethodGet, "/total-estimate", totalEstimate(pages, d.Log))
 	r.Handler(http.MethodGet, "/session", sessionPage(pages, d.Demo, d.Team != nil, d.Reviewer, d.Resume, d.Log))
-	r.Handler(http.MethodGet, "/session/turns", earlierTurnsFragment(pages, d.Demo, d.Log))
+	r.Handler(http.MethodGet, "/session/turns", turnsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/steps", earlierStepsFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/updates", updatesFragment(pages, d.Demo, d.Log))
 	r.Handler(http.MethodGet, "/session/step", stepFragment(pages, d.Log))

@@ -189,19 +189,25 @@ func sessionPage(src PageSource, demo, team bool, reviewer string, resume func(k
 		if resume != nil {
 			p.Resume = resume(d.Agent.Kind, d.ID, d.Workspace.Root)
 		}
-		if d.Window != nil && d.Window.First > 0 {
-			p.Earlier = d.Window.First
-			p.EarlierURL = u.with("/session/turns", "before", strconv.Itoa(d.Window.First))
-		}
-		p.Later, p.LaterURL = laterTurns(d)
+		p.Earlier, p.EarlierURL = earlierTurnsLink(d)
+		p.Later, p.LaterURL = laterTurnsLink(d)
 		render(w, r, log, http.StatusOK, views.Session(p))
 	})
 }
 
-// laterTurns is how many turns come after those d holds (a read of the
+// earlierTurnsLink is how many turns come before those d holds, and the
+// route that reads the 50 before them; 0 and "" when d holds the first.
+func earlierTurnsLink(d store.SessionDetail) (int, string) {
+	if d.Window == nil || d.Window.First == 0 {
+		return 0, ""
+	}
+	return d.Window.First, pageURLs{d.ID}.with("/session/turns", "before", strconv.Itoa(d.Window.First))
+}
+
+// laterTurnsLink is how many turns come after those d holds (a read of the
 // turns around a step, or of some after those), and the route that reads
 // the next 50 of them; 0 and "" when d holds the last.
-func laterTurns(d store.SessionDetail) (int, string) {
+func laterTurnsLink(d store.SessionDetail) (int, string) {
 	if d.Window == nil {
 		return 0, ""
 	}
@@ -212,21 +218,31 @@ func laterTurns(d store.SessionDetail) (int, string) {
 	return d.Window.Total - end, pageURLs{d.ID}.with("/session/turns", "from", strconv.Itoa(end), "to", strconv.Itoa(min(d.Window.Total, end+earlierTurns)))
 }
 
-// earlierTurnsFragment is GET /session/turns?id=&before=: the 50 turns
-// before turn position before; with from=&to= instead, the turns from
-// position from until position to (at most 50), the later-turns control's.
-func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
+// turnsFragment is GET /session/turns?id=&before=: the 50 turns before turn
+// position before, and the control for those before them; or, with
+// from=&to=, the turns from position from until position to (at most 50),
+// and the control for those after them.
+func turnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("from") {
-			laterTurnsFragment(w, r, src, demo, log)
-			return
+		q := store.DetailQuery{Turns: earlierTurns, Steps: recentSteps, Head: headChars}
+		later := r.URL.Query().Has("from")
+		if later {
+			from, err := strconv.Atoi(r.URL.Query().Get("from"))
+			to, err2 := strconv.Atoi(r.URL.Query().Get("to"))
+			if err != nil || err2 != nil || from < 0 || to <= from || to-from > earlierTurns {
+				writeError(w, r, log, &statusError{http.StatusBadRequest, fmt.Sprintf("from and to must be turn positions, from below to, at most %d apart", earlierTurns)})
+				return
+			}
+			q.Turns, q.Before = to-from, to
+		} else {
+			before, err := strconv.Atoi(r.URL.Query().Get("before"))
+			if err != nil || before <= 0 {
+				writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a turn position above 0"})
+				return
+			}
+			q.Before = before
 		}
-		before, err := strconv.Atoi(r.URL.Query().Get("before"))
-		if err != nil || before <= 0 {
-			writeError(w, r, log, &statusError{http.StatusBadRequest, "before must be a turn position above 0"})
-			return
-		}
-		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: earlierTurns, Before: before, Steps: recentSteps, Head: headChars})
+		d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), q)
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -236,36 +252,14 @@ func earlierTurnsFragment(src PageSource, demo bool, log *slog.Logger) http.Hand
 			writeError(w, r, log, err)
 			return
 		}
-		earlier, next := 0, ""
-		if d.Window != nil && d.Window.First > 0 {
-			earlier = d.Window.First
-			next = pageURLs{d.ID}.with("/session/turns", "before", strconv.Itoa(earlier))
+		if later {
+			n, next := laterTurnsLink(d)
+			render(w, r, log, http.StatusOK, views.TurnsAfter(v.Turns, n, next))
+			return
 		}
-		render(w, r, log, http.StatusOK, views.TurnsBefore(v.Turns, earlier, next))
+		n, next := earlierTurnsLink(d)
+		render(w, r, log, http.StatusOK, views.TurnsBefore(v.Turns, n, next))
 	})
-}
-
-// laterTurnsFragment answers GET /session/turns?id=&from=&to= (see
-// earlierTurnsFragment), with the control for the turns after them.
-func laterTurnsFragment(w http.ResponseWriter, r *http.Request, src PageSource, demo bool, log *slog.Logger) {
-	from, err := strconv.Atoi(r.URL.Query().Get("from"))
-	to, err2 := strconv.Atoi(r.URL.Query().Get("to"))
-	if err != nil || err2 != nil || from < 0 || to <= from || to-from > earlierTurns {
-		writeError(w, r, log, &statusError{http.StatusBadRequest, fmt.Sprintf("from and to must be turn positions, from below to, at most %d apart", earlierTurns)})
-		return
-	}
-	d, err := src.Detail(r.Context(), r.URL.Query().Get("id"), store.DetailQuery{Turns: to - from, Before: to, Steps: recentSteps, Head: headChars})
-	if err != nil {
-		writeError(w, r, log, err)
-		return
-	}
-	v, err := timelineView(r, src, d, demo, nil)
-	if err != nil {
-		writeError(w, r, log, err)
-		return
-	}
-	later, next := laterTurns(d)
-	render(w, r, log, http.StatusOK, views.TurnsAfter(v.Turns, later, next))
 }
 
 // earlierStepsFragment is GET /session/steps?id=&turn=&after=&before=:
