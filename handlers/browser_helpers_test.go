@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,4 +225,31 @@ func manyTurns(sid string, n int, started time.Time) obj {
 // countable is n characters of a repeating, countable pattern.
 func countable(n int) string {
 	return strings.Repeat("0123456789", n/10+1)[:n]
+}
+
+// withProblems fails the steps of batch b of the seqs failed and flags
+// those of the seqs flagged (a dangerous command), as an agent's push
+// records them, and returns b.
+func withProblems(b obj, failed, flagged []int) obj {
+	for _, st := range b["steps"].(arr) {
+		st := st.(obj)
+		if slices.Contains(failed, st["seq"].(int)) {
+			st["outcome"], st["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
+		}
+		if slices.Contains(flagged, st["seq"].(int)) {
+			st["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
+		}
+	}
+	return b
+}
+
+// problemSeqs are the seqs of b's failed or flagged steps, in its order.
+func problemSeqs(b obj) []int {
+	var out []int
+	for _, st := range b["steps"].(arr) {
+		if st := st.(obj); st["outcome"] == "failed" || len(st["flags"].(arr)) > 0 {
+			out = append(out, st["seq"].(int))
+		}
+	}
+	return out
 }

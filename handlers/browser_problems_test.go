@@ -22,22 +22,11 @@ func TestBrowserProblemsOnly(t *testing.T) {
 	// Turn 1: a prompt and a command, no problem; turn 2: 400 steps, its
 	// problems at seqs 60 (failed, left out of the page), 380 (failed)
 	// and 390 (flagged).
-	x := longTurn("only", 400, at)
-	steps := x["steps"].(arr)
-	for i, st := range steps {
-		switch st.(obj)["seq"] {
-		case 60, 380:
-			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
-		case 390:
-			steps[i].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
-		}
-	}
+	x := withProblems(longTurn("only", 400, at), []int{60, 380}, []int{390})
 	s.mustPush(x, http.StatusCreated)
 	var problems []string // the steps the page shows that the filter keeps
-	for _, st := range steps {
-		st := st.(obj)
-		seq := st["seq"].(int)
-		if (st["outcome"] == "failed" || len(st["flags"].(arr)) > 0) && seq > 402-recentSteps {
+	for _, seq := range problemSeqs(x) {
+		if seq > 402-recentSteps {
 			problems = append(problems, fmt.Sprint(seq))
 		}
 	}
@@ -88,22 +77,11 @@ func TestBrowserKeysReachEveryProblem(t *testing.T) {
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	// Turn 1's command (seq 2) and the long turn's steps 60, 61 and 150,
 	// which its first view leaves out, and 380 and 390, which it shows.
-	x := longTurn("reach", 400, at)
-	steps := x["steps"].(arr)
-	for i, st := range steps {
-		switch st.(obj)["seq"] {
-		case 2, 61, 380:
-			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
-		case 60, 150, 390:
-			steps[i].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
-		}
-	}
+	x := withProblems(longTurn("reach", 400, at), []int{2, 61, 380}, []int{60, 150, 390})
 	s.mustPush(x, http.StatusCreated)
 	var problems []string // from the batch, in seq order
-	for _, st := range steps {
-		if st := st.(obj); st["outcome"] == "failed" || len(st["flags"].(arr)) > 0 {
-			problems = append(problems, fmt.Sprint("step-", st["seq"]))
-		}
+	for _, seq := range problemSeqs(x) {
+		problems = append(problems, fmt.Sprint("step-", seq))
 	}
 	p := b.newTab(t, serveBrowser(t, s))
 	p.Open("/session?id=reach")
@@ -145,13 +123,7 @@ func TestBrowserProblemsOnlyKeptInAddress(t *testing.T) {
 	b := startBrowser(t)
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	x := longTurn("kept", 400, at)
-	steps := x["steps"].(arr)
-	for i, st := range steps {
-		if seq := st.(obj)["seq"]; seq == 60 || seq == 390 {
-			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
-		}
-	}
+	x := withProblems(longTurn("kept", 400, at), []int{60, 390}, nil)
 	s.mustPush(x, http.StatusCreated)
 	p := b.newTab(t, serveBrowser(t, s))
 	p.Open("/session?id=kept")
@@ -163,9 +135,13 @@ func TestBrowserProblemsOnlyKeptInAddress(t *testing.T) {
 	p.key("e")
 	p.WaitFor("e goes to step 60, the page read around it", `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-60'`)
 	shown := evalJS[[]string](p, `Array.from(document.querySelectorAll('details.step')).filter(e => e.getClientRects().length > 0).map(e => e.dataset.seq)`)
-	if !evalJS[bool](p, `document.getElementById('problems-only').checked`) || !slices.Equal(shown, []string{"60", "390"}) {
-		t.Errorf("after e read the page again: box checked %v, steps %v shown; want checked and 60, 390",
-			evalJS[bool](p, `document.getElementById('problems-only').checked`), shown)
+	var want []string
+	for _, seq := range problemSeqs(x) {
+		want = append(want, fmt.Sprint(seq))
+	}
+	if !evalJS[bool](p, `document.getElementById('problems-only').checked`) || !slices.Equal(shown, want) {
+		t.Errorf("after e read the page again: box checked %v, steps %v shown; want checked and %v",
+			evalJS[bool](p, `document.getElementById('problems-only').checked`), shown, want)
 	}
 	p.key("p")
 	p.WaitFor("unticked, the address drops it", `!new URLSearchParams(location.search).has('only')`)

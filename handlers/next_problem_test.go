@@ -16,23 +16,10 @@ import (
 func TestNextProblemRoute(t *testing.T) {
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	x := longTurn("np", 400, at)
-	steps := x["steps"].(arr)
-	for i, st := range steps {
-		switch st.(obj)["seq"] {
-		case 2, 60, 380:
-			steps[i].(obj)["outcome"], steps[i].(obj)["error"] = "failed", obj{"type": "exit_code", "message": "exit status 1"}
-		case 150, 390:
-			steps[i].(obj)["flags"] = arr{obj{"kind": "dangerous_command", "severity": "danger", "reason": "test"}}
-		}
-	}
+	x := withProblems(longTurn("np", 400, at), []int{2, 60, 380}, []int{150, 390})
 	s.mustPush(x, http.StatusCreated)
-	var problems []int // from the batch, in seq order
-	for _, st := range steps {
-		if st := st.(obj); st["outcome"] == "failed" || len(st["flags"].(arr)) > 0 {
-			problems = append(problems, st["seq"].(int))
-		}
-	}
+	problems := problemSeqs(x) // from the batch, in seq order
+	steps := x["steps"].(arr)
 	ask := func(query string) (int, *int) {
 		t.Helper()
 		res := s.get("/session/problem?" + query)
