@@ -497,6 +497,14 @@ func browserStepLink(t *testing.T, b *browser) {
 		t.Errorf("%d steps open; want only the linked one", n)
 	}
 	p.WaitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
+	// [ from the first turn shown (61) uses the earlier-turns control and
+	// moves to the turn before it.
+	p.Open("/session?id=long-session#step-61")
+	p.WaitFor("step 61 is linked", `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-61'`)
+	p.key("[")
+	p.WaitFor("[ loads the earlier turns and moves to turn 60", `document.querySelector('.kb-current').id === 'step-60'
+		&& document.querySelectorAll('[data-testid="turn"]').length === 80`)
+	p.Open("/session?id=long-session#step-75")
 
 	// Step 5 is in turn 5, older than the 30 shown: the page reloads with
 	// the turns around it (turn 5 and the 20 after it, those before it).
@@ -532,8 +540,13 @@ func browserStepLink(t *testing.T, b *browser) {
 	if got, want := numbers(), turnNumbers(first+1, end); !slices.Equal(got, want) {
 		t.Errorf("turns %v shown after a push of turn 91; want still %v", got, want)
 	}
-	p.Click(`[data-testid="later-turns"]`)
-	p.WaitFor("the control adds 50 turns", fmt.Sprintf(`document.querySelectorAll('[data-testid="turn"]').length === %d`, end-first+50))
+	// ] from the last turn shown uses the control and moves to the turn
+	// after it.
+	evalJS[bool](p, fmt.Sprintf(`setTimeout(() => { location.hash = '#step-%d' }), true`, end))
+	p.WaitFor("the last turn's step is linked", fmt.Sprintf(`document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-%d'`, end))
+	p.key("]")
+	p.WaitFor("] loads the later turns and moves to the next", fmt.Sprintf(`document.querySelector('.kb-current').id === 'step-%d'
+		&& document.querySelectorAll('[data-testid="turn"]').length === %d`, end+1, end-first+50))
 	p.Click(`[data-testid="later-turns"]`)
 	p.WaitFor("the control adds the rest, turn 91 too", `document.querySelectorAll('[data-testid="turn"]').length === 91`)
 	if got, want := numbers(), turnNumbers(first+1, total+1); !slices.Equal(got, want) || p.Count(`[data-testid="later-turns"]`) != 0 {

@@ -69,14 +69,32 @@
   }
 
   // turn moves to the previous (-1) or next (+1) turn from the one on top
-  // of the viewport, or holding the current step.
+  // of the viewport, or holding the current step. Past the first or the
+  // last turn shown it uses the earlier-turns or later-turns control, and
+  // moves once the turns it adds are there.
   function turn(by) {
     const turns = Array.from(document.querySelectorAll('section.turn'));
     if (turns.length === 0) return;
     const cur = current() && current().closest('section.turn');
     let i = cur ? turns.indexOf(cur) : turns.findIndex(function (t) { return t.getBoundingClientRect().bottom > 1; });
     if (i < 0) i = turns.length - 1;
-    const t = turns[Math.min(turns.length - 1, Math.max(0, i + by))];
+    const more = (i + by < 0 || i + by >= turns.length) && document.querySelector(by < 0 ? '[data-testid="earlier-turns"]' : '[data-testid="later-turns"]');
+    if (more) {
+      const edge = turns[i];
+      whenDone(document.getElementById('timeline'), function () {
+        const now = Array.from(document.querySelectorAll('section.turn'));
+        const k = now.indexOf(edge);
+        if (k < 0) return true; // redrawn meanwhile by a live update: stay
+        if (now[k + by]) showTurn(now[k + by]);
+        return now[k + by] !== undefined;
+      });
+      more.click();
+      return;
+    }
+    showTurn(turns[Math.min(turns.length - 1, Math.max(0, i + by))]);
+  }
+
+  function showTurn(t) {
     const step = t.querySelector('details.step');
     if (step) select(step);
     t.scrollIntoView({ block: 'start' });
@@ -218,14 +236,18 @@
   // whenThere calls then with the first element in root sel matches, now
   // or once it is there (within five seconds).
   function whenThere(root, sel, then) {
-    const now = root.querySelector(sel);
-    if (now) { then(now); return; }
-    const watch = new MutationObserver(function () {
+    whenDone(root, function () {
       const el = root.querySelector(sel);
-      if (!el) return;
-      watch.disconnect();
-      then(el);
+      if (el) then(el);
+      return el !== null;
     });
+  }
+
+  // whenDone calls done now and after each change under root until it
+  // says it is done (true), for at most five seconds.
+  function whenDone(root, done) {
+    if (done()) return;
+    const watch = new MutationObserver(function () { if (done()) watch.disconnect(); });
     watch.observe(root, { childList: true, subtree: true });
     setTimeout(function () { watch.disconnect(); }, 5000);
   }
