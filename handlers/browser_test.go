@@ -556,7 +556,7 @@ func browserStepLink(t *testing.T, b *browser) {
 
 // browserLiveManyTurns: a push that changes more turns than a live update
 // redraws reloads the page, which shows the last turns, changed, as a
-// first view does, and not every turn.
+// first view does, and not every turn; not while a note is being written.
 func browserLiveManyTurns(t *testing.T, b *browser) {
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
@@ -566,12 +566,23 @@ func browserLiveManyTurns(t *testing.T, b *browser) {
 	p := b.newTab(t, serveBrowser(t, s))
 	p.Open("/session?id=many")
 	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
-	evalJS[bool](p, `(window.notReloaded = true)`)
+	// While a note is being written, the page waits: the reload would
+	// lose it. The answers the page gets are counted.
+	evalJS[bool](p, `(window.notReloaded = true, window.resets = 0,
+		window.fetch = (f => (...a) => f(...a).then(r => { if (r.status === 205) window.resets++; return r }))(window.fetch), true)`)
+	p.key("j")
+	p.key("a")
+	p.WaitFor("a opens the note dialog", `document.getElementById('note-dialog').open`)
 	for _, st := range x["steps"].(arr) {
 		st.(obj)["outcome"] = "failed"
 	}
 	s.mustPush(laterPush(x, nil, x["steps"].(arr)), http.StatusOK)
-	p.WaitFor("the page reloads", `window.notReloaded === undefined && document.readyState === 'complete'`)
+	p.WaitFor("the page hears of the change twice", `window.resets >= 2`)
+	if !evalJS[bool](p, `window.notReloaded === true && document.getElementById('note-dialog').open`) {
+		t.Fatal("the page reloaded under an open note dialog")
+	}
+	p.key("\x1b")
+	p.WaitFor("the page reloads once the dialog is closed", `window.notReloaded === undefined && document.readyState === 'complete'`)
 	if got, want := evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`), turnNumbers(n-recentTurns+1, n); !slices.Equal(got, want) {
 		t.Errorf("turns %v shown after the reload; want the last %d, %v", got, recentTurns, want)
 	}

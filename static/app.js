@@ -171,7 +171,11 @@
     if (from.length) url.searchParams.set('from', from.join(','));
     const res = await fetch(url, { headers: { 'HX-Request': 'true' } });
     if (res.status === 404) return showGone();
-    if (res.status === 205) return location.reload(); // more turns changed than an update redraws
+    if (res.status === 205) { // more turns changed than an update redraws: read the page again
+      if (writing()) setTimeout(refresh, refreshGap); // not under the reader's note: ask again
+      else location.reload();
+      return;
+    }
     if (!res.ok || res.status === 204) return; // 204: nothing changed since the page's stamp
     const stamp = res.headers.get('X-Session-Stamp');
     const doc = new DOMParser().parseFromString('<body>' + await res.text() + '</body>', 'text/html');
@@ -215,6 +219,13 @@
       const keep = t.querySelector(':scope > .turn-earlier .earlier-steps') || (m && t.querySelector('#step-' + m[1]));
       return keep ? t.dataset.from : null;
     }).filter(Boolean);
+  }
+
+  // writing is whether the reader has a dialog open (a note) or is in a
+  // field of text (the verdict's note), which a reload would lose.
+  function writing() {
+    const el = document.activeElement;
+    return document.querySelector('dialog[open]') !== null || (el !== null && el.matches('textarea, input[type="text"], input:not([type])'));
   }
 
   // later is the control of the turns after those shown, on a page of the
