@@ -83,6 +83,17 @@ func (s *testService) push(body []byte, header ...string) *httptest.ResponseReco
 	return s.do(req)
 }
 
+// stampOf is the change stamp of session id, as its page holds it for
+// its live updates.
+func (s *testService) stampOf(t testing.TB, id string) string {
+	t.Helper()
+	d, err := s.store.Detail(context.Background(), id, store.DetailQuery{NoSteps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.UpdatedAt
+}
+
 func (s *testService) mustPush(b obj, want int) {
 	s.t.Helper()
 	if rec := s.push(mustJSON(s.t, b)); rec.Code != want {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-
-	"github.com/agentreview/service/store"
 )
 
 func mustDocument(t *testing.T, s *testService, path string) *goquery.Document {
@@ -227,13 +224,7 @@ func TestUpdatesOfManyTurnsReload(t *testing.T) {
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	x := manyTurns("many", updateTurns+10, at)
 	s.mustPush(x, http.StatusCreated)
-	stamp := func() string {
-		d, err := s.store.Detail(context.Background(), "many", store.DetailQuery{NoSteps: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.UpdatedAt
-	}
+	stamp := func() string { return s.stampOf(t, "many") }
 	// A push that fails the prompt step of each of the first n turns.
 	fail := func(n int) {
 		var steps arr
@@ -271,13 +262,7 @@ func TestUpdatesSinceTheStampAreEmpty(t *testing.T) {
 	s := newTestService(t)
 	v := newBatch("live")
 	s.mustPush(v, http.StatusCreated)
-	stamp := func() string {
-		d, err := s.store.Detail(context.Background(), "live", store.DetailQuery{NoSteps: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.UpdatedAt
-	}
+	stamp := func() string { return s.stampOf(t, "live") }
 	updates := func(since string) *httptest.ResponseRecorder {
 		return s.get("/session/updates?id=live&since=" + url.QueryEscape(since))
 	}

@@ -154,13 +154,10 @@ func TestSegmentDividerBeforeTurn(t *testing.T) {
 		seq  int
 		want string
 	}{{5, ""}, {6, "segment 2 at turn 4"}, {4, "segment 1 at step 4"}} {
-		d, err := s.store.Detail(context.Background(), sid, store.DetailQuery{NoSteps: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		stamp := s.stampOf(t, sid)
 		steps := x["steps"].(arr)
 		s.mustPush(laterPush(x, nil, arr{withFields(steps[c.seq-1].(obj), "outcome", "failed")}), http.StatusOK)
-		doc := mustDoc(t, s.get("/session/updates?id="+sid+"&since="+url.QueryEscape(d.UpdatedAt)))
+		doc := mustDoc(t, s.get("/session/updates?id="+sid+"&since="+url.QueryEscape(stamp)))
 		if n := doc.Find(`template[data-turn]`).Length(); n != 1 {
 			t.Fatalf("update of step %d redraws %d turns; want 1", c.seq, n)
 		}
