@@ -53,6 +53,7 @@ func TestBrowser(t *testing.T) {
 		{"LongTurnLink", browserLongTurnLink},
 		{"SessionLive", browserSessionLive},
 		{"LiveManyTurns", browserLiveManyTurns},
+		{"LiveKeepsLastTurns", browserLiveKeepsLastTurns},
 		{"LivePill", browserLivePill},
 		{"ManyTabs", browserManyTabs},
 		{"StreamsFull", browserStreamsFull},
@@ -588,6 +589,54 @@ func browserLiveManyTurns(t *testing.T, b *browser) {
 	}
 	if got := p.Count(`details.step[data-problem]`); got != recentTurns {
 		t.Errorf("%d failed steps shown after the reload; want the %d of the turns shown", got, recentTurns)
+	}
+}
+
+// browserLiveKeepsLastTurns: a page following a growing session drops its
+// oldest turns once the turns it appended pass twice a first view's,
+// keeping the last 30 and the earlier-turns control for the rest, which
+// brings them back in order.
+func browserLiveKeepsLastTurns(t *testing.T, b *browser) {
+	s := newTestService(t)
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	x := manyTurns("grow", recentTurns+1, at)
+	s.mustPush(x, http.StatusCreated)
+	p := b.newTab(t, serveBrowser(t, s))
+	p.Open("/session?id=grow")
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	numbers := func() []string {
+		return evalJS[[]string](p, `Array.from(document.querySelectorAll('[data-testid="turn"]'), t => t.dataset.number)`)
+	}
+	// grow pushes the turns from through to, and waits for the page to
+	// show the last, read at its end, as a reader following it is.
+	grow := func(from, to int) {
+		t.Helper()
+		var turns, steps arr
+		for n := from; n <= to; n++ {
+			turns = append(turns, turnRec("grow", n, at.Add(time.Duration(n)*time.Second), ""))
+			steps = append(steps, stepRec("grow", n, n, at.Add(time.Duration(n)*time.Second), "message", userPrompt(fmt.Sprintf("prompt %d", n))))
+		}
+		s.mustPush(laterPush(x, turns, steps), http.StatusOK)
+		p.WaitFor(fmt.Sprintf("turn %d shows", to), fmt.Sprintf(`document.querySelector('[data-testid="turn"][data-number="%d"]') !== null`, to))
+		evalJS[bool](p, `(window.scrollTo(0, document.documentElement.scrollHeight), true)`)
+	}
+	evalJS[bool](p, `(window.scrollTo(0, document.documentElement.scrollHeight), true)`)
+	grow(recentTurns+2, 2*recentTurns-10) // 50 shown: all kept
+	if got, want := numbers(), turnNumbers(2, 2*recentTurns-10); !slices.Equal(got, want) {
+		t.Fatalf("turns %v shown; want %v", got, want)
+	}
+	last := 2*recentTurns + 6
+	grow(2*recentTurns-9, last) // 66 shown: the last 30 kept
+	if got, want := numbers(), turnNumbers(last-recentTurns+1, last); !slices.Equal(got, want) {
+		t.Errorf("turns %v shown after the page grew past %d; want the last %d, %v", got, 2*recentTurns, recentTurns, want)
+	}
+	if got, want := p.Text(`[data-testid="earlier-turns"]`), fmt.Sprintf("Show %d earlier turns (%d not shown)", min(earlierTurns, last-recentTurns), last-recentTurns); got != want {
+		t.Errorf("earlier-turns control %q; want %q", got, want)
+	}
+	p.Click(`[data-testid="earlier-turns"]`)
+	p.WaitFor("the control brings back the turns dropped", fmt.Sprintf(`document.querySelectorAll('[data-testid="turn"]').length === %d`, last))
+	if got, want := numbers(), turnNumbers(1, last); !slices.Equal(got, want) {
+		t.Errorf("turns %v after the earlier-turns control; want %v", got, want)
 	}
 }
 

@@ -201,7 +201,13 @@ func earlierTurnsLink(d store.SessionDetail) (int, string) {
 	if d.Window == nil || d.Window.First == 0 {
 		return 0, ""
 	}
-	return d.Window.First, pageURLs{d.ID}.with("/session/turns", "before", strconv.Itoa(d.Window.First))
+	return d.Window.First, earlierTurnsURL(d.ID, d.Window.First)
+}
+
+// earlierTurnsURL is the route of the 50 turns of session id before turn
+// position before.
+func earlierTurnsURL(id string, before int) string {
+	return pageURLs{id}.with("/session/turns", "before", strconv.Itoa(before))
 }
 
 // laterTurnsLink is how many turns come after those d holds (a read of the
@@ -359,7 +365,12 @@ func updatesFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, d.Workspace.Root, files, 0, firstChanges)))
+		var keep views.KeptTurns
+		if d.Window != nil && d.Window.Total > 2*recentTurns {
+			total := d.Window.Total
+			keep = views.KeptTurns{Turns: recentTurns, Earlier: total - recentTurns, URL: earlierTurnsURL(d.ID, total-recentTurns)}
+		}
+		render(w, r, log, http.StatusOK, views.Updates(v, v.Turns, changesView(d.ID, d.Workspace.Root, files, 0, firstChanges), keep))
 	})
 }
 

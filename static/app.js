@@ -203,7 +203,30 @@
       htmx.process(fresh);
       filterTimeline(fresh, false);
     });
+    const keep = doc.querySelector('template[data-keep-turns]');
+    if (keep) keepLastTurns(turns, keep);
     if (stamp) session.dataset.stamp = stamp;
+  }
+
+  // keepLastTurns drops the oldest turns of a page that has appended a
+  // live session's new turns past twice the turns its first view shows
+  // (keep's count), keeping that many, and puts in place the earlier-turns
+  // control the update drew for the rest: the page stays the size of a
+  // first view or two however long it is open. Not on a page the reader
+  // added earlier turns to or that shows the turns around a link, nor
+  // while one of the turns to drop is on the screen.
+  function keepLastTurns(turns, keep) {
+    const n = Number(keep.dataset.keepTurns);
+    const shown = Array.from(turns.querySelectorAll(':scope > section.turn'));
+    if (shown.length <= 2 * n || document.querySelector('.earlier-turns') || later()) return;
+    const drop = shown.slice(0, shown.length - n);
+    if (drop.some(function (t) { const r = t.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; })) return;
+    drop.forEach(function (t) { t.remove(); });
+    const control = document.importNode(keep.content, true).firstElementChild;
+    const old = document.querySelector('[data-testid="earlier-turns"]');
+    if (old) old.replaceWith(control);
+    else turns.before(control);
+    htmx.process(control);
   }
 
   // A turn of many steps shows its first and its last (from data-from on),

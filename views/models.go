@@ -483,6 +483,15 @@ type ManifestRow struct {
 	Kept  []string // placeholders of values left unmasked
 }
 
+// KeptTurns is what a page following a live session keeps once its
+// appended turns pass twice a first view's: its last Turns turns, and the
+// earlier-turns control for the Earlier before them (URL). Turns 0: the
+// session has too few turns for it.
+type KeptTurns struct {
+	Turns, Earlier int
+	URL            string
+}
+
 // SessionPage is the session view at /session?id=.
 type SessionPage struct {
 	Session    SessionView
