@@ -498,13 +498,15 @@ func browserStepLink(t *testing.T, b *browser) {
 		t.Errorf("%d steps open; want only the linked one", n)
 	}
 	p.WaitFor("the linked step has the focus, for the keyboard", `document.activeElement === document.querySelector('#step-75 > summary')`)
-	// [ from the first turn shown (61) uses the earlier-turns control and
-	// moves to the turn before it.
-	p.Open("/session?id=long-session#step-61")
-	p.WaitFor("step 61 is linked", `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-61'`)
-	p.key("[")
-	p.WaitFor("[ loads the earlier turns and moves to turn 60", `document.querySelector('.kb-current').id === 'step-60'
-		&& document.querySelectorAll('[data-testid="turn"]').length === 80`)
+	// [ and k from the first turn shown (61) use the earlier-turns control
+	// and move to the turn, the step, before it.
+	for i, key := range []string{"[", "k"} {
+		p.Open(fmt.Sprintf("/session?id=long-session&try=%d#step-61", i)) // a page of its own each
+		p.WaitFor("step 61 is linked", `document.querySelector('.kb-current') !== null && document.querySelector('.kb-current').id === 'step-61'`)
+		p.key(key)
+		p.WaitFor(key+" loads the earlier turns and moves to turn 60", `document.querySelector('.kb-current').id === 'step-60'
+			&& document.querySelectorAll('[data-testid="turn"]').length === 80`)
+	}
 	p.Open("/session?id=long-session#step-75")
 
 	// Step 5 is in turn 5, older than the 30 shown: the page reloads with
@@ -548,8 +550,12 @@ func browserStepLink(t *testing.T, b *browser) {
 	p.key("]")
 	p.WaitFor("] loads the later turns and moves to the next", fmt.Sprintf(`document.querySelector('.kb-current').id === 'step-%d'
 		&& document.querySelectorAll('[data-testid="turn"]').length === %d`, end+1, end-first+50))
-	p.Click(`[data-testid="later-turns"]`)
-	p.WaitFor("the control adds the rest, turn 91 too", `document.querySelectorAll('[data-testid="turn"]').length === 91`)
+	// j from the last step shown does the same, and moves to the step after.
+	evalJS[bool](p, fmt.Sprintf(`setTimeout(() => { location.hash = '#step-%d' }), true`, end+50))
+	p.WaitFor("the last turn's step is linked", fmt.Sprintf(`document.querySelector('.kb-current').id === 'step-%d'`, end+50))
+	p.key("j")
+	p.WaitFor("j loads the rest, turn 91 too, and moves to the next step", fmt.Sprintf(`document.querySelector('.kb-current').id === 'step-%d'
+		&& document.querySelectorAll('[data-testid="turn"]').length === 91`, end+51))
 	if got, want := numbers(), turnNumbers(first+1, total+1); !slices.Equal(got, want) || p.Count(`[data-testid="later-turns"]`) != 0 {
 		t.Errorf("turns %v shown, %d later-turns controls; want %v and none", got, p.Count(`[data-testid="later-turns"]`), want)
 	}

@@ -61,37 +61,46 @@
     item.scrollIntoView({ block: 'nearest' });
   }
 
+  // move selects the next (+1) or previous (-1) item; past the first or
+  // the last step shown, the turns before or after (moreTurns).
   function move(by) {
     const all = items();
     if (all.length === 0) return;
     const i = all.indexOf(current());
+    if (i >= 0 && moreTurns(by, i + by < 0 || i + by >= all.length, items, all[i], select)) return;
     select(all[i < 0 ? (by > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, i + by))]);
   }
 
   // turn moves to the previous (-1) or next (+1) turn from the one on top
-  // of the viewport, or holding the current step. Past the first or the
-  // last turn shown it uses the earlier-turns or later-turns control, and
-  // moves once the turns it adds are there.
+  // of the viewport, or holding the current step; past the first or the
+  // last turn shown, to the turns before or after (moreTurns).
   function turn(by) {
-    const turns = Array.from(document.querySelectorAll('section.turn'));
+    const all = function () { return Array.from(document.querySelectorAll('section.turn')); };
+    const turns = all();
     if (turns.length === 0) return;
     const cur = current() && current().closest('section.turn');
     let i = cur ? turns.indexOf(cur) : turns.findIndex(function (t) { return t.getBoundingClientRect().bottom > 1; });
     if (i < 0) i = turns.length - 1;
-    const more = (i + by < 0 || i + by >= turns.length) && document.querySelector(by < 0 ? '[data-testid="earlier-turns"]' : '[data-testid="later-turns"]');
-    if (more) {
-      const edge = turns[i];
-      whenDone(document.getElementById('timeline'), function () {
-        const now = Array.from(document.querySelectorAll('section.turn'));
-        const k = now.indexOf(edge);
-        if (k < 0) return true; // redrawn meanwhile by a live update: stay
-        if (now[k + by]) showTurn(now[k + by]);
-        return now[k + by] !== undefined;
-      });
-      more.click();
-      return;
-    }
+    if (moreTurns(by, i + by < 0 || i + by >= turns.length, all, turns[i], showTurn)) return;
     showTurn(turns[Math.min(turns.length - 1, Math.max(0, i + by))]);
+  }
+
+  // moreTurns, when past is true (a move past the first or the last of
+  // the list now) and the page has the earlier-turns (by -1) or the
+  // later-turns (+1) control, uses it and, once its turns are there, calls
+  // then with the element of list() beside edge; false when it has none.
+  function moreTurns(by, past, list, edge, then) {
+    const more = past && document.querySelector(by < 0 ? '[data-testid="earlier-turns"]' : '[data-testid="later-turns"]');
+    if (!more) return false;
+    whenDone(document.getElementById('timeline'), function () {
+      const now = list();
+      const k = now.indexOf(edge);
+      if (k < 0) return true; // redrawn meanwhile by a live update: stay
+      if (now[k + by]) then(now[k + by]);
+      return now[k + by] !== undefined;
+    });
+    more.click();
+    return true;
   }
 
   function showTurn(t) {
