@@ -601,7 +601,7 @@ func browserLiveManyTurns(t *testing.T, b *browser) {
 // browserLiveKeepsLastTurns: a page following a growing session drops its
 // oldest turns once the turns it appended pass twice a first view's,
 // keeping the last 30 and the earlier-turns control for the rest, which
-// brings them back in order.
+// brings them back in order; a page of every turn keeps them all.
 func browserLiveKeepsLastTurns(t *testing.T, b *browser) {
 	s := newTestService(t)
 	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
@@ -643,6 +643,13 @@ func browserLiveKeepsLastTurns(t *testing.T, b *browser) {
 	p.WaitFor("the control brings back the turns dropped", fmt.Sprintf(`document.querySelectorAll('[data-testid="turn"]').length === %d`, last))
 	if got, want := numbers(), turnNumbers(1, last); !slices.Equal(got, want) {
 		t.Errorf("turns %v after the earlier-turns control; want %v", got, want)
+	}
+	// A page of every turn keeps them all as the session grows.
+	p.Open("/session?id=grow&turns=all")
+	p.WaitFor("the pill says live", `document.querySelector('[data-testid="live-pill"]').textContent === 'live'`)
+	grow(last+1, last+5)
+	if got, want := numbers(), turnNumbers(1, last+5); !slices.Equal(got, want) {
+		t.Errorf("turns %v on the page of every turn after it grew; want %v", got, want)
 	}
 }
 

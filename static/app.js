@@ -212,13 +212,15 @@
   // live session's new turns past twice the turns its first view shows
   // (keep's count), keeping that many, and puts in place the earlier-turns
   // control the update drew for the rest: the page stays the size of a
-  // first view or two however long it is open. Not on a page the reader
-  // added earlier turns to or that shows the turns around a link, nor
-  // while one of the turns to drop is on the screen.
+  // first view or two however long it is open. Only on a page that showed
+  // the last turns at first (not every turn, nor those around a link) and
+  // to which the reader added none, and not while one of the turns to drop
+  // is on the screen.
+  const firstTurns = document.querySelectorAll('#turns > section.turn').length;
   function keepLastTurns(turns, keep) {
     const n = Number(keep.dataset.keepTurns);
     const shown = Array.from(turns.querySelectorAll(':scope > section.turn'));
-    if (shown.length <= 2 * n || document.querySelector('.earlier-turns') || later()) return;
+    if (shown.length <= 2 * n || firstTurns > n || document.querySelector('.earlier-turns, .later-turns') || later()) return;
     const drop = shown.slice(0, shown.length - n);
     if (drop.some(function (t) { const r = t.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; })) return;
     drop.forEach(function (t) { t.remove(); });
