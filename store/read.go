@@ -846,8 +846,10 @@ func (q DetailQuery) Narrow(all []Turn, changed map[string]bool, around string) 
 	if q.Before > 0 && q.Before < end {
 		end = q.Before
 	}
-	if i := slices.IndexFunc(all, func(t Turn) bool { return t.ID == around }); q.AroundTurn() && i >= 0 {
-		end = min(end, i+1+AroundTurns)
+	if q.AroundTurn() && around != "" {
+		if i := slices.IndexFunc(all, func(t Turn) bool { return t.ID == around }); i >= 0 {
+			end = min(end, i+1+AroundTurns)
+		}
 	}
 	first := 0
 	if q.Turns > 0 {
