@@ -3,6 +3,8 @@ package redact
 import (
 	"strconv"
 	"strings"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // Finding is one distinct secret value a Masker replaced.
@@ -127,7 +129,7 @@ func (m *Masker) unkept(text string, ms []Match) []Match {
 	}
 	out := ms[:0]
 	for _, mt := range ms {
-		if f := m.byValue[text[mt.Start:mt.End]]; f == nil || !f.Kept || mt.Confidence == Definite {
+		if f := m.byValue[valueOf(text, mt)]; f == nil || !f.Kept || mt.Confidence == Definite {
 			out = append(out, mt)
 		}
 	}
@@ -145,9 +147,8 @@ func (m *Masker) replace(text string, ms []Match, where string) string {
 	last := 0
 	for _, mt := range ms {
 		b.WriteString(text[last:mt.Start])
-		value := text[mt.Start:mt.End]
-		if p, kept := m.placeholder(mt, value, where); kept {
-			b.WriteString(value)
+		if p, kept := m.placeholder(mt, valueOf(text, mt), where); kept {
+			b.WriteString(text[mt.Start:mt.End])
 		} else {
 			b.WriteString(p)
 		}
@@ -155,6 +156,14 @@ func (m *Masker) replace(text string, ms []Match, where string) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// valueOf is the secret mt found in text as a terminal shows it, without
+// a colour code that split it (Scan): the same secret is one value
+// however it was printed.
+func valueOf(text string, mt Match) string {
+	v, _ := term.Shown(text[mt.Start:mt.End])
+	return v
 }
 
 // placeholder returns the placeholder for value, recording where it was seen,

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 func TestMaskKeepsContext(t *testing.T) {
@@ -284,5 +286,25 @@ func TestIsMaskPlaceholder(t *testing.T) {
 		if got := IsMaskPlaceholder(s); got != want {
 			t.Errorf("IsMaskPlaceholder(%q) = %v; want %v", s, got, want)
 		}
+	}
+}
+
+// A secret printed in colour, or split by a colour code, is masked whole
+// and is the same value, with the same placeholder, as where it is plain.
+func TestMaskSecretsInColour(t *testing.T) {
+	half := len(ghToken) / 2
+	m := NewMasker("")
+	for _, in := range []string{
+		"token " + ghToken,
+		"token \x1b[1m" + ghToken + "\x1b[22m",
+		"token " + ghToken[:half] + "\x1b[31m" + ghToken[half:] + "\x1b[0m",
+	} {
+		got := m.Mask(in, "x")
+		if shown, _ := term.Shown(got); shown != "token [github-token-1]" {
+			t.Errorf("Mask(%q) = %q, shown %q; want %q", in, got, shown, "token [github-token-1]")
+		}
+	}
+	if counts := m.Counts(); !maps.Equal(counts, map[string]int{"github-token": 1}) {
+		t.Errorf("Counts() = %v; want map[github-token:1]", counts)
 	}
 }

@@ -312,3 +312,31 @@ func TestIsPlaceholder(t *testing.T) {
 		})
 	}
 }
+
+// A secret in command output written for a terminal is found as the
+// terminal shows it: printed in colour (the code's "1;32m" just before
+// it), on a coloured line, or split by a code, the match then running over
+// the code so that masking it leaves no part of the secret.
+func TestScanReadsTextAsATerminalShowsIt(t *testing.T) {
+	const bold, reset = "\x1b[1;32m", "\x1b[0m"
+	for _, tc := range secretCases() {
+		half := len(tc.value) / 2
+		split := tc.value[:half] + reset + tc.value[half:]
+		for _, c := range []struct{ how, text, value string }{
+			{"in colour", strings.Replace(tc.text, tc.value, bold+tc.value+reset, 1), tc.value},
+			{"on a coloured line", bold + tc.text + reset, tc.value},
+			{"split by a code", strings.Replace(tc.text, tc.value, split, 1), split},
+		} {
+			t.Run(tc.name+"/"+c.how, func(t *testing.T) {
+				var got []string
+				for _, m := range Scan(c.text) {
+					if v := c.text[m.Start:m.End]; m.Rule == tc.rule && v == c.value {
+						return
+					}
+					got = append(got, m.Rule+"="+c.text[m.Start:m.End])
+				}
+				t.Errorf("Scan(%q) = %q; want %s=%q", c.text, got, tc.rule, c.value)
+			})
+		}
+	}
+}

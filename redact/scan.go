@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // Match is one secret found in a text: byte offsets of the secret value itself.
@@ -58,8 +60,20 @@ func newEngine(rs []rule) *engine {
 
 // Scan returns every secret in text, ordered by Start and non-overlapping.
 // When two matches overlap, the definite one wins, then the longer one.
+//
+// Command output written for a terminal is read as the terminal shows it
+// (term.Shown): a token printed in colour, ESC [ 1 m ghp_…, starts where
+// the code ends, not glued to its "1m", and a token a colour code splits
+// is one, its match running over the code.
 func Scan(text string) []Match {
-	return compiled.scan(text)
+	shown, cuts := term.Shown(text)
+	ms := compiled.scan(shown)
+	if cuts != nil {
+		for i := range ms {
+			ms[i].Start, ms[i].End = cuts.Before(ms[i].Start), cuts.Before(ms[i].End-1)+1
+		}
+	}
+	return ms
 }
 
 // FirstDefinite reports the first definite rule matching anywhere in text; it
