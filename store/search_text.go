@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"zombiezen.com/go/sqlite"
+
+	terminal "github.com/agentreview/service/internal/term"
 )
 
 // What search indexes, in Go: the text of a step or a session row (the
@@ -33,11 +35,13 @@ import (
 // words: 2, the text made in Go; 3, a string value that is JSON itself
 // read for its strings (appendNested); 4, a character of a script written
 // without spaces a word of its own (isSplitRune); 5, a step's working
-// folder at the end of its text (StepDoc.SearchText). Raising it makes
+// folder at the end of its text (StepDoc.SearchText); 6, the text as a
+// terminal shows it, without its control sequences (terminal.Shown), so that
+// the FAIL of ESC [ 3 1 m FAIL is a word, not "31mfail". Raising it makes
 // SQLite's index file again (its indexVersion) and rewrites PostgreSQL's
 // words of every row whose words may have changed
 // (postgres.rewriteSearchDocs).
-const SearchTextVersion = 5
+const SearchTextVersion = 6
 
 // StepDoc holds the stored columns of a step that search indexes; a nil
 // field is a NULL column. Payload, Error and Flags are JSON as stored.
@@ -59,7 +63,8 @@ func (r StepColumns) Doc(st *Step) StepDoc {
 // string value of the payload (or the payload as written when it is not
 // JSON SQLite reads), the role, the large text columns and the strings of
 // the error and the flags, joined by new lines, leaving out what is NULL;
-// the payload's working folder (its top-level cwd) comes last. In its
+// the payload's working folder (its top-level cwd) comes last; without
+// the control sequences of command output (terminal.Shown). In its
 // place, between a command's line and its output, the folder took most
 // of a snippet's 16 words (/Users/me/dev/project/sub is five), so a hit
 // of a command showed its line, its folder and hardly any output.
@@ -80,7 +85,8 @@ func (d StepDoc) SearchText() string {
 	b = m.appendJSONPart(b, d.Flags, false)
 	b = appendPart(b, m.folder)
 	m.buf = b
-	return string(b)
+	text, _ := terminal.Shown(string(b))
+	return text
 }
 
 // SessionSearchText is what a session row indexes, as

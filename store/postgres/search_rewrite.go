@@ -31,6 +31,8 @@ const textMayBeJSONInAString = `(?:"(?:\s|\\[tnr]|\\u00(?:09|0[aA]|0[dD]|20))*(?
 // script without spaces, store.SplitRunesPattern). Version 5 moved a
 // step's working folder to the end of its text: the steps whose payload
 // names a cwd (a raw's own cwd too, which only rewrites them unchanged).
+// Version 6 reads text without its control sequences: the steps with an
+// ESC in a column, or one written \u001b in the JSON ones.
 // migrate runs it under its lock, so two processes starting together
 // rewrite once.
 func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
@@ -52,8 +54,11 @@ func rewriteSearchDocs(ctx context.Context, conn *pgxpool.Conn) error {
 			  AND ($3 AND (payload ~ $4 OR flags ~ $4 OR error ~ $4)
 			    OR $5 AND (payload ~ $6 OR flags ~ $6 OR error ~ $6 OR role ~ $6 OR text ~ $6 OR stdout ~ $6 OR stderr ~ $6
 			      OR old_string ~ $6 OR new_string ~ $6)
-			    OR $7 AND strpos(payload, '"cwd"') > 0)`,
-			[]any{lo, lo + rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern(), version < 5},
+			    OR $7 AND strpos(payload, '"cwd"') > 0
+			    OR $8 AND (payload ~* '\\u001b' OR flags ~* '\\u001b' OR error ~* '\\u001b'
+			      OR strpos(concat(role, text, stdout, stderr, old_string, new_string), chr(27)) > 0))`,
+			[]any{lo, lo + rewriteSpan, version < 3, textMayBeJSONInAString, version < 4, store.SplitRunesPattern(), version < 5,
+				version < 6},
 			steps, func() (int64, string) { return pk, d.SearchText() })
 		if err != nil {
 			return fmt.Errorf("rewrite the search words: %w", err)

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"SearchPathOfCommands", testSearchPathOfCommands},
 		{"SearchFiltersSnippet", testSearchFiltersSnippet},
 		{"SearchJSONInAString", testSearchJSONInAString},
+		{"SearchColouredOutput", testSearchColouredOutput},
 		{"SearchRefused", testSearchRefused},
 		{"SearchPages", testSearchPages},
 		{"SearchOneSession", testSearchOneSession},

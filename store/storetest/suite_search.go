@@ -448,6 +448,34 @@ func testSearchJSONInAString(t *testing.T, s store.Backend) {
 	}
 }
 
+// Command output written for a terminal is searched as the terminal shows
+// it: a word printed in colour, in a column or in a tool's recorded JSON,
+// is found by itself, not glued to its code's "31m", and the snippet shows
+// it without the code.
+func testSearchColouredOutput(t *testing.T, s store.Backend) {
+	sid := "colour"
+	b := searchBatch(sid)
+	b.Steps[1].Payload.Stdout = genPtr("--- \x1b[31;1mFAIL\x1b[0m: \x1b[1mfailword" + sid + "\x1b[22m (0.01s)")
+	b.Steps[4].Payload.Raw = []byte(`{"stdout":"\u001b[2mrawword` + sid + `\u001B[22m"}`)
+	mustApply(t, s, b)
+	for _, c := range []struct {
+		word string
+		seq  int64
+	}{{"failword" + sid, b.Steps[1].Seq}, {"rawword" + sid, b.Steps[4].Seq}} {
+		r := mustSearch(t, s, store.SearchQuery{Q: c.word})
+		if len(r.Hits) != 1 || r.Hits[0].Seq != c.seq {
+			t.Errorf("Search(%s) = %v; want step %d", c.word, hitKeys(r), c.seq)
+			continue
+		}
+		if sn := r.Hits[0].Snippet; !strings.Contains(sn, c.word) || strings.ContainsAny(sn, "\x1b") {
+			t.Errorf("Search(%s): snippet %q; want the word, without a control sequence", c.word, sn)
+		}
+	}
+	if r := mustSearch(t, s, store.SearchQuery{Q: "1mfailword" + sid}); len(r.Hits) != 0 {
+		t.Errorf("Search(1mfailword%s) = %v; want no hit: the code's 1m is no part of the word", sid, hitKeys(r))
+	}
+}
+
 // A malformed query or cursor is refused with the search's error.
 func testSearchRefused(t *testing.T, s store.Backend) {
 	mustApply(t, s, smallBatch("a"))
