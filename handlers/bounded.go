@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // Bounded rendering: every value an agent recorded reaches a page, a
@@ -40,17 +42,20 @@ func clip(s string, limit int) (string, int) {
 	return s, 0
 }
 
-// shorten is s cut to limit characters, marked with "…" when cut: for
-// values shown in a heading or a table cell, where there is no room for a
-// note.
+// shorten is s cut to limit characters, marked with "…" when cut, as a
+// page shows text (term.Plain: no control sequence, other control
+// characters in caret notation): for values shown in a heading or a table
+// cell, where there is no room for a note.
 func shorten(s string, limit int) string {
-	if cut, more := clip(s, limit); more > 0 {
+	cut, more := clip(s, limit)
+	cut = term.Plain(cut)
+	if more > 0 {
 		return cut + "…"
 	}
-	return s
+	return cut
 }
 
-// oneLine is the first line of s, cut to lineChars.
+// oneLine is the first line of s, cut to lineChars (shorten).
 func oneLine(s string) string {
 	s, _ = clip(s, 4*lineChars) // what follows is linear in what is kept
 	s = strings.TrimSpace(s)

@@ -612,3 +612,40 @@ func TestExportStepDurations(t *testing.T) {
 		t.Fatalf("the steps hold %d bytes; want more than a read of the export (%d)", n, exportBudget)
 	}
 }
+
+// A secret in coloured command output is masked whole, in the HTML and
+// the Markdown export, printed in colour or split by a colour code, and
+// counted once with the same value printed plain; neither report holds a
+// control character.
+func TestExportMasksSecretsInColouredOutput(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("c1")
+	steps := b["steps"].(arr)
+	half := len(fakeAWS) / 2
+	steps[0].(obj)["payload"].(obj)["text"] = "use " + fakeGitHub
+	steps[1].(obj)["payload"].(obj)["stdout"] = "token: \x1b[1m" + fakeGitHub + "\x1b[22m\n" +
+		"key: " + fakeAWS[:half] + "\x1b[31m" + fakeAWS[half:] + "\x1b[0m\n"
+	s.mustPush(b, http.StatusCreated)
+	for _, path := range []string{"/api/sessions/c1/export", "/api/sessions/c1/export?format=md"} {
+		rec := s.get(path)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s = %d %s", path, rec.Code, rec.Body)
+		}
+		report := rec.Body.String()
+		for _, secret := range []string{fakeGitHub, fakeAWS, fakeAWS[:half], fakeAWS[half:]} {
+			if strings.Contains(report, secret) {
+				t.Errorf("%s still holds %q", path, secret)
+			}
+		}
+		if strings.ContainsFunc(report, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
+			t.Errorf("%s holds a control character", path)
+		}
+	}
+	var rv Review
+	if rec := s.get("/api/sessions/c1/export/review"); json.Unmarshal(rec.Body.Bytes(), &rv) != nil {
+		t.Fatalf("review = %d %s", rec.Code, rec.Body)
+	}
+	if rv.Counts["github-token"] != 1 || rv.Counts["aws-access-key"] != 1 {
+		t.Errorf("counts = %v; want one github-token (plain and in colour) and one aws-access-key (split by a code)", rv.Counts)
+	}
+}

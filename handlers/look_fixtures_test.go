@@ -130,7 +130,9 @@ func showcaseSession(t testing.TB, sid string, started time.Time) obj {
 			"new_string": "func parse(in string) error {\n\tif in == \"\" {\n\t\treturn ErrEmpty\n\t}\n\t// keep going\n\treturn err\n}\n",
 		}),
 		withFields(stepRec(sid, 6, 1, at(t1, 48), "command", obj{
-			"command": "go test ./...", "cwd": "/home/dev/parser-kit", "exit_code": 1, "stdout": "--- FAIL: TestEmpty (0.00s)\n    parse_test.go:12: got <nil>; want ErrEmpty\nFAIL", "stderr": "",
+			"command": "go test ./...", "cwd": "/home/dev/parser-kit", "exit_code": 1, "stderr": "",
+			// in colour, as a test runner prints it for a terminal
+			"stdout": "--- \x1b[1;31mFAIL\x1b[0m: TestEmpty (0.00s)\n    parse_test.go:12: got \x1b[2m<nil>\x1b[22m; want \x1b[32mErrEmpty\x1b[39m\n\x1b[41;1m FAIL \x1b[0m",
 		}), "outcome", "failed", "error", obj{"type": "exit_status", "message": "exit status 1"},
 			"flags", arr{obj{"kind": "failed", "severity": "warn", "reason": "the tests failed"}}),
 		stepRec(sid, 7, 1, at(t1, 70), "other", obj{"tool_name": "WebFetch", "raw": sampleTool(t, "spotter/tool_heavy.jsonl", "WebFetch")}),

@@ -211,3 +211,52 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 		t.Errorf("test.log's change says %q; want that what the command wrote is not known", got)
 	}
 }
+
+// Coloured output is shown in its colours, its codes left out of the
+// step's line and its body; a tool's field likewise, and no control
+// character reaches a page or a report, from any text an agent recorded.
+func TestSessionShowsColouredOutput(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("col")
+	steps := b["steps"].(arr)
+	steps[1].(obj)["payload"].(obj)["command"] = "\x1b[1mnpx\x1b[22m jest"
+	steps[1].(obj)["payload"].(obj)["stdout"] = "\x1b[1;31mFAIL\x1b[0m src/a.test.ts\a"
+	steps[4].(obj)["payload"].(obj)["raw"] = obj{"command": "/model", "stdout": "Kept model as \x1b[1mDefault\x1b[22m"}
+	// Every other text a page shows, with a code and a bell.
+	steps[0].(obj)["payload"].(obj)["text"] = "\x1b[32mFix\x1b[0m the test\a"
+	steps[2].(obj)["payload"].(obj)["path"] = "/tmp/ws/\x1b[1mmain.go\a"
+	steps[2].(obj)["outcome"], steps[2].(obj)["error"] = "failed", obj{"type": "\x1b[31mtool_error\a", "message": "\x1b[31mdenied\a"}
+	steps[3].(obj)["flags"] = arr{obj{"kind": "\x1b[1mrisky\a", "severity": "warn", "reason": "\x1b[33mread\a"}}
+	steps[4].(obj)["payload"].(obj)["tool_name"] = "\x1b[36mWebFetch\a"
+	b["session"].(obj)["workspace"] = obj{"root": "/tmp/\x1b[1mws\a", "repo": "github.com/\x1b[1macme\a"}
+	s.mustPush(b, http.StatusCreated)
+	page := ""
+	for _, path := range []string{"/session?id=col", "/session/step?id=col&seq=2", "/session/step?id=col&seq=3",
+		"/session/step?id=col&seq=4", "/session/step?id=col&seq=5", "/", "/search?q=fix", "/search?q=denied", "/usage",
+		"/api/sessions/col/export", "/api/sessions/col/export?format=md"} {
+		rec := s.get(path)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s = %d", path, rec.Code)
+		}
+		page += rec.Body.String()
+	}
+	if strings.ContainsFunc(page, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' && r != '\r' }) {
+		i := strings.IndexFunc(page, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' && r != '\r' })
+		t.Errorf("the session's page or a step's body holds a control character: %q", page[max(0, i-200):i+20])
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sel, want string }{
+		{`#step-2 .line`, "npx jest"},
+		{`[data-testid="block-stdout"] pre`, "FAIL src/a.test.ts^G"},
+		{`[data-testid="block-stdout"] pre .t-red.t-bold`, "FAIL"},
+		{`[data-testid="block-stdout"] pre .ctl`, "^G"},
+		{`[data-testid="tool-field-stdout"] .t-bold`, "Default"},
+	} {
+		if got := strings.TrimSpace(doc.Find(c.sel).First().Text()); got != c.want {
+			t.Errorf("%s = %q; want %q", c.sel, got, c.want)
+		}
+	}
+}

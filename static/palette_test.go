@@ -19,7 +19,7 @@ func TestPaletteContrast(t *testing.T) {
 		t.Fatal("palette.css has no dark scheme")
 	}
 	text := []string{"fg", "muted", "faint", "accent", "ok", "bad", "warn",
-		"hl-keyword", "hl-string", "hl-number", "hl-comment", "hl-name", "hl-type"}
+		"hl-keyword", "hl-string", "hl-number", "hl-comment", "hl-name", "hl-type", "t-cyan"}
 	backgrounds := []string{"bg", "surface", "surface-2", "sunken", "add-bg", "del-bg", "accent-bg", "ok-bg", "bad-bg", "warn-bg"}
 	for _, scheme := range []struct {
 		name   string

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // ExportMarkdown writes the redacted session report as one Markdown
@@ -367,14 +369,18 @@ func (m *mdWriter) manifest(rows []ManifestRow) {
 // quote writes text as a block quote: every line of it inside the quote,
 // so whatever Markdown it holds ends where the quote does.
 func (m *mdWriter) quote(text string) {
+	text = term.Plain(text)
 	for l := range strings.Lines(strings.TrimRight(text, "\n")) {
 		m.line(strings.TrimRight("> "+strings.TrimSuffix(l, "\n"), " "))
 	}
 }
 
 // fence writes text as a fenced code block whose fence of backticks is
-// longer than any run of backticks in it.
+// longer than any run of backticks in it. Here, as in mdCode, mdText and
+// quote, recorded text is written as the app shows it (term.Plain):
+// without control sequences, other control characters in caret notation.
 func (m *mdWriter) fence(lang, text string) {
+	text = term.Plain(text)
 	f := strings.Repeat("`", max(3, longestRun(text, '`')+1))
 	m.line(f + lang)
 	m.write(text)
@@ -387,7 +393,7 @@ func (m *mdWriter) fence(lang, text string) {
 // mdCode is s as an inline code span on one line: its line breaks are
 // spaces, its delimiter longer than any run of backticks in it.
 func mdCode(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(term.Plain(s))
 	if s == "" {
 		return ""
 	}
@@ -413,7 +419,7 @@ var mdSpecial = strings.NewReplacer(
 
 // mdText is s as literal text on one line, every character that could be
 // Markdown escaped.
-func mdText(s string) string { return mdSpecial.Replace(s) }
+func mdText(s string) string { return mdSpecial.Replace(term.Plain(s)) }
 
 // MarkdownLiteral is s with each backslash escape of mdText undone: the
 // text a reader of the rendered Markdown sees, for the export's last scan

@@ -17,6 +17,8 @@ import (
 	ghtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // md renders an agent's or a user's message. Raw HTML is shown as text,
@@ -44,6 +46,7 @@ const (
 // bounds, as Markdown: in time and HTML a small multiple of its size.
 func markdownOf(s string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		s := term.Plain(s) // no control character reaches the page (textOf)
 		if len(s) > markdownChars || nesting(s) > markdownDepth {
 			if _, err := io.WriteString(w, `<pre class="md-plain" data-testid="markdown-plain">`); err != nil {
 				return err

@@ -3,16 +3,11 @@
 package views
 
 import (
-	"context"
-	"html"
-	"io"
 	"iter"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/a-h/templ"
 )
 
 // Plural is "1 flag", "2 flags", "1,204 steps".
@@ -556,22 +551,6 @@ func FieldLabel(field string) string {
 		return l
 	}
 	return field
-}
-
-// textOf writes s as HTML text a slice at a time. Unlike { s }, which
-// copies a value whole before escaping it, it holds no copy of a long
-// recorded value.
-func textOf(s string) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		for rest := s; rest != ""; {
-			n := min(len(rest), 32<<10)
-			if _, err := io.WriteString(w, html.EscapeString(rest[:n])); err != nil {
-				return err
-			}
-			rest = rest[n:]
-		}
-		return nil
-	})
 }
 
 // agentHue is one of nine colour classes for an agent kind, the same for
