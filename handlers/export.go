@@ -181,6 +181,9 @@ func writeExport(ctx context.Context, out *checkedWriter, walk *exportWalk, now 
 	for i := range session.Tools {
 		session.Tools[i].Href, session.Tools[i].FailedHref = "", ""
 	}
+	for i := range session.Commands {
+		session.Commands[i].RunsSearch, session.Commands[i].FailedSearch = "", ""
+	}
 	p := views.ExportPage{
 		Session:   session,
 		Turns:     walk.turns(ctx, out.flush),

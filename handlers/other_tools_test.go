@@ -317,3 +317,98 @@ func TestCommandsLinkToFirstRun(t *testing.T) {
 		t.Errorf("the Markdown report has no row %q", row)
 	}
 }
+
+// A command run more than once links its count of runs to a search of
+// them (command:, the line whole), and more than one failed run its count
+// of failed runs to a search of those; a line the query language cannot
+// say (a quote in it) keeps its first runs' links, and the HTML report,
+// with no search to link to, has none.
+func TestCommandsLinkToTheirRuns(t *testing.T) {
+	s := newTestService(t)
+	b := newBatch("runs")
+	steps := b["steps"].(arr)
+	for i, run := range []struct {
+		line   string
+		failed bool
+	}{
+		{"make", false}, {"go test  ./...\t-v", true}, {"make", true}, {`git commit -m "x"`, true},
+		{"make", true}, {"go test  ./...\t-v", true}, {`git commit -m "x"`, true}, {"make", false},
+	} {
+		st := obj{}
+		for k, v := range steps[1].(obj) { // the batch's command
+			st[k] = v
+		}
+		st["id"], st["seq"] = fmt.Sprintf("runs-run%d", i), len(steps)+1
+		st["payload"] = obj{"command": run.line, "exit_code": 0}
+		if run.failed {
+			st["payload"].(obj)["exit_code"], st["outcome"] = 1, "failed"
+		}
+		steps = append(steps, st)
+	}
+	b["steps"] = steps
+	s.mustPush(b, http.StatusCreated)
+	runs, failed := map[string][]int64{}, map[string][]int64{}
+	for _, st := range steps {
+		st := st.(obj)
+		if st["type"] != "command" {
+			continue
+		}
+		line, seq := st["payload"].(obj)["command"].(string), int64(st["seq"].(int))
+		runs[line] = append(runs[line], seq)
+		if st["outcome"] == "failed" {
+			failed[line] = append(failed[line], seq)
+		}
+	}
+	found := func(href string) []int64 {
+		var r struct{ Hits []store.SearchHit }
+		if err := json.Unmarshal(s.get("/api"+href).Body.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", href, err)
+		}
+		var seqs []int64
+		for _, h := range r.Hits {
+			seqs = append(seqs, h.Seq)
+		}
+		slices.Sort(seqs)
+		return seqs
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(s.get("/session?id=runs").Body.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := doc.Find(`[data-testid="commands"] tbody tr`)
+	if rows.Length() != len(runs) {
+		t.Fatalf("Commands run has %d rows; want %d", rows.Length(), len(runs))
+	}
+	searched := 0
+	rows.Each(func(_ int, tr *goquery.Selection) {
+		line := tr.Find(`[data-testid="command-step"]`).Text()
+		sayable := !strings.Contains(line, `"`)
+		runsLink, failedLink := tr.Find(`a[data-testid="command-runs"]`), tr.Find(`a[data-testid="command-failed-runs"]`)
+		if want := len(runs[line]) > 1 && sayable; (runsLink.Length() == 1) != want {
+			t.Errorf("%q, run %d times: a link of its runs %v; want %v", line, len(runs[line]), runsLink.Length() == 1, want)
+		} else if want {
+			searched++
+			if got := found(runsLink.AttrOr("href", "")); !slices.Equal(got, runs[line]) {
+				t.Errorf("%q: its runs link to %q, finding steps %v; want %v", line, runsLink.AttrOr("href", ""), got, runs[line])
+			}
+		}
+		if want := len(failed[line]) > 1 && sayable; (failedLink.Length() == 1) != want {
+			t.Errorf("%q, failed %d times: a link of its failed runs %v; want %v", line, len(failed[line]), failedLink.Length() == 1, want)
+		} else if want {
+			if got := found(failedLink.AttrOr("href", "")); !slices.Equal(got, failed[line]) {
+				t.Errorf("%q: its failed runs link to %q, finding steps %v; want %v", line, failedLink.AttrOr("href", ""), got, failed[line])
+			}
+		} else if len(failed[line]) > 0 {
+			if got, want := tr.Find(`a[data-testid="command-failed-step"]`).AttrOr("href", ""), fmt.Sprintf("#step-%d", failed[line][0]); got != want {
+				t.Errorf("%q: its failed count links to %q; want its first failed run %q", line, got, want)
+			}
+		}
+	})
+	if searched < 2 {
+		t.Errorf("%d commands link to their runs; the batch has two (make, go test)", searched)
+	}
+	report := s.get("/api/sessions/runs/export").Body.String()
+	if strings.Contains(report, `data-testid="command-runs"`) || strings.Contains(report, `data-testid="command-failed-runs"`) {
+		t.Error("the HTML report links to a search of a command's runs")
+	}
+}

@@ -87,6 +87,12 @@ func sessionView(d store.SessionDetail, limit int, before map[string]int64) view
 		if c.FirstFailedSeq != nil {
 			row.FailedHref = "#" + stepDOMID(*c.FirstFailedSeq)
 		}
+		if c.Runs > 1 {
+			row.RunsSearch = filterHref(d.ID, "command", c.Command)
+		}
+		if c.Failed > 1 {
+			row.FailedSearch = filterHref(d.ID, "command", c.Command, failedFilter)
+		}
 		v.Commands = append(v.Commands, row)
 	}
 	tools := d.Report.Tools

@@ -285,7 +285,7 @@ type SearchFilter struct {
 }
 
 // SearchFilterKeys are the filters of the query language (ParseQuery).
-var SearchFilterKeys = []string{"agent", "status", "flag", "path", "tool", "note", "workspace", "verdict", "type", "after", "before", "owner"}
+var SearchFilterKeys = []string{"agent", "status", "flag", "path", "tool", "command", "note", "workspace", "verdict", "type", "after", "before", "owner"}
 
 // query is a parsed search as SQLite's FTS5 index runs it.
 type query struct {
@@ -309,6 +309,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_each(st.flags) WHERE ? IN ('*', json_extract(value, '$.kind')))",                               // flag:* any kind
 	"path":      "(st.type IN ('edit', 'read') OR st.command_files IS NOT NULL) AND instr(coalesce(st.command_files, json_extract(st.payload, '$.path')), ?) > 0", // edits, reads and commands that name files (migration 021)
 	"tool":      "st.tool_name = ?",                                                                                                                               // the steps of type other that called it (migration 024)
+	"command":   "CASE WHEN st.type = 'command' THEN json_extract(st.payload, '$.command') END = ?",                                                               // the runs of a command, written whole (a row of Commands run)
 	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.folded", "?") + ")",                                                  // its value folded (FoldNote); note:* binds "", any note (and SessionPartOf)
 	"workspace": "instr(s.workspace_root, ?) > 0",
 	"verdict":   "s.verdict_state IS ?", // verdict:none binds NULL: no verdict
@@ -324,7 +325,8 @@ var searchFilters = map[string]string{
 // handlers/auth.go), "exact phrases", prefix*, -excluded, and filters
 // key:value that also work alone: agent:, type: (one of the step types,
 // several with |), status: (the outcome), flag: (a flag kind, * any), path: (part
-// of a path), tool: (the tool a step of type other called, whole), note: (part of a note on the step, ignoring case; * any
+// of a path), tool: (the tool a step of type other called, whole),
+// command: (the command a step ran, whole), note: (part of a note on the step, ignoring case; * any
 // note), workspace: (part of the root), after: and before: (a date,
 // 2026-11-01, or an RFC 3339 time, on the session's start), verdict: (a
 // state, common or not, or none: not reviewed) and owner: (the session's

@@ -67,6 +67,8 @@ func BenchmarkSearch(b *testing.B) {
 		{"filter-none", "path:no/such/dir"},
 		{"filter-tool", "tool:TodoWrite"},
 		{"filter-tool-none", "tool:NoSuchTool"},
+		{"filter-command-none", `command:"no such command"`},
+		{"filter-command-session", `command:"no such command" agent:codex`},
 		// Notes: three, in the oldest session (a store built before has none).
 		{"note", "note:flaky"},
 		{"word+note", "timeout note:*"},

@@ -299,6 +299,11 @@ func TestSearchDeepToolInput(t *testing.T) {
 	if got, want := mustDetail(t, s, "a").Report.Tools, []store.ToolUse{{Tool: tool, Calls: 1}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the report's tools = %+v; want %+v", got, want)
 	}
+	// command: reads a command's payload, never the deep one beside it.
+	command := b["steps"].([]any)[1].(obj)["payload"].(obj)["command"].(string)
+	if got := hitKeys(mustSearch(t, s, `command:"`+command+`"`)); !reflect.DeepEqual(got, []hitKey{{"a", 2}}) {
+		t.Errorf("Search(command:%q) = %v; want [{a 2}]", command, got)
+	}
 }
 
 // A word search walks the sessions newest first a few at a time (reading

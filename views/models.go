@@ -218,10 +218,14 @@ type CommandRow struct {
 	Href    string // its first run: #step-<seq>
 	// FailedHref is its first failed run; empty when none failed.
 	FailedHref string
-	Runs       int
-	Failed     int
-	ExitCodes  string // "0, 1"
-	NotInline  bool
+	// RunsSearch and FailedSearch are searches of its runs and of its
+	// failed runs, when there are more than one of them and the query
+	// language can say the command; a report has none.
+	RunsSearch, FailedSearch string
+	Runs                     int
+	Failed                   int
+	ExitCodes                string // "0, 1"
+	NotInline                bool
 }
 
 // TurnView is the steps that followed one prompt.

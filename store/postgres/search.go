@@ -22,6 +22,7 @@ var searchFilters = map[string]string{
 	"flag":      "st.flag_count > 0 AND EXISTS (SELECT 1 FROM json_array_elements(st.flags::json) f WHERE $ IN ('*', f->>'kind'))", // flag:* any kind
 	"path":      "(st.path IS NOT NULL OR st.command_files IS NOT NULL) AND strpos(coalesce(st.command_files, st.path), $) > 0",    // edits, reads and commands that name files (migrations 007, 012)
 	"tool":      "st.tool_name = $",                                                                                                // the steps of type other that called it (migration 014)
+	"command":   "CASE WHEN st.type = 'command' THEN st.payload::json->>'command' END = $",                                         // the runs of a command, written whole
 	"note":      "EXISTS (SELECT 1 FROM notes n WHERE n.step_pk = st.pk AND " + noteHolds("n.folded", "$") + ")",                   // and store.SessionPartOf
 	"workspace": "strpos(s.workspace_root, $) > 0",
 	"verdict":   "s.verdict_state IS NOT DISTINCT FROM $", // verdict:none binds NULL: no verdict

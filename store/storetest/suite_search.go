@@ -167,6 +167,7 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 	b.Session.Agent.Kind, b.Session.StartedAt, b.Session.Workspace.Root = "claude-code", "2026-11-05T10:00:00Z", "/src/project-b"
 	b.Steps[3].Payload.Path = "/src/project-b/README.md"
 	b.Steps[4].Flags = []store.Flag{{Kind: "secret_in_output", Severity: "warn", Reason: "a key"}}
+	b.Steps[1].Payload.Command = genPtr("go test ./handlers/...")
 	c := smallBatch("c")
 	c.Session.StartedAt = "2026-10-20T10:00:00Z"
 	verdicts := map[string]string{"b": "needs_attention", "c": "needs work"} // a state of one's own, with a space
@@ -231,6 +232,13 @@ func testSearchFilters(t *testing.T, s store.Backend) {
 		}},
 		{"tool:webfetch", func(b *store.Batch, st store.Step) bool { return false }}, // a tool is matched whole, as written
 		{"tool:Web", func(b *store.Batch, st store.Step) bool { return false }},
+		{`command:"go test ./..."`, func(b *store.Batch, st store.Step) bool {
+			return st.Type == store.TypeCommand && *st.Payload.Command == "go test ./..."
+		}},
+		{`command:"go test ./handlers/..." type:command`, func(b *store.Batch, st store.Step) bool {
+			return st.Type == store.TypeCommand && *st.Payload.Command == "go test ./handlers/..."
+		}},
+		{`command:"go test" status:ok`, func(b *store.Batch, st store.Step) bool { return false }}, // a command is matched whole
 		{"workspace:project-b type:read", func(b *store.Batch, st store.Step) bool {
 			return strings.Contains(b.Session.Workspace.Root, "project-b") && st.Type == store.TypeRead
 		}},
