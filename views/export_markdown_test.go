@@ -10,6 +10,8 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/text"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // FuzzExportMarkdownShape puts any text in every place a recorded text
@@ -17,7 +19,8 @@ import (
 // output, a message, an error, a note, a file and a command) and reads the
 // report back as GitHub would: whatever the text, the document keeps its
 // shape: its own headings in order, each step's line (outside any quote
-// or code) in order, and each output whole in its fenced block.
+// or code) in order, and each output whole in its fenced block, as the
+// app shows it (term.Plain).
 func FuzzExportMarkdownShape(f *testing.F) {
 	for _, s := range []string{
 		"", "plain", "```", "````go\nx", "# heading", "> quote", "<script>x</script>", "<!--", "[x]: http://e", "a | b",
@@ -109,7 +112,7 @@ func checkShape(t *testing.T, src []byte, s string, steps int, outline bool) {
 	if outline {
 		return
 	}
-	whole := s
+	whole := term.Plain(s) // as the app shows it
 	if !strings.HasSuffix(whole, "\n") {
 		whole += "\n"
 	}
