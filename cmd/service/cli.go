@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/agentreview/service/internal/term"
 	"github.com/agentreview/service/store"
 	"github.com/alecthomas/kong"
 )
@@ -127,8 +128,11 @@ func storePath(db string) (string, error) {
 }
 
 // terminalSafe puts agent content on one line with no control characters,
-// so no escape sequence in it reaches the terminal.
+// so no escape sequence in it reaches the terminal: its control sequences
+// (colours) left out, as the review app shows it (term.Shown), any other
+// control character a space.
 func terminalSafe(s string) string {
+	s, _ = term.Shown(s)
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '

@@ -162,7 +162,7 @@ func TestSearchCommandBesideServer(t *testing.T) {
 		t.Fatalf("push = %d %s %v; want 201", code, out, err)
 	}
 	want = fmt.Sprintf("      error %s: %s\n", stepErr["type"], terminalSafe(stepErr["message"].(string)))
-	if out, err := run("search", "status:failed", "--db", db); err != nil || !strings.Contains(out, want) || strings.Contains(out, "\x1b") {
+	if out, err := run("search", "status:failed", "--db", db); err != nil || !strings.Contains(out, want) || strings.Contains(out, "\x1b") || strings.Contains(out, "[31m") {
 		t.Errorf("service search status:failed = %v\n%s\nwant the line %q", err, out, want)
 	}
 }
