@@ -404,3 +404,29 @@ func TestListVerdictBadgeSaysWhy(t *testing.T) {
 		t.Errorf("badge %q, title %q; want needs_attention, %q", badge.Text(), title, want)
 	}
 }
+
+// The later-turns route shows the turns from position from until to, at
+// most the session's last, and the control for those after them: a to
+// past the last turn shows no turn before from, which the page has.
+func TestLaterTurnsRoute(t *testing.T) {
+	s := newTestService(t)
+	const total = 70
+	s.mustPush(manyTurns("later", total, time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)), http.StatusCreated)
+	for _, c := range []struct{ from, to int }{{20, 40}, {60, 110}, {69, 70}} {
+		doc := mustDocument(t, s, fmt.Sprintf("/session/turns?id=later&from=%d&to=%d", c.from, c.to))
+		var got []string
+		doc.Find(`[data-testid="turn"]`).Each(func(_ int, e *goquery.Selection) { got = append(got, e.AttrOr("data-number", "")) })
+		var want []string
+		for n := c.from + 1; n <= min(c.to, total); n++ {
+			want = append(want, fmt.Sprint(n))
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("from=%d&to=%d: turns %v; want %v", c.from, c.to, got, want)
+		}
+		later := doc.Find(`[data-testid="later-turns"]`)
+		if after := total - min(c.to, total); (later.Length() == 1) != (after > 0) ||
+			after > 0 && !strings.Contains(later.Text(), fmt.Sprintf("(%d not shown)", after)) {
+			t.Errorf("from=%d&to=%d: later-turns control %q; want one for the %d turns after", c.from, c.to, later.Text(), after)
+		}
+	}
+}

@@ -231,9 +231,10 @@ func laterTurnsLink(d store.SessionDetail) (int, string) {
 func turnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := store.DetailQuery{Turns: earlierTurns, Steps: recentSteps, Head: headChars}
-		later := r.URL.Query().Has("from")
+		later, from := r.URL.Query().Has("from"), 0
 		if later {
-			from, err := strconv.Atoi(r.URL.Query().Get("from"))
+			var err error
+			from, err = strconv.Atoi(r.URL.Query().Get("from"))
 			to, err2 := strconv.Atoi(r.URL.Query().Get("to"))
 			if err != nil || err2 != nil || from < 0 || to <= from || to-from > earlierTurns {
 				writeError(w, r, log, &statusError{http.StatusBadRequest, fmt.Sprintf("from and to must be turn positions, from below to, at most %d apart", earlierTurns)})
@@ -252,6 +253,12 @@ func turnsFragment(src PageSource, demo bool, log *slog.Logger) http.Handler {
 		if err != nil {
 			writeError(w, r, log, err)
 			return
+		}
+		if later && d.Window != nil && d.Window.First < from {
+			// to past the session's last turn: the read ended there, and
+			// took turns before from, which the page shows already.
+			n := min(from-d.Window.First, len(d.Turns))
+			d.Turns, d.Window.First = d.Turns[n:], d.Window.First+n
 		}
 		v, err := timelineView(r, src, d, demo, nil)
 		if err != nil {
