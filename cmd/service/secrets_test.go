@@ -126,7 +126,7 @@ func testSecretsCommand(t *testing.T, db string, apply func(context.Context, *st
 		}
 		return strings.Join(at, "output, ") + "output" // the field stdout, in words
 	}
-	leakHead := "leak  2026-03-02T10:00:00Z  claude-code  " + strings.ReplaceAll(sessions[0].title, "\x1b", " ") + "\n"
+	leakHead := "leak  2026-03-02T10:00:00Z  claude-code  " + strings.ReplaceAll(sessions[0].title, "\x1b[2J", "") + "\n" // the title without its control sequence
 	tokLine := fmt.Sprintf("  %s  %s  %s\n", tok.Rule, tok.Preview, where(0, token))
 	awsLine := fmt.Sprintf("  %s  %s  %s\n", aws.Rule, aws.Preview, where(0, key))
 	candLine := fmt.Sprintf("  %s  %s  %s\n", cand.Rule, cand.Preview, where(2, candidate))
