@@ -213,7 +213,8 @@ func TestFilesWrittenByCommandsOnThePage(t *testing.T) {
 }
 
 // Coloured output is shown in its colours, its codes left out of the
-// step's line and its body; a tool's field likewise, and no control
+// step's line and its body; a tool's field likewise; a file's own escape
+// sequence, in a diff, is shown as its characters; and no control
 // character reaches a page or a report, from any text an agent recorded.
 func TestSessionShowsColouredOutput(t *testing.T) {
 	s := newTestService(t)
@@ -225,6 +226,8 @@ func TestSessionShowsColouredOutput(t *testing.T) {
 	// Every other text a page shows, with a code and a bell.
 	steps[0].(obj)["payload"].(obj)["text"] = "\x1b[32mFix\x1b[0m the test\a"
 	steps[2].(obj)["payload"].(obj)["path"] = "/tmp/ws/\x1b[1mmain.go\a"
+	steps[2].(obj)["payload"].(obj)["old_string"] = "const red = \"\x1b[31m\"\a"
+	steps[2].(obj)["payload"].(obj)["new_string"] = "const red = \"\x1b[91m\"\a"
 	steps[2].(obj)["outcome"], steps[2].(obj)["error"] = "failed", obj{"type": "\x1b[31mtool_error\a", "message": "\x1b[31mdenied\a"}
 	steps[3].(obj)["flags"] = arr{obj{"kind": "\x1b[1mrisky\a", "severity": "warn", "reason": "\x1b[33mread\a"}}
 	steps[4].(obj)["payload"].(obj)["tool_name"] = "\x1b[36mWebFetch\a"
@@ -254,6 +257,9 @@ func TestSessionShowsColouredOutput(t *testing.T) {
 		{`[data-testid="block-stdout"] pre .t-red.t-bold`, "FAIL"},
 		{`[data-testid="block-stdout"] pre .ctl`, "^G"},
 		{`[data-testid="tool-field-stdout"] .t-bold`, "Default"},
+		// A file's escape sequence is its text: shown, not followed.
+		{`[data-testid="diff"] .dl.del`, `-const red = "^[[31m"^G`},
+		{`[data-testid="change-edit-diff"] .dl.add`, `+const red = "^[[91m"^G`},
 	} {
 		if got := strings.TrimSpace(doc.Find(c.sel).First().Text()); got != c.want {
 			t.Errorf("%s = %q; want %q", c.sel, got, c.want)

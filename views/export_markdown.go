@@ -312,7 +312,7 @@ func (m *mdWriter) step(s StepView, images bool) {
 			m.line("")
 			m.line(mdText(f.Label) + ":")
 			m.line("")
-			m.fence("", f.Value.Shown)
+			m.fence("", term.Plain(f.Value.Shown))
 		}
 	}
 	if len(s.Diff) > 0 {
@@ -322,7 +322,7 @@ func (m *mdWriter) step(s StepView, images bool) {
 			d.WriteByte('\n')
 		}
 		m.line("")
-		m.fence("diff", d.String())
+		m.fence("diff", term.Visible(d.String())) // a file's escape sequence is its text
 	}
 	for _, b := range s.Blocks {
 		m.line("")
@@ -331,7 +331,7 @@ func (m *mdWriter) step(s StepView, images bool) {
 		if b.Markdown {
 			m.quote(b.Text.Shown)
 		} else {
-			m.fence("", b.Text.Shown)
+			m.fence("", term.Plain(b.Text.Shown))
 		}
 	}
 	for _, img := range s.Images {
@@ -376,11 +376,11 @@ func (m *mdWriter) quote(text string) {
 }
 
 // fence writes text as a fenced code block whose fence of backticks is
-// longer than any run of backticks in it. Here, as in mdCode, mdText and
-// quote, recorded text is written as the app shows it (term.Plain):
-// without control sequences, other control characters in caret notation.
+// longer than any run of backticks in it. Its callers, as mdCode, mdText
+// and quote, write recorded text as the app shows it: output without
+// control sequences, other control characters in caret notation
+// (term.Plain), a diff's every control character so (term.Visible).
 func (m *mdWriter) fence(lang, text string) {
-	text = term.Plain(text)
 	f := strings.Repeat("`", max(3, longestRun(text, '`')+1))
 	m.line(f + lang)
 	m.write(text)

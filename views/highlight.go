@@ -5,12 +5,15 @@ import (
 	"html"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/lexers"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 // highlightChars is the most characters highlighted at once; longer code
@@ -227,8 +230,19 @@ func (m *markup) write(w io.StringWriter, t chroma.Token) {
 // diffOf renders an edit's diff lines, each line's code highlighted for
 // the language of the file edited. A line's text starts with its marker
 // ("+", "-" or " "); hunk headers and multi-line blocks are shown plain.
+// A control character in a file's text shows in caret notation
+// (term.Visible: a file's escape sequence is text, ^[[31m).
 func diffOf(lines []DiffLine, file string) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		cloned := false
+		for i, l := range lines {
+			if v := term.Visible(l.Text); len(v) != len(l.Text) { // it only grows a text it changes
+				if !cloned {
+					lines, cloned = slices.Clone(lines), true
+				}
+				lines[i].Text = v
+			}
+		}
 		sw := &stringWriter{w: w}
 		code := func(l DiffLine) (string, string, bool) {
 			if l.Kind == "hunk" || l.Text == "" || strings.Contains(l.Text, "\n") || strings.IndexByte("+- ", l.Text[0]) < 0 {

@@ -255,7 +255,17 @@ func Next(s string) (n int, csi bool, caret string) {
 // carriage return in caret notation, so that nothing the agent read is
 // hidden and no control character reaches a page. Text without control
 // characters is returned as it is.
-func Plain(s string) string {
+func Plain(s string) string { return caretText(s, true) }
+
+// Visible is s with every control character but tab, line feed and
+// carriage return in caret notation, a control sequence's ESC too (^[[31m):
+// for a file's text, which holds its escape sequences as characters, not
+// as a terminal's instructions.
+func Visible(s string) string { return caretText(s, false) }
+
+// caretText writes s's control characters in caret notation, leaving out
+// its control sequences when dropCSI.
+func caretText(s string, dropCSI bool) string {
 	n, _, _ := Next(s)
 	if n == len(s) {
 		return s
@@ -265,7 +275,10 @@ func Plain(s string) string {
 	for s != "" {
 		n, csi, caret := Next(s)
 		switch {
+		case csi && dropCSI:
 		case csi:
+			b.WriteString("^[")
+			b.WriteString(s[1:n])
 		case caret != "":
 			b.WriteString(caret)
 		default:

@@ -100,6 +100,18 @@ func TestPlain(t *testing.T) {
 	}
 }
 
+func TestVisible(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain\ttext\r\n", "plain\ttext\r\n"},
+		{"red = \"\x1b[31m\"\a", "red = \"^[[31m\"^G"},
+		{"\x1b]0;title\a \x7f", "^[]0;title^G ^?"},
+	} {
+		if got := Visible(c.in); got != c.want {
+			t.Errorf("Visible(%q) = %q; want %q", c.in, got, c.want)
+		}
+	}
+}
+
 func TestNext(t *testing.T) {
 	s := "ok \x1b[31mred\x1b[0m\a\x1b"
 	type piece struct {
