@@ -5,9 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
+
+	"github.com/agentreview/service/internal/term"
 )
 
 func mustRender(t *testing.T, c templ.Component) string {
@@ -80,4 +83,36 @@ func TestTerminalOfIsBounded(t *testing.T) {
 			t.Errorf("terminalOf(%d × %q) shows %d bytes of text; want %d", 20_000, unit, len(got), len(want))
 		}
 	}
+}
+
+// Whatever the text, textOf and terminalOf show its text as term.Plain
+// has it, within a few times its size, and no control character.
+func FuzzTerminalOf(f *testing.F) {
+	for _, s := range []string{"", "a<b>&", "\x1b[1;31mFAIL\x1b[0m ok", "\x1b[", "\a\x00\x7f", "\x1b[42m\x1b[30m x \x1b[m\r\n",
+		strings.Repeat("\x1b[3mx", 40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // a page's text is UTF-8; the HTML parser would mend it otherwise
+		}
+		for _, c := range []templ.Component{textOf(s), terminalOf(s)} {
+			html := mustRender(t, c)
+			if len(html) > 8*len(s)+1024 {
+				t.Fatalf("%q renders to %d bytes", s, len(html))
+			}
+			if strings.ContainsFunc(html, func(r rune) bool { return term.Caret(r) != "" }) {
+				t.Fatalf("%q renders to %q, holding a control character", s, html)
+			}
+			// "x" first: a pre drops a line break just after its tag.
+			doc, err := goquery.NewDocumentFromReader(strings.NewReader("<pre>x" + html + "</pre>"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "x" + strings.ReplaceAll(strings.ReplaceAll(term.Plain(s), "\r\n", "\n"), "\r", "\n") // as HTML reads line breaks
+			if got := doc.Find("pre").Text(); got != want {
+				t.Fatalf("%q renders to %q, showing %q; want %q", s, html, got, want)
+			}
+		}
+	})
 }

@@ -266,9 +266,8 @@ func Visible(s string) string { return caretText(s, false) }
 // caretText writes s's control characters in caret notation, leaving out
 // its control sequences when dropCSI.
 func caretText(s string, dropCSI bool) string {
-	n, _, _ := Next(s)
-	if n == len(s) {
-		return s
+	if n, csi, caret := Next(s); n == len(s) && !csi && caret == "" {
+		return s // no control character
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 8)

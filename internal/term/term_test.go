@@ -93,6 +93,7 @@ func TestPlain(t *testing.T) {
 		{"nul\x00 del\x7f csi\u009b", "nul^@ del^? csi^[["},
 		{"über ✓ 修改", "über ✓ 修改"},
 		{"\xff invalid", "\xff invalid"},
+		{"\x1b[0m", ""}, // a sequence alone
 	} {
 		if got := Plain(c.in); got != c.want {
 			t.Errorf("Plain(%q) = %q; want %q", c.in, got, c.want)
@@ -105,6 +106,7 @@ func TestVisible(t *testing.T) {
 		{"plain\ttext\r\n", "plain\ttext\r\n"},
 		{"red = \"\x1b[31m\"\a", "red = \"^[[31m\"^G"},
 		{"\x1b]0;title\a \x7f", "^[]0;title^G ^?"},
+		{"\x1b[0m", "^[[0m"},
 	} {
 		if got := Visible(c.in); got != c.want {
 			t.Errorf("Visible(%q) = %q; want %q", c.in, got, c.want)
