@@ -26,7 +26,7 @@ func terminalOf(s string) templ.Component { return termText(s, true) }
 
 func termText(s string, styled bool) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
-		t := termWriter{w: w, styled: styled, spans: min(maxTextSpans, 16+len(s)/12)}
+		t := termWriter{w: w, spans: min(maxTextSpans, 16+len(s)/12)}
 		for rest := s; rest != ""; {
 			n, csi, caret := term.Next(rest)
 			switch {
@@ -61,7 +61,6 @@ const maxTextSpans = 2000
 type termWriter struct {
 	w            io.Writer
 	err          error
-	styled       bool
 	style, shown term.Style // the style of the text to come, and of the open span
 	open         bool       // whether a span of shown is open
 	spans        int        // the spans it may still open
