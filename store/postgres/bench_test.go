@@ -78,6 +78,7 @@ func BenchmarkScale(b *testing.B) {
 		{"search/filter-none", "path:no/such/dir"},
 		{"search/filter-tool", "tool:TodoWrite"},
 		{"search/filter-tool-none", "tool:NoSuchTool"},
+		{"search/filter-command-none", `command:"no such command"`},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			var hits int
