@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -18,7 +19,8 @@ import (
 
 // A store whose words were made by an earlier text rule gets them made
 // again when opened: the words of each step whose text may have changed
-// (textMayBeJSONInAString, store.SplitRunesPattern, a working folder) are
+// since (textMayBeJSONInAString, store.SplitRunesPattern, a working
+// folder, an ESC) are
 // this build's, the real Copilot CLI web searches and commands among them,
 // the others are left as they were, and the version is recorded.
 func TestOpenRewritesSearchWords(t *testing.T) {
@@ -41,10 +43,21 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 			}
 		}
 	}
-	// This build's words of every row, then a store of version 2: the
-	// words gone, as if made by a rule that found none of them.
+	// This build's words of every row, then a store of an earlier version:
+	// the words gone, as if made by a rule that found none of them. Version
+	// 2, the oldest a store can be, and 5, the build before this one.
 	want := textByKey(t, s, `SELECT rid, coalesce(doc::text, '') FROM search_docs`)
-	s = reopened(t, s, dsn, `UPDATE search_docs SET doc = NULL; UPDATE search_text_version SET version = 2`)
+	for _, from := range []int{2, 5} {
+		s = reopened(t, s, dsn, fmt.Sprintf(`UPDATE search_docs SET doc = NULL; UPDATE search_text_version SET version = %d`, from))
+		t.Run(fmt.Sprintf("from version %d", from), func(t *testing.T) { checkRewritten(t, s, want, chinese, from) })
+	}
+}
+
+// checkRewritten checks the words of store s after it was opened at
+// version from: want for each row whose text may have changed since (the
+// rules of versions 3 to 6), none for the others.
+func checkRewritten(t *testing.T, s *Store, want map[int64]string, chinese string, from int) {
+	ctx := context.Background()
 	var version int
 	if err := s.pool.QueryRow(ctx, `SELECT version FROM search_text_version`).Scan(&version); err != nil || version != store.SearchTextVersion {
 		t.Fatalf("search_text_version = %d, %v; want %d", version, err, store.SearchTextVersion)
@@ -61,19 +74,12 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	var doc, text, columns string
 	var search bool
 	rewritten, searches, splits, folders, escapes := 0, 0, 0, 0, 0
-	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &text, &columns, &search}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&rid, &doc, &text, &columns, &search}, func() error {
+		isJSON := json.MatchString(text)
+		isSplit := !isJSON && split.MatchString(text+columns)
 		folder := strings.Contains(text, `"cwd":`)
 		escape := strings.Contains(strings.ToLower(text), `\u001b`) || strings.Contains(columns, "\x1b")
-		if escape {
-			escapes++
-		}
-		may := json.MatchString(text) || split.MatchString(text+columns) || folder || escape
-		if !json.MatchString(text) && split.MatchString(text+columns) {
-			splits++
-		}
-		if folder {
-			folders++
-		}
+		may := from < 3 && isJSON || from < 4 && split.MatchString(text+columns) || from < 5 && folder || escape
 		switch {
 		case may && doc != want[rid]:
 			t.Errorf("step %d: words %.80q after the rewrite; want %.80q", rid, doc, want[rid])
@@ -82,8 +88,17 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 			if search {
 				searches++
 			}
+			if isSplit {
+				splits++
+			}
+			if folder {
+				folders++
+			}
+			if escape {
+				escapes++
+			}
 		case doc != "":
-			t.Errorf("step %d, no JSON in a string, no character that is a word of its own, no folder: words %.80q; want them left as they were (none)", rid, doc)
+			t.Errorf("step %d, none of the changes since version %d: words %.80q; want them left as they were (none)", rid, from, doc)
 		}
 		return nil
 	})
@@ -93,17 +108,17 @@ func TestOpenRewritesSearchWords(t *testing.T) {
 	rows, _ = s.pool.Query(ctx, `SELECT d.rid, coalesce(d.doc::text, ''), s.id FROM search_docs d JOIN sessions s ON d.rid = -s.pk`)
 	var id string
 	_, err = pgx.ForEachRow(rows, []any{&rid, &doc, &id}, func() error {
-		if id == chinese && doc != want[rid] || id != chinese && doc != "" {
-			t.Errorf("session %s: words %q after the rewrite; want %q only for the one with a workspace in Chinese", id, doc, want[rid])
+		if from < 4 && id == chinese && doc != want[rid] || (from >= 4 || id != chinese) && doc != "" {
+			t.Errorf("session %s: words %q after the rewrite from version %d; want %q only for the one with a workspace in Chinese, from before 4", id, doc, from, want[rid])
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rewritten == 0 || searches == 0 || splits == 0 || folders == 0 || escapes == 0 || rewritten == len(want) {
-		t.Errorf("%d of %d steps rewritten, %d web searches, %d in Chinese, %d with a folder and %d with an ESC among them; want some of each, not all",
-			rewritten, len(want), searches, splits, folders, escapes)
+	if escapes == 0 || rewritten == len(want) || from < 5 && (searches == 0 || splits == 0 || folders == 0) {
+		t.Errorf("%d of %d steps rewritten, %d web searches, %d in Chinese, %d with a folder and %d with an ESC among them; want some of each the versions since %d changed, not all",
+			rewritten, len(want), searches, splits, folders, escapes, from)
 	}
 }
 
