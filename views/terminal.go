@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"context"
 	"html"
 	"io"
@@ -33,9 +34,6 @@ func termText(s string, styled bool) templ.Component {
 			case csi:
 				if styled {
 					t.style, _ = t.style.Apply(rest[:n])
-					if t.style.FG == term.White { // the page's own text colour
-						t.style.FG = term.Default
-					}
 				}
 			case caret != "":
 				t.control(caret)
@@ -94,20 +92,24 @@ func (t *termWriter) control(caret string) {
 }
 
 // restyle closes the open span when the style changed, and opens one of
-// the new style unless it is plain or no span is left.
+// the new style unless it shows as plain text or no span is left.
 func (t *termWriter) restyle() {
-	if t.open && t.shown == t.style || !t.open && t.style == (term.Style{}) {
+	if t.open && t.shown == t.style {
 		return
+	}
+	class := ""
+	if t.style != (term.Style{}) {
+		class = styleClass(t.style)
 	}
 	if t.open {
 		t.write("</span>")
 		t.open = false
 	}
-	if t.style == (term.Style{}) || t.spans == 0 {
+	if class == "" || t.spans == 0 {
 		return
 	}
 	t.spans--
-	t.write(`<span class="` + styleClass(t.style) + `">`)
+	t.write(`<span class="` + class + `">`)
 	t.shown, t.open = t.style, true
 }
 
@@ -118,11 +120,15 @@ var colorNames = [...]string{term.Black: "black", term.Red: "red", term.Green: "
 
 func styleClass(st term.Style) string {
 	var c []string
-	if st.FG != term.Default {
-		c = append(c, "t-"+colorNames[st.FG])
+	fg, bg := st.FG, st.BG
+	if st.Inverse { // the text's colour behind it: a label (jest's PASS) on the palette's tint
+		fg, bg = bg, cmp.Or(fg, term.White)
 	}
-	if st.BG != term.Default {
-		c = append(c, "tb-"+colorNames[st.BG])
+	if fg != term.Default && fg != term.White {
+		c = append(c, "t-"+colorNames[fg])
+	}
+	if bg != term.Default {
+		c = append(c, "tb-"+colorNames[bg])
 	}
 	for _, f := range []struct {
 		on   bool

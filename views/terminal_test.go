@@ -29,11 +29,13 @@ func mustRender(t *testing.T, c templ.Component) string {
 func TestTerminalOf(t *testing.T) {
 	const in = "\x1b[1m\x1b[31mFAIL\x1b[39m\x1b[22m src/a.test.ts\n" +
 		"\x1b[42m PASS \x1b[49m ok \x1b[2mdim\x1b[0m\x1b[97m white\x1b[m \x1b[2Kbell\a\n" +
-		"\x1b[38;5;12;4mbright blue, underlined\x1b[0m"
+		"\x1b[38;5;12;4mbright blue, underlined\x1b[0m\n" +
+		"\x1b[0m\x1b[7m\x1b[1m\x1b[32m PASS \x1b[39m\x1b[22m\x1b[27m\x1b[0m \x1b[7m x \x1b[0m" // jest's labels: inverse
 	type run struct{ class, text string }
 	want := []run{
 		{"t-red t-bold", "FAIL"}, {"", " src/a.test.ts\n"}, {"tb-green", " PASS "}, {"", " ok "},
 		{"t-dim", "dim"}, {"", " white bell"}, {"ctl", "^G"}, {"", "\n"}, {"t-blue t-under", "bright blue, underlined"},
+		{"", "\n"}, {"tb-green t-bold", " PASS "}, {"", " "}, {"tb-white", " x "},
 	}
 	html := mustRender(t, terminalOf(in))
 	if strings.ContainsFunc(html, func(r rune) bool { return r < 0x20 && r != '\n' }) {

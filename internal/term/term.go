@@ -105,9 +105,10 @@ const (
 )
 
 // Style is the style SGR sequences (ESC [ … m) give the text after them.
+// Inverse swaps its colours, as jest's PASS and FAIL labels ask.
 type Style struct {
-	FG, BG                       Color
-	Bold, Dim, Italic, Underline bool
+	FG, BG                                Color
+	Bold, Dim, Italic, Underline, Inverse bool
 }
 
 // Apply is the style after the control sequence seq (whole, as CSI
@@ -136,6 +137,10 @@ func (st Style) Apply(seq string) (_ Style, ok bool) {
 			st.Italic = true
 		case n == 4 || n == 21:
 			st.Underline = true
+		case n == 7:
+			st.Inverse = true
+		case n == 27:
+			st.Inverse = false
 		case n == 22:
 			st.Bold, st.Dim = false, false
 		case n == 23:

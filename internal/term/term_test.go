@@ -75,6 +75,8 @@ func TestStyleApply(t *testing.T) {
 		{Style{}, "\x1b[38;2;255;0;0;4m", Style{Underline: true}, true},
 		{Style{}, "\x1b[48:5:6m", Style{BG: Cyan}, true},
 		{Style{}, "\x1b[38:2::255:0:0;1m", Style{Bold: true}, true},
+		{Style{}, "\x1b[7m", Style{Inverse: true}, true},
+		{Style{Inverse: true, FG: Green}, "\x1b[27m", Style{FG: Green}, true},
 		{Style{FG: Red}, "\x1b[2K", Style{FG: Red}, false},
 		{Style{FG: Red}, "\x1b[>4;2m", Style{FG: Red}, false},
 	} {
