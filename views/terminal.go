@@ -33,7 +33,7 @@ func termText(s string, styled bool) templ.Component {
 			switch {
 			case csi:
 				if styled {
-					t.style, _ = t.style.Apply(rest[:n])
+					t.style = t.style.Apply(rest[:n])
 				}
 			case caret != "":
 				t.control(caret)

@@ -49,7 +49,7 @@ func FuzzText(f *testing.F) {
 				t.Fatalf("Next(%q) = %d", rest, n)
 			}
 			if csi {
-				st, _ = st.Apply(rest[:n])
+				st = st.Apply(rest[:n])
 				if st.FG > White || st.BG > White {
 					t.Fatalf("%q gives the style %+v", rest[:n], st)
 				}

@@ -19,11 +19,11 @@ import (
 // character), so a sequence never hides text.
 const maxCSI = 64
 
-// CSI is the length of the control sequence s starts with: ESC [, then
-// parameter bytes (0x30–0x3F), intermediate bytes (0x20–0x2F) and a final
-// byte (0x40–0x7E); 0 when s does not start with a whole one of at most
-// maxCSI bytes.
-func CSI(s string) int {
+// sequenceLen is the length of the control sequence (CSI) s starts
+// with: ESC [, then parameter bytes (0x30–0x3F), intermediate bytes
+// (0x20–0x2F) and a final byte (0x40–0x7E); 0 when s does not start with
+// a whole one of at most maxCSI bytes.
+func sequenceLen(s string) int {
 	if len(s) < 3 || s[0] != 0x1b || s[1] != '[' {
 		return 0
 	}
@@ -57,7 +57,7 @@ func Shown(s string) (string, Cuts) {
 	for i := 0; i < len(s); {
 		n := 0
 		if s[i] == 0x1b {
-			n = CSI(s[i:])
+			n = sequenceLen(s[i:])
 		}
 		if n == 0 {
 			b.WriteByte(s[i])
@@ -111,16 +111,15 @@ type Style struct {
 	Bold, Dim, Italic, Underline, Inverse bool
 }
 
-// Apply is the style after the control sequence seq (whole, as CSI
-// measures it); ok is false when seq is not an SGR sequence, which leaves
-// the style as it was.
-func (st Style) Apply(seq string) (_ Style, ok bool) {
+// Apply is the style after the control sequence seq (whole, as Next
+// reads it): as it was when seq is not an SGR sequence.
+func (st Style) Apply(seq string) Style {
 	if len(seq) < 3 || seq[len(seq)-1] != 'm' {
-		return st, false
+		return st
 	}
 	params := seq[2 : len(seq)-1]
 	if strings.IndexFunc(params, func(r rune) bool { return !(r >= '0' && r <= '9' || r == ';' || r == ':') }) >= 0 {
-		return st, false // a private sequence (ESC [ > 4 m), not a style
+		return st // a private sequence (ESC [ > 4 m), not a style
 	}
 	codes := strings.Split(params, ";")
 	for i := 0; i < len(codes); i++ {
@@ -175,7 +174,7 @@ func (st Style) Apply(seq string) (_ Style, ok bool) {
 			}
 		}
 	}
-	return st, true
+	return st
 }
 
 // extendedParams reads the colour of 38;5;n or 38;2;r;g;b from the
@@ -246,7 +245,7 @@ func Next(s string) (n int, csi bool, caret string) {
 		if i > 0 {
 			return i, false, ""
 		}
-		if n := CSI(s); n > 0 {
+		if n := sequenceLen(s); n > 0 {
 			return n, true, ""
 		}
 		r, size := utf8.DecodeRuneInString(s)

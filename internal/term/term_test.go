@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestCSI(t *testing.T) {
+func TestSequenceLen(t *testing.T) {
 	for _, c := range []struct {
 		s    string
 		want int
@@ -25,8 +25,8 @@ func TestCSI(t *testing.T) {
 		{"\x1b[" + strings.Repeat("1;", 40) + "m", 0}, // longer than maxCSI
 		{"\x1b[1\x1b[2m", 0},
 	} {
-		if got := CSI(c.s); got != c.want {
-			t.Errorf("CSI(%q) = %d; want %d", c.s, got, c.want)
+		if got := sequenceLen(c.s); got != c.want {
+			t.Errorf("sequenceLen(%q) = %d; want %d", c.s, got, c.want)
 		}
 	}
 }
@@ -60,29 +60,27 @@ func TestStyleApply(t *testing.T) {
 		from Style
 		seq  string
 		want Style
-		ok   bool
 	}{
-		{Style{}, "\x1b[1;31m", Style{FG: Red, Bold: true}, true},
-		{Style{FG: Red, Bold: true}, "\x1b[m", Style{}, true},
-		{Style{FG: Red, Bold: true}, "\x1b[0m", Style{}, true},
-		{Style{}, "\x1b[92;44m", Style{FG: Green, BG: Blue}, true},
-		{Style{}, "\x1b[2;3;4m", Style{Dim: true, Italic: true, Underline: true}, true},
-		{Style{Bold: true, Dim: true, Italic: true, Underline: true}, "\x1b[22;23;24m", Style{}, true},
-		{Style{FG: Red, BG: Blue}, "\x1b[39;49m", Style{}, true},
-		{Style{}, "\x1b[38;5;3m", Style{FG: Yellow}, true},
-		{Style{}, "\x1b[38;5;9m", Style{FG: Red}, true},        // a bright one of the 16
-		{Style{}, "\x1b[38;5;208;1m", Style{Bold: true}, true}, // of the 256: the terminal's own
-		{Style{}, "\x1b[38;2;255;0;0;4m", Style{Underline: true}, true},
-		{Style{}, "\x1b[48:5:6m", Style{BG: Cyan}, true},
-		{Style{}, "\x1b[38:2::255:0:0;1m", Style{Bold: true}, true},
-		{Style{}, "\x1b[7m", Style{Inverse: true}, true},
-		{Style{Inverse: true, FG: Green}, "\x1b[27m", Style{FG: Green}, true},
-		{Style{FG: Red}, "\x1b[2K", Style{FG: Red}, false},
-		{Style{FG: Red}, "\x1b[>4;2m", Style{FG: Red}, false},
+		{Style{}, "\x1b[1;31m", Style{FG: Red, Bold: true}},
+		{Style{FG: Red, Bold: true}, "\x1b[m", Style{}},
+		{Style{FG: Red, Bold: true}, "\x1b[0m", Style{}},
+		{Style{}, "\x1b[92;44m", Style{FG: Green, BG: Blue}},
+		{Style{}, "\x1b[2;3;4m", Style{Dim: true, Italic: true, Underline: true}},
+		{Style{Bold: true, Dim: true, Italic: true, Underline: true}, "\x1b[22;23;24m", Style{}},
+		{Style{FG: Red, BG: Blue}, "\x1b[39;49m", Style{}},
+		{Style{}, "\x1b[38;5;3m", Style{FG: Yellow}},
+		{Style{}, "\x1b[38;5;9m", Style{FG: Red}},        // a bright one of the 16
+		{Style{}, "\x1b[38;5;208;1m", Style{Bold: true}}, // of the 256: the terminal's own
+		{Style{}, "\x1b[38;2;255;0;0;4m", Style{Underline: true}},
+		{Style{}, "\x1b[48:5:6m", Style{BG: Cyan}},
+		{Style{}, "\x1b[38:2::255:0:0;1m", Style{Bold: true}},
+		{Style{}, "\x1b[7m", Style{Inverse: true}},
+		{Style{Inverse: true, FG: Green}, "\x1b[27m", Style{FG: Green}},
+		{Style{FG: Red}, "\x1b[2K", Style{FG: Red}},
+		{Style{FG: Red}, "\x1b[>4;2m", Style{FG: Red}},
 	} {
-		got, ok := c.from.Apply(c.seq)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%+v.Apply(%q) = %+v, %v; want %+v, %v", c.from, c.seq, got, ok, c.want, c.ok)
+		if got := c.from.Apply(c.seq); got != c.want {
+			t.Errorf("%+v.Apply(%q) = %+v; want %+v", c.from, c.seq, got, c.want)
 		}
 	}
 }
